@@ -1,0 +1,300 @@
+package event
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Agent and ComponentClass are fixed for every event this daemon emits;
+// NVSentinel routes on them.
+const (
+	Agent          = "nic-health-monitor"
+	ComponentClass = "NIC"
+	SchemaVersion  = 1
+)
+
+// Check names, as NVSentinel's nic-health-monitor names them.
+const (
+	InfiniBandStateCheck       = "InfiniBandStateCheck"
+	EthernetStateCheck         = "EthernetStateCheck"
+	InfiniBandDegradationCheck = "InfiniBandDegradationCheck"
+	EthernetDegradationCheck   = "EthernetDegradationCheck"
+)
+
+// Entity types of seed section 11.2.
+const (
+	EntityNIC     = "NIC"
+	EntityNICPort = "NICPort"
+	EntityCard    = "NICCard"
+)
+
+// Kind says what happened, independently of the check that saw it. It picks
+// the journal MESSAGE_ID and lets operators filter without parsing messages.
+type Kind string
+
+const (
+	KindPortFatal         Kind = "port-fatal"
+	KindPortNonFatal      Kind = "port-nonfatal"
+	KindPortRecovered     Kind = "port-recovered"
+	KindPortBaseline      Kind = "port-baseline"
+	KindCounterBreach     Kind = "counter-breach"
+	KindCounterRecovered  Kind = "counter-recovered"
+	KindCounterBaseline   Kind = "counter-baseline"
+	KindCounterSaturated  Kind = "counter-saturated"
+	KindDeviceDisappeared Kind = "device-disappeared"
+	KindDeviceReappeared  Kind = "device-reappeared"
+	KindCardAnomaly       Kind = "card-anomaly"
+	KindCardRecovered     Kind = "card-recovered"
+	KindCheckCleared      Kind = "check-cleared"
+	KindReadStuck         Kind = "read-stuck"
+	KindLinkSanity        Kind = "link-sanity"
+	KindLinkSanityOK      Kind = "link-sanity-ok"
+)
+
+// Kinds lists every kind, in a stable order, for catalogs and docs.
+var Kinds = []Kind{
+	KindPortFatal, KindPortNonFatal, KindPortRecovered, KindPortBaseline,
+	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
+	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
+	KindCheckCleared, KindReadStuck, KindLinkSanity, KindLinkSanityOK,
+}
+
+// RecommendedAction is NVSentinel's enum; the numbers are wire values.
+type RecommendedAction int32
+
+const (
+	ActionNone           RecommendedAction = 0
+	ActionComponentReset RecommendedAction = 2
+	ActionContactSupport RecommendedAction = 5
+	ActionRunFieldDiag   RecommendedAction = 6
+	ActionRestartVM      RecommendedAction = 15
+	ActionRestartBM      RecommendedAction = 24
+	ActionReplaceVM      RecommendedAction = 25
+	ActionRunDCGMEUD     RecommendedAction = 26
+	ActionCustom         RecommendedAction = 27
+	ActionUnknown        RecommendedAction = 99
+)
+
+var actionNames = map[RecommendedAction]string{
+	ActionNone: "NONE", ActionComponentReset: "COMPONENT_RESET", ActionContactSupport: "CONTACT_SUPPORT",
+	ActionRunFieldDiag: "RUN_FIELDDIAG", ActionRestartVM: "RESTART_VM", ActionRestartBM: "RESTART_BM",
+	ActionReplaceVM: "REPLACE_VM", ActionRunDCGMEUD: "RUN_DCGMEUD", ActionCustom: "CUSTOM", ActionUnknown: "UNKNOWN",
+}
+
+func (a RecommendedAction) String() string {
+	if s, ok := actionNames[a]; ok {
+		return s
+	}
+	return fmt.Sprintf("RecommendedAction(%d)", int32(a))
+}
+
+// ParseRecommendedAction accepts the enum name.
+func ParseRecommendedAction(s string) (RecommendedAction, error) {
+	for a, n := range actionNames {
+		if n == s {
+			return a, nil
+		}
+	}
+	return ActionUnknown, fmt.Errorf("unknown recommended action %q", s)
+}
+
+func (a RecommendedAction) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+
+func (a *RecommendedAction) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int32
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("recommendedAction: %w", err)
+		}
+		*a = RecommendedAction(n)
+		return nil
+	}
+	v, err := ParseRecommendedAction(s)
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// ProcessingStrategy is NVSentinel's enum; the numbers are wire values.
+type ProcessingStrategy int32
+
+const (
+	StrategyUnspecified        ProcessingStrategy = 0
+	StrategyExecuteRemediation ProcessingStrategy = 1
+	StrategyStoreOnly          ProcessingStrategy = 2
+	StrategyStoreAndAnalyse    ProcessingStrategy = 3
+)
+
+var strategyNames = map[ProcessingStrategy]string{
+	StrategyUnspecified: "UNSPECIFIED", StrategyExecuteRemediation: "EXECUTE_REMEDIATION",
+	StrategyStoreOnly: "STORE_ONLY", StrategyStoreAndAnalyse: "STORE_AND_ANALYSE",
+}
+
+func (p ProcessingStrategy) String() string {
+	if s, ok := strategyNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("ProcessingStrategy(%d)", int32(p))
+}
+
+// ParseProcessingStrategy accepts the enum name (as the --processing-strategy flag does).
+func ParseProcessingStrategy(s string) (ProcessingStrategy, error) {
+	for p, n := range strategyNames {
+		if n == s {
+			return p, nil
+		}
+	}
+	return StrategyUnspecified, fmt.Errorf("unknown processing strategy %q (use EXECUTE_REMEDIATION, STORE_ONLY or STORE_AND_ANALYSE)", s)
+}
+
+func (p ProcessingStrategy) MarshalJSON() ([]byte, error) { return json.Marshal(p.String()) }
+
+func (p *ProcessingStrategy) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int32
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("processingStrategy: %w", err)
+		}
+		*p = ProcessingStrategy(n)
+		return nil
+	}
+	v, err := ParseProcessingStrategy(s)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Entity names one impacted component.
+type Entity struct {
+	Type  string `json:"entityType"`
+	Value string `json:"entityValue"`
+}
+
+// Event is one health boundary crossing. JSON field names are the
+// protojson names of NVSentinel's HealthEvent (DESIGN.md section 3), plus
+// kind, which is ours.
+type Event struct {
+	ID                 string             `json:"id"`
+	Version            uint32             `json:"version"`
+	Agent              string             `json:"agent"`
+	ComponentClass     string             `json:"componentClass"`
+	CheckName          string             `json:"checkName"`
+	IsFatal            bool               `json:"isFatal"`
+	IsHealthy          bool               `json:"isHealthy"`
+	Message            string             `json:"message"`
+	RecommendedAction  RecommendedAction  `json:"recommendedAction"`
+	ErrorCode          []string           `json:"errorCode,omitempty"`
+	EntitiesImpacted   []Entity           `json:"entitiesImpacted"`
+	Metadata           map[string]string  `json:"metadata,omitempty"`
+	GeneratedTimestamp time.Time          `json:"generatedTimestamp"`
+	NodeName           string             `json:"nodeName"`
+	ProcessingStrategy ProcessingStrategy `json:"processingStrategy"`
+	Kind               Kind               `json:"kind,omitempty"`
+}
+
+// Spec is what a check decides; New turns it into an Event. Keeping the
+// constructor in one place means every sink sees the same defaults.
+type Spec struct {
+	Kind      Kind
+	CheckName string
+	IsFatal   bool
+	IsHealthy bool
+	Message   string
+	// Action defaults to REPLACE_VM for fatal events and NONE otherwise.
+	Action    *RecommendedAction
+	ErrorCode []string
+	Device    string // NIC entity; empty for check-scoped events
+	Port      int    // NICPort entity when > 0
+	Card      string // NICCard entity (PCI bus:device) when set
+	Metadata  map[string]string
+}
+
+// Stamp carries what the daemon, not the check, knows.
+type Stamp struct {
+	NodeName string
+	Strategy ProcessingStrategy
+	Now      time.Time
+}
+
+// New builds an event with a fresh unique ID. The ID is generated once and
+// travels with the event through the outbox, so a sink that resends after a
+// crash resends the same ID and a receiver can drop the duplicate.
+func New(s Spec, st Stamp) Event {
+	action := ActionNone
+	if s.IsFatal && !s.IsHealthy {
+		action = ActionReplaceVM
+	}
+	if s.Action != nil {
+		action = *s.Action
+	}
+	var ents []Entity
+	if s.Card != "" {
+		ents = append(ents, Entity{Type: EntityCard, Value: s.Card})
+	}
+	if s.Device != "" {
+		ents = append(ents, Entity{Type: EntityNIC, Value: s.Device})
+	}
+	if s.Port > 0 {
+		ents = append(ents, Entity{Type: EntityNICPort, Value: fmt.Sprint(s.Port)})
+	}
+	if ents == nil {
+		ents = []Entity{}
+	}
+	return Event{
+		ID:                 NewID(),
+		Version:            SchemaVersion,
+		Agent:              Agent,
+		ComponentClass:     ComponentClass,
+		CheckName:          s.CheckName,
+		IsFatal:            s.IsFatal && !s.IsHealthy,
+		IsHealthy:          s.IsHealthy,
+		Message:            s.Message,
+		RecommendedAction:  action,
+		ErrorCode:          s.ErrorCode,
+		EntitiesImpacted:   ents,
+		Metadata:           s.Metadata,
+		GeneratedTimestamp: st.Now.UTC(),
+		NodeName:           st.NodeName,
+		ProcessingStrategy: st.Strategy,
+		Kind:               s.Kind,
+	}
+}
+
+// NewID returns 128 random bits in hex.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand never fails on Linux ≥ 3.17 (getrandom); a panic here
+		// would mean the kernel itself is broken.
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Device returns the NIC entity value, or "".
+func (e *Event) Device() string { return e.entity(EntityNIC) }
+
+// Port returns the NICPort entity value, or "".
+func (e *Event) Port() string { return e.entity(EntityNICPort) }
+
+func (e *Event) entity(t string) string {
+	for _, en := range e.EntitiesImpacted {
+		if en.Type == t {
+			return en.Value
+		}
+	}
+	return ""
+}
+
+// Urgent reports whether seed section 11.2 wants the event dispatched at
+// once (fatal or recovery) rather than batched.
+func (e *Event) Urgent() bool { return e.IsFatal || e.IsHealthy }
