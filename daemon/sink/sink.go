@@ -1,0 +1,48 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+// Sink delivers events to one destination. The daemon's outbox drainer
+// calls Send from a single goroutine per sink, in outbox order, and retries
+// with backoff on any error that is not Permanent; so Send need not be
+// safe for concurrent use, and must not buffer events it has acknowledged
+// (returning nil means "delivered").
+type Sink interface {
+	// Name identifies the sink in logs, metrics and the outbox cursor file.
+	Name() string
+	// Send delivers a batch (one or more events). Outcomes:
+	//   nil                 - every event was delivered;
+	//   Permanent(err)      - the destination rejected the batch for good
+	//                         (e.g. gRPC InvalidArgument): log and move past;
+	//   any other error     - transient (socket missing, Unavailable): keep
+	//                         the events and retry later.
+	Send(ctx context.Context, events []event.Event) error
+	// Close releases connections. Send is not called after Close.
+	Close() error
+}
+
+// PermanentError marks a rejection that retrying cannot fix.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return fmt.Sprintf("permanent: %v", e.Err) }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so that IsPermanent reports true.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err (or anything it wraps) is Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
