@@ -1,0 +1,63 @@
+# nichealthd build, test and packaging. `make help` lists targets.
+GO        ?= go
+BIN       ?= bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
+LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/daemon.Version=$(VERSION)
+PKGS      := ./...
+FUZZTIME  ?= 5s
+
+.PHONY: help build test test-go test-fuzz test-packaging run bench lint proto deb install clean
+
+help:
+	@echo "make run        build and run the demo on a simulated DGX H100 node"
+	@echo "make test       the whole test suite (what CI runs)"
+	@echo "make build      build nichealthd, nichealthctl, nichealth-sim, nichealth-demo into $(BIN)/"
+	@echo "make bench      benchmarks (poll cycle, evaluator, outbox, D-Bus)"
+	@echo "make lint       gofmt + go vet"
+	@echo "make deb        Debian package into dist/"
+	@echo "make install    install under DESTDIR/PREFIX (non-Debian hosts)"
+	@echo "make proto      regenerate the platform-connector gRPC code"
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+test: lint build test-go test-fuzz test-packaging
+
+test-go:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# A short run of every fuzz target over its kept corpus plus new inputs.
+test-fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { echo "FAIL fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 1x $$pkg; exit 1; }; \
+	  done; \
+	done
+
+test-packaging: build deb
+	bash packaging/test/unit-quality.sh $(BIN)
+	bash packaging/test/e2e-systemd.sh $(BIN) $$(ls -t dist/*.deb | head -n1)
+
+run: build
+	$(BIN)/nichealth-demo --bin $(BIN)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+proto:
+	bash daemon/sink/connector/pb/generate.sh
+
+deb: build
+	bash packaging/build-deb.sh $(BIN) dist
+
+install: build
+	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) bash packaging/install.sh $(BIN)
+
+clean:
+	rm -rf $(BIN) dist

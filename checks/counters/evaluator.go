@@ -1,0 +1,374 @@
+package counters
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// Options configure an Evaluator. The zero value is usable.
+type Options struct {
+	// Logger receives the rate-limited "no usable value" warnings. Nil
+	// discards them.
+	Logger *slog.Logger
+	// XmitWaitBytesPerTick converts port_xmit_wait ticks to bytes
+	// (default DefaultXmitWaitBytesPerTick).
+	XmitWaitBytesPerTick float64
+	// UnreadableLogEvery is the least time between two warnings about the
+	// same unreadable file (default one hour), so a device that prints
+	// "N/A (no PMA)" forever does not flood the journal at the poll rate.
+	UnreadableLogEvery time.Duration
+}
+
+// Sample is one reading of one counter definition on one port.
+type Sample struct {
+	Device    string
+	Port      int
+	LinkLayer string // topology.LinkLayerInfiniBand or topology.LinkLayerEthernet
+	Def       *Definition
+	// Value is the parsed reading (sysfs.ParseCounter). When Err is set
+	// there is no reading this poll: a missing file (fs.ErrNotExist) is
+	// skipped silently; anything else (sysfs.ErrUnreadable for
+	// "N/A (no PMA)", empty, negative or oversized values, an I/O error,
+	// a read deadline) is skipped and logged at most once per file per
+	// UnreadableLogEvery. It is never taken as 0, which would look like
+	// an admin reset and fire a false recovery.
+	Value uint64
+	Err   error
+	// File is the absolute path that was read, for log messages; empty
+	// means Def.Path.
+	File string
+	// PortRateGbps is the port's rate (ports/<n>/rate), 0 when unknown;
+	// it turns port_xmit_wait into a share of the link.
+	PortRateGbps float64
+	// Now is the wall-clock time of the reading. Velocity windows are
+	// measured with it, so tests drive time by setting it.
+	Now time.Time
+}
+
+// Evaluator applies seed section 10.4 to one reading at a time. It keeps
+// in memory what the seed keeps in memory (the last value read per counter,
+// step 7) plus the last computed rate for the D-Bus view; everything that
+// must survive a restart lives in the *persist.State the caller passes.
+//
+// All methods are safe for concurrent use with each other. The caller owns
+// the state: it must not read or write st from another goroutine while a
+// method that takes st runs.
+type Evaluator struct {
+	log          *slog.Logger
+	bytesPerTick float64
+	logEvery     time.Duration
+
+	mu         sync.Mutex
+	mem        map[memKey]*memEntry
+	unreadable map[fileKey]time.Time
+	defs       map[string]Definition // table of the last Reconcile, by name
+}
+
+type memKey struct {
+	device string
+	port   int
+	name   string
+}
+
+type fileKey struct {
+	device string
+	port   int
+	path   string
+}
+
+// memEntry is the in-memory side of one counter of one port.
+type memEntry struct {
+	key    string // Key(device, port, name), built once
+	satKey string // saturation key, built once per path
+	satFor string // the path satKey was built for
+
+	seen    bool   // a readable value was evaluated in this process
+	path    string // Definition.Path of the last evaluation
+	typ     string // Definition.ThresholdType of the last evaluation
+	hasLast bool
+	last    uint64 // lastPollValue (seed 6.3)
+
+	hasRate    bool
+	rate       float64 // in the definition's unit (per second for delta)
+	perSec     float64
+	portGbps   float64
+	lowerBound bool
+}
+
+// NewEvaluator returns an Evaluator with empty memory.
+func NewEvaluator(opts Options) *Evaluator {
+	e := &Evaluator{
+		log:          opts.Logger,
+		bytesPerTick: opts.XmitWaitBytesPerTick,
+		logEvery:     opts.UnreadableLogEvery,
+		mem:          map[memKey]*memEntry{},
+		unreadable:   map[fileKey]time.Time{},
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.bytesPerTick <= 0 {
+		e.bytesPerTick = DefaultXmitWaitBytesPerTick
+	}
+	if e.logEvery <= 0 {
+		e.logEvery = time.Hour
+	}
+	return e
+}
+
+func (e *Evaluator) entry(device string, port int, name string) *memEntry {
+	k := memKey{device, port, name}
+	if m, ok := e.mem[k]; ok {
+		return m
+	}
+	m := &memEntry{key: Key(device, port, name)}
+	e.mem[k] = m
+	return m
+}
+
+func ensureMaps(st *persist.State) {
+	if st.CounterSnapshots == nil {
+		st.CounterSnapshots = map[string]persist.CounterSnapshot{}
+	}
+	if st.BreachFlags == nil {
+		st.BreachFlags = map[string]persist.BreachFlag{}
+	}
+	if st.Saturated == nil {
+		st.Saturated = map[string]time.Time{}
+	}
+}
+
+// Evaluate runs seed 10.4 steps 1–7 for one reading and returns the events
+// to emit, in order, and whether st changed in a way worth saving (step 8).
+//
+// rebootDetected is step 0's verdict for this process: the boot ID in the
+// state differed from the host's when the daemon started (and the daemon
+// has cleared st). Then the first readable value of each counter in this
+// process yields the healthy baseline of step 2 and nothing else.
+//
+// Outcomes, in the order they are decided:
+//   - Def nil, disabled, or not applicable to LinkLayer: (nil, false);
+//   - Err set: no reading, (nil, false), memory untouched;
+//   - reboot baseline: one KindCounterBaseline spec; snapshot = reading;
+//   - the counter went down (below the last value read in this process,
+//     or below the persisted snapshot after a restart): a reset; a latched
+//     breach yields one KindCounterRecovered spec and is cleared; the
+//     snapshot restarts from the reading;
+//   - no snapshot yet: the snapshot is initialised, no event;
+//   - a latched breach: nothing is evaluated (step 4);
+//   - a reload changed the definition's path or threshold type: the
+//     snapshot restarts from the reading, no event — the old snapshot
+//     measured something else (another file, or a window held for
+//     another rule), and judging it by the new rule could fire falsely;
+//   - delta: breach when value − snapshot > threshold, snapshot follows
+//     every reading;
+//   - velocity: nothing until the snapshot is a full window old (never
+//     extrapolated), then breach when the rate over the real elapsed time
+//     > threshold, and the next window starts at this reading;
+//   - a breach yields one KindCounterBreach spec and latches.
+//
+// Independently, a classic PMA counter reading exactly its saturation
+// value yields one KindCounterSaturated spec per file until it drops.
+//
+// changed is true when a snapshot was created, deleted or took a new value,
+// or a breach flag or saturation mark changed. A snapshot whose timestamp
+// alone moved (a counter that did not move) is updated in memory but does
+// not by itself ask for a save: (value, older time) is still a true reading
+// of that counter, so after a restart the window is measured over a longer
+// real interval, never extrapolated. A healthy quiet node therefore never
+// rewrites its state file.
+//
+// Evaluate does not allocate unless it returns a spec or meets a counter
+// for the first time.
+func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (specs []event.Spec, changed bool) {
+	d := s.Def
+	if d == nil || st == nil || !d.Enabled || !d.AppliesTo(s.LinkLayer) {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.Err != nil {
+		e.noReading(s)
+		return nil, false
+	}
+	ensureMaps(st)
+	ent := e.entry(s.Device, s.Port, d.Name)
+	key := ent.key
+	cur, now := s.Value, s.Now
+	snap, hasSnap := st.CounterSnapshots[key]
+	flag, hasFlag := st.BreachFlags[key]
+	breached := hasFlag && flag.Breached
+	check := DegradationCheckName(s.LinkLayer)
+
+	setSnap := func() {
+		if !hasSnap || snap.Value != cur {
+			changed = true
+		}
+		st.CounterSnapshots[key] = persist.CounterSnapshot{Value: cur, Timestamp: now}
+	}
+
+	switch {
+	case rebootDetected && !ent.seen:
+		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur))
+		setSnap()
+		ent.hasRate = false
+	case ent.seen && ent.path != d.Path:
+		setSnap()
+		ent.hasRate = false
+	case (ent.hasLast && cur < ent.last) || (hasSnap && cur < snap.Value):
+		prev := snap.Value
+		if ent.hasLast && cur < ent.last {
+			prev = ent.last
+		}
+		if hasFlag {
+			if breached {
+				specs = append(specs, resetRecoverySpec(d.Name, s.Device, s.Port, flag, check, prev, cur))
+			}
+			delete(st.BreachFlags, key)
+			changed = true
+		}
+		setSnap()
+		ent.hasRate = false
+	case !hasSnap:
+		setSnap()
+	case breached:
+		// Latched (seed 6.3): only a reset, a reboot, an acknowledgement
+		// or a configuration change ends it.
+	case ent.seen && ent.typ != d.ThresholdType:
+		setSnap()
+		ent.hasRate = false
+	default:
+		var sp *event.Spec
+		sp, changed = e.judge(st, &s, ent, snap)
+		if sp != nil {
+			specs = append(specs, *sp)
+		}
+	}
+	ent.seen, ent.hasLast, ent.last = true, true, cur
+	ent.path, ent.typ = d.Path, d.ThresholdType
+
+	if sp, ch := e.saturation(st, &s, ent); ch {
+		changed = true
+		if sp != nil {
+			specs = append(specs, *sp)
+		}
+	}
+	return specs, changed
+}
+
+// judge is step 5 and 6 for a counter that is neither reset nor latched.
+func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap persist.CounterSnapshot) (*event.Spec, bool) {
+	d := s.Def
+	cur, now := s.Value, s.Now
+	delta := cur - snap.Value
+	elapsed := now.Sub(snap.Timestamp)
+	next := persist.CounterSnapshot{Value: cur, Timestamp: now}
+	changed := cur != snap.Value
+
+	var rate, perSec float64
+	var breach bool
+	switch d.ThresholdType {
+	case TypeVelocity:
+		window := d.Window()
+		if elapsed < 0 {
+			// The wall clock was stepped back behind the snapshot. Holding
+			// the snapshot would freeze the window until the clock caught
+			// up (possibly days); restart it from this reading instead.
+			st.CounterSnapshots[ent.key] = next
+			return nil, changed
+		}
+		if elapsed < window {
+			return nil, false // window not full: hold the snapshot
+		}
+		rate = float64(delta) * float64(window) / float64(elapsed)
+		perSec = float64(delta) / elapsed.Seconds()
+		breach = rate > d.Threshold
+	default: // TypeDelta
+		if elapsed > 0 {
+			perSec = float64(delta) / elapsed.Seconds()
+		}
+		rate = perSec
+		breach = float64(delta) > d.Threshold
+	}
+	st.CounterSnapshots[ent.key] = next
+
+	limit, _, hasLimit := SaturationLimit(d.Path)
+	ent.hasRate, ent.rate, ent.perSec, ent.portGbps = true, rate, perSec, s.PortRateGbps
+	ent.lowerBound = hasLimit && cur == limit
+	if !breach {
+		return nil, changed
+	}
+	check := DegradationCheckName(s.LinkLayer)
+	st.BreachFlags[ent.key] = persist.BreachFlag{
+		Breached:   true,
+		CheckName:  check,
+		IsFatal:    d.IsFatal,
+		Since:      now,
+		Definition: d.Fingerprint(),
+	}
+	sp := e.breachSpec(s, check, delta, rate, perSec, elapsed, ent.lowerBound)
+	return &sp, true
+}
+
+// saturation reports a classic PMA counter stuck at its maximum once per
+// file, and forgets the report when the value drops again (a reset).
+func (e *Evaluator) saturation(st *persist.State, s *Sample, ent *memEntry) (*event.Spec, bool) {
+	limit, bits, ok := SaturationLimit(s.Def.Path)
+	if !ok {
+		return nil, false
+	}
+	if s.Value != limit && len(st.Saturated) == 0 {
+		return nil, false
+	}
+	if ent.satFor != s.Def.Path || ent.satKey == "" {
+		ent.satKey = Key(s.Device, s.Port, fileName(s.Def.Path))
+		ent.satFor = s.Def.Path
+	}
+	_, marked := st.Saturated[ent.satKey]
+	switch {
+	case s.Value == limit && !marked:
+		st.Saturated[ent.satKey] = s.Now
+		sp := saturatedSpec(s, DegradationCheckName(s.LinkLayer), limit, bits)
+		return &sp, true
+	case s.Value != limit && marked:
+		delete(st.Saturated, ent.satKey)
+		return nil, true
+	}
+	return nil, false
+}
+
+// noReading logs an unusable value at most once per file per logEvery. A
+// missing file is the normal case of a counter this NIC generation does not
+// have (seed 7.1): the daemon logged it once at start.
+func (e *Evaluator) noReading(s Sample) {
+	if errors.Is(s.Err, fs.ErrNotExist) {
+		return
+	}
+	k := fileKey{s.Device, s.Port, s.Def.Path}
+	if last, ok := e.unreadable[k]; ok {
+		if since := s.Now.Sub(last); since >= 0 && since < e.logEvery {
+			return
+		}
+	}
+	e.unreadable[k] = s.Now
+	file := s.File
+	if file == "" {
+		file = s.Def.Path
+	}
+	fix := "check the device with dmesg and mlxlink; if this device never provides the counter, " +
+		"set enabled = false for it under [[counterDetection.counters]]"
+	if errors.Is(s.Err, sysfs.ErrUnreadable) {
+		fix = "the device printed no number (firmware without PMA counters prints \"N/A (no PMA)\"); " +
+			"if it never does, set enabled = false for this counter under [[counterDetection.counters]]"
+	}
+	e.log.Warn("counter has no usable value; skipped this poll, not counted as 0",
+		"device", s.Device, "port", s.Port, "counter", s.Def.Name, "file", file,
+		"error", s.Err.Error(), "fix", fix, "next_warning_after", e.logEvery.String())
+}

@@ -1,0 +1,175 @@
+package counters
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+)
+
+// CheckClearedSpec is the first event of a check after a host reboot: one
+// healthy, check-scoped event with no entities that clears everything the
+// check reported during the previous boot (DESIGN.md difference 5; the
+// node may have come back with other NICs, so per-port events alone could
+// leave conditions for vanished ports behind). The daemon emits it before
+// the per-counter baselines.
+func CheckClearedSpec(checkName string) event.Spec {
+	return event.Spec{
+		Kind:      event.KindCheckCleared,
+		CheckName: checkName,
+		IsHealthy: true,
+		Message:   checkName + ": host rebooted (boot ID changed); all previous conditions of this check are cleared",
+	}
+}
+
+func baselineSpec(name, device string, port int, check string, value uint64) event.Spec {
+	return event.Spec{
+		Kind:      event.KindCounterBaseline,
+		CheckName: check,
+		IsHealthy: true,
+		Message:   fmt.Sprintf("Counter %s healthy after reboot on port %s port %d", name, device, port),
+		ErrorCode: []string{name},
+		Device:    device,
+		Port:      port,
+		Metadata: map[string]string{
+			"counter": name,
+			"value":   strconv.FormatUint(value, 10),
+			"reason":  "reboot",
+		},
+	}
+}
+
+// recoveryCheck is the check a recovery must carry: the one the breach was
+// reported under (seed 11.1), so it clears the right condition.
+func recoveryCheck(flag persist.BreachFlag, fallback string) string {
+	if flag.CheckName != "" {
+		return flag.CheckName
+	}
+	return fallback
+}
+
+func resetRecoverySpec(name, device string, port int, flag persist.BreachFlag, check string, from, to uint64) event.Spec {
+	return event.Spec{
+		Kind:      event.KindCounterRecovered,
+		CheckName: recoveryCheck(flag, check),
+		IsHealthy: true,
+		Message: fmt.Sprintf("Counter %s recovered on port %s port %d (counter reset from %d to %d)",
+			name, device, port, from, to),
+		ErrorCode: []string{name},
+		Device:    device,
+		Port:      port,
+		Metadata: map[string]string{
+			"counter":       name,
+			"value":         strconv.FormatUint(to, 10),
+			"previousValue": strconv.FormatUint(from, 10),
+			"reason":        "reset",
+			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
+		},
+	}
+}
+
+func reasonRecoverySpec(name, device string, port int, flag persist.BreachFlag, message, reason string) event.Spec {
+	return event.Spec{
+		Kind:      event.KindCounterRecovered,
+		CheckName: recoveryCheck(flag, event.InfiniBandDegradationCheck),
+		IsHealthy: true,
+		Message:   message,
+		ErrorCode: []string{name},
+		Device:    device,
+		Port:      port,
+		Metadata: map[string]string{
+			"counter":       name,
+			"reason":        reason,
+			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
+		},
+	}
+}
+
+func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
+	name := fileName(s.Def.Path)
+	return event.Spec{
+		Kind:      event.KindCounterSaturated,
+		CheckName: check,
+		Message: fmt.Sprintf("Port %s port %d: %s is saturated at %d (%d-bit counter) and can no longer show new errors; "+
+			"clear the port counters (perfquery -x) to restore detection", s.Device, s.Port, name, limit, bits),
+		ErrorCode: []string{name},
+		Device:    s.Device,
+		Port:      s.Port,
+		Metadata: map[string]string{
+			"counter": name,
+			"value":   strconv.FormatUint(s.Value, 10),
+			"bits":    strconv.Itoa(bits),
+			"path":    s.Def.Path,
+		},
+	}
+}
+
+// breachSpec builds the seed 11.1 message:
+// "Port mlx5_0 port 1: symbol_error - <description> (value=100, delta=100, rate=20.00/sec)".
+// Delta counters give their rate per second over the poll interval. A
+// reading at the counter's saturation value makes delta and rate lower
+// bounds ("rate>="), since increments past the maximum were not counted.
+func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perSec float64, elapsed time.Duration, lowerBound bool) event.Spec {
+	d := s.Def
+	unit := d.VelocityUnit
+	if d.ThresholdType != TypeVelocity {
+		unit = UnitSecond
+	}
+	cmp := "="
+	if lowerBound {
+		cmp = ">="
+	}
+	head := fmt.Sprintf("Port %s port %d: %s", s.Device, s.Port, d.Name)
+	if d.Description != "" {
+		head += " - " + d.Description
+	}
+	msg := fmt.Sprintf("%s (value=%d, delta%s%d, rate%s%.2f%s)", head, s.Value, cmp, delta, cmp, rate, unitSuffix(unit))
+
+	md := map[string]string{
+		"counter":       d.Name,
+		"value":         strconv.FormatUint(s.Value, 10),
+		"delta":         strconv.FormatUint(delta, 10),
+		"rate":          strconv.FormatFloat(rate, 'f', 2, 64),
+		"unit":          unit,
+		"threshold":     strconv.FormatFloat(d.Threshold, 'g', -1, 64),
+		"thresholdType": d.ThresholdType,
+		"window":        d.Window().String(),
+		"elapsed":       elapsed.Round(time.Millisecond).String(),
+		"path":          d.Path,
+	}
+	if lowerBound {
+		md["lowerBound"] = "true"
+	}
+	if isXmitWait(d) {
+		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)
+		md["lostGbps"] = strconv.FormatFloat(gbps, 'f', 1, 64)
+		md["bytesPerTick"] = strconv.FormatFloat(e.bytesPerTick, 'g', -1, 64)
+		if s.PortRateGbps > 0 {
+			md["lostPercent"] = strconv.FormatFloat(pct, 'f', 1, 64)
+			md["portRateGbps"] = strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64)
+			msg += fmt.Sprintf(", est. lost bandwidth %s%.1f Gb/s (%.1f%% of %s Gb/s)",
+				lowerPrefix(lowerBound), gbps, pct, strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64))
+		} else {
+			msg += fmt.Sprintf(", est. lost bandwidth %s%.1f Gb/s (port rate unknown)", lowerPrefix(lowerBound), gbps)
+		}
+	}
+	return event.Spec{
+		Kind:      event.KindCounterBreach,
+		CheckName: check,
+		IsFatal:   d.IsFatal,
+		Message:   msg,
+		ErrorCode: []string{d.Name},
+		Device:    s.Device,
+		Port:      s.Port,
+		Metadata:  md,
+	}
+}
+
+func lowerPrefix(lowerBound bool) string {
+	if lowerBound {
+		return ">="
+	}
+	return ""
+}

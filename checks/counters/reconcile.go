@@ -1,0 +1,187 @@
+package counters
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+)
+
+// Errors of Acknowledge.
+var (
+	// ErrNotLatched: the counter (or, for an empty counter name, every
+	// counter of the port) is known but has no latched breach.
+	ErrNotLatched = errors.New("no latched breach")
+	// ErrNoSuchCounter: nothing is known about that counter on that port.
+	ErrNoSuchCounter = errors.New("no such counter")
+)
+
+// Reconcile brings st in line with a new counter table (at start-up after
+// the state is loaded, and after every configuration reload), so that a
+// reload loses no window and no latch it need not lose:
+//   - a counter that is no longer enabled (removed, or enabled = false):
+//     its snapshot is dropped, and a latched breach is cleared with one
+//     KindCounterRecovered spec saying why — nothing would ever clear it
+//     otherwise;
+//   - a counter whose definition is unchanged: untouched;
+//   - a counter whose threshold, unit or severity changed: snapshot and
+//     latch are kept. The held window completes at its original end and is
+//     then judged by the new threshold over the real elapsed time; the latch
+//     stays because the breach did happen — the operator clears it with a
+//     counter reset or AcknowledgeReset;
+//   - a counter whose path or threshold type changed (compared with the
+//     table of the previous Reconcile call): its snapshot is dropped and
+//     the next reading starts a fresh one without judging it, because the
+//     old snapshot measured another file or was held for another rule; a
+//     latch is kept, as above.
+//
+// Saturation marks of files no enabled counter reads are dropped too.
+// Specs come in key order, so the result is deterministic.
+func (e *Evaluator) Reconcile(st *persist.State, newDefs []Definition) []event.Spec {
+	if st == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	enabled := make(map[string]bool, len(newDefs))
+	known := make(map[string]bool, len(newDefs))
+	files := make(map[string]bool, len(newDefs))
+	for _, d := range newDefs {
+		known[d.Name] = true
+		if d.Enabled {
+			enabled[d.Name] = true
+			files[fileName(d.Path)] = true
+		}
+	}
+
+	var specs []event.Spec
+	for _, key := range sortedKeys(st.BreachFlags) {
+		dev, port, name, ok := ParseKey(key)
+		if !ok || enabled[name] {
+			continue
+		}
+		flag := st.BreachFlags[key]
+		delete(st.BreachFlags, key)
+		if !flag.Breached {
+			continue
+		}
+		why := "removed from configuration"
+		if known[name] {
+			why = "disabled by configuration"
+		}
+		specs = append(specs, reasonRecoverySpec(name, dev, port, flag,
+			fmt.Sprintf("Counter %s on port %s port %d no longer monitored (%s); breach cleared", name, dev, port, why),
+			"unmonitored"))
+	}
+	for key := range st.CounterSnapshots {
+		if _, _, name, ok := ParseKey(key); ok && !enabled[name] {
+			delete(st.CounterSnapshots, key)
+		}
+	}
+	for key := range st.Saturated {
+		if _, _, name, ok := ParseKey(key); ok && !files[name] {
+			delete(st.Saturated, key)
+		}
+	}
+	redefined := map[string]bool{}
+	for _, d := range newDefs {
+		if old, ok := e.defs[d.Name]; ok && d.Enabled && (old.Path != d.Path || old.ThresholdType != d.ThresholdType) {
+			redefined[d.Name] = true
+		}
+	}
+	for key := range st.CounterSnapshots {
+		if _, _, name, ok := ParseKey(key); ok && redefined[name] {
+			delete(st.CounterSnapshots, key)
+		}
+	}
+	// In-memory entries are kept (they remember that the counter was seen,
+	// so a reload never repeats a reboot baseline) but forget their last
+	// value when the counter stops being read or reads something else.
+	for k, ent := range e.mem {
+		if !enabled[k.name] || redefined[k.name] {
+			ent.hasLast, ent.hasRate = false, false
+		}
+	}
+	e.defs = make(map[string]Definition, len(newDefs))
+	for _, d := range newDefs {
+		e.defs[d.Name] = d
+	}
+	return specs
+}
+
+// Acknowledge is D-Bus AcknowledgeReset: the operator declares a latched
+// breach remediated without clearing the hardware counters (DESIGN.md
+// section 5). Each acknowledged counter is re-baselined at the last value
+// read (so only errors after this moment count), its latch is cleared, and
+// one KindCounterRecovered spec names it and who acknowledged it (who is
+// printed as given, e.g. "uid 0").
+//
+// counter == "" acknowledges every latched counter of the port. Outcomes:
+//   - specs, nil: acknowledged (the caller persists st, then emits);
+//   - nil, ErrNotLatched: the counter is known but not latched, or the port
+//     has no latched counter;
+//   - nil, ErrNoSuchCounter: the counter was never seen on that port.
+func (e *Evaluator) Acknowledge(st *persist.State, device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	if st == nil {
+		return nil, fmt.Errorf("acknowledge %s port %d: %w", device, port, ErrNoSuchCounter)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	if counter == "" {
+		for _, key := range sortedKeys(st.BreachFlags) {
+			dev, p, name, ok := ParseKey(key)
+			if ok && dev == device && p == port && st.BreachFlags[key].Breached {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("acknowledge %s port %d: %w on this port", device, port, ErrNotLatched)
+		}
+	} else {
+		key := Key(device, port, counter)
+		if !st.BreachFlags[key].Breached {
+			_, snap := st.CounterSnapshots[key]
+			_, mem := e.mem[memKey{device, port, counter}]
+			if snap || mem {
+				return nil, fmt.Errorf("acknowledge %s on %s port %d: %w", counter, device, port, ErrNotLatched)
+			}
+			return nil, fmt.Errorf("acknowledge %s on %s port %d: %w (no reading of it on this port)", counter, device, port, ErrNoSuchCounter)
+		}
+		names = []string{counter}
+	}
+
+	specs := make([]event.Spec, 0, len(names))
+	for _, name := range names {
+		key := Key(device, port, name)
+		flag := st.BreachFlags[key]
+		snap := st.CounterSnapshots[key]
+		value := snap.Value
+		if ent, ok := e.mem[memKey{device, port, name}]; ok && ent.hasLast {
+			value = ent.last
+			ent.hasRate = false
+		}
+		if st.CounterSnapshots == nil {
+			st.CounterSnapshots = map[string]persist.CounterSnapshot{}
+		}
+		st.CounterSnapshots[key] = persist.CounterSnapshot{Value: value, Timestamp: now}
+		delete(st.BreachFlags, key)
+		specs = append(specs, reasonRecoverySpec(name, device, port, flag,
+			fmt.Sprintf("Counter %s recovered on port %s port %d (breach acknowledged by %s)", name, device, port, who),
+			"acknowledged"))
+		specs[len(specs)-1].Metadata["acknowledgedBy"] = who
+	}
+	return specs, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,40 @@
+package counters
+
+import "strings"
+
+// SaturationLimit returns the value at which a classic PMA counter stops
+// (its field width is fixed by the InfiniBand PortCounters attribute) and
+// that width in bits. ok is false for every other path: hw_counters and
+// netdev counters are 64-bit and wrap, if ever, far beyond any practical
+// reading. Seen on a ConnectX-7 in the field: link_downed stuck at 255,
+// port_xmit_discards at 65535, port_xmit_wait at 4294967295,
+// excessive_buffer_overrun_errors at 15 — after which the counter can no
+// longer show a single new error.
+func SaturationLimit(path string) (limit uint64, bits int, ok bool) {
+	name, found := strings.CutPrefix(path, "counters/")
+	if !found {
+		return 0, 0, false
+	}
+	switch name {
+	case "symbol_error", "port_rcv_errors", "port_xmit_discards",
+		"port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "VL15_dropped":
+		return 1<<16 - 1, 16, true
+	case "link_error_recovery", "link_downed", "port_xmit_constraint_errors", "port_rcv_constraint_errors":
+		return 1<<8 - 1, 8, true
+	case "local_link_integrity_errors", "excessive_buffer_overrun_errors":
+		return 1<<4 - 1, 4, true
+	case "port_xmit_wait":
+		return 1<<32 - 1, 32, true
+	}
+	return 0, 0, false
+}
+
+// fileName is the last element of a counter path, which names the counter
+// in saturation messages and keys: symbol_error and symbol_error_fatal
+// read one file, and that file saturates once, not twice.
+func fileName(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

@@ -1,0 +1,80 @@
+package counters
+
+import (
+	"time"
+
+	"github.com/nichealth/nichealthd/persist"
+)
+
+// CounterView is one counter of one port as D-Bus and nichealthctl show it.
+type CounterView struct {
+	Name           string
+	Path           string
+	Value          uint64 // last value read (or the persisted snapshot after a restart)
+	HasValue       bool
+	Rate           float64 // last computed rate, in RateUnit
+	RateUnit       string  // "/sec", "/min" or "/hour"
+	HasRate        bool
+	RateLowerBound bool // the counter was saturated when the rate was computed
+	Threshold      float64
+	ThresholdType  string
+	VelocityUnit   string
+	Window         time.Duration
+	Fatal          bool
+	Breached       bool
+	BreachedSince  time.Time
+	Saturated      bool
+	// LostGbps and LostPercent estimate the bandwidth port_xmit_wait stood
+	// for at the last computed rate (0 for other counters; LostPercent 0
+	// when the port rate is unknown).
+	LostGbps    float64
+	LostPercent float64
+}
+
+// View describes the counters defs of one port (normally the port's plan:
+// enabled definitions that apply to its link layer), in defs order.
+func (e *Evaluator) View(st *persist.State, device string, port int, defs []Definition) []CounterView {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]CounterView, 0, len(defs))
+	for i := range defs {
+		d := &defs[i]
+		v := CounterView{
+			Name:          d.Name,
+			Path:          d.Path,
+			Threshold:     d.Threshold,
+			ThresholdType: d.ThresholdType,
+			VelocityUnit:  d.VelocityUnit,
+			Window:        d.Window(),
+			Fatal:         d.IsFatal,
+			RateUnit:      "/sec",
+		}
+		if d.ThresholdType == TypeVelocity {
+			v.RateUnit = unitSuffix(d.VelocityUnit)
+		}
+		key := Key(device, port, d.Name)
+		ent := e.mem[memKey{device, port, d.Name}]
+		if ent != nil && ent.hasLast {
+			v.Value, v.HasValue = ent.last, true
+		}
+		if st != nil {
+			if snap, ok := st.CounterSnapshots[key]; ok && !v.HasValue {
+				v.Value, v.HasValue = snap.Value, true
+			}
+			if f, ok := st.BreachFlags[key]; ok && f.Breached {
+				v.Breached, v.BreachedSince = true, f.Since
+			}
+			if _, ok := st.Saturated[Key(device, port, fileName(d.Path))]; ok {
+				v.Saturated = true
+			}
+		}
+		if ent != nil && ent.hasRate {
+			v.Rate, v.HasRate, v.RateLowerBound = ent.rate, true, ent.lowerBound
+			if isXmitWait(d) {
+				v.LostGbps, v.LostPercent = LostBandwidth(ent.perSec, e.bytesPerTick, ent.portGbps)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+package checks
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// StateCheckFor names the state check that owns ports of a link layer.
+func StateCheckFor(linkLayer string) string {
+	if linkLayer == topology.LinkLayerEthernet {
+		return event.EthernetStateCheck
+	}
+	return event.InfiniBandStateCheck
+}
+
+// DegradationCheckFor names the counter check that owns ports of a link layer.
+func DegradationCheckFor(linkLayer string) string {
+	if linkLayer == topology.LinkLayerEthernet {
+		return event.EthernetDegradationCheck
+	}
+	return event.InfiniBandDegradationCheck
+}
+
+// PortKey is the state-file key of a port (seed 6.6): "<device>_<port>".
+func PortKey(device string, port int) string { return fmt.Sprintf("%s_%d", device, port) }
+
+// Observation is what one poll saw of one port.
+type Observation struct {
+	Device    string
+	Port      int
+	LinkLayer string
+	State     sysfs.PortState
+	Phys      sysfs.PortState
+	// Operstate is the RoCE netdev's operstate ("" when there is none or it
+	// could not be read). IPoIB operstate is never put here: an IPoIB netdev
+	// is often administratively down while its IB port is ACTIVE.
+	Operstate string
+}
+
+// Verdict is the health class of one observation.
+type Verdict int
+
+const (
+	Healthy Verdict = iota
+	// NonFatal: IB INIT/ARMED, Polling, LinkErrorRecovery and the like
+	// (seed 3.2); a persistent one is escalated by card homogeneity.
+	NonFatal
+	// Fatal: DOWN or Disabled (seed Appendix A).
+	Fatal
+	// Transient: RoCE INIT/ARMED, a sub-second step of Ethernet link
+	// training that seed 3.2 says not to report. The previous verdict holds.
+	Transient
+)
+
+func (v Verdict) String() string {
+	return [...]string{"healthy", "non-fatal", "fatal", "transient"}[v]
+}
+
+func roce(o Observation) bool { return o.LinkLayer == topology.LinkLayerEthernet }
+
+// Judge classifies an observation (seed 3.2, 3.4 step 3, 9; DESIGN.md
+// section 2).
+func Judge(o Observation) Verdict {
+	if o.State.ID == sysfs.StateDown || o.Phys.ID == sysfs.PhysDisabled {
+		return Fatal
+	}
+	if o.State.ID == sysfs.StateActive && o.Phys.ID == sysfs.PhysLinkUp {
+		if roce(o) && operDown(o.Operstate) {
+			// RDMA still flows, but RoCE v2 needs the netdev for GIDs and
+			// routing; a port an operator can see is half-broken, not dead.
+			return NonFatal
+		}
+		return Healthy
+	}
+	if roce(o) && (o.State.ID == sysfs.StateInit || o.State.ID == sysfs.StateArmed) && o.Phys.ID == sysfs.PhysLinkUp {
+		return Transient
+	}
+	return NonFatal
+}
+
+func operDown(s string) bool { return s == "down" || s == "lowerlayerdown" || s == "notpresent" }
+
+// Message renders the consolidated port message of seed 13.1.
+func Message(o Observation, v Verdict) string {
+	var sb strings.Builder
+	if roce(o) {
+		sb.WriteString("RoCE port ")
+	} else {
+		sb.WriteString("Port ")
+	}
+	fmt.Fprintf(&sb, "%s port %d: ", o.Device, o.Port)
+	if v == Healthy {
+		fmt.Fprintf(&sb, "healthy (%s, %s", o.State.Name, o.Phys.Name)
+		if roce(o) && o.Operstate != "" {
+			fmt.Fprintf(&sb, ", operstate %s", o.Operstate)
+		}
+		sb.WriteString(")")
+		return sb.String()
+	}
+	fmt.Fprintf(&sb, "state %s, phys_state %s", o.State.Name, o.Phys.Name)
+	if roce(o) && o.Operstate != "" {
+		fmt.Fprintf(&sb, ", operstate %s", o.Operstate)
+	}
+	return sb.String()
+}
+
+// ObservationOf rebuilds an observation from the persisted port state.
+func ObservationOf(ps persist.PortState) (Observation, bool) {
+	s, err1 := sysfs.ParseState([]byte(ps.State))
+	p, err2 := sysfs.ParsePhysState([]byte(ps.PhysicalState))
+	if err1 != nil || err2 != nil {
+		return Observation{}, false
+	}
+	return Observation{Device: ps.Device, Port: ps.Port, LinkLayer: ps.LinkLayer, State: s, Phys: p, Operstate: ps.Operstate}, true
+}
+
+func snapshotOf(o Observation) persist.PortState {
+	return persist.PortState{
+		State: fmt.Sprintf("%d: %s", o.State.ID, o.State.Name), PhysicalState: fmt.Sprintf("%d: %s", o.Phys.ID, o.Phys.Name),
+		Device: o.Device, Port: o.Port, LinkLayer: o.LinkLayer, Operstate: o.Operstate,
+	}
+}
+
+// Start says what the first poll of this process knows (seed 3.4 step 4).
+type Start int
+
+const (
+	// Steady: not the first poll.
+	Steady Start = iota
+	// Baseline: the first poll after a reboot, or with no usable state
+	// file. Healthy ports get a healthy baseline event; unhealthy ports are
+	// reported only on anomalous cards (DESIGN.md difference 4).
+	Baseline
+	// Resume: the first poll after a restart in the same boot; compared
+	// with the persisted state exactly like a steady poll.
+	Resume
+)
+
+// PortStateCheck holds what the state checks remember between polls.
+type PortStateCheck struct {
+	Log *slog.Logger
+	// misses counts consecutive complete enumerations without a known
+	// device (DESIGN.md difference 3).
+	misses map[string]int
+}
+
+// NewPortStateCheck returns a check with empty memory.
+func NewPortStateCheck(log *slog.Logger) *PortStateCheck {
+	return &PortStateCheck{Log: log, misses: map[string]int{}}
+}
+
+// Evaluate judges one port against what was persisted and returns the event
+// to emit, if any. It updates st.PortStates. anomalousCard says whether card
+// homogeneity flagged the port's card this poll (used only for Baseline).
+func (c *PortStateCheck) Evaluate(st *persist.State, o Observation, start Start, anomalousCard bool) (*event.Spec, bool) {
+	v := Judge(o)
+	if v == Transient {
+		return nil, false
+	}
+	key := PortKey(o.Device, o.Port)
+	prev, had := st.PortStates[key]
+	next := snapshotOf(o)
+	changed := !had || prev != next
+	st.PortStates[key] = next
+
+	if start == Baseline || !had {
+		// A port never seen before (first poll, or a device that appeared at
+		// run time) has nothing to cross from.
+		switch {
+		case v == Healthy && start == Baseline:
+			return c.spec(o, v, event.KindPortBaseline), changed
+		case v != Healthy && anomalousCard:
+			return c.spec(o, v, kindFor(v)), changed
+		default:
+			if v != Healthy {
+				c.Log.Info("port unhealthy on first sight but its card matches its peers; treating it as unprovisioned, not failed",
+					"device", o.Device, "port", o.Port, "state", o.State.Name, "phys_state", o.Phys.Name)
+			}
+			return nil, changed
+		}
+	}
+	pv := Healthy
+	if po, ok := ObservationOf(prev); ok {
+		pv = Judge(po)
+		if pv == Transient {
+			pv = Healthy
+		}
+	}
+	switch {
+	case (pv == Healthy) != (v == Healthy):
+		return c.spec(o, v, kindFor(v)), changed
+	case pv == NonFatal && v == Fatal:
+		// Beyond the seed: INIT → DOWN is unhealthy → unhealthy, which seed
+		// 3.4 suppresses; but the platform was told "non-fatal" and the port
+		// is now dead. Escalation is the one intermediate step reported.
+		return c.spec(o, v, event.KindPortFatal), changed
+	}
+	return nil, changed
+}
+
+func kindFor(v Verdict) event.Kind {
+	switch v {
+	case Healthy:
+		return event.KindPortRecovered
+	case Fatal:
+		return event.KindPortFatal
+	}
+	return event.KindPortNonFatal
+}
+
+func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spec {
+	md := map[string]string{
+		"state": o.State.Name, "physState": o.Phys.Name, "linkLayer": o.LinkLayer,
+	}
+	if o.Operstate != "" {
+		md["operstate"] = o.Operstate
+	}
+	return &event.Spec{
+		Kind: k, CheckName: StateCheckFor(o.LinkLayer),
+		IsFatal: v == Fatal, IsHealthy: v == Healthy,
+		Message: Message(o, v), Device: o.Device, Port: o.Port, Metadata: md,
+	}
+}
+
+// DisappearAfter is how many consecutive complete enumerations must miss a
+// device before it is declared gone (DESIGN.md difference 3).
+const DisappearAfter = 3
+
+// Enumerated updates device presence after a complete enumeration of
+// class/infiniband. present holds every monitored device seen now (with
+// its link layer). It returns disappearance and reappearance events.
+func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string, classDir string) ([]event.Spec, bool) {
+	var out []event.Spec
+	changed := false
+	gone := map[string]bool{}
+	for _, d := range st.Disappeared {
+		gone[d] = true
+	}
+	for _, name := range st.KnownDevices {
+		if _, ok := present[name]; ok {
+			delete(c.misses, name)
+			if gone[name] {
+				delete(gone, name)
+				changed = true
+				out = append(out, event.Spec{
+					Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+					IsHealthy: true, Device: name,
+					Message: fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
+				})
+			}
+			continue
+		}
+		if gone[name] {
+			continue
+		}
+		c.misses[name]++
+		if c.misses[name] < DisappearAfter {
+			continue
+		}
+		gone[name] = true
+		changed = true
+		out = append(out, event.Spec{
+			Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+			IsFatal: true, Device: name,
+			Message: fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
+		})
+	}
+	known := map[string]bool{}
+	for _, n := range st.KnownDevices {
+		known[n] = true
+	}
+	for name := range present {
+		if !known[name] {
+			st.KnownDevices = append(st.KnownDevices, name)
+			changed = true
+		}
+	}
+	if changed {
+		st.Disappeared = st.Disappeared[:0]
+		for _, n := range st.KnownDevices {
+			if gone[n] {
+				st.Disappeared = append(st.Disappeared, n)
+			}
+		}
+	}
+	return out, changed
+}
+
+func (c *PortStateCheck) linkLayerOf(st *persist.State, name string, present map[string]string) string {
+	if ll := present[name]; ll != "" {
+		return ll
+	}
+	for _, ps := range st.PortStates {
+		if ps.Device == name && ps.LinkLayer != "" {
+			return ps.LinkLayer
+		}
+	}
+	return topology.LinkLayerInfiniBand
+}
+
+// ClearedSpec is the check-scoped healthy event with no entities that opens
+// a new boot (DESIGN.md difference 5): it clears everything the check said
+// before, because the node may have come back with different hardware.
+func ClearedSpec(checkName, why string) event.Spec {
+	return event.Spec{
+		Kind: event.KindCheckCleared, CheckName: checkName, IsHealthy: true,
+		Message: fmt.Sprintf("%s: %s; all previous conditions of this check are cleared", checkName, why),
+	}
+}

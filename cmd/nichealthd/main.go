@@ -1,0 +1,109 @@
+// Command nichealthd watches every InfiniBand and RoCE NIC of a GPU node
+// through sysfs and reports health boundary crossings to the journal, an
+// NVSentinel platform connector and D-Bus.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/systemd/journal"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("nichealthd", flag.ContinueOnError)
+	configPath := fs.String("config", config.DefaultPath, "TOML configuration file")
+	stateFile := fs.String("state-file", "/var/lib/nichealthd/state.json", "persistent state file; the outbox lives beside it")
+	bootIDPath := fs.String("boot-id-path", "", "kernel boot ID file (default <procfsRoot>/sys/kernel/random/boot_id)")
+	metadata := fs.String("metadata-path", "", "GPU metadata file written by NVSentinel's collector (overrides metadataPath)")
+	interval := fs.Duration("state-polling-interval", 0, "poll interval (overrides pollingInterval)")
+	socket := fs.String("platform-connector-socket", "", "NVSentinel platform connector, e.g. unix:///run/nvsentinel/nvsentinel.sock (overrides [sinks.connector] socket)")
+	strategy := fs.String("processing-strategy", "", "EXECUTE_REMEDIATION, STORE_ONLY or STORE_AND_ANALYSE (overrides processingStrategy)")
+	nodeName := fs.String("node-name", "", "node name stamped on every event (default: nodeName, $NODE_NAME, hostname)")
+	checksFlag := fs.String("checks", "", "comma-separated checks to run (default all)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	version := fs.Bool("version", false, "print the version and exit")
+	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *version {
+		fmt.Println("nichealthd", daemon.Version)
+		return 0
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "nichealthd: --log-level %q: use debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	log := slog.New(journal.ChooseLogHandler(os.Stderr, lvl))
+
+	var ov daemon.Overrides
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["metadata-path"] {
+		ov.MetadataPath = metadata
+	}
+	if set["state-polling-interval"] {
+		if *interval < 10*time.Millisecond {
+			fmt.Fprintln(os.Stderr, "nichealthd: --state-polling-interval must be at least 10ms")
+			return 2
+		}
+		ov.PollInterval = interval
+	}
+	if set["platform-connector-socket"] {
+		ov.ConnectorSocket = socket
+	}
+	if set["processing-strategy"] {
+		s, err := event.ParseProcessingStrategy(*strategy)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "nichealthd: --processing-strategy: %v\n", err)
+			return 2
+		}
+		ov.Strategy = &s
+	}
+	if set["node-name"] {
+		ov.NodeName = nodeName
+	}
+	if set["checks"] {
+		m, err := config.ParseChecks(strings.Split(*checksFlag, ","))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "nichealthd: --checks: %v\n", err)
+			return 2
+		}
+		ov.Checks = m
+	}
+	ov.BootIDPath = *bootIDPath
+
+	if *checkConfig {
+		if _, err := daemon.LoadConfig(*configPath, ov); err != nil {
+			fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+			return 1
+		}
+		fmt.Printf("%s: configuration is valid\n", *configPath)
+		return 0
+	}
+
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log})
+	if err != nil {
+		// One line on stderr saying what is wrong and how to fix it
+		// (DESIGN.md section 8).
+		fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+		return 1
+	}
+	if err := d.Run(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+		return 1
+	}
+	return 0
+}

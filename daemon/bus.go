@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+// startBus connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured
+// by godbus) and exports the API.
+func (d *Daemon) startBus() (*dbusapi.Server, error) {
+	conn, err := dbus.ConnectSystemBus()
+	if err != nil {
+		return nil, fmt.Errorf("connect to the system bus: %w", err)
+	}
+	s, err := dbusapi.Serve(conn, backend{d}, dbusapi.Options{AdminGroup: d.cfg.AdminGroup, Logger: d.log})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// backend is the daemon as the D-Bus server sees it.
+type backend struct{ d *Daemon }
+
+func usec(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixMicro())
+}
+
+func (b backend) Manager() dbusapi.ManagerView {
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mv := dbusapi.ManagerView{
+		Version: Version, NodeName: d.cfg.NodeName, BootID: d.bootID,
+		PollIntervalUSec: uint64(d.cfg.PollInterval.Microseconds()), LastPollUSec: usec(d.lastPoll),
+		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: d.reloadErr,
+		Ready: d.ready, FatalPorts: []string{},
+	}
+	nics := map[string]bool{}
+	for _, p := range d.mon.ports {
+		mv.MonitoredPorts++
+		nics[p.dev.Name] = true
+		if p.observed && checks.Judge(p.obs) == checks.Fatal {
+			mv.FatalPorts = append(mv.FatalPorts, fmt.Sprintf("%s/%d", p.dev.Name, p.port.Num))
+		}
+	}
+	for k, fl := range d.mon.st.BreachFlags {
+		if fl.Breached && fl.IsFatal {
+			if dev, port, ok := splitCounterKey(k); ok {
+				key := fmt.Sprintf("%s/%d", dev, port)
+				if !contains(mv.FatalPorts, key) {
+					mv.FatalPorts = append(mv.FatalPorts, key)
+				}
+			}
+		}
+	}
+	sort.Strings(mv.FatalPorts)
+	mv.MonitoredNICs = uint32(len(nics))
+	mv.Healthy = len(mv.FatalPorts) == 0 && len(d.mon.st.CardAnomalies) == 0 && len(d.mon.st.Disappeared) == 0
+	return mv
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func splitCounterKey(k string) (string, int, bool) {
+	var dev string
+	var port int
+	// <device>:<port>:<counter>; device names never contain ':'.
+	for i := 0; i < len(k); i++ {
+		if k[i] == ':' {
+			dev = k[:i]
+			rest := k[i+1:]
+			n, err := fmt.Sscanf(rest, "%d:", &port)
+			return dev, port, err == nil && n == 1
+		}
+	}
+	return "", 0, false
+}
+
+func (b backend) Ports() []dbusapi.PortView {
+	d := b.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]dbusapi.PortView, 0, len(d.mon.ports))
+	for _, p := range d.mon.ports {
+		out = append(out, d.portViewLocked(p))
+	}
+	return out
+}
+
+func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
+	pv := dbusapi.PortView{
+		Device: p.dev.Name, Port: int32(p.port.Num), LinkLayer: p.port.LinkLayer,
+		Role: string(p.dev.Role), RoleReason: p.dev.RoleReason, NetDev: p.netdev,
+		PCIAddress: p.dev.PCIAddress, NUMANode: int32(p.dev.NUMANode), Rate: p.port.Rate,
+		Counters: []dbusapi.CounterView{}, Sanity: []string{},
+	}
+	if p.rate.Err == nil && len(p.rate.Value()) > 0 {
+		pv.Rate = string(trim(p.rate.Value()))
+	}
+	if p.observed {
+		v := checks.Judge(p.obs)
+		pv.State, pv.PhysState = p.obs.State.Name, p.obs.Phys.Name
+		pv.Healthy = v == checks.Healthy || v == checks.Transient
+		pv.Fatal = v == checks.Fatal
+		pv.Message = checks.Message(p.obs, v)
+	}
+	if t, ok := d.mon.lastChange[checks.PortKey(p.dev.Name, p.port.Num)]; ok {
+		pv.LastChangeUSec = usec(t)
+	}
+	for _, cv := range d.mon.eval.View(d.mon.st, p.dev.Name, p.port.Num, d.mon.defs) {
+		pv.Counters = append(pv.Counters, dbusapi.CounterView{
+			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: cv.Unit, ThresholdType: cv.ThresholdType,
+			Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached, BreachedSinceUSec: usec(cv.BreachedSince),
+			Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
+		})
+		if cv.Breached && cv.Fatal {
+			pv.Healthy = false
+			pv.Fatal = true
+		}
+	}
+	pv.Sanity = append(pv.Sanity, d.mon.sanity[checks.PortKey(p.dev.Name, p.port.Num)]...)
+	return pv
+}
+
+func trim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (b backend) Reload() error {
+	if err := b.d.RequestReload(); err != nil {
+		return fmt.Errorf("%w: %v", dbusapi.ErrConfigRefused, err)
+	}
+	return nil
+}
+
+func (b backend) AcknowledgeReset(device string, port int, counter string, uid uint32) error {
+	d := b.d
+	d.mu.Lock()
+	var pp *portPlan
+	for _, p := range d.mon.ports {
+		if p.dev.Name == device && p.port.Num == port {
+			pp = p
+		}
+	}
+	if pp == nil {
+		d.mu.Unlock()
+		return fmt.Errorf("%w: %s port %d is not a monitored port (see nichealthctl ports)", dbusapi.ErrNoSuchPort, device, port)
+	}
+	now := time.Now()
+	current := map[string]uint64{}
+	for _, cr := range pp.counters {
+		for _, di := range cr.defs {
+			if v, ok := d.mon.currentValue(cr); ok {
+				current[d.mon.defs[di].Name] = v
+			}
+		}
+	}
+	specs, err := d.mon.eval.Acknowledge(d.mon.st, device, port, counter, current, now, fmt.Sprintf("uid %d", uid))
+	if err != nil {
+		d.mu.Unlock()
+		switch {
+		case errors.Is(err, counters.ErrNotLatched):
+			return fmt.Errorf("%w: %v", dbusapi.ErrNotLatched, err)
+		case errors.Is(err, counters.ErrNoSuchCounter):
+			return fmt.Errorf("%w: %v", dbusapi.ErrInvalidArgument, err)
+		}
+		return err
+	}
+	evs := d.commitLocked(specs, true, now)
+	d.mu.Unlock()
+	go d.publish(evs)
+	return nil
+}

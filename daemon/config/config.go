@@ -1,0 +1,373 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/topology"
+)
+
+// DefaultPath is where packaging installs the configuration.
+const DefaultPath = "/etc/nichealthd/config.toml"
+
+// AllChecks are the check names --checks and `checks` accept.
+var AllChecks = []string{
+	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
+	event.EthernetStateCheck, event.EthernetDegradationCheck,
+}
+
+// Duration is a time.Duration written as "1s", "250ms" in TOML.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like \"1s\" or \"250ms\"", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// File is the TOML document. Key names follow NVSentinel's where it has
+// them, so a ConfigMap written for its nic-health-monitor reads here.
+type File struct {
+	SysfsRoot                 string   `toml:"sysfsRoot"`
+	ProcfsRoot                string   `toml:"procfsRoot"`
+	DevRoot                   string   `toml:"devRoot"`
+	SysClassInfinibandPath    string   `toml:"sysClassInfinibandPath"`
+	SysClassNetPath           string   `toml:"sysClassNetPath"`
+	MetadataPath              string   `toml:"metadataPath"`
+	TopologySource            string   `toml:"topologySource"`
+	NicExclusionRegex         *string  `toml:"nicExclusionRegex"`
+	NicInclusionRegexOverride string   `toml:"nicInclusionRegexOverride"`
+	PollingInterval           Duration `toml:"pollingInterval"`
+	ReadTimeout               Duration `toml:"readTimeout"`
+	MaxStuckReads             int      `toml:"maxStuckReads"`
+	NodeName                  string   `toml:"nodeName"`
+	ProcessingStrategy        string   `toml:"processingStrategy"`
+	Checks                    []string `toml:"checks"`
+	MetricsAddress            string   `toml:"metricsAddress"`
+
+	CounterDetection struct {
+		Enabled              *bool               `toml:"enabled"`
+		XmitWaitBytesPerTick float64             `toml:"xmitWaitBytesPerTick"`
+		Counters             []counters.Override `toml:"counters"`
+	} `toml:"counterDetection"`
+
+	LinkSanity LinkSanity `toml:"linkSanity"`
+
+	Sinks struct {
+		Journal struct {
+			Enabled *bool `toml:"enabled"`
+		} `toml:"journal"`
+		JSONL struct {
+			Path string `toml:"path"`
+		} `toml:"jsonl"`
+		Connector struct {
+			Socket        string   `toml:"socket"`
+			BatchInterval Duration `toml:"batchInterval"`
+			Timeout       Duration `toml:"timeout"`
+		} `toml:"connector"`
+	} `toml:"sinks"`
+
+	Outbox struct {
+		MaxBytes int64 `toml:"maxBytes"`
+	} `toml:"outbox"`
+
+	DBus struct {
+		Enabled    *bool  `toml:"enabled"`
+		AdminGroup string `toml:"adminGroup"`
+	} `toml:"dbus"`
+}
+
+// LinkSanity switches the checks borrowed from the classic IB health check.
+type LinkSanity struct {
+	Enabled     *bool `toml:"enabled"`
+	PCIe        *bool `toml:"pcie"`
+	RateVsPeers *bool `toml:"rateVsPeers"`
+	SMLID       *bool `toml:"smLid"`
+	CharDevices *bool `toml:"charDevices"`
+	ISSM        *bool `toml:"issm"`
+	Fatal       *bool `toml:"fatal"`
+}
+
+// Config is the validated, defaulted configuration the daemon runs with.
+type Config struct {
+	Path           string
+	Paths          topology.Paths
+	MetadataPath   string
+	TopologySource string
+	Filter         topology.Filter
+	ExclusionRaw   string
+	InclusionRaw   string
+	PollInterval   time.Duration
+	ReadTimeout    time.Duration
+	MaxStuckReads  int
+	NodeName       string
+	Strategy       event.ProcessingStrategy
+	Checks         map[string]bool
+	MetricsAddress string
+
+	CountersEnabled      bool
+	Counters             []counters.Definition
+	XmitWaitBytesPerTick float64
+
+	Sanity SanityConfig
+
+	JournalEnabled   bool
+	JSONLPath        string
+	ConnectorSocket  string
+	ConnectorBatch   time.Duration
+	ConnectorTimeout time.Duration
+	OutboxMaxBytes   int64
+	DBusEnabled      bool
+	AdminGroup       string
+}
+
+// SanityConfig is LinkSanity with defaults applied.
+type SanityConfig struct {
+	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, Fatal bool
+}
+
+// Error names the file, the key and the reason.
+type Error struct {
+	File, Key, Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Reason)
+}
+
+// DefaultExclusion is NVSentinel's default nicExclusionRegex.
+const DefaultExclusion = "^veth.*,^docker.*,^br-.*,^lo$"
+
+// Load reads and validates path. A missing file at the default path is the
+// built-in defaults (a fresh package install has one, but an operator may
+// delete it); a missing file anywhere else is an error, because a typo in
+// --config must not silently run with defaults.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
+			b = nil
+		} else {
+			return nil, &Error{File: path, Reason: fmt.Sprintf("cannot read: %v", err)}
+		}
+	}
+	return Parse(path, b)
+}
+
+// Parse validates a TOML document; path is only used in messages.
+func Parse(path string, b []byte) (*Config, error) {
+	var f File
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			k := strings.Join(sm.Errors[0].Key(), ".")
+			return nil, &Error{File: path, Key: k, Reason: "unknown key (check the spelling; see nichealthd.toml(5))"}
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			key := strings.Join(de.Key(), ".")
+			return nil, &Error{File: path, Key: key, Reason: fmt.Sprintf("line %d column %d: %s", row, col, de.Error())}
+		}
+		return nil, &Error{File: path, Reason: err.Error()}
+	}
+	return fromFile(path, &f)
+}
+
+func boolOr(p *bool, d bool) bool {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func fromFile(path string, f *File) (*Config, error) {
+	bad := func(key, format string, a ...any) error {
+		return &Error{File: path, Key: key, Reason: fmt.Sprintf(format, a...)}
+	}
+	c := &Config{Path: path}
+	c.Paths = topology.Paths{
+		SysfsRoot: f.SysfsRoot, ProcfsRoot: f.ProcfsRoot, DevRoot: f.DevRoot,
+		ClassInfiniBand: f.SysClassInfinibandPath, ClassNet: f.SysClassNetPath,
+	}.WithDefaults()
+	for key, v := range map[string]string{
+		"sysfsRoot": c.Paths.SysfsRoot, "procfsRoot": c.Paths.ProcfsRoot, "devRoot": c.Paths.DevRoot,
+		"sysClassInfinibandPath": c.Paths.ClassInfiniBand, "sysClassNetPath": c.Paths.ClassNet,
+	} {
+		if !filepath.IsAbs(v) {
+			return nil, bad(key, "%q must be an absolute path", v)
+		}
+	}
+	c.MetadataPath = f.MetadataPath
+	if c.MetadataPath == "" {
+		c.MetadataPath = "/var/lib/nvsentinel/gpu_metadata.json"
+	}
+	c.TopologySource = f.TopologySource
+	if c.TopologySource == "" {
+		c.TopologySource = "auto"
+	}
+	switch c.TopologySource {
+	case "auto", "metadata", "sysfs":
+	default:
+		return nil, bad("topologySource", "%q is not one of auto, metadata, sysfs", c.TopologySource)
+	}
+	c.ExclusionRaw = DefaultExclusion
+	if f.NicExclusionRegex != nil {
+		c.ExclusionRaw = *f.NicExclusionRegex
+	}
+	var err error
+	if c.Filter.Exclude, err = topology.CompileList(c.ExclusionRaw); err != nil {
+		return nil, bad("nicExclusionRegex", "%v", err)
+	}
+	c.InclusionRaw = f.NicInclusionRegexOverride
+	if c.Filter.IncludeOverride, err = topology.CompileList(c.InclusionRaw); err != nil {
+		return nil, bad("nicInclusionRegexOverride", "%v", err)
+	}
+	c.PollInterval = f.PollingInterval.Duration
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
+		return nil, bad("pollingInterval", "%v is outside 10ms..1h", c.PollInterval)
+	}
+	c.ReadTimeout = f.ReadTimeout.Duration
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = time.Second
+	}
+	if c.ReadTimeout < time.Millisecond || c.ReadTimeout > time.Minute {
+		return nil, bad("readTimeout", "%v is outside 1ms..1m", c.ReadTimeout)
+	}
+	c.MaxStuckReads = f.MaxStuckReads
+	if c.MaxStuckReads == 0 {
+		c.MaxStuckReads = 4
+	}
+	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
+		return nil, bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
+	}
+	c.NodeName = f.NodeName
+	c.Strategy = event.StrategyExecuteRemediation
+	if f.ProcessingStrategy != "" {
+		if c.Strategy, err = event.ParseProcessingStrategy(f.ProcessingStrategy); err != nil {
+			return nil, bad("processingStrategy", "%v", err)
+		}
+	}
+	if c.Checks, err = ParseChecks(f.Checks); err != nil {
+		return nil, bad("checks", "%v", err)
+	}
+	c.MetricsAddress = f.MetricsAddress
+	if c.MetricsAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+			return nil, bad("metricsAddress", "%q is not host:port (e.g. \"127.0.0.1:2112\")", c.MetricsAddress)
+		}
+	}
+
+	c.CountersEnabled = boolOr(f.CounterDetection.Enabled, true)
+	c.XmitWaitBytesPerTick = f.CounterDetection.XmitWaitBytesPerTick
+	if c.XmitWaitBytesPerTick == 0 {
+		c.XmitWaitBytesPerTick = 8
+	}
+	if c.XmitWaitBytesPerTick < 0 || c.XmitWaitBytesPerTick > 1<<20 {
+		return nil, bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive", c.XmitWaitBytesPerTick)
+	}
+	if c.Counters, err = counters.Merge(counters.Defaults(), f.CounterDetection.Counters); err != nil {
+		return nil, &Error{File: path, Reason: err.Error()}
+	}
+
+	s := f.LinkSanity
+	c.Sanity = SanityConfig{
+		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
+		SMLID: boolOr(s.SMLID, true), CharDevices: boolOr(s.CharDevices, true), ISSM: boolOr(s.ISSM, false),
+		Fatal: boolOr(s.Fatal, false),
+	}
+
+	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
+	c.JSONLPath = f.Sinks.JSONL.Path
+	c.ConnectorSocket = f.Sinks.Connector.Socket
+	c.ConnectorBatch = f.Sinks.Connector.BatchInterval.Duration
+	if c.ConnectorBatch == 0 {
+		c.ConnectorBatch = time.Second
+	}
+	c.ConnectorTimeout = f.Sinks.Connector.Timeout.Duration
+	if c.ConnectorTimeout == 0 {
+		c.ConnectorTimeout = 5 * time.Second
+	}
+	if c.ConnectorBatch < 0 || c.ConnectorBatch > time.Minute {
+		return nil, bad("sinks.connector.batchInterval", "%v is outside 0..1m", c.ConnectorBatch)
+	}
+	c.OutboxMaxBytes = f.Outbox.MaxBytes
+	if c.OutboxMaxBytes == 0 {
+		c.OutboxMaxBytes = 64 << 20
+	}
+	if c.OutboxMaxBytes < 64<<10 {
+		return nil, bad("outbox.maxBytes", "%d is below the minimum of 65536", c.OutboxMaxBytes)
+	}
+	c.DBusEnabled = boolOr(f.DBus.Enabled, true)
+	c.AdminGroup = f.DBus.AdminGroup
+	if c.AdminGroup == "" {
+		c.AdminGroup = "nichealth-admin"
+	}
+	return c, nil
+}
+
+// ParseChecks validates a list of check names; empty means all.
+func ParseChecks(list []string) (map[string]bool, error) {
+	m := map[string]bool{}
+	if len(list) == 0 {
+		for _, c := range AllChecks {
+			m[c] = true
+		}
+		return m, nil
+	}
+	for _, n := range list {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		ok := false
+		for _, c := range AllChecks {
+			if c == n {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(AllChecks, ", "))
+		}
+		m[n] = true
+	}
+	return m, nil
+}
+
+// BootIDPath is where the kernel's boot ID lives under procfsRoot.
+func (c *Config) BootIDPath() string {
+	return filepath.Join(c.Paths.ProcfsRoot, "sys", "kernel", "random", "boot_id")
+}
+
+// CountersFingerprint changes whenever the counter set or a threshold does.
+func (c *Config) CountersFingerprint() string {
+	var sb strings.Builder
+	for _, d := range c.Counters {
+		sb.WriteString(d.Fingerprint())
+		sb.WriteByte(';')
+	}
+	return sb.String()
+}

@@ -1,0 +1,516 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/cards"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
+	"github.com/nichealth/nichealthd/topology/reader"
+	"github.com/nichealth/nichealthd/topology/roles"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// Monitor is one host's detection state machine: discovery, the read plan,
+// and every check. It is not safe for concurrent use; the Runner serialises
+// access.
+type Monitor struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	st    *persist.State
+	start checks.Start
+	rd    *reader.Reader
+
+	names    []string
+	devices  []*topology.Device
+	matrix   *gpumeta.Matrix
+	ports    []*portPlan
+	files    []*reader.File
+	defs     []counters.Definition
+	stateChk *checks.PortStateCheck
+	eval     *counters.Evaluator
+
+	unreadable        map[string]bool // per device: core files unreadable, logged once
+	stuckBuf          []*reader.File
+	lastPoll          time.Time
+	cycles            uint64
+	devicesSetChanged bool
+	// lastChange is when each port last crossed healthy/unhealthy.
+	lastChange map[string]time.Time
+	// sanity holds link sanity findings per port key.
+	sanity map[string][]string
+}
+
+type portPlan struct {
+	dev      *topology.Device
+	port     *topology.Port
+	netdev   string
+	state    *reader.File
+	phys     *reader.File
+	rate     *reader.File
+	oper     *reader.File
+	counters []counterRead
+	obs      checks.Observation
+	observed bool // obs holds a reading from this boot of the daemon
+	rateGbps float64
+}
+
+type counterRead struct {
+	file *reader.File
+	defs []int // indexes into Monitor.defs
+}
+
+// NewMonitor prepares a monitor over st. bootStatus says what the first
+// poll knows (seed 3.4 step 4).
+func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
+	m := &Monitor{
+		cfg: cfg, log: log, st: st,
+		stateChk:   checks.NewPortStateCheck(log),
+		unreadable: map[string]bool{},
+		lastChange: map[string]time.Time{},
+		sanity:     map[string][]string{},
+	}
+	if bootStatus.Baseline() {
+		m.start = checks.Baseline
+	} else {
+		m.start = checks.Resume
+	}
+	m.rd = reader.New(reader.Options{
+		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
+		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
+	})
+	m.applyCounterConfig(cfg)
+	return m
+}
+
+func (m *Monitor) applyCounterConfig(cfg *config.Config) {
+	m.defs = nil
+	if cfg.CountersEnabled {
+		m.defs = counters.PlanFor(cfg.Counters)
+	}
+	m.eval = counters.NewEvaluator(counters.Options{Logger: m.log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
+}
+
+// Devices returns the devices of the last discovery.
+func (m *Monitor) Devices() []*topology.Device { return m.devices }
+
+// State returns the persisted state the monitor works on.
+func (m *Monitor) State() *persist.State { return m.st }
+
+// Discover runs discovery and role classification and rebuilds the read
+// plan. It fails when classification is impossible (DESIGN.md difference 7):
+// the caller refuses to start.
+func (m *Monitor) Discover() error {
+	devs, probs, err := topology.Discover(m.cfg.Paths, m.cfg.Filter)
+	if err != nil {
+		return err
+	}
+	topology.LogProblems(m.log, probs)
+	if err := m.classify(devs); err != nil {
+		return err
+	}
+	m.devices = devs
+	m.names = m.names[:0]
+	for _, d := range devs {
+		m.names = append(m.names, d.Name)
+	}
+	m.buildPlan()
+	m.devicesSetChanged = true
+	return nil
+}
+
+func (m *Monitor) classify(devs []*topology.Device) error {
+	if m.cfg.Filter.Overridden() {
+		// nicInclusionRegexOverride: the operator hand-pinned the list; the
+		// NUMA gate and topology classification are skipped (seed 12.1).
+		for _, d := range devs {
+			if d.Mellanox && !d.IsVF {
+				d.Role = roleByLinkLayer(d)
+				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
+			}
+		}
+		return nil
+	}
+	var nics []*topology.Device
+	for _, d := range devs {
+		if d.Mellanox && !d.IsVF {
+			nics = append(nics, d)
+		}
+	}
+	if len(nics) == 0 {
+		return nil
+	}
+	mx, notes, err := gpumeta.Select(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics)
+	for _, n := range notes {
+		m.log.Warn("topology sources disagree", "detail", n)
+	}
+	if err != nil {
+		return err
+	}
+	m.matrix = mx
+	dr, err := roles.DefaultRouteDevices(m.cfg.Paths)
+	if err != nil {
+		m.log.Warn("cannot read the default route; management NICs are recognised by NUMA and DPU type only", "err", err)
+	}
+	return roles.Classify(devs, mx, dr)
+}
+
+func roleByLinkLayer(d *topology.Device) topology.Role {
+	if d.LinkLayer() == topology.LinkLayerEthernet {
+		return topology.RoleStorage
+	}
+	return topology.RoleCompute
+}
+
+func (m *Monitor) closePlan() {
+	for _, f := range m.files {
+		f.Close()
+	}
+	m.files = m.files[:0]
+	m.ports = m.ports[:0]
+}
+
+// buildPlan lists every file a steady poll reads. VFs, management and
+// excluded devices get no entry: after discovery they cost nothing.
+func (m *Monitor) buildPlan() {
+	old := map[string]*portPlan{}
+	for _, p := range m.ports {
+		old[checks.PortKey(p.dev.Name, p.port.Num)] = p
+	}
+	m.closePlan()
+	add := func(path string) *reader.File {
+		f := reader.NewFile(path)
+		m.files = append(m.files, f)
+		return f
+	}
+	for _, d := range m.devices {
+		if !d.Monitored() {
+			continue
+		}
+		var present, missing []string
+		for i := range d.Ports {
+			port := &d.Ports[i]
+			pp := &portPlan{dev: d, port: port, netdev: d.NetDevFor(port.Num)}
+			if o := old[checks.PortKey(d.Name, port.Num)]; o != nil {
+				pp.obs, pp.observed = o.obs, o.observed
+			}
+			pp.state = add(port.Dir + "/state")
+			pp.phys = add(port.Dir + "/phys_state")
+			pp.rate = add(port.Dir + "/rate")
+			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
+				pp.oper = add(m.cfg.Paths.ClassNet + "/" + pp.netdev + "/operstate")
+			}
+			if m.degradationEnabled(port.LinkLayer) {
+				byFile := map[string]int{}
+				for i := range m.defs {
+					def := &m.defs[i]
+					if !def.AppliesTo(port.LinkLayer) {
+						continue
+					}
+					path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
+					if path == "" {
+						continue
+					}
+					if j, ok := byFile[path]; ok {
+						pp.counters[j].defs = append(pp.counters[j].defs, i)
+						continue
+					}
+					byFile[path] = len(pp.counters)
+					pp.counters = append(pp.counters, counterRead{file: add(path), defs: []int{i}})
+				}
+				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.defs)
+				present, missing = append(present, p...), append(missing, ms...)
+			}
+			m.ports = append(m.ports, pp)
+		}
+		if m.cfg.CountersEnabled {
+			// Seed 7.1: log availability once per device, at start and when
+			// a device appears; missing counters then fail open silently.
+			m.log.Info("counter availability", "device", d.Name, "available", uniq(present), "missing", uniq(missing))
+		}
+	}
+}
+
+func uniq(s []string) []string {
+	sort.Strings(s)
+	return slices.Compact(s)
+}
+
+func (m *Monitor) stateEnabled(ll string) bool {
+	return m.cfg.Checks[checks.StateCheckFor(ll)]
+}
+
+func (m *Monitor) degradationEnabled(ll string) bool {
+	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
+}
+
+// Cycle is one poll: enumerate, read, judge. It returns the specs to emit
+// and whether the persisted state changed.
+func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
+	var specs []event.Spec
+	changed := false
+	first := m.cycles == 0
+
+	names, enumErr := topology.ListNames(m.cfg.Paths.ClassInfiniBand, m.cfg.Filter)
+	if enumErr == nil && !slices.Equal(names, m.names) {
+		m.rediscover()
+	}
+
+	if first && m.start == checks.Baseline {
+		why := "no previous state (fresh start or unreadable state file)"
+		if m.st.BootID != "" && len(m.st.KnownDevices) == 0 {
+			why = "host rebooted (boot ID changed) or no previous state"
+		}
+		for _, c := range config.AllChecks {
+			if m.cfg.Checks[c] && (m.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
+				specs = append(specs, checks.ClearedSpec(c, why))
+			}
+		}
+	}
+
+	m.stuckBuf = m.rd.Read(m.files, m.stuckBuf[:0])
+	for _, f := range m.stuckBuf {
+		if !f.StuckReported {
+			f.StuckReported = true
+			specs = append(specs, m.stuckSpec(f))
+		}
+	}
+
+	// Observe every port first: card homogeneity needs all of them.
+	for _, p := range m.ports {
+		m.observe(p)
+	}
+	anomalous := m.cards(now, &specs, &changed)
+
+	for _, p := range m.ports {
+		if p.observed && m.stateEnabled(p.port.LinkLayer) && p.state.Err == nil && p.phys.Err == nil {
+			start := checks.Steady
+			if first {
+				start = m.start
+			}
+			if s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card]); s != nil || ch {
+				changed = changed || ch
+				if s != nil {
+					m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)] = now
+					specs = append(specs, *s)
+				}
+			}
+		}
+		for _, cr := range p.counters {
+			var v uint64
+			err := cr.file.Err
+			if err == nil {
+				v, err = sysfs.ParseCounter(cr.file.Value())
+				if err != nil {
+					err = fmt.Errorf("%s: %w", cr.file.Path, err)
+				}
+			}
+			for _, di := range cr.defs {
+				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
+					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
+					Def: &m.defs[di], DefIndex: di, Value: v, Err: err,
+					PortRateGbps: p.rateGbps, Now: now,
+				}, first && m.start == checks.Baseline)
+				changed = changed || ch
+				specs = append(specs, ss...)
+			}
+		}
+	}
+
+	if enumErr == nil {
+		present := map[string]string{}
+		for _, d := range m.devices {
+			if d.Monitored() {
+				present[d.Name] = d.LinkLayer()
+			}
+		}
+		ss, ch := m.stateChk.Enumerated(m.st, present, m.cfg.Paths.ClassInfiniBand)
+		specs = append(specs, ss...)
+		changed = changed || ch
+	} else if !m.unreadable["*enumeration*"] {
+		m.unreadable["*enumeration*"] = true
+		m.log.Warn("cannot list RDMA devices; device disappearance is not judged until listing works again",
+			"dir", m.cfg.Paths.ClassInfiniBand, "err", enumErr)
+	}
+
+	m.cycles++
+	m.lastPoll = now
+	m.devicesSetChanged = false
+	return specs, changed
+}
+
+func (m *Monitor) rediscover() {
+	if err := m.Discover(); err != nil {
+		m.log.Error("rediscovery failed; keeping the previous device list", "err", err)
+	}
+}
+
+func (m *Monitor) observe(p *portPlan) {
+	if p.state.Err != nil || p.phys.Err != nil {
+		m.noteUnreadable(p, p.state.Err, p.phys.Err)
+		return
+	}
+	s, err1 := sysfs.ParseState(p.state.Value())
+	ph, err2 := sysfs.ParsePhysState(p.phys.Value())
+	if err1 != nil || err2 != nil {
+		m.noteUnreadable(p, err1, err2)
+		p.state.Err = errors.Join(err1, err2)
+		return
+	}
+	if m.unreadable[p.dev.Name] {
+		delete(m.unreadable, p.dev.Name)
+		m.log.Info("device readable again", "device", p.dev.Name, "port", p.port.Num)
+	}
+	o := checks.Observation{Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer, State: s, Phys: ph}
+	if p.oper != nil && p.oper.Err == nil {
+		o.Operstate = string(sysfs.TrimValue(p.oper.Value()))
+	}
+	if p.rate.Err == nil {
+		if r, err := sysfs.ParseRate(p.rate.Value()); err == nil {
+			p.rateGbps = r.Gbps
+		}
+	}
+	p.obs, p.observed = o, true
+}
+
+func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
+	if m.unreadable[p.dev.Name] {
+		return
+	}
+	m.unreadable[p.dev.Name] = true
+	err := errors.Join(errs...)
+	if errors.Is(err, reader.ErrStuck) {
+		return // reported as its own event
+	}
+	level := slog.LevelWarn
+	if errors.Is(err, fs.ErrNotExist) {
+		level = slog.LevelInfo // vanishing mid-read: disappearance logic decides
+	}
+	m.log.Log(nil, level, "cannot read port state; keeping its last known state until it reads again",
+		"device", p.dev.Name, "port", p.port.Num, "err", err)
+}
+
+func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
+	dev, port, ll := "", 0, ""
+	for _, p := range m.ports {
+		if p.state == f || p.phys == f || p.rate == f || p.oper == f || slices.ContainsFunc(p.counters, func(c counterRead) bool { return c.file == f }) {
+			dev, port, ll = p.dev.Name, p.port.Num, p.port.LinkLayer
+			break
+		}
+	}
+	return event.Spec{
+		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
+		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; the file is skipped until the read returns and the rest of the node stays monitored. A sysfs read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
+			dev, port, f.Path, m.cfg.ReadTimeout),
+		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
+	}
+}
+
+// cards runs card homogeneity. New anomalies are judged on the first poll
+// and whenever the device set changes (seed 7.2 case 3); a latched anomaly
+// is checked for recovery on every poll.
+func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
+	active := map[string]int{}
+	for _, p := range m.ports {
+		if p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp {
+			active[p.dev.Card]++
+		}
+	}
+	anomalous := map[string]bool{}
+	for card, a := range m.st.CardAnomalies {
+		if active[card] >= a.Expected {
+			delete(m.st.CardAnomalies, card)
+			*changed = true
+			*specs = append(*specs, event.Spec{
+				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
+				Message: cards.HealthyMessage(card, topology.Role(a.Role), active[card], a.Expected),
+			})
+			continue
+		}
+		anomalous[card] = true
+	}
+	if m.cycles != 0 && !m.devicesSetChanged {
+		return anomalous
+	}
+	isActive := func(d *topology.Device, port *topology.Port) bool {
+		for _, p := range m.ports {
+			if p.dev == d && p.port == port {
+				return p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
+			}
+		}
+		return false
+	}
+	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
+		anomalous[an.Card] = true
+		if _, ok := m.st.CardAnomalies[an.Card]; ok {
+			continue
+		}
+		m.st.CardAnomalies[an.Card] = persist.CardAnomaly{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
+		*changed = true
+		*specs = append(*specs, event.Spec{
+			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
+			Message:  cards.AnomalyMessage(an),
+			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
+		})
+	}
+	return anomalous
+}
+
+func (m *Monitor) cardCheck(card string) string {
+	for _, d := range m.devices {
+		if d.Card == card {
+			return checks.StateCheckFor(d.LinkLayer())
+		}
+	}
+	return event.InfiniBandStateCheck
+}
+
+// Reconfigure applies a validated configuration between cycles. Counter
+// snapshots, windows and latches of unchanged counters carry over; a
+// removed or disabled counter's latched breach is resolved with an event
+// that says why.
+func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
+	var defs []counters.Definition
+	if cfg.CountersEnabled {
+		defs = counters.PlanFor(cfg.Counters)
+	}
+	specs := m.eval.Reconcile(m.st, defs, now)
+	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
+		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
+		cfg.MetadataPath != m.cfg.MetadataPath
+	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads {
+		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+	}
+	m.cfg = cfg
+	m.defs = defs
+	if rediscover {
+		if err := m.Discover(); err != nil {
+			m.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)
+			m.buildPlan()
+		}
+	} else {
+		m.buildPlan()
+	}
+	return specs
+}
+
+// currentValue parses the last reading of a counter file.
+func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
+	if cr.file.Err != nil {
+		return 0, false
+	}
+	v, err := sysfs.ParseCounter(cr.file.Value())
+	return v, err == nil
+}

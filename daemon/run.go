@@ -1,0 +1,451 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/persist/outbox"
+	"github.com/nichealth/nichealthd/systemd/notify"
+)
+
+// Version is set at build time (-ldflags -X).
+var Version = "0.1.0-dev"
+
+// Overrides are command-line flags; a set flag wins over the file, also
+// after a reload.
+type Overrides struct {
+	MetadataPath    *string
+	PollInterval    *time.Duration
+	ConnectorSocket *string
+	Strategy        *event.ProcessingStrategy
+	NodeName        *string
+	Checks          map[string]bool
+	BootIDPath      string
+}
+
+// Options start a daemon.
+type Options struct {
+	ConfigPath string
+	StateFile  string
+	Overrides  Overrides
+	Log        *slog.Logger
+	// ExtraSinks are added to the configured ones (tests).
+	ExtraSinks []sink.Sink
+}
+
+// Daemon is a running nichealthd.
+type Daemon struct {
+	opts  Options
+	log   *slog.Logger
+	store *persist.Store
+	ob    *outbox.Outbox
+	nt    *notify.Notifier
+	wd    *notify.ProgressWatchdog
+
+	mu         sync.Mutex // guards everything below and the monitor
+	cfg        *config.Config
+	mon        *Monitor
+	bootID     string
+	generation uint64
+	reloadErr  string
+	lastPoll   time.Time
+	pollDur    time.Duration
+	ready      bool
+	saveErr    string
+
+	drainers []*drainer
+	bus      busPublisher
+	reloadCh chan chan error
+	ackSeq   atomic.Uint64
+}
+
+// busPublisher is what the D-Bus side needs from the daemon's loop.
+type busPublisher interface {
+	Refresh()
+	Publish(ev event.Event, seq uint64)
+	Close() error
+}
+
+func (o *Overrides) apply(c *config.Config) {
+	if o.MetadataPath != nil {
+		c.MetadataPath = *o.MetadataPath
+	}
+	if o.PollInterval != nil {
+		c.PollInterval = *o.PollInterval
+	}
+	if o.ConnectorSocket != nil {
+		c.ConnectorSocket = *o.ConnectorSocket
+	}
+	if o.Strategy != nil {
+		c.Strategy = *o.Strategy
+	}
+	if o.NodeName != nil && *o.NodeName != "" {
+		c.NodeName = *o.NodeName
+	}
+	if o.Checks != nil {
+		c.Checks = o.Checks
+	}
+}
+
+// LoadConfig loads the file and applies flag overrides and the node-name
+// fallbacks (flag, file, $NODE_NAME, hostname).
+func LoadConfig(path string, o Overrides) (*config.Config, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	o.apply(c)
+	if c.NodeName == "" {
+		c.NodeName = os.Getenv("NODE_NAME")
+	}
+	if c.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return nil, fmt.Errorf("no node name: set --node-name, nodeName in %s, or NODE_NAME", path)
+		}
+		c.NodeName = h
+	}
+	return c, nil
+}
+
+// New prepares a daemon: config, state, outbox, first discovery. Every
+// error is fatal at start-up and says what to fix.
+func New(opts Options) (*Daemon, error) {
+	log := opts.Log
+	cfg, err := LoadConfig(opts.ConfigPath, opts.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	bootPath := opts.Overrides.BootIDPath
+	if bootPath == "" {
+		bootPath = cfg.BootIDPath()
+	}
+	bootID, err := persist.ReadBootID(bootPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w (set --boot-id-path or procfsRoot)", err)
+	}
+	store := persist.NewStore(opts.StateFile)
+	st, rep, err := store.Load()
+	if err != nil {
+		return nil, err
+	}
+	if rep.Status == persist.LoadCorrupt {
+		log.Warn("state file unusable; starting fresh", "file", opts.StateFile, "reason", rep.Reason)
+	}
+	bs := persist.ApplyBoot(st, bootID)
+	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", len(st.KnownDevices))
+
+	ob, err := outbox.Open(filepath.Join(filepath.Dir(opts.StateFile), "outbox"), outbox.Options{
+		MaxBytes: cfg.OutboxMaxBytes, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open outbox: %w", err)
+	}
+	d := &Daemon{
+		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
+		reloadCh: make(chan chan error, 4),
+	}
+	d.mon = NewMonitor(cfg, st, bs, log)
+	if err := d.mon.Discover(); err != nil {
+		ob.Close()
+		return nil, err
+	}
+	d.logRoles()
+	return d, nil
+}
+
+func (d *Daemon) logRoles() {
+	for _, dev := range d.mon.Devices() {
+		if !dev.Mellanox {
+			continue
+		}
+		kind := "PF"
+		if dev.IsVF {
+			kind = "VF (skipped)"
+		}
+		d.log.Info("NIC", "device", dev.Name, "pci", dev.PCIAddress, "numa", dev.NUMANode, "function", kind,
+			"link_layer", dev.LinkLayer(), "role", string(dev.Role), "reason", dev.RoleReason, "monitored", dev.Monitored())
+	}
+}
+
+// Run polls until ctx is done or SIGTERM/SIGINT arrives.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.nt = notify.New(d.log)
+	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: 5 * d.cfg.PollInterval, Logger: d.log})
+
+	sinks, err := d.buildSinks()
+	if err != nil {
+		return err
+	}
+	sinks = append(sinks, d.opts.ExtraSinks...)
+	var wg sync.WaitGroup
+	for _, s := range sinks {
+		batch := time.Duration(0)
+		if s.Name() == "connector" {
+			batch = d.cfg.ConnectorBatch
+		}
+		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
+		d.drainers = append(d.drainers, dr)
+		d.ob.Register(s.Name())
+		wg.Add(1)
+		go func() { defer wg.Done(); dr.run(ctx) }()
+	}
+	if d.cfg.DBusEnabled {
+		b, err := d.startBus()
+		if err != nil {
+			d.log.Warn("D-Bus API unavailable; monitoring continues without it", "err", err)
+		} else {
+			d.bus = b
+		}
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	stopWatch := d.watchConfig(ctx)
+	defer stopWatch()
+	go d.watchdogLoop(ctx)
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return d.shutdown(sinks, &wg, cancel)
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				d.reload()
+				continue
+			}
+			d.log.Info("stopping", "signal", s.String())
+			return d.shutdown(sinks, &wg, cancel)
+		case reply := <-d.reloadCh:
+			err := d.reload()
+			if reply != nil {
+				reply <- err
+			}
+		case <-timer.C:
+			start := time.Now()
+			d.poll(start)
+			d.mu.Lock()
+			d.pollDur = time.Since(start)
+			interval := d.cfg.PollInterval
+			d.mu.Unlock()
+			next := interval - time.Since(start)
+			if next < 0 {
+				next = 0
+			}
+			timer.Reset(next)
+		}
+	}
+}
+
+func (d *Daemon) watchdogLoop(ctx context.Context) {
+	iv := d.nt.WatchdogInterval()
+	if iv <= 0 {
+		return
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.wd.Tick()
+		}
+	}
+}
+
+// poll runs one cycle and commits its results: events to the outbox
+// (fsynced) before the state that produced them, so a crash between the two
+// re-detects and re-sends rather than forgets.
+func (d *Daemon) poll(now time.Time) {
+	d.mu.Lock()
+	specs, changed := d.mon.Cycle(now)
+	evs := d.commitLocked(specs, changed, now)
+	first := !d.ready
+	d.ready = true
+	d.lastPoll = now
+	status := d.statusLocked()
+	d.mu.Unlock()
+
+	d.publish(evs)
+	d.wd.Progress()
+	if first {
+		d.nt.Ready(status)
+		d.log.Info("first poll complete; ready", "status", status)
+	} else {
+		d.nt.Status(status)
+	}
+}
+
+type emitted struct {
+	ev  event.Event
+	seq uint64
+}
+
+// commitLocked turns specs into events, appends them durably, then saves
+// the state. Caller holds d.mu.
+func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) []emitted {
+	var out []emitted
+	if len(specs) > 0 {
+		stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
+		evs := make([]event.Event, len(specs))
+		for i, s := range specs {
+			evs[i] = event.New(s, stamp)
+		}
+		seqs, err := d.ob.Append(evs)
+		if err != nil {
+			// The state is not saved either: after a restart the same
+			// transitions are detected again, so nothing is lost.
+			d.log.Error("cannot append events to the outbox; state not committed so they are re-detected",
+				"err", err, "events", len(evs))
+			for _, e := range evs {
+				d.log.Warn("event not yet durable", "check", e.CheckName, "message", e.Message)
+			}
+			return nil
+		}
+		for i := range evs {
+			out = append(out, emitted{evs[i], seqs[i]})
+		}
+	}
+	if changed || len(specs) > 0 {
+		if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
+			if d.saveErr != err.Error() {
+				d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
+			}
+			d.saveErr = err.Error()
+		} else if d.saveErr != "" {
+			d.log.Info("state saved again", "file", d.opts.StateFile)
+			d.saveErr = ""
+		}
+	}
+	return out
+}
+
+func (d *Daemon) publish(evs []emitted) {
+	for _, e := range evs {
+		lvl := slog.LevelInfo
+		if !e.ev.IsHealthy {
+			lvl = slog.LevelWarn
+		}
+		d.log.Log(context.Background(), lvl, "event", "seq", e.seq, "check", e.ev.CheckName, "fatal", e.ev.IsFatal,
+			"healthy", e.ev.IsHealthy, "device", e.ev.Device(), "port", e.ev.Port(), "message", e.ev.Message)
+	}
+	if d.bus != nil {
+		for _, e := range evs {
+			d.bus.Publish(e.ev, e.seq)
+		}
+		d.bus.Refresh()
+	}
+}
+
+func (d *Daemon) statusLocked() string {
+	ports, nics, fatal := 0, map[string]bool{}, 0
+	first := ""
+	for _, p := range d.mon.ports {
+		ports++
+		nics[p.dev.Name] = true
+		if p.observed && checks.Judge(p.obs) == checks.Fatal {
+			fatal++
+			if first == "" {
+				first = fmt.Sprintf("%s port %d %s", p.dev.Name, p.port.Num, p.obs.State.Name)
+			}
+		}
+	}
+	return notify.FormatStatus(ports, len(nics), fatal, first)
+}
+
+func (d *Daemon) shutdown(sinks []sink.Sink, wg *sync.WaitGroup, cancel context.CancelFunc) error {
+	d.nt.Stopping()
+	d.mu.Lock()
+	if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
+		d.log.Error("cannot save state at shutdown", "err", err)
+	}
+	d.mu.Unlock()
+	// Give drainers a moment to flush what is queued; anything left stays
+	// in the outbox for the next start.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && d.pending() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for _, s := range sinks {
+		s.Close()
+	}
+	if d.bus != nil {
+		d.bus.Close()
+	}
+	d.mon.closePlan()
+	return d.ob.Close()
+}
+
+func (d *Daemon) pending() int {
+	n := 0
+	for _, dr := range d.drainers {
+		recs, err := d.ob.Read(dr.sink.Name(), 1)
+		if err == nil {
+			n += len(recs)
+		}
+	}
+	return n
+}
+
+// RequestReload asks the loop to reload and waits for the outcome.
+func (d *Daemon) RequestReload() error {
+	reply := make(chan error, 1)
+	d.reloadCh <- reply
+	return <-reply
+}
+
+// reload applies a new configuration between poll cycles. An invalid file
+// is refused with one log line and the running configuration stays.
+func (d *Daemon) reload() error {
+	d.nt.Reloading()
+	defer func() {
+		d.mu.Lock()
+		st := d.statusLocked()
+		d.mu.Unlock()
+		d.nt.Ready(st)
+	}()
+	cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.reloadErr = err.Error()
+		d.log.Error("configuration refused; the running configuration stays", "err", err)
+		if d.bus != nil {
+			go d.bus.Refresh()
+		}
+		return err
+	}
+	specs := d.mon.Reconfigure(cfg, time.Now())
+	d.cfg = cfg
+	d.generation++
+	d.reloadErr = ""
+	evs := d.commitLocked(specs, true, time.Now())
+	d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
+		"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+	go d.publish(evs)
+	return nil
+}
+
+var errNotReady = errors.New("daemon not ready")

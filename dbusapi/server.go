@@ -1,0 +1,334 @@
+package dbusapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+// Options tune Serve. The zero value is the production configuration.
+type Options struct {
+	// AdminGroup may call AcknowledgeReset and Reload besides root.
+	// Default "nichealth-admin".
+	AdminGroup string
+	// RingSize bounds the events ListEvents can return. Default 1024.
+	RingSize int
+	// Logger receives the server's own diagnostics. Default: discard.
+	Logger *slog.Logger
+	// BusName is the well-known name to own. Default org.nichealth.NicHealth1.
+	BusName string
+}
+
+// Server exports one Backend on one bus connection. Its methods are safe for
+// concurrent use.
+type Server struct {
+	conn    *dbus.Conn
+	b       Backend
+	opts    Options
+	log     *slog.Logger
+	mgrDefs []propDef[ManagerView]
+	prtDefs []propDef[PortView]
+	mgrMeta []propMeta
+	prtMeta []propMeta
+
+	// refreshMu serialises Refresh, Close and the exports they do, so
+	// signals leave in the order the state changed.
+	refreshMu sync.Mutex
+	// closed is atomic so Publish can test it without refreshMu: Refresh
+	// holds refreshMu while it waits for the Backend, and the daemon may
+	// publish while holding its own lock.
+	closed atomic.Bool
+	// publishMu keeps HealthEvent signals in ring order.
+	publishMu sync.Mutex
+
+	// mu guards the exported snapshot read by D-Bus goroutines. It is never
+	// held while calling the Backend or sending on the bus.
+	mu    sync.RWMutex
+	mgr   []any
+	ports map[dbus.ObjectPath]*portObj
+	order []dbus.ObjectPath
+	ring  ring
+}
+
+type portObj struct {
+	device string
+	port   int
+	vals   []any
+}
+
+// Serve exports the API for b on conn and then requests the bus name, so
+// the name appears only once every object answers. Outcomes:
+//   - (*Server, nil): exported and the name is owned;
+//   - (nil, err): the name is owned by another connection (another
+//     nichealthd?), the bus policy denies owning it (policy file not
+//     installed, wrong user), or the bus failed; nothing stays exported.
+//
+// Serve does not close conn; Close releases the name and the objects.
+func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
+	if conn == nil || b == nil {
+		return nil, errors.New("dbusapi.Serve: nil connection or backend")
+	}
+	if opts.AdminGroup == "" {
+		opts.AdminGroup = DefaultGroup
+	}
+	if opts.RingSize <= 0 {
+		opts.RingSize = DefaultRing
+	}
+	if opts.BusName == "" {
+		opts.BusName = BusName
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		conn: conn, b: b, opts: opts, log: log,
+		mgrDefs: managerProps(), prtDefs: portProps(),
+		ports: map[dbus.ObjectPath]*portObj{},
+		ring:  newRing(opts.RingSize),
+	}
+	s.mgrMeta = metaOf(s.mgrDefs)
+	s.prtMeta = metaOf(s.prtDefs)
+
+	// Fail on a broken table before anything is visible on the bus.
+	if _, err := introspectXML(s.rootIfaces(), nil); err != nil {
+		return nil, err
+	}
+	if _, err := introspectXML(s.portIfaces(PortPath("x", 1)), nil); err != nil {
+		return nil, err
+	}
+
+	s.refreshMu.Lock()
+	mv := b.Manager()
+	s.mgr = valuesOf(s.mgrDefs, &mv)
+	if err := s.exportObject(RootPath, s.rootIfaces()); err != nil {
+		s.refreshMu.Unlock()
+		return nil, err
+	}
+	added, _, _ := s.applyPorts(b.Ports())
+	for _, p := range added {
+		if err := s.exportObject(p, s.portIfaces(p)); err != nil {
+			s.refreshMu.Unlock()
+			s.unexportAll()
+			return nil, err
+		}
+	}
+	s.refreshMu.Unlock()
+
+	reply, err := conn.RequestName(opts.BusName, dbus.NameFlagDoNotQueue)
+	if err != nil {
+		s.unexportAll()
+		var de dbus.Error
+		if errors.As(err, &de) && de.Name == "org.freedesktop.DBus.Error.AccessDenied" {
+			return nil, fmt.Errorf("the system bus policy does not let this user own %s: install packaging/dbus/%s.conf as /usr/share/dbus-1/system.d/%s.conf and run the daemon as root or user nichealthd (%v)",
+				opts.BusName, BusName, BusName, err)
+		}
+		return nil, fmt.Errorf("request bus name %s: %w", opts.BusName, err)
+	}
+	switch reply {
+	case dbus.RequestNameReplyPrimaryOwner, dbus.RequestNameReplyAlreadyOwner:
+	default:
+		s.unexportAll()
+		return nil, fmt.Errorf("bus name %s is already owned by another connection (%s): is another nichealthd running? Check with busctl status %s",
+			opts.BusName, reply, opts.BusName)
+	}
+	log.Info("D-Bus API exported", "name", opts.BusName, "path", string(RootPath), "ports", len(added))
+	return s, nil
+}
+
+// Close releases the bus name and unexports every object. It does not close
+// the connection. Refresh and Publish do nothing afterwards.
+func (s *Server) Close() error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	_, err := s.conn.ReleaseName(s.opts.BusName)
+	s.unexportAll()
+	if err != nil {
+		return fmt.Errorf("release bus name %s: %w", s.opts.BusName, err)
+	}
+	return nil
+}
+
+// Refresh reads the Backend and brings the exported objects in line with
+// it: InterfacesAdded/InterfacesRemoved for ports that appeared or went, and
+// PropertiesChanged carrying only the properties whose value changed (none
+// when nothing did). Call it after every poll cycle and every reload. It
+// compares against the last exported values, so it is cheap when nothing
+// changed, and it never holds a lock that D-Bus readers wait on while it
+// talks to the bus.
+func (s *Server) Refresh() {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	mv := s.b.Manager()
+	pvs := s.b.Ports()
+	newMgr := valuesOf(s.mgrDefs, &mv)
+
+	s.mu.Lock()
+	mgrChanged := changed(s.mgrMeta, s.mgr, newMgr)
+	s.mgr = newMgr
+	s.mu.Unlock()
+
+	added, removed, portChanges := s.applyPorts(pvs)
+
+	for _, r := range removed {
+		s.unexportObject(r, s.portIfaces(r))
+		s.emit(RootPath, objectManager+".InterfacesRemoved", r, s.interfaceNames(s.portIfaces(r)))
+	}
+	for _, p := range added {
+		if err := s.exportObject(p, s.portIfaces(p)); err != nil {
+			s.log.Error("cannot export port object", "path", string(p), "err", err)
+			continue
+		}
+		if ifs, ok := s.managedInterfaces(p); ok {
+			s.emit(RootPath, objectManager+".InterfacesAdded", p, ifs)
+		}
+	}
+	for _, pc := range portChanges {
+		s.emit(pc.path, propertiesIf+".PropertiesChanged", PortIface, pc.changed, []string{})
+	}
+	if len(mgrChanged) > 0 {
+		s.emit(RootPath, propertiesIf+".PropertiesChanged", ManagerIface, mgrChanged, []string{})
+	}
+}
+
+type portChange struct {
+	path    dbus.ObjectPath
+	changed map[string]dbus.Variant
+}
+
+// applyPorts swaps in the new port set and reports what moved. The caller
+// holds refreshMu.
+func (s *Server) applyPorts(pvs []PortView) (added, removed []dbus.ObjectPath, changes []portChange) {
+	next := make(map[dbus.ObjectPath]*portObj, len(pvs))
+	order := make([]dbus.ObjectPath, 0, len(pvs))
+	for i := range pvs {
+		pv := &pvs[i]
+		p := PortPath(pv.Device, int(pv.Port))
+		if _, dup := next[p]; dup {
+			s.log.Warn("backend listed a port twice; keeping the first", "device", pv.Device, "port", pv.Port)
+			continue
+		}
+		next[p] = &portObj{device: pv.Device, port: int(pv.Port), vals: valuesOf(s.prtDefs, pv)}
+		order = append(order, p)
+	}
+
+	s.mu.Lock()
+	for _, p := range order {
+		old, ok := s.ports[p]
+		if !ok {
+			added = append(added, p)
+			continue
+		}
+		if c := changed(s.prtMeta, old.vals, next[p].vals); len(c) > 0 {
+			changes = append(changes, portChange{p, c})
+		}
+	}
+	for _, p := range s.order {
+		if _, ok := next[p]; !ok {
+			removed = append(removed, p)
+		}
+	}
+	s.ports, s.order = next, order
+	s.mu.Unlock()
+	return added, removed, changes
+}
+
+// changed lists the signalled properties whose value differs.
+func changed(meta []propMeta, old, cur []any) map[string]dbus.Variant {
+	var out map[string]dbus.Variant
+	for i, m := range meta {
+		if !m.emits || (old != nil && sameValue(old[i], cur[i])) {
+			continue
+		}
+		if out == nil {
+			out = map[string]dbus.Variant{}
+		}
+		out[m.name] = dbus.MakeVariantWithSignature(wireValue(cur[i]), dbus.ParseSignatureMust(m.sig))
+	}
+	return out
+}
+
+func (s *Server) emit(path dbus.ObjectPath, name string, args ...any) {
+	if err := s.conn.Emit(path, name, args...); err != nil {
+		s.log.Warn("cannot emit D-Bus signal", "path", string(path), "signal", name, "err", err)
+	}
+}
+
+// Publish emits the HealthEvent signal for ev and appends it to the ring
+// that ListEvents reads. seq is the daemon's event sequence number; it
+// should grow with every event so that ListEvents(since) can resume.
+func (s *Server) Publish(ev event.Event, seq uint64) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.log.Error("cannot encode event for D-Bus", "seq", seq, "err", err)
+		return
+	}
+	port := uint32(0)
+	if n, err := strconv.ParseUint(ev.Port(), 10, 32); err == nil {
+		port = uint32(n)
+	}
+	s.publishMu.Lock()
+	defer s.publishMu.Unlock()
+	s.mu.Lock()
+	s.ring.add(EventRecord{Seq: seq, JSON: string(b)})
+	s.mu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	s.emit(RootPath, healthSignal, seq, ev.CheckName, ev.Device(), port, ev.IsFatal, ev.IsHealthy, ev.Message, string(b))
+}
+
+// exportObject registers every non-builtin interface of an object.
+func (s *Server) exportObject(p dbus.ObjectPath, ifaces []ifaceDef) error {
+	for _, d := range ifaces {
+		if d.builtin {
+			continue
+		}
+		if err := s.conn.ExportMethodTable(d.methodTable(), p, d.name); err != nil {
+			s.unexportObject(p, ifaces)
+			return fmt.Errorf("export %s on %s: %w", d.name, p, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) unexportObject(p dbus.ObjectPath, ifaces []ifaceDef) {
+	for _, d := range ifaces {
+		if !d.builtin {
+			_ = s.conn.Export(nil, p, d.name)
+		}
+	}
+}
+
+// unexportAll is called with refreshMu held or before the server is shared.
+func (s *Server) unexportAll() {
+	s.mu.RLock()
+	paths := append([]dbus.ObjectPath(nil), s.order...)
+	s.mu.RUnlock()
+	for _, p := range paths {
+		s.unexportObject(p, s.portIfaces(p))
+	}
+	s.unexportObject(RootPath, s.rootIfaces())
+}
+
+func (s *Server) interfaceNames(ifaces []ifaceDef) []string {
+	out := make([]string, len(ifaces))
+	for i, d := range ifaces {
+		out[i] = d.name
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package dbusapi
+
+import "errors"
+
+// PortView is what the daemon knows about one monitored port, as the API
+// shows it. The backend builds a fresh one on every call; the server keeps
+// its own copy to compute change signals.
+type PortView struct {
+	Device     string `json:"device"`
+	Port       int32  `json:"port"`
+	LinkLayer  string `json:"linkLayer"`
+	Role       string `json:"role"`
+	RoleReason string `json:"roleReason"`
+	NetDev     string `json:"netDev"`
+	PCIAddress string `json:"pciAddress"`
+	NUMANode   int32  `json:"numaNode"`
+	Rate       string `json:"rate"`
+	State      string `json:"state"`
+	PhysState  string `json:"physState"`
+	Healthy    bool   `json:"healthy"`
+	Fatal      bool   `json:"fatal"`
+	Message    string `json:"message"`
+	// LastChangeUSec is the realtime clock, in µs since the epoch, of the
+	// port's last healthy/unhealthy crossing (0 = none seen).
+	LastChangeUSec uint64        `json:"lastChangeUSec"`
+	Counters       []CounterView `json:"counters"`
+	// Sanity holds link sanity findings (PCIe width/speed, SM LID, character
+	// devices); empty when everything is as expected.
+	Sanity []string `json:"sanity"`
+}
+
+// LatchedBreaches names the counters whose breach is latched, in counter order.
+func (p *PortView) LatchedBreaches() []string {
+	out := []string{}
+	for _, c := range p.Counters {
+		if c.Breached {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// CounterView is one monitored counter of a port.
+type CounterView struct {
+	Name              string  `json:"name"`
+	Value             uint64  `json:"value"`
+	Rate              float64 `json:"rate"`
+	Unit              string  `json:"unit"`
+	ThresholdType     string  `json:"thresholdType"`
+	Threshold         float64 `json:"threshold"`
+	Fatal             bool    `json:"fatal"`
+	Breached          bool    `json:"breached"`
+	BreachedSinceUSec uint64  `json:"breachedSinceUSec"`
+	Saturated         bool    `json:"saturated"`
+	LostGbps          float64 `json:"lostGbps"`
+	LostPercent       float64 `json:"lostPercent"`
+}
+
+// ManagerView is the daemon-wide state.
+type ManagerView struct {
+	Version          string   `json:"version"`
+	NodeName         string   `json:"nodeName"`
+	BootID           string   `json:"bootID"`
+	PollIntervalUSec uint64   `json:"pollIntervalUSec"`
+	LastPollUSec     uint64   `json:"lastPollUSec"` // realtime µs of the last completed poll
+	Healthy          bool     `json:"healthy"`
+	FatalPorts       []string `json:"fatalPorts"` // "mlx5_0/1" style
+	ConfigPath       string   `json:"configPath"`
+	ConfigGeneration uint64   `json:"configGeneration"`
+	LastReloadError  string   `json:"lastReloadError"`
+	MonitoredPorts   uint32   `json:"monitoredPorts"`
+	MonitoredNICs    uint32   `json:"monitoredNICs"`
+	Ready            bool     `json:"ready"`
+}
+
+// Backend is the daemon's side of the API. Its methods are called from
+// D-Bus goroutines, concurrently with the poll loop, so they must lock; they
+// must also not call back into the Server (Refresh) while holding that lock.
+type Backend interface {
+	// Manager returns the daemon-wide state.
+	Manager() ManagerView
+	// Ports returns the monitored ports in a stable order.
+	Ports() []PortView
+	// Reload does what SIGHUP does. It returns the validation error when the
+	// new configuration was refused (the running one stays).
+	Reload() error
+	// AcknowledgeReset declares the latched breach of counter (every latched
+	// counter when counter is "") on device/port remediated, on behalf of
+	// uid. Errors wrap ErrNoSuchPort, ErrNotLatched or ErrInvalidArgument.
+	AcknowledgeReset(device string, port int, counter string, uid uint32) error
+}
+
+// Sentinel errors. The backend wraps them, the server maps them to D-Bus
+// error names, and the client maps the names back, so errors.Is works on
+// both ends of the bus.
+var (
+	ErrNoSuchPort      = errors.New("no such port")
+	ErrNotLatched      = errors.New("no latched breach")
+	ErrInvalidArgument = errors.New("invalid argument")
+	ErrAccessDenied    = errors.New("access denied")
+	// ErrConfigRefused marks a Reload whose new configuration failed
+	// validation; the daemon keeps running the previous one.
+	ErrConfigRefused = errors.New("configuration refused")
+	// ErrDaemonNotRunning means the bus works but nobody owns BusName.
+	ErrDaemonNotRunning = errors.New("nichealthd is not running on the system bus (" + BusName + " has no owner): start it with systemctl start nichealthd")
+	// ErrBusUnreachable means the system bus itself could not be reached.
+	ErrBusUnreachable = errors.New("system bus unreachable")
+)

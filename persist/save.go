@@ -1,0 +1,227 @@
+package persist
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// tempInfix marks WriteFileAtomic's temporary files: "<name>.tmp-<random>".
+const tempInfix = ".tmp-"
+
+// Save writes st to path atomically and durably (see WriteFileAtomic). It
+// always writes the current SchemaVersion. Errors name the path and say how
+// to fix the cause; the previous file is then left as it was.
+func Save(path string, st *State) error {
+	b, err := Encode(st)
+	if err != nil {
+		return fmt.Errorf("save state file %s: %w", path, err)
+	}
+	if err := WriteFileAtomic(path, b, 0o600); err != nil {
+		return saveError("save state file", path, err)
+	}
+	return nil
+}
+
+// Encode is the exact byte form Save writes: indented JSON (operators read
+// this file) with map keys sorted by encoding/json, so equal states encode
+// to equal bytes.
+func Encode(st *State) ([]byte, error) {
+	if st == nil {
+		return nil, errors.New("nil state")
+	}
+	c := *st
+	c.Version = SchemaVersion
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Store is the state file of one daemon: its path and the bytes last
+// written or read, so that an unchanged state is not rewritten on every
+// poll. It is safe for concurrent use.
+type Store struct {
+	path string
+
+	mu   sync.Mutex
+	last []byte
+}
+
+// NewStore returns a Store for path. Nothing is read or written yet.
+func NewStore(path string) *Store { return &Store{path: path} }
+
+// Path is the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// Load is LoadDetailed for the Store's path. It also removes temporary
+// files an interrupted save left behind (a SIGKILL between create and
+// rename), and remembers what it read so that SaveIfChanged skips an
+// identical first save.
+func (s *Store) Load() (*State, Report, error) {
+	CleanTemps(s.path)
+	st, rep, raw, err := load(s.path)
+	s.mu.Lock()
+	s.last = raw
+	s.mu.Unlock()
+	return st, rep, err
+}
+
+// SaveIfChanged saves st unless it encodes to the bytes last saved or
+// loaded. Outcomes:
+//   - (false, nil): unchanged, nothing written;
+//   - (true, nil): written and durable;
+//   - (false, err): not written; the previous file is intact and no
+//     temporary file remains. The caller keeps monitoring and calls again
+//     next poll, which retries the write.
+func (s *Store) SaveIfChanged(st *State) (bool, error) {
+	b, err := Encode(st)
+	if err != nil {
+		return false, fmt.Errorf("save state file %s: %w", s.path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != nil && bytes.Equal(b, s.last) {
+		return false, nil
+	}
+	if err := WriteFileAtomic(s.path, b, 0o600); err != nil {
+		return false, saveError("save state file", s.path, err)
+	}
+	s.last = b
+	return true, nil
+}
+
+// Save writes st unconditionally (shutdown, operator actions).
+func (s *Store) Save(st *State) error {
+	b, err := Encode(st)
+	if err != nil {
+		return fmt.Errorf("save state file %s: %w", s.path, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := WriteFileAtomic(s.path, b, 0o600); err != nil {
+		return saveError("save state file", s.path, err)
+	}
+	s.last = b
+	return nil
+}
+
+// WriteFileAtomic replaces path with data so that, whatever happens (crash,
+// power loss, full disk), path holds either the old or the new content in
+// full: it writes a new file in the same directory (O_EXCL, perm), fsyncs
+// it, renames it over path and fsyncs the directory so the rename itself
+// is durable. On error the temporary file is removed.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := dirOf(path)
+	var f *os.File
+	var tmp string
+	var err error
+	for range 10 {
+		tmp = path + tempInfix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so that entries created or renamed in it
+// survive a crash. Filesystems that cannot sync directories are tolerated.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// CleanTemps removes temporary files WriteFileAtomic left next to path when
+// the process died mid-write. Errors are ignored: a leftover costs bytes,
+// not correctness.
+func CleanTemps(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix := base + tempInfix
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func dirOf(path string) string {
+	d := filepath.Dir(path)
+	if d == "" {
+		return "."
+	}
+	return d
+}
+
+// saveError wraps err with the path and the fix an operator needs; the
+// errno stays matchable with errors.Is.
+func saveError(what, path string, err error) error {
+	if h := FixHint(dirOf(path), err); h != "" {
+		return fmt.Errorf("%s %s: %w (%s)", what, path, err, h)
+	}
+	return fmt.Errorf("%s %s: %w", what, path, err)
+}
+
+// FixHint says what an operator should do about a write error in dir, or
+// "" when there is nothing specific to say.
+func FixHint(dir string, err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Sprintf("the filesystem holding %s is full: free space there; monitoring continues and the write is retried", dir)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("the filesystem holding %s is read-only: remount it read-write or move the state directory to a writable one", dir)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Sprintf("permission denied: %s must be writable by the user nichealthd runs as (the unit's StateDirectory= sets this up)", dir)
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Sprintf("the directory %s does not exist: create it or point the state file elsewhere", dir)
+	}
+	return ""
+}

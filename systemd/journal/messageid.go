@@ -1,0 +1,66 @@
+package journal
+
+import "github.com/nichealth/nichealthd/checks/event"
+
+// Message IDs, one per event kind, generated once with `systemd-id128 new`.
+// They are a public interface: catalog entries, operators' saved queries
+// (`journalctl MESSAGE_ID=…`) and alerting rules key on them, so an ID
+// never changes and is never reused for another kind.
+const (
+	MessageIDPortFatal         = "08a43449f7a342f3b0a6b40c30174905"
+	MessageIDPortNonFatal      = "c15ab2b43de34d4ba616d6d8a39b8d88"
+	MessageIDPortRecovered     = "33fe3e41c0bf45c7b5a7faa7979b15a2"
+	MessageIDPortBaseline      = "20eea726d2db4b43a7239aa29044eaf7"
+	MessageIDCounterBreach     = "a92a17e86f9d4dd99d3247fdbe734e15"
+	MessageIDCounterRecovered  = "3e3552c13288426db9421239569d74b8"
+	MessageIDCounterBaseline   = "b6bf4b9ae58e42afb9a0aca59fbceff7"
+	MessageIDCounterSaturated  = "63cd28dccc2041549c53eb30d7d66173"
+	MessageIDDeviceDisappeared = "43f86ebad59041bda02990029aa90fcf"
+	MessageIDDeviceReappeared  = "ea5097caed5b49a8aaffdceb5f1a04e1"
+	MessageIDCardAnomaly       = "a852eebe501d4017b87c2add7fd4bc67"
+	MessageIDCardRecovered     = "940c8ab6c6364492b0f58452aecbf203"
+	MessageIDCheckCleared      = "b7b567c3d9624032b6afe7439b8a5187"
+	MessageIDReadStuck         = "0d5f8ce957094d46a51c75d494f0a489"
+	MessageIDLinkSanity        = "b9c2a485a9494528b118228e44cf94c2"
+	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
+)
+
+// MessageID returns the journal MESSAGE_ID of an event kind, and false for
+// an empty or unknown kind (such an event is still journaled, without one).
+func MessageID(k event.Kind) (string, bool) {
+	switch k {
+	case event.KindPortFatal:
+		return MessageIDPortFatal, true
+	case event.KindPortNonFatal:
+		return MessageIDPortNonFatal, true
+	case event.KindPortRecovered:
+		return MessageIDPortRecovered, true
+	case event.KindPortBaseline:
+		return MessageIDPortBaseline, true
+	case event.KindCounterBreach:
+		return MessageIDCounterBreach, true
+	case event.KindCounterRecovered:
+		return MessageIDCounterRecovered, true
+	case event.KindCounterBaseline:
+		return MessageIDCounterBaseline, true
+	case event.KindCounterSaturated:
+		return MessageIDCounterSaturated, true
+	case event.KindDeviceDisappeared:
+		return MessageIDDeviceDisappeared, true
+	case event.KindDeviceReappeared:
+		return MessageIDDeviceReappeared, true
+	case event.KindCardAnomaly:
+		return MessageIDCardAnomaly, true
+	case event.KindCardRecovered:
+		return MessageIDCardRecovered, true
+	case event.KindCheckCleared:
+		return MessageIDCheckCleared, true
+	case event.KindReadStuck:
+		return MessageIDReadStuck, true
+	case event.KindLinkSanity:
+		return MessageIDLinkSanity, true
+	case event.KindLinkSanityOK:
+		return MessageIDLinkSanityOK, true
+	}
+	return "", false
+}

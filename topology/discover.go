@@ -1,0 +1,322 @@
+package topology
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// WithDefaults fills empty paths with the real host's locations, deriving
+// the class directories from SysfsRoot.
+func (p Paths) WithDefaults() Paths {
+	if p.SysfsRoot == "" {
+		p.SysfsRoot = "/sys"
+	}
+	if p.ProcfsRoot == "" {
+		p.ProcfsRoot = "/proc"
+	}
+	if p.DevRoot == "" {
+		p.DevRoot = "/dev"
+	}
+	if p.ClassInfiniBand == "" {
+		p.ClassInfiniBand = filepath.Join(p.SysfsRoot, "class", "infiniband")
+	}
+	if p.ClassNet == "" {
+		p.ClassNet = filepath.Join(p.SysfsRoot, "class", "net")
+	}
+	return p
+}
+
+// Filter decides which device names are looked at at all. Exclusion runs
+// before any file of a device is read (a hung or hostile device that is
+// excluded costs nothing); a non-empty IncludeOverride replaces all
+// automatic filtering (seed section 12.1).
+type Filter struct {
+	Exclude         []*regexp.Regexp
+	IncludeOverride []*regexp.Regexp
+}
+
+// CompileList compiles NVSentinel's comma-separated regex list.
+func CompileList(list string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("regex %q: %w", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// Overridden reports whether the inclusion override is in force.
+func (f Filter) Overridden() bool { return len(f.IncludeOverride) > 0 }
+
+// Wanted reports whether a device name passes the filter.
+func (f Filter) Wanted(name string) bool {
+	if len(f.IncludeOverride) > 0 {
+		for _, re := range f.IncludeOverride {
+			if re.MatchString(name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, re := range f.Exclude {
+		if re.MatchString(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// ListNames returns the entries of class/infiniband that pass the filter,
+// sorted. An error means the enumeration is incomplete and must not be
+// taken as evidence that devices disappeared.
+func ListNames(classDir string, f Filter) ([]string, error) {
+	ents, err := os.ReadDir(classDir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", classDir, err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if f.Wanted(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Problem is a file that could not be read or parsed during discovery.
+// Discovery carries on; the caller decides how loudly to report it.
+type Problem struct {
+	Device string
+	File   string
+	Err    error
+}
+
+func (p Problem) Error() string { return fmt.Sprintf("%s: %s: %v", p.Device, p.File, p.Err) }
+
+// Discover describes every wanted device. It fails only when class/infiniband
+// itself cannot be listed; per-file problems are returned beside the
+// devices and leave only the affected fields empty.
+func Discover(p Paths, f Filter) ([]*Device, []Problem, error) {
+	p = p.WithDefaults()
+	names, err := ListNames(p.ClassInfiniBand, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	devs := make([]*Device, 0, len(names))
+	var probs []Problem
+	for _, n := range names {
+		d, pr := DiscoverDevice(p, n)
+		probs = append(probs, pr...)
+		if d != nil {
+			devs = append(devs, d)
+		}
+	}
+	return devs, probs, nil
+}
+
+// DiscoverDevice describes one device. It returns nil only when the device
+// directory itself is gone (it vanished between listing and reading).
+func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
+	p = p.WithDefaults()
+	dir := filepath.Join(p.ClassInfiniBand, name)
+	var probs []Problem
+	problem := func(file string, err error) {
+		probs = append(probs, Problem{Device: name, File: file, Err: err})
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, []Problem{{Device: name, File: dir, Err: err}}
+	}
+	d := &Device{Name: name, Dir: dir, NUMANode: -1}
+	readStr := func(rel string, dst *string) {
+		b, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				problem(filepath.Join(dir, rel), err)
+			}
+			return
+		}
+		*dst = string(sysfs.TrimValue(b))
+	}
+	readStr("hca_type", &d.HCAType)
+	readStr("fw_ver", &d.FWVer)
+	readStr("board_id", &d.BoardID)
+	readStr("node_guid", &d.NodeGUID)
+
+	devLink := filepath.Join(dir, "device")
+	if pciDir, err := filepath.EvalSymlinks(devLink); err == nil {
+		d.PCIDir = pciDir
+		d.PCIAddress = pciSlot(pciDir)
+		d.Card = CardOf(d.PCIAddress)
+		if b, err := os.ReadFile(filepath.Join(pciDir, "numa_node")); err == nil {
+			if v, err := sysfs.ParseInt(b); err == nil {
+				d.NUMANode = v
+			} else {
+				problem(filepath.Join(pciDir, "numa_node"), err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(pciDir, "vendor")); err == nil {
+			d.Vendor = string(sysfs.TrimValue(b))
+		}
+		if t, err := os.Readlink(filepath.Join(pciDir, "driver")); err == nil {
+			d.Driver = filepath.Base(t)
+		}
+		// Seed 8.7 method 1: only physfn says "VF". A VF passed into a VM has
+		// neither physfn nor sriov_totalvfs, so the absence of
+		// sriov_totalvfs proves nothing (DESIGN.md field facts).
+		if _, err := os.Lstat(filepath.Join(pciDir, "physfn")); err == nil {
+			d.IsVF = true
+		}
+		if ents, err := os.ReadDir(filepath.Join(pciDir, "net")); err == nil {
+			for _, e := range ents {
+				d.NetDevs = append(d.NetDevs, e.Name())
+			}
+		}
+	} else {
+		problem(devLink, err)
+	}
+	d.Mellanox = strings.HasPrefix(name, "mlx5_") || d.Driver == "mlx5_core" || d.Vendor == "0x15b3"
+
+	portsDir := filepath.Join(dir, "ports")
+	ents, err := os.ReadDir(portsDir)
+	if err != nil {
+		problem(portsDir, err)
+	}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n <= 0 {
+			continue
+		}
+		pd := filepath.Join(portsDir, e.Name())
+		port := Port{Num: n, Dir: pd}
+		for _, f := range []struct {
+			rel string
+			dst *string
+		}{
+			{"link_layer", &port.LinkLayer}, {"state", &port.State}, {"phys_state", &port.PhysState},
+			{"rate", &port.Rate}, {"lid", &port.LID}, {"sm_lid", &port.SMLID},
+		} {
+			b, err := os.ReadFile(filepath.Join(pd, f.rel))
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					problem(filepath.Join(pd, f.rel), err)
+				}
+				continue
+			}
+			*f.dst = string(sysfs.TrimValue(b))
+		}
+		d.Ports = append(d.Ports, port)
+	}
+	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
+	if len(d.NetDevs) > 1 {
+		d.NetDevs = orderNetDevs(p, d.NetDevs, d.Ports)
+	}
+	return d, probs
+}
+
+// pciSlot takes the address from uevent's PCI_SLOT_NAME, falling back to
+// the directory name (they agree on real hosts).
+func pciSlot(pciDir string) string {
+	if b, err := os.ReadFile(filepath.Join(pciDir, "uevent")); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "PCI_SLOT_NAME="); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return filepath.Base(pciDir)
+}
+
+// CardOf maps a PCI function address (0000:3b:00.1) to its physical card
+// (0000:3b:00). The domain is kept: on multi-domain hosts (0016:03:00.0)
+// two cards can share bus and device numbers.
+func CardOf(addr string) string {
+	if i := strings.LastIndexByte(addr, '.'); i > 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+// orderNetDevs puts the netdev of port 1 first using dev_port, which is what
+// the kernel uses to map a multi-port device's netdevs to its ports.
+func orderNetDevs(p Paths, names []string, ports []Port) []string {
+	type nd struct {
+		name string
+		port int
+	}
+	var out []nd
+	for _, n := range names {
+		dp := 1 << 30
+		if b, err := os.ReadFile(filepath.Join(p.ClassNet, n, "dev_port")); err == nil {
+			if v, err := sysfs.ParseInt(b); err == nil {
+				dp = v
+			}
+		}
+		out = append(out, nd{n, dp})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].port < out[j].port })
+	res := make([]string, len(out))
+	for i, o := range out {
+		res[i] = o.name
+	}
+	return res
+}
+
+// NetDevFor returns the netdev that carries port n of d ("" if none): the
+// (n-1)-th netdev by dev_port order, or the only one.
+func (d *Device) NetDevFor(n int) string {
+	if len(d.NetDevs) == 0 {
+		return ""
+	}
+	if len(d.NetDevs) == 1 {
+		return d.NetDevs[0]
+	}
+	if n-1 < len(d.NetDevs) && n >= 1 {
+		return d.NetDevs[n-1]
+	}
+	return d.NetDevs[0]
+}
+
+// Monitored reports whether checks look at d at all: a Mellanox PF whose
+// role is not Management. VFs are skipped unconditionally (seed 8).
+func (d *Device) Monitored() bool {
+	return d.Mellanox && !d.IsVF && d.Role != RoleManagement
+}
+
+// LinkLayer returns the link layer of the device's first port.
+func (d *Device) LinkLayer() string {
+	for _, p := range d.Ports {
+		if p.LinkLayer != "" {
+			return p.LinkLayer
+		}
+	}
+	return ""
+}
+
+// LogProblems writes each problem once at warn level.
+func LogProblems(log *slog.Logger, probs []Problem) {
+	for _, pr := range probs {
+		log.Warn("cannot read device attribute; fields that depend on it stay unknown",
+			"device", pr.Device, "file", pr.File, "err", pr.Err)
+	}
+}

@@ -1,0 +1,75 @@
+package gpumeta
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/nichealth/nichealthd/topology"
+)
+
+// Values of the topologySource configuration key.
+const (
+	TopologyAuto     = "auto"
+	TopologyMetadata = "metadata"
+	TopologySysfs    = "sysfs"
+)
+
+// howToProvide is appended to every "no topology" error so the operator
+// reading one line on stderr knows the three ways out (DESIGN.md
+// difference 7).
+const howToProvide = "provide it by installing NVSentinel's metadata collector, or by running " +
+	"`nichealthctl topology collect` on this node (writes the file from nvidia-smi), " +
+	"or set topologySource = \"sysfs\" so the daemon derives it from the PCIe tree"
+
+// Select returns the matrix for topologySource source:
+//
+//   - "metadata": the metadata file, or an error naming it and saying how to
+//     provide it. There is no fallback (seed 4: hard dependency).
+//   - "sysfs": the matrix derived from the PCIe tree, or an error.
+//   - "auto" (and ""): the metadata file when it exists, cross-checked
+//     against sysfs; a missing or unusable file falls back to sysfs. Only
+//     when neither yields GPUs is it an error, which says what each source
+//     lacked and how to provide one.
+//
+// notes are what the daemon should log once at start (warning level):
+// every disagreement between metadata and sysfs in auto mode, a metadata
+// file that was present but unusable, which source a fallback used. They
+// never change the outcome.
+func Select(source, metadataPath string, paths topology.Paths, nics []*topology.Device) (m *Matrix, notes []string, err error) {
+	if metadataPath == "" {
+		metadataPath = DefaultMetadataPath
+	}
+	switch source {
+	case TopologyMetadata:
+		m, err := Load(metadataPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("topologySource = %q: %w; %s", source, err, howToProvide)
+		}
+		return m, nil, nil
+	case TopologySysfs:
+		m, err := FromSysfs(paths, nics)
+		if err != nil {
+			return nil, nil, fmt.Errorf("topologySource = %q: %w; the GPUs must be visible in sysfs, or set topologySource = \"metadata\" with a gpu_metadata.json", source, err)
+		}
+		return m, nil, nil
+	case TopologyAuto, "":
+	default:
+		return nil, nil, fmt.Errorf("topologySource = %q is not one of \"auto\", \"metadata\", \"sysfs\"", source)
+	}
+
+	meta, metaErr := Load(metadataPath)
+	derived, sysErr := FromSysfs(paths, nics)
+	switch {
+	case metaErr == nil && sysErr == nil:
+		return meta, Compare(meta, derived), nil
+	case metaErr == nil:
+		return meta, []string{fmt.Sprintf("using %s; cannot cross-check it against sysfs: %v", meta.Source, sysErr)}, nil
+	case sysErr == nil:
+		if errors.Is(metaErr, fs.ErrNotExist) {
+			return derived, []string{fmt.Sprintf("GPU topology derived from sysfs (%s does not exist)", metadataPath)}, nil
+		}
+		return derived, []string{fmt.Sprintf("ignoring unusable %v; GPU topology derived from sysfs instead", metaErr)}, nil
+	}
+	return nil, nil, fmt.Errorf("no GPU topology (topologySource = \"auto\"): %v; and %v; %s", metaErr, sysErr, howToProvide)
+}

@@ -1,0 +1,270 @@
+package reader
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrStuck is the result of a file whose read missed its deadline or is
+// still blocked from an earlier cycle.
+var ErrStuck = errors.New("read did not return within the deadline")
+
+// MaxValue is the longest attribute value kept. sysfs attributes are at most
+// a page, and the ones we read are a few dozen bytes.
+const MaxValue = 128
+
+// File is one attribute file in a read plan. After Reader.Read, Value holds
+// the bytes read and Err the outcome of this cycle.
+type File struct {
+	Path string
+	Err  error
+
+	val   [MaxValue]byte
+	n     int
+	cpath []byte // NUL-terminated for raw open without allocation
+	fd    int32  // -1 when not kept open
+	stuck atomic.Bool
+	// StuckReported lets the caller report a stuck file once.
+	StuckReported bool
+}
+
+// NewFile prepares a file for reading.
+func NewFile(path string) *File {
+	f := &File{Path: path, fd: -1}
+	f.cpath = append([]byte(path), 0)
+	return f
+}
+
+// Value returns the bytes of the last successful read. It aliases the
+// file's buffer: copy it to keep it past the next cycle.
+func (f *File) Value() []byte { return f.val[:f.n] }
+
+// Stuck reports whether a read of this file is still blocked.
+func (f *File) Stuck() bool { return f.stuck.Load() }
+
+// Close releases a kept-open descriptor. It must not be called while a read
+// of the file is stuck (the blocked reader still owns the descriptor).
+func (f *File) Close() {
+	if f.fd >= 0 && !f.stuck.Load() {
+		unix.Close(int(f.fd))
+		f.fd = -1
+	}
+}
+
+// Options tune a Reader.
+type Options struct {
+	// Timeout is the per-file deadline (default 1 s).
+	Timeout time.Duration
+	// MaxStuck bounds the goroutines left blocked in the kernel. When that
+	// many reads are stuck, Read waits for the current one instead of
+	// abandoning it: the poll loop then stops making progress and the
+	// systemd watchdog restarts the daemon, which is the right answer to a
+	// host whose sysfs has stopped answering.
+	MaxStuck int
+	// KeepOpen keeps descriptors open between cycles; only correct on real
+	// sysfs, where pread at offset 0 regenerates the value.
+	KeepOpen bool
+}
+
+// Reader runs read plans. It is used by one poll loop at a time.
+type Reader struct {
+	opts     Options
+	stuckNow atomic.Int32
+
+	mu     sync.Mutex
+	worker *worker
+	timer  *time.Timer
+}
+
+type worker struct {
+	req       chan []*File
+	done      chan struct{}
+	abandoned atomic.Bool
+	cur       atomic.Int64 // index of the file being read
+	started   atomic.Int64 // unix nanos when that read began, 0 when idle
+}
+
+// New returns a Reader.
+func New(opts Options) *Reader {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.MaxStuck <= 0 {
+		opts.MaxStuck = 4
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &Reader{opts: opts, timer: t}
+}
+
+// StuckCount is the number of reads currently blocked in the kernel.
+func (r *Reader) StuckCount() int { return int(r.stuckNow.Load()) }
+
+// IsSysfs reports whether dir is on a sysfs mount (statfs magic), which is
+// where keeping descriptors open is correct.
+func IsSysfs(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.SYSFS_MAGIC
+}
+
+// Read reads every file of the plan, filling Value/Err. Files already stuck
+// are skipped with ErrStuck. It returns the files that became stuck during
+// this call.
+func (r *Reader) Read(files []*File, newlyStuck []*File) []*File {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := 0
+	for start < len(files) {
+		w := r.worker
+		if w == nil {
+			w = r.spawn()
+		}
+		w.req <- files[start:]
+		next, stuckFile := r.wait(w, files[start:])
+		if stuckFile == nil {
+			return newlyStuck
+		}
+		newlyStuck = append(newlyStuck, stuckFile)
+		start += next
+	}
+	return newlyStuck
+}
+
+// wait returns (index after the stuck file, stuck file) or (0, nil) when the
+// worker finished the batch.
+func (r *Reader) wait(w *worker, batch []*File) (int, *File) {
+	tick := r.opts.Timeout / 4
+	if tick < time.Millisecond {
+		tick = time.Millisecond
+	}
+	for {
+		r.timer.Reset(tick)
+		select {
+		case <-w.done:
+			if !r.timer.Stop() {
+				select {
+				case <-r.timer.C:
+				default:
+				}
+			}
+			return 0, nil
+		case <-r.timer.C:
+		}
+		st := w.started.Load()
+		if st == 0 || time.Since(time.Unix(0, st)) < r.opts.Timeout {
+			continue
+		}
+		if int(r.stuckNow.Load()) >= r.opts.MaxStuck {
+			// Bounded: keep waiting on this read; see Options.MaxStuck.
+			continue
+		}
+		i := int(w.cur.Load())
+		if i < 0 || i >= len(batch) {
+			continue
+		}
+		f := batch[i]
+		// Mark before abandoning so the worker, when it finally returns,
+		// knows the file is no longer its to fill.
+		f.stuck.Store(true)
+		f.Err = fmt.Errorf("read %s: %w", f.Path, ErrStuck)
+		r.stuckNow.Add(1)
+		w.abandoned.Store(true)
+		r.worker = nil
+		return i + 1, f
+	}
+}
+
+func (r *Reader) spawn() *worker {
+	w := &worker{req: make(chan []*File), done: make(chan struct{})}
+	r.worker = w
+	go w.run(r)
+	return w
+}
+
+func (w *worker) run(r *Reader) {
+	for batch := range w.req {
+		for i, f := range batch {
+			if f.stuck.Load() {
+				f.Err = ErrStuck
+				continue
+			}
+			w.cur.Store(int64(i))
+			w.started.Store(time.Now().UnixNano())
+			n, err := readOnce(f, r.opts.KeepOpen)
+			w.started.Store(0)
+			if w.abandoned.Load() {
+				// This read outlived its deadline. The main loop has moved on
+				// and treats f as stuck; hand f back to future cycles and exit.
+				if f.fd >= 0 && err != nil {
+					unix.Close(int(f.fd))
+					f.fd = -1
+				}
+				r.stuckNow.Add(-1)
+				f.stuck.Store(false)
+				return
+			}
+			f.n = n
+			f.Err = err
+		}
+		w.done <- struct{}{}
+	}
+}
+
+func readOnce(f *File, keep bool) (int, error) {
+	if keep && f.fd >= 0 {
+		n, err := unix.Pread(int(f.fd), f.val[:], 0)
+		if err == nil {
+			return n, nil
+		}
+		// ENODEV/ESTALE: the device was removed or re-created under the
+		// descriptor. Reopen once by path below.
+		unix.Close(int(f.fd))
+		f.fd = -1
+	}
+	fd, err := openNoAlloc(f.cpath)
+	if err != nil {
+		return 0, &errPath{op: "open", path: f.Path, err: err}
+	}
+	n, err := unix.Pread(fd, f.val[:], 0)
+	if keep && err == nil {
+		f.fd = int32(fd)
+	} else {
+		unix.Close(fd)
+	}
+	if err != nil {
+		return 0, &errPath{op: "read", path: f.Path, err: err}
+	}
+	return n, nil
+}
+
+// openNoAlloc opens a NUL-terminated path read-only. unix.Open converts the
+// Go string on every call, which would be the only allocation of a steady
+// poll cycle.
+func openNoAlloc(cpath []byte) (int, error) {
+	dirfd := unix.AT_FDCWD
+	fd, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd),
+		uintptr(unsafe.Pointer(&cpath[0])), uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// errPath is a preallocated-free *PathError equivalent: callers test it with
+// errors.Is(err, fs.ErrNotExist) through Unwrap.
+type errPath struct {
+	op, path string
+	err      error
+}
+
+func (e *errPath) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
+func (e *errPath) Unwrap() error { return e.err }
