@@ -63,6 +63,6 @@ _nichealthctl() {
                 COMPREPLY=($(compgen -f -- "$cur"))
             fi
             ;;
-        *) COMPREPLY=($(compgen -W "--json" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "$flags" -- "$cur")) ;;
     esac
 } && complete -F _nichealthctl nichealthctl

@@ -82,20 +82,41 @@ func TestManPages_CompletionMatchesNichealthctlPage(t *testing.T) {
 	wantFlags := Flags(p)
 	slices.Sort(wantCmds)
 	slices.Sort(wantFlags)
-	for _, file := range []string{completionPath, zshPath} {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmds := words(t, file, b, `(?m)^\s*(?:local )?commands="([^"]*)"`)
-		flags := words(t, file, b, `(?m)^\s*(?:local )?flags="([^"]*)"`)
-		if !slices.Equal(cmds, wantCmds) {
-			t.Errorf("%s offers commands %v, nichealthctl(1) documents %v", file, cmds, wantCmds)
-		}
-		if !slices.Equal(flags, wantFlags) {
-			t.Errorf("%s offers flags %v, nichealthctl(1) documents %v", file, flags, wantFlags)
+	b, err := os.ReadFile(completionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(file, what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s offers %s %v, nichealthctl(1) documents %v", file, what, got, want)
 		}
 	}
+	check(completionPath, "commands", words(t, completionPath, b, `(?m)^\s*local commands="([^"]*)"`), wantCmds)
+	check(completionPath, "flags", words(t, completionPath, b, `(?m)^\s*local flags="([^"]*)"`), wantFlags)
+
+	z, err := os.ReadFile(zshPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile(`(?s)cmds=\((.*?)\n\s*\)`).FindSubmatch(z)
+	if block == nil {
+		t.Fatalf("%s: no cmds=( ... ) array", zshPath)
+	}
+	check(zshPath, "commands", all(block[1], `'([a-z-]+):`), wantCmds)
+	check(zshPath, "flags", all(z, `'(?:\([^)]*\))?(--[a-z-]+)\[`), wantFlags)
+}
+
+// all returns the distinct first submatches of re in b, sorted.
+func all(b []byte, re string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(re).FindAllSubmatch(b, -1) {
+		if s := string(m[1]); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func words(t *testing.T, file string, b []byte, re string) []string {

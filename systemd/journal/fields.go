@@ -47,14 +47,23 @@ const MetadataPrefix = "META_"
 // maxFieldName is journald's limit on field names; longer ones are dropped.
 const maxFieldName = 64
 
-// isReserved reports names an event's metadata may not take: ours, and
-// those journald or journalctl interpret (systemd.journal-fields(7)).
-func isReserved(name string) bool {
+// isJournalReserved reports names journald or journalctl interpret
+// (systemd.journal-fields(7)); neither metadata nor log attributes may set
+// them.
+func isJournalReserved(name string) bool {
 	switch name {
 	case "MESSAGE", "MESSAGE_ID", "PRIORITY", "CODE_FILE", "CODE_LINE", "CODE_FUNC", "ERRNO",
 		"INVOCATION_ID", "USER_INVOCATION_ID", "SYSLOG_FACILITY", "SYSLOG_IDENTIFIER", "SYSLOG_PID",
-		"SYSLOG_TIMESTAMP", "SYSLOG_RAW", "DOCUMENTATION", "TID", "UNIT", "USER_UNIT", "OBJECT_PID",
-		FieldDevice, FieldPort, FieldCard, FieldCheckName, FieldIsFatal, FieldIsHealthy,
+		"SYSLOG_TIMESTAMP", "SYSLOG_RAW", "DOCUMENTATION", "TID", "UNIT", "USER_UNIT", "OBJECT_PID":
+		return true
+	}
+	return false
+}
+
+// isEventField reports the names Fields gives an event's own fields.
+func isEventField(name string) bool {
+	switch name {
+	case FieldDevice, FieldPort, FieldCard, FieldCheckName, FieldIsFatal, FieldIsHealthy,
 		FieldRecommendedAction, FieldErrorCode, FieldEventID, FieldEventKind, FieldNodeName,
 		FieldProcessingStrategy, FieldGeneratedTimestamp, FieldAgent, FieldComponentClass, FieldVersion:
 		return true
@@ -183,19 +192,25 @@ func addMetadata(f map[string]string, md map[string]string) {
 		if name == "" {
 			continue
 		}
-		if isReserved(name) {
+		if isJournalReserved(name) || isEventField(name) {
 			name = truncate(MetadataPrefix+name, maxFieldName)
 		}
-		if _, taken := f[name]; taken {
-			for i := 2; ; i++ {
-				suffix := "_" + strconv.Itoa(i)
-				cand := truncate(name, maxFieldName-len(suffix)) + suffix
-				if _, taken := f[cand]; !taken {
-					name = cand
-					break
-				}
+		putUnique(f, name, md[k])
+	}
+}
+
+// putUnique sets f[name], or f[name_2], f[name_3], ... when taken, so that
+// two keys that sanitise to one name both survive.
+func putUnique(f map[string]string, name, val string) {
+	if _, taken := f[name]; taken {
+		for i := 2; ; i++ {
+			suffix := "_" + strconv.Itoa(i)
+			cand := truncate(name, maxFieldName-len(suffix)) + suffix
+			if _, taken := f[cand]; !taken {
+				name = cand
+				break
 			}
 		}
-		f[name] = md[k]
 	}
+	f[name] = val
 }

@@ -288,6 +288,14 @@ func (p *parser) headerWord(l line, t token, inInfo bool) error {
 		p.info = append(p.info, t)
 		return nil
 	}
+	for _, ph := range infoPhrases {
+		if w == ph[0] && w != "GPU" {
+			return errAt(l, t, "header word %q does not continue as %q: the separators between column names were lost", w, strings.Join(ph, " "))
+		}
+	}
+	if strings.Contains(w, "Affinity") {
+		return errAt(l, t, "header cell %q is not a column name: the separators between column names were lost", w)
+	}
 	switch {
 	case gpuLabel.MatchString(w):
 		for _, c := range p.cols {

@@ -1,0 +1,405 @@
+package main
+
+// Black-box tests: the built nichealthd against simulated hosts, driven
+// exactly as DESIGN.md section 8's test contract says.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+var daemonBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nichealthd-bin-")
+	if err != nil {
+		panic(err)
+	}
+	daemonBin = filepath.Join(dir, "nichealthd")
+	out, err := exec.Command("go", "build", "-race", "-o", daemonBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build nichealthd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type node struct {
+	t      *testing.T
+	h      *sim.Host
+	dir    string
+	cfg    string
+	state  string
+	events string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	env    []string
+}
+
+func newNode(t *testing.T, shape, extra string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	h, err := sim.Build(filepath.Join(dir, "host"), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, h: h, dir: dir, cfg: filepath.Join(dir, "config.toml"),
+		state: filepath.Join(dir, "state", "state.json"), events: filepath.Join(dir, "events.jsonl")}
+	os.MkdirAll(filepath.Dir(n.state), 0o755)
+	n.writeConfig(extra)
+	return n
+}
+
+func (n *node) writeConfig(extra string) {
+	c := fmt.Sprintf(`sysfsRoot = %q
+procfsRoot = %q
+devRoot = %q
+metadataPath = %q
+readTimeout = "200ms"
+[sinks.jsonl]
+path = %q
+[sinks.journal]
+enabled = false
+[dbus]
+enabled = false
+%s`, n.h.SysRoot(), n.h.ProcRoot(), n.h.DevRoot(), n.h.MetadataPath(), n.events, extra)
+	if err := os.WriteFile(n.cfg, []byte(c), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) start(args ...string) {
+	n.t.Helper()
+	n.stderr.Reset()
+	a := append([]string{"--config", n.cfg, "--state-file", n.state, "--node-name", "bb-node", "--state-polling-interval", "100ms"}, args...)
+	n.cmd = exec.Command(daemonBin, a...)
+	n.cmd.Stderr = &n.stderr
+	n.cmd.Env = append(os.Environ(), n.env...)
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() {
+		if n.cmd != nil && n.cmd.ProcessState == nil {
+			n.cmd.Process.Kill()
+			n.cmd.Wait()
+		}
+	})
+}
+
+func (n *node) stop() {
+	n.t.Helper()
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	if err := n.cmd.Wait(); err != nil {
+		n.t.Fatalf("SIGTERM: exit %v\n%s", err, n.stderr.String())
+	}
+}
+
+func (n *node) kill() {
+	n.cmd.Process.Kill()
+	n.cmd.Wait()
+}
+
+func (n *node) read() []event.Event {
+	n.t.Helper()
+	f, err := os.Open(n.events)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []event.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e event.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			n.t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// waitEvent waits until an event matching f has been written.
+func (n *node) waitEvent(what string, f func(e event.Event) bool) event.Event {
+	n.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range n.read() {
+			if f(e) {
+				return e
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.t.Fatalf("no event %s; events: %s\nstderr:\n%s", what, summary(n.read()), n.stderr.String())
+	return event.Event{}
+}
+
+func summary(evs []event.Event) string {
+	var sb strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&sb, "\n  %s %s fatal=%v healthy=%v %s", e.Kind, e.CheckName, e.IsFatal, e.IsHealthy, e.Message)
+	}
+	return sb.String()
+}
+
+func count(evs []event.Event, f func(e event.Event) bool) int {
+	c := 0
+	for _, e := range evs {
+		if f(e) {
+			c++
+		}
+	}
+	return c
+}
+
+func portEvent(dev string, kind event.Kind) func(e event.Event) bool {
+	return func(e event.Event) bool { return e.Device() == dev && e.Kind == kind }
+}
+
+func TestBlackBox_FaultToEventAndContractFields(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	e := n.waitEvent("fatal mlx5_3", portEvent("mlx5_3", event.KindPortFatal))
+	if e.Message != "Port mlx5_3 port 1: state DOWN, phys_state Disabled" || !e.IsFatal || e.IsHealthy ||
+		e.RecommendedAction != event.ActionReplaceVM || e.CheckName != event.InfiniBandStateCheck ||
+		e.NodeName != "bb-node" || e.Agent != "nic-health-monitor" || e.ComponentClass != "NIC" ||
+		e.ProcessingStrategy != event.StrategyExecuteRemediation || e.ID == "" || e.GeneratedTimestamp.IsZero() {
+		t.Fatalf("event fields: %+v", e)
+	}
+	if e.Port() != "1" {
+		t.Fatalf("entities %+v", e.EntitiesImpacted)
+	}
+	// The raw line uses the protojson names of the contract.
+	raw, _ := os.ReadFile(n.events)
+	for _, k := range []string{`"checkName"`, `"isFatal"`, `"recommendedAction":"REPLACE_VM"`, `"entityType":"NIC"`, `"generatedTimestamp"`, `"processingStrategy":"EXECUTE_REMEDIATION"`} {
+		if !bytes.Contains(raw, []byte(k)) {
+			t.Fatalf("events file lacks %s", k)
+		}
+	}
+	// RoCE port disabled.
+	n.h.SetPortState("mlx5_8", 1, "DOWN", "Disabled")
+	n.waitEvent("RoCE fatal", func(e event.Event) bool {
+		return e.Device() == "mlx5_8" && e.Kind == event.KindPortFatal && e.CheckName == event.EthernetStateCheck
+	})
+	// Management NIC: never alarmed on.
+	n.h.SetPortState("mlx5_12", 1, "DOWN", "Disabled")
+	// NIC falls off the bus.
+	n.h.RemoveDevice("mlx5_6")
+	n.waitEvent("disappeared", portEvent("mlx5_6", event.KindDeviceDisappeared))
+	n.h.SetPortState("mlx5_3", 1, "ACTIVE", "LinkUp")
+	n.waitEvent("recovered", portEvent("mlx5_3", event.KindPortRecovered))
+	n.stop()
+	evs := n.read()
+	if c := count(evs, func(e event.Event) bool { return e.Device() == "mlx5_12" }); c != 0 {
+		t.Fatalf("management NIC reported: %s", summary(evs))
+	}
+	if c := count(evs, portEvent("mlx5_3", event.KindPortFatal)); c != 1 {
+		t.Fatalf("fatal reported %d times", c)
+	}
+	// VFs are never reported.
+	if c := count(evs, func(e event.Event) bool { return e.Device() == "mlx5_13" }); c != 0 {
+		t.Fatal("VF reported")
+	}
+}
+
+func TestBlackBox_RestartSameBootRecoversPortFixedWhileDown(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.h.SetPortState("mlx5_2", 1, "DOWN", "Disabled")
+	n.waitEvent("fatal", portEvent("mlx5_2", event.KindPortFatal))
+	n.stop()
+	n.h.SetPortState("mlx5_2", 1, "ACTIVE", "LinkUp")
+	n.start()
+	n.waitEvent("recovery after restart", portEvent("mlx5_2", event.KindPortRecovered))
+	n.stop()
+	if c := count(n.read(), portEvent("mlx5_0", event.KindPortBaseline)); c != 1 {
+		t.Fatalf("baselines repeated on same-boot restart: %d", c)
+	}
+}
+
+func TestBlackBox_RestartNewBootEmitsBaselines(t *testing.T) {
+	n := newNode(t, "minimal", "")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.h.AddCounter("mlx5_0", 1, "counters/link_downed", 1)
+	n.waitEvent("breach", portEvent("mlx5_0", event.KindCounterBreach))
+	n.stop()
+	if _, err := n.h.NewBootID(); err != nil {
+		t.Fatal(err)
+	}
+	n.h.ResetCounters("mlx5_0", 1)
+	before := len(n.read())
+	n.start()
+	n.waitEvent("check cleared", func(e event.Event) bool {
+		return e.Kind == event.KindCheckCleared && e.CheckName == event.InfiniBandDegradationCheck
+	})
+	n.waitEvent("counter baseline", portEvent("mlx5_0", event.KindCounterBaseline))
+	n.stop()
+	after := n.read()[before:]
+	// DESIGN.md difference 5: the check-scoped clear comes first.
+	if after[0].Kind != event.KindCheckCleared || len(after[0].EntitiesImpacted) != 0 {
+		t.Fatalf("first event after reboot: %s", summary(after))
+	}
+}
+
+func TestBlackBox_SIGKILLDuringSavesKeepsStateLoadable(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	for i := 0; i < 6; i++ {
+		n.start()
+		time.Sleep(time.Duration(150+i*70) * time.Millisecond)
+		st := "DOWN"
+		if i%2 == 1 {
+			st = "ACTIVE"
+		}
+		phys := map[string]string{"DOWN": "Disabled", "ACTIVE": "LinkUp"}[st]
+		n.h.SetPortState("mlx5_1", 1, st, phys)
+		n.h.AddCounter("mlx5_4", 1, "counters/symbol_error", 3)
+		time.Sleep(time.Duration(40+i*30) * time.Millisecond)
+		n.kill()
+		if _, status, err := persist.Load(n.state); err != nil || status == persist.LoadCorrupt {
+			t.Fatalf("round %d: state status %v err %v", i, status, err)
+		}
+	}
+	// Every event emitted before a kill is delivered at least once after
+	// the next start: the port's final state is reported.
+	n.start()
+	n.waitEvent("final state of mlx5_1", func(e event.Event) bool {
+		return e.Device() == "mlx5_1" && e.Kind == event.KindPortRecovered
+	})
+	n.stop()
+}
+
+func TestBlackBox_StartupErrorIsOneLine(t *testing.T) {
+	n := newNode(t, "minimal", "topologySource = \"bogus\"\n")
+	cmd := exec.Command(daemonBin, "--config", n.cfg, "--state-file", n.state, "--node-name", "x")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		t.Fatal("started with an invalid config")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "topologySource") || !strings.Contains(lines[0], n.cfg) {
+		t.Fatalf("stderr: %q", stderr.String())
+	}
+}
+
+// The whole notify sequence, with a sysfs read that hangs in the kernel (a
+// FIFO): it is reported once, the rest stays monitored, the watchdog keeps
+// being fed.
+func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
+	l, err := notifytest.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n := newNode(t, "dgx-h100", "")
+	n.env = []string{l.Env(), "WATCHDOG_USEC=400000", fmt.Sprintf("WATCHDOG_PID=")}
+	fifo, err := n.h.PortPath("mlx5_1", 1, "counters/symbol_error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.h.MakeFIFO("mlx5_1", 1, "counters/symbol_error"); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
+		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
+	}
+	stuck := n.waitEvent("read-stuck", func(e event.Event) bool { return e.Kind == event.KindReadStuck })
+	if stuck.Device() != "mlx5_1" || !strings.Contains(stuck.Message, "symbol_error") {
+		t.Fatalf("stuck event %+v", stuck)
+	}
+	// Monitoring of everything else goes on.
+	n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
+	n.waitEvent("fatal while a read hangs", portEvent("mlx5_3", event.KindPortFatal))
+	for i := 0; i < 3; i++ {
+		if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
+			t.Fatalf("watchdog not fed while a read hangs: %v", err)
+		}
+	}
+	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { _, ok := m.Get("STATUS"); return ok }); err != nil {
+		t.Fatal("no STATUS")
+	}
+	// Release the hung reader.
+	if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+		w.Write([]byte("0\n"))
+		w.Close()
+	}
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool {
+		_, ok := m.Get("MONOTONIC_USEC")
+		return m.Has("RELOADING", "1") && ok
+	}); err != nil {
+		t.Fatal("no RELOADING=1 with MONOTONIC_USEC")
+	}
+	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
+		t.Fatal("no READY after reload")
+	}
+	n.stop()
+	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("STOPPING", "1") }); err != nil {
+		t.Fatal("no STOPPING=1")
+	}
+	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 1 {
+		t.Fatalf("stuck reported %d times", c)
+	}
+}
+
+func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
+	n := newNode(t, "minimal", "")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	logHas := func(s string) bool {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if strings.Count(n.stderr.String(), s) > 0 {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	}
+	// Rename-over (what most editors and config managers do).
+	tmp := n.cfg + ".new"
+	orig, _ := os.ReadFile(n.cfg)
+	os.WriteFile(tmp, append(orig, []byte("\n[linkSanity]\nissm = true\n")...), 0o644)
+	os.Rename(tmp, n.cfg)
+	if !logHas("generation=2") {
+		t.Fatalf("rename-over not applied:\n%s", n.stderr.String())
+	}
+	// In-place rewrite (sed -i rewrites via rename too; echo > truncates).
+	os.WriteFile(n.cfg, append(orig, []byte("\n[linkSanity]\nissm = false\n")...), 0o644)
+	if !logHas("generation=3") {
+		t.Fatalf("in-place write not applied:\n%s", n.stderr.String())
+	}
+	// An invalid file is refused; the running config stays.
+	os.WriteFile(n.cfg, append(orig, []byte("\npollingInterval = \"fast\"\n")...), 0o644)
+	if !logHas("configuration refused") {
+		t.Fatalf("invalid config not refused:\n%s", n.stderr.String())
+	}
+	n.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled")
+	n.waitEvent("still monitoring after a refused reload", portEvent("mlx5_0", event.KindPortFatal))
+	n.stop()
+}

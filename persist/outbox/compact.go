@@ -1,0 +1,145 @@
+package outbox
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/nichealth/nichealthd/persist"
+)
+
+// makeRoom keeps the segments within MaxBytes before need more bytes are
+// appended. Oldest segment first, it rewrites segments without the records
+// every sink has delivered (free) and without undelivered non-fatal
+// unhealthy records (counted as dropped), oldest first, until there is
+// room plus a margin of MaxBytes/16, so that a sustained overflow does not
+// rewrite a segment on every append. Fatal and recovery events are never
+// removed before delivery; when only they remain, the bound is exceeded
+// and one warning says so.
+func (o *Outbox) makeRoom(need int64) {
+	excess := o.bytes + need - o.opts.MaxBytes
+	if excess <= 0 {
+		o.overBound = false
+		return
+	}
+	target := excess + o.opts.MaxBytes/16
+	delivered := o.minCursor()
+	var freed int64
+	for k := 0; k < len(o.segs) && freed < target; k++ {
+		s := o.segs[k]
+		var keep []entry
+		var dropped uint64
+		var gain int64
+		for _, e := range s.ents {
+			switch {
+			case e.seq <= delivered:
+				gain += int64(e.size)
+			case e.droppable() && freed+gain < target:
+				gain += int64(e.size)
+				dropped++
+			default:
+				keep = append(keep, e)
+			}
+		}
+		if gain == 0 {
+			continue
+		}
+		before := s.size
+		removed, err := o.rewrite(k, keep)
+		if err != nil {
+			o.log.Warn(fmt.Sprintf("outbox segment %s: could not compact it to stay within %d bytes: %v", s.path, o.opts.MaxBytes, err),
+				"segment", s.path, "err", err)
+			break
+		}
+		o.dropped += dropped
+		freed += before - s.size
+		if removed {
+			k--
+		}
+	}
+	if o.bytes+need <= o.opts.MaxBytes {
+		o.overBound = false
+		return
+	}
+	if !o.overBound {
+		o.overBound = true
+		o.log.Warn(fmt.Sprintf("outbox %s holds %d bytes, above its bound of %d: only fatal and recovery events remain undelivered and they are never dropped; find out why sink %s is not draining",
+			o.dir, o.bytes+need, o.opts.MaxBytes, o.slowestSink()),
+			"dir", o.dir, "bytes", o.bytes+need, "max_bytes", o.opts.MaxBytes)
+	}
+}
+
+func (o *Outbox) slowestSink() string {
+	name, low := "", ^uint64(0)
+	for n, c := range o.cursors {
+		if c < low || c == low && n < name {
+			name, low = n, c
+		}
+	}
+	return name
+}
+
+// rewrite replaces segment k by one holding only keep, atomically (new
+// file, data sync, rename, directory sync), or deletes it when keep is
+// empty and it is not the newest. It reports whether the segment is gone.
+func (o *Outbox) rewrite(k int, keep []entry) (bool, error) {
+	s := o.segs[k]
+	newest := k == len(o.segs)-1
+	if len(keep) == 0 && !newest {
+		if err := os.Remove(s.path); err != nil {
+			return false, err
+		}
+		o.bytes -= s.size
+		o.segs = append(o.segs[:k], o.segs[k+1:]...)
+		return true, nil
+	}
+	old, err := os.ReadFile(s.path)
+	if err != nil {
+		return false, err
+	}
+	var buf []byte
+	ents := make([]entry, 0, len(keep))
+	for _, e := range keep {
+		if e.off+int64(e.size) > int64(len(old)) {
+			continue
+		}
+		ne := e
+		ne.off = int64(len(buf))
+		buf = append(buf, old[e.off:e.off+int64(e.size)]...)
+		ents = append(ents, ne)
+	}
+	tmp := s.path + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, err
+	}
+	if _, err = f.Write(buf); err == nil {
+		err = datasync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return false, err
+	}
+	if err := persist.SyncDir(o.dir); err != nil {
+		o.log.Warn("outbox: directory sync after compaction failed", "dir", o.dir, "err", err)
+	}
+	o.bytes += int64(len(buf)) - s.size
+	s.size = int64(len(buf))
+	s.ents = ents
+	if newest {
+		// The append handle still points at the replaced file; Append
+		// reopens the new one.
+		o.active.Close()
+		o.active = nil
+		if err := o.ensureActive(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
