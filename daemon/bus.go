@@ -129,7 +129,7 @@ func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
 	}
 	for _, cv := range d.mon.eval.View(d.mon.st, p.dev.Name, p.port.Num, d.mon.defs) {
 		pv.Counters = append(pv.Counters, dbusapi.CounterView{
-			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: cv.Unit, ThresholdType: cv.ThresholdType,
+			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: cv.RateUnit, ThresholdType: cv.ThresholdType,
 			Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached, BreachedSinceUSec: usec(cv.BreachedSince),
 			Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
 		})
@@ -170,15 +170,7 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		return fmt.Errorf("%w: %s port %d is not a monitored port (see nichealthctl ports)", dbusapi.ErrNoSuchPort, device, port)
 	}
 	now := time.Now()
-	current := map[string]uint64{}
-	for _, cr := range pp.counters {
-		for _, di := range cr.defs {
-			if v, ok := d.mon.currentValue(cr); ok {
-				current[d.mon.defs[di].Name] = v
-			}
-		}
-	}
-	specs, err := d.mon.eval.Acknowledge(d.mon.st, device, port, counter, current, now, fmt.Sprintf("uid %d", uid))
+	specs, err := d.mon.eval.Acknowledge(d.mon.st, device, port, counter, now, fmt.Sprintf("uid %d", uid))
 	if err != nil {
 		d.mu.Unlock()
 		switch {

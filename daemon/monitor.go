@@ -51,6 +51,9 @@ type Monitor struct {
 	lastChange map[string]time.Time
 	// sanity holds link sanity findings per port key.
 	sanity map[string][]string
+	// stuckReported holds files whose hung read was reported and has not
+	// read successfully since.
+	stuckReported map[string]bool
 }
 
 type portPlan struct {
@@ -77,10 +80,11 @@ type counterRead struct {
 func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
 	m := &Monitor{
 		cfg: cfg, log: log, st: st,
-		stateChk:   checks.NewPortStateCheck(log),
-		unreadable: map[string]bool{},
-		lastChange: map[string]time.Time{},
-		sanity:     map[string][]string{},
+		stateChk:      checks.NewPortStateCheck(log),
+		unreadable:    map[string]bool{},
+		lastChange:    map[string]time.Time{},
+		sanity:        map[string][]string{},
+		stuckReported: map[string]bool{},
 	}
 	if bootStatus.Baseline() {
 		m.start = checks.Baseline
@@ -282,9 +286,19 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 
 	m.stuckBuf = m.rd.Read(m.files, m.stuckBuf[:0])
 	for _, f := range m.stuckBuf {
-		if !f.StuckReported {
-			f.StuckReported = true
+		// Once per episode, keyed by path so a plan rebuilt by a reload
+		// does not re-announce a file that is still hanging.
+		if !m.stuckReported[f.Path] {
+			m.stuckReported[f.Path] = true
 			specs = append(specs, m.stuckSpec(f))
+		}
+	}
+	if len(m.stuckReported) > 0 {
+		for _, f := range m.files {
+			if m.stuckReported[f.Path] && f.Err == nil {
+				delete(m.stuckReported, f.Path)
+				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
+			}
 		}
 	}
 
@@ -320,7 +334,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			for _, di := range cr.defs {
 				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
-					Def: &m.defs[di], DefIndex: di, Value: v, Err: err,
+					Def: &m.defs[di], Value: v, Err: err,
 					PortRateGbps: p.rateGbps, Now: now,
 				}, first && m.start == checks.Baseline)
 				changed = changed || ch
@@ -461,7 +475,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 		*changed = true
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
-			Message:  cards.AnomalyMessage(an),
+			Message:  an.Message(),
 			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
 		})
 	}
@@ -482,11 +496,12 @@ func (m *Monitor) cardCheck(card string) string {
 // removed or disabled counter's latched breach is resolved with an event
 // that says why.
 func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
-	var defs []counters.Definition
+	var defs, all []counters.Definition
 	if cfg.CountersEnabled {
+		all = cfg.Counters
 		defs = counters.PlanFor(cfg.Counters)
 	}
-	specs := m.eval.Reconcile(m.st, defs, now)
+	specs := m.eval.Reconcile(m.st, all)
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath

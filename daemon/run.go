@@ -45,6 +45,10 @@ type Options struct {
 	Log        *slog.Logger
 	// ExtraSinks are added to the configured ones (tests).
 	ExtraSinks []sink.Sink
+	// Signals, when set, is the channel main registered with
+	// signal.Notify before start-up, so a SIGTERM during discovery is
+	// handled as a clean stop rather than killing the process.
+	Signals chan os.Signal
 }
 
 // Daemon is a running nichealthd.
@@ -194,6 +198,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	sinks = append(sinks, d.opts.ExtraSinks...)
+	names := make([]string, len(sinks))
+	for i, s := range sinks {
+		names[i] = s.Name()
+	}
+	if err := d.ob.SetSinks(names); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	for _, s := range sinks {
 		batch := time.Duration(0)
@@ -202,7 +213,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
 		d.drainers = append(d.drainers, dr)
-		d.ob.Register(s.Name())
 		wg.Add(1)
 		go func() { defer wg.Done(); dr.run(ctx) }()
 	}
@@ -215,8 +225,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sigs := d.opts.Signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	}
 	defer signal.Stop(sigs)
 	stopWatch := d.watchConfig(ctx)
 	defer stopWatch()

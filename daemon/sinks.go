@@ -21,10 +21,10 @@ func (d *Daemon) buildSinks() ([]sink.Sink, error) {
 		}
 		out = append(out, s)
 	}
-	if cfg.JournalEnabled && journal.Available() {
-		s, err := journal.NewSink()
+	if cfg.JournalEnabled {
+		s, err := journal.New(d.log)
 		if err != nil {
-			d.log.Warn("journal sink unavailable", "err", err)
+			d.log.Info("journal sink off: journald is not reachable here", "err", err)
 		} else {
 			out = append(out, s)
 		}

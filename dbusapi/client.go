@@ -199,7 +199,9 @@ func (c *Client) WatchEvents(ctx context.Context) (<-chan EventRecord, error) {
 	if err := c.conn.AddMatchSignalContext(ctx, opts...); err != nil {
 		return nil, c.mapError(err)
 	}
-	raw := make(chan *dbus.Signal, 64)
+	// godbus hands signals that do not fit a full channel to one goroutine
+	// each, which can reorder them; a deep buffer keeps bursts in order.
+	raw := make(chan *dbus.Signal, 1024)
 	c.conn.Signal(raw)
 	out := make(chan EventRecord, 64)
 	go func() {
@@ -352,4 +354,46 @@ func leadingDigits(s string) (digits, rest string) {
 		i++
 	}
 	return s[:i], s[i:]
+}
+
+// WatchDaemon reports the daemon leaving (false) and coming back (true) on
+// the bus, from NameOwnerChanged, until ctx ends.
+func (c *Client) WatchDaemon(ctx context.Context) (<-chan bool, error) {
+	opts := []dbus.MatchOption{
+		dbus.WithMatchSender("org.freedesktop.DBus"),
+		dbus.WithMatchInterface("org.freedesktop.DBus"),
+		dbus.WithMatchMember("NameOwnerChanged"),
+		dbus.WithMatchArg(0, c.busName),
+	}
+	if err := c.conn.AddMatchSignalContext(ctx, opts...); err != nil {
+		return nil, c.mapError(err)
+	}
+	raw := make(chan *dbus.Signal, 16)
+	c.conn.Signal(raw)
+	out := make(chan bool, 16)
+	go func() {
+		defer close(out)
+		defer c.conn.RemoveSignal(raw)
+		defer func() { _ = c.conn.RemoveMatchSignal(opts...) }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sig, ok := <-raw:
+				if !ok {
+					return
+				}
+				if sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 || sig.Body[0] != c.busName {
+					continue
+				}
+				owner, _ := sig.Body[2].(string)
+				select {
+				case out <- owner != "":
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
 }

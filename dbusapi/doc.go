@@ -1,6 +1,6 @@
 // Package dbusapi publishes the daemon's view of every monitored NIC port on
 // the system bus as org.nichealth.NicHealth1 (DESIGN.md section 5), and holds
-// the matching client that nichealthctl uses. One set of tables describes
-// each interface; export, property access, change signals and introspection
-// XML are all generated from it, so what busctl shows is what is served.
+// the matching Client that nichealthctl uses. One table per interface drives
+// export, property access, change signals and the introspection XML, so what
+// busctl shows is exactly what is served; API.md is the reference.
 package dbusapi

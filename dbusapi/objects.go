@@ -25,8 +25,8 @@ func newError(name, format string, a ...any) *dbus.Error {
 func (s *Server) rootIfaces() []ifaceDef {
 	return []ifaceDef{
 		peerIface(),
-		s.introspectableIface(RootPath),
-		s.propertiesIface(RootPath),
+		s.introspectableIface(),
+		s.propertiesIface(),
 		{name: objectManager, signals: objectManagerSignals(), methods: []methodDef{
 			{name: "GetManagedObjects", out: []string{"object_paths_interfaces_and_properties"}, fn: s.getManagedObjects},
 		}},
@@ -39,39 +39,83 @@ func (s *Server) rootIfaces() []ifaceDef {
 	}
 }
 
-// portIfaces describes one port object.
-func (s *Server) portIfaces(p dbus.ObjectPath) []ifaceDef {
+// portIfaces describes every port object.
+func (s *Server) portIfaces() []ifaceDef {
 	return []ifaceDef{
 		peerIface(),
-		s.introspectableIface(p),
-		s.propertiesIface(p),
+		s.introspectableIface(),
+		s.propertiesIface(),
 		{name: PortIface, props: s.prtMeta},
 	}
 }
 
-func (s *Server) introspectableIface(p dbus.ObjectPath) ifaceDef {
+// nodeIfaces describes the pure tree nodes (/, /org, .../port) that exist
+// so that busctl tree can walk down to the objects.
+func (s *Server) nodeIfaces() []ifaceDef {
+	return []ifaceDef{peerIface(), s.introspectableIface()}
+}
+
+// pathOf is the object a call was addressed to. The handlers are exported
+// once for a whole subtree and find their object from the message, so the
+// set of exports never changes while the server runs.
+func pathOf(msg dbus.Message) dbus.ObjectPath {
+	p, _ := msg.Headers[dbus.FieldPath].Value().(dbus.ObjectPath)
+	return p
+}
+
+func (s *Server) introspectableIface() ifaceDef {
 	return ifaceDef{name: introspectIf, methods: []methodDef{
-		{name: "Introspect", out: []string{"xml_data"}, fn: func() (string, *dbus.Error) {
-			return s.introspect(p)
+		{name: "Introspect", out: []string{"xml_data"}, fn: func(msg dbus.Message) (string, *dbus.Error) {
+			return s.introspect(pathOf(msg))
 		}},
 	}}
+}
+
+// ancestors lists the tree nodes above RootPath: /, /org, /org/nichealth.
+func ancestors() []dbus.ObjectPath {
+	out := []dbus.ObjectPath{"/"}
+	parts := strings.Split(strings.TrimPrefix(string(RootPath), "/"), "/")
+	for i := 1; i < len(parts); i++ {
+		out = append(out, dbus.ObjectPath("/"+strings.Join(parts[:i], "/")))
+	}
+	return out
 }
 
 func (s *Server) introspect(p dbus.ObjectPath) (string, *dbus.Error) {
 	var ifaces []ifaceDef
 	var children []string
-	if p == RootPath {
+	switch {
+	case p == RootPath:
 		ifaces = s.rootIfaces()
 		s.mu.RLock()
 		if len(s.order) > 0 {
 			children = []string{"port"}
 		}
 		s.mu.RUnlock()
-	} else {
-		if !s.exists(p) {
-			return "", newError(errUnknownObject, "object %s no longer exists", p)
+	case p == PortPathBase:
+		ifaces = s.nodeIfaces()
+		s.mu.RLock()
+		for _, op := range s.order {
+			children = append(children, strings.TrimPrefix(string(op), string(PortPathBase)+"/"))
 		}
-		ifaces = s.portIfaces(p)
+		s.mu.RUnlock()
+	case strings.HasPrefix(string(p), string(PortPathBase)+"/"):
+		if !s.exists(p) {
+			return "", newError(errUnknownObject, "object %s does not exist (no such monitored port)", p)
+		}
+		ifaces = s.portIfaces()
+	default:
+		for _, a := range ancestors() {
+			if a != p {
+				continue
+			}
+			ifaces = s.nodeIfaces()
+			next := strings.TrimPrefix(strings.TrimPrefix(string(RootPath), string(a)), "/")
+			children = []string{strings.SplitN(next, "/", 2)[0]}
+		}
+		if ifaces == nil {
+			return "", newError(errUnknownObject, "object %s does not exist", p)
+		}
 	}
 	x, err := introspectXML(ifaces, children)
 	if err != nil {
@@ -90,14 +134,20 @@ func (s *Server) exists(p dbus.ObjectPath) bool {
 	return ok
 }
 
-func (s *Server) propertiesIface(p dbus.ObjectPath) ifaceDef {
+func (s *Server) propertiesIface() ifaceDef {
 	return ifaceDef{name: propertiesIf, signals: []signalDef{propertiesChangedSignal()}, methods: []methodDef{
 		{name: "Get", in: []string{"interface_name", "property_name"}, out: []string{"value"},
-			fn: func(iface, name string) (dbus.Variant, *dbus.Error) { return s.getProperty(p, iface, name) }},
+			fn: func(msg dbus.Message, iface, name string) (dbus.Variant, *dbus.Error) {
+				return s.getProperty(pathOf(msg), iface, name)
+			}},
 		{name: "GetAll", in: []string{"interface_name"}, out: []string{"props"},
-			fn: func(iface string) (map[string]dbus.Variant, *dbus.Error) { return s.getAll(p, iface) }},
+			fn: func(msg dbus.Message, iface string) (map[string]dbus.Variant, *dbus.Error) {
+				return s.getAll(pathOf(msg), iface)
+			}},
 		{name: "Set", in: []string{"interface_name", "property_name", "value"},
-			fn: func(iface, name string, _ dbus.Variant) *dbus.Error { return s.setProperty(p, iface, name) }},
+			fn: func(msg dbus.Message, iface, name string, _ dbus.Variant) *dbus.Error {
+				return s.setProperty(pathOf(msg), iface, name)
+			}},
 	}}
 }
 
@@ -113,7 +163,7 @@ func (s *Server) lookup(p dbus.ObjectPath, iface string) ([]propMeta, []any, *db
 	} else {
 		obj, ok := s.ports[p]
 		if !ok {
-			return nil, nil, newError(errUnknownObject, "object %s no longer exists (the port is no longer monitored)", p)
+			return nil, nil, newError(errUnknownObject, "object %s does not exist (no such monitored port)", p)
 		}
 		own, meta, vals = PortIface, s.prtMeta, obj.vals
 	}
@@ -202,7 +252,7 @@ func (s *Server) managedInterfaces(p dbus.ObjectPath) (map[string]map[string]dbu
 		return nil, false
 	}
 	out := map[string]map[string]dbus.Variant{}
-	for _, d := range s.portIfaces(p) {
+	for _, d := range s.portIfaces() {
 		out[d.name] = map[string]dbus.Variant{}
 	}
 	out[PortIface] = variants(s.prtMeta, obj.vals)
@@ -240,13 +290,14 @@ func (s *Server) reload(sender dbus.Sender) *dbus.Error {
 	if _, derr := s.authorize(sender, "Reload"); derr != nil {
 		return derr
 	}
-	if err := s.b.Reload(); err != nil {
+	err := s.b.Reload()
+	// Readers of ConfigGeneration or LastReloadError right after Reload
+	// returns see the outcome without waiting for the next poll.
+	s.Refresh()
+	if err != nil {
 		s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err)
 		return toDBusError(err, ErrNameConfigRefused)
 	}
-	// Readers of ConfigGeneration right after Reload returns see the new
-	// value without waiting for the next poll.
-	s.Refresh()
 	return nil
 }
 

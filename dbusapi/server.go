@@ -59,9 +59,7 @@ type Server struct {
 }
 
 type portObj struct {
-	device string
-	port   int
-	vals   []any
+	vals []any // in prtDefs order
 }
 
 // Serve exports the API for b on conn and then requests the bus name, so
@@ -99,29 +97,21 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 	s.prtMeta = metaOf(s.prtDefs)
 
 	// Fail on a broken table before anything is visible on the bus.
-	if _, err := introspectXML(s.rootIfaces(), nil); err != nil {
-		return nil, err
-	}
-	if _, err := introspectXML(s.portIfaces(PortPath("x", 1)), nil); err != nil {
-		return nil, err
+	for _, ifs := range [][]ifaceDef{s.rootIfaces(), s.portIfaces(), s.nodeIfaces()} {
+		if _, err := introspectXML(ifs, nil); err != nil {
+			return nil, err
+		}
 	}
 
 	s.refreshMu.Lock()
 	mv := b.Manager()
 	s.mgr = valuesOf(s.mgrDefs, &mv)
-	if err := s.exportObject(RootPath, s.rootIfaces()); err != nil {
-		s.refreshMu.Unlock()
+	added, _, _ := s.applyPorts(b.Ports())
+	s.refreshMu.Unlock()
+	if err := s.exportAll(); err != nil {
+		s.unexportAll()
 		return nil, err
 	}
-	added, _, _ := s.applyPorts(b.Ports())
-	for _, p := range added {
-		if err := s.exportObject(p, s.portIfaces(p)); err != nil {
-			s.refreshMu.Unlock()
-			s.unexportAll()
-			return nil, err
-		}
-	}
-	s.refreshMu.Unlock()
 
 	reply, err := conn.RequestName(opts.BusName, dbus.NameFlagDoNotQueue)
 	if err != nil {
@@ -185,14 +175,9 @@ func (s *Server) Refresh() {
 	added, removed, portChanges := s.applyPorts(pvs)
 
 	for _, r := range removed {
-		s.unexportObject(r, s.portIfaces(r))
-		s.emit(RootPath, objectManager+".InterfacesRemoved", r, s.interfaceNames(s.portIfaces(r)))
+		s.emit(RootPath, objectManager+".InterfacesRemoved", r, s.interfaceNames(s.portIfaces()))
 	}
 	for _, p := range added {
-		if err := s.exportObject(p, s.portIfaces(p)); err != nil {
-			s.log.Error("cannot export port object", "path", string(p), "err", err)
-			continue
-		}
 		if ifs, ok := s.managedInterfaces(p); ok {
 			s.emit(RootPath, objectManager+".InterfacesAdded", p, ifs)
 		}
@@ -222,7 +207,7 @@ func (s *Server) applyPorts(pvs []PortView) (added, removed []dbus.ObjectPath, c
 			s.log.Warn("backend listed a port twice; keeping the first", "device", pv.Device, "port", pv.Port)
 			continue
 		}
-		next[p] = &portObj{device: pv.Device, port: int(pv.Port), vals: valuesOf(s.prtDefs, pv)}
+		next[p] = &portObj{vals: valuesOf(s.prtDefs, pv)}
 		order = append(order, p)
 	}
 
@@ -292,37 +277,66 @@ func (s *Server) Publish(ev event.Event, seq uint64) {
 	s.emit(RootPath, healthSignal, seq, ev.CheckName, ev.Device(), port, ev.IsFatal, ev.IsHealthy, ev.Message, string(b))
 }
 
-// exportObject registers every non-builtin interface of an object.
-func (s *Server) exportObject(p dbus.ObjectPath, ifaces []ifaceDef) error {
-	for _, d := range ifaces {
-		if d.builtin {
+// export is one registration with godbus.
+type export struct {
+	path    dbus.ObjectPath
+	iface   ifaceDef
+	subtree bool
+}
+
+// exports lists every registration, made once by Serve. Port objects are
+// served by one subtree registration at PortPathBase whose handlers look
+// the port up in the snapshot, so ports coming and going never touch
+// godbus's handler tables: those are read without locks by godbus's own
+// default introspection, and changing them while a client walks the tree
+// could crash the process. For the same reason every Introspectable is a
+// subtree registration, so godbus's default one is never used beneath our
+// nodes.
+func (s *Server) exports() []export {
+	var out []export
+	for _, a := range ancestors() {
+		for _, d := range s.nodeIfaces() {
+			out = append(out, export{a, d, true})
+		}
+	}
+	for _, d := range s.rootIfaces() {
+		out = append(out, export{RootPath, d, d.name == introspectIf})
+	}
+	for _, d := range s.nodeIfaces() {
+		out = append(out, export{PortPathBase, d, true})
+	}
+	for _, d := range s.portIfaces() {
+		if d.name != introspectIf {
+			out = append(out, export{PortPathBase, d, true})
+		}
+	}
+	return out
+}
+
+func (s *Server) exportAll() error {
+	for _, e := range s.exports() {
+		if e.iface.builtin {
 			continue
 		}
-		if err := s.conn.ExportMethodTable(d.methodTable(), p, d.name); err != nil {
-			s.unexportObject(p, ifaces)
-			return fmt.Errorf("export %s on %s: %w", d.name, p, err)
+		var err error
+		if e.subtree {
+			err = s.conn.ExportSubtreeMethodTable(e.iface.methodTable(), e.path, e.iface.name)
+		} else {
+			err = s.conn.ExportMethodTable(e.iface.methodTable(), e.path, e.iface.name)
+		}
+		if err != nil {
+			return fmt.Errorf("export %s on %s: %w", e.iface.name, e.path, err)
 		}
 	}
 	return nil
 }
 
-func (s *Server) unexportObject(p dbus.ObjectPath, ifaces []ifaceDef) {
-	for _, d := range ifaces {
-		if !d.builtin {
-			_ = s.conn.Export(nil, p, d.name)
+func (s *Server) unexportAll() {
+	for _, e := range s.exports() {
+		if !e.iface.builtin {
+			_ = s.conn.Export(nil, e.path, e.iface.name)
 		}
 	}
-}
-
-// unexportAll is called with refreshMu held or before the server is shared.
-func (s *Server) unexportAll() {
-	s.mu.RLock()
-	paths := append([]dbus.ObjectPath(nil), s.order...)
-	s.mu.RUnlock()
-	for _, p := range paths {
-		s.unexportObject(p, s.portIfaces(p))
-	}
-	s.unexportObject(RootPath, s.rootIfaces())
 }
 
 func (s *Server) interfaceNames(ifaces []ifaceDef) []string {

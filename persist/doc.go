@@ -1,7 +1,10 @@
 // Package persist owns the daemon's one state file (seed section 6.6): it
 // loads it defensively, discards it when the host has rebooted (seed 6.5),
-// and saves it atomically and durably, only when it changed. The daemon
-// must append the events a poll produced to the outbox (package
-// persist/outbox) before it saves the state that produced them, so a crash
-// between the two re-detects the crossing instead of losing its event.
+// and saves it atomically and durably, only when it changed. Its
+// crash-safe file replacement (WriteFileAtomic, SyncDir) also serves the
+// outbox's cursor files in persist/outbox.
+//
+// Order of commits, each poll: append the poll's events to the outbox
+// (fsynced), then save the state that produced them. A crash between the
+// two re-detects the crossing on restart instead of losing its event.
 package persist

@@ -36,26 +36,45 @@ func Save(path string, st *State) error {
 // this file) with map keys sorted by encoding/json, so equal states encode
 // to equal bytes.
 func Encode(st *State) ([]byte, error) {
+	c, err := encodeCompact(st)
+	if err != nil {
+		return nil, err
+	}
+	return indent(c), nil
+}
+
+// encodeCompact is the form SaveIfChanged compares each poll; indenting
+// costs as much again as encoding, so it is done only for a real write.
+func encodeCompact(st *State) ([]byte, error) {
 	if st == nil {
 		return nil, errors.New("nil state")
 	}
 	c := *st
 	c.Version = SchemaVersion
-	b, err := json.MarshalIndent(&c, "", "  ")
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b, nil
 }
 
-// Store is the state file of one daemon: its path and the bytes last
-// written or read, so that an unchanged state is not rewritten on every
-// poll. It is safe for concurrent use.
+func indent(compact []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(compact) * 3 / 2)
+	// Indent cannot fail on json.Marshal output.
+	_ = json.Indent(&buf, compact, "", "  ")
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// Store is the state file of one daemon: its path and the compact
+// encoding of what it last wrote or read, so that an unchanged state is
+// not rewritten on every poll. It is safe for concurrent use.
 type Store struct {
 	path string
 
 	mu   sync.Mutex
-	last []byte
+	last []byte // compact JSON
 }
 
 // NewStore returns a Store for path. Nothing is read or written yet.
@@ -71,9 +90,12 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Load() (*State, Report, error) {
 	CleanTemps(s.path)
 	st, rep, raw, err := load(s.path)
-	s.mu.Lock()
-	s.last = raw
-	s.mu.Unlock()
+	var c bytes.Buffer
+	if raw != nil && json.Compact(&c, raw) == nil {
+		s.mu.Lock()
+		s.last = c.Bytes()
+		s.mu.Unlock()
+	}
 	return st, rep, err
 }
 
@@ -85,34 +107,34 @@ func (s *Store) Load() (*State, Report, error) {
 //     temporary file remains. The caller keeps monitoring and calls again
 //     next poll, which retries the write.
 func (s *Store) SaveIfChanged(st *State) (bool, error) {
-	b, err := Encode(st)
+	c, err := encodeCompact(st)
 	if err != nil {
 		return false, fmt.Errorf("save state file %s: %w", s.path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last != nil && bytes.Equal(b, s.last) {
+	if s.last != nil && bytes.Equal(c, s.last) {
 		return false, nil
 	}
-	if err := WriteFileAtomic(s.path, b, 0o600); err != nil {
+	if err := WriteFileAtomic(s.path, indent(c), 0o600); err != nil {
 		return false, saveError("save state file", s.path, err)
 	}
-	s.last = b
+	s.last = c
 	return true, nil
 }
 
 // Save writes st unconditionally (shutdown, operator actions).
 func (s *Store) Save(st *State) error {
-	b, err := Encode(st)
+	c, err := encodeCompact(st)
 	if err != nil {
 		return fmt.Errorf("save state file %s: %w", s.path, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := WriteFileAtomic(s.path, b, 0o600); err != nil {
+	if err := WriteFileAtomic(s.path, indent(c), 0o600); err != nil {
 		return saveError("save state file", s.path, err)
 	}
-	s.last = b
+	s.last = c
 	return nil
 }
 

@@ -256,7 +256,7 @@ func pathProblem(p string) string {
 		}
 		return ""
 	}
-	if !filepath.IsLocal(p) || filepath.Clean(p) != p || strings.ContainsAny(p, "{}\\") {
+	if p == "." || !filepath.IsLocal(p) || filepath.Clean(p) != p || strings.ContainsAny(p, "{}\\") {
 		return "must be a clean relative path inside the port directory, without '..', e.g. counters/symbol_error"
 	}
 	return ""

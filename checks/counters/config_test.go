@@ -112,6 +112,8 @@ func TestCounters_10_5_Validation(t *testing.T) {
 			"path", `without '..'`},
 		{"path unclean", []Override{{Name: sp("symbol_error"), Path: sp("counters//symbol_error")}},
 			"path", `clean relative path`},
+		{"path is the port directory", []Override{{Name: sp("symbol_error"), Path: sp(".")}},
+			"path", `clean relative path`},
 		{"path empty", []Override{{Name: sp("symbol_error"), Path: sp("")}},
 			"path", `is empty`},
 		{"netdev escapes", []Override{{Name: sp("carrier_changes"), Path: sp("/sys/class/net/{interface}/../../../etc/shadow")}},

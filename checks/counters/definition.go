@@ -136,7 +136,11 @@ func (d *Definition) Window() time.Duration {
 
 // IsNetdev reports whether the counter lives under the port's network
 // interface (class/net/<iface>/...) rather than under ports/<n>.
-func (d *Definition) IsNetdev() bool { return strings.Contains(d.Path, InterfacePlaceholder) }
+func (d *Definition) IsNetdev() bool {
+	// Validated netdev paths are absolute; the cheap first test keeps the
+	// per-reading cost of port counters (relative paths) near zero.
+	return strings.HasPrefix(d.Path, "/") && strings.Contains(d.Path, InterfacePlaceholder)
+}
 
 // AppliesTo reports whether the counter is monitored on a port of the given
 // link layer. Netdev counters apply to RoCE (Ethernet) ports only: an

@@ -239,8 +239,8 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 	case !hasSnap:
 		setSnap()
 	case breached:
-		// Latched (seed 6.3): only a reset, a reboot, an acknowledgement
-		// or a configuration change ends it.
+		// Latched (seed 6.3): only a counter reset, a reboot, an
+		// acknowledgement or disabling the counter ends it.
 	case ent.seen && ent.typ != d.ThresholdType:
 		setSnap()
 		ent.hasRate = false

@@ -41,13 +41,19 @@ func TestCounters_5_2_FilesShared(t *testing.T) {
 	t.Fatal("no counters/symbol_error group")
 }
 
-// TestCounters_7_1_Availability runs against a simulated DGX H100 whose
-// firmware lacks one counter.
-func TestCounters_7_1_Availability(t *testing.T) {
+// TestCounters_SimDGXH100 runs against one simulated DGX H100 (building it
+// is the slow part, so the cases share it).
+func TestCounters_SimDGXH100(t *testing.T) {
 	h, err := sim.Build(t.TempDir(), "dgx-h100")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("7_1_Availability", func(t *testing.T) { testAvailability(t, h) })
+	t.Run("ReadEvaluateLoop", func(t *testing.T) { testSimHost(t, h) })
+}
+
+// testAvailability: the firmware lacks one counter.
+func testAvailability(t *testing.T, h *sim.Host) {
 	var ib, eth *sim.DeviceInfo
 	devs := h.Devices()
 	for i := range devs {
@@ -67,7 +73,7 @@ func TestCounters_7_1_Availability(t *testing.T) {
 	netClass := filepath.Join(h.SysRoot(), "class", "net")
 	portDir, _ := h.PortPath(ib.Name, 1, "")
 	defs := Defaults()
-	defs[12].Enabled = false // out_of_sequence? no: roce_slow_restart is row 12
+	defs[12].Enabled = false // roce_slow_restart: disabled, so never listed
 	present, missing := Availability(portDir, netClass, ib.NetDev, defs)
 	if !reflect.DeepEqual(missing, []string(nil)) {
 		t.Errorf("missing = %v (disabled counters must not be listed)", missing)
@@ -87,14 +93,10 @@ func TestCounters_7_1_Availability(t *testing.T) {
 	}
 }
 
-// TestCounters_SimHost drives the evaluator from a simulated host the way
-// the daemon does: read each planned file, parse it, evaluate.
-func TestCounters_SimHost(t *testing.T) {
-	h, err := sim.Build(t.TempDir(), "dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := h.Devices()[0]
+// testSimHost drives the evaluator from a simulated host the way the daemon
+// does: read each planned file, parse it, evaluate.
+func testSimHost(t *testing.T, h *sim.Host) {
+	dev := h.Devices()[len(h.Devices())-1]
 	netClass := filepath.Join(h.SysRoot(), "class", "net")
 	portDir, _ := h.PortPath(dev.Name, 1, "")
 	plan := PlanFor(Defaults())
@@ -156,7 +158,7 @@ func TestCounters_SimHost(t *testing.T) {
 	if ev := pollAll(); !reflect.DeepEqual(ev, []string{"counter-breach port_xmit_discards", "counter-saturated port_xmit_discards"}) {
 		t.Fatalf("after saturation: %v", ev)
 	}
-	_, err = os.Stat(filepath.Join(portDir, "hw_counters/rnr_nak_retry_err"))
+	_, err := os.Stat(filepath.Join(portDir, "hw_counters/rnr_nak_retry_err"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stat: %v", err)
 	}

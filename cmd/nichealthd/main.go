@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
@@ -94,7 +96,9 @@ func run(args []string) int {
 		return 0
 	}
 
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log})
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs})
 	if err != nil {
 		// One line on stderr saying what is wrong and how to fix it
 		// (DESIGN.md section 8).

@@ -114,7 +114,7 @@ func Start(tb testing.TB, opts Options) *Bus {
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:path=` + sock + `</listen>
+  <listen>unix:path=` + escapeAddressValue(sock) + `</listen>
   <auth>EXTERNAL</auth>
 ` + defaultPolicy + `  <includedir>` + policyDir + `</includedir>
 </busconfig>
@@ -202,4 +202,20 @@ func WaitSignal(tb testing.TB, ch <-chan *dbus.Signal, match func(*dbus.Signal) 
 			return nil
 		}
 	}
+}
+
+// escapeAddressValue escapes a D-Bus address value: bytes outside the
+// optionally-escaped set become %xx (a test name such as "x=y" puts '=' into
+// the socket path).
+func escapeAddressValue(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_/.\\*", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02x", c)
+	}
+	return b.String()
 }

@@ -27,6 +27,11 @@ const (
 	DefaultReadMax = 1024
 )
 
+// maxSeq bounds sequence numbers read from disk. Appending at a million
+// events a second would take 146 000 years to reach it; a number above it
+// is damage, and accepting it would make the next seq wrap around.
+const maxSeq = 1 << 62
+
 // ErrClosed is returned by every method after Close.
 var ErrClosed = errors.New("outbox is closed")
 
@@ -176,7 +181,7 @@ func (o *Outbox) load() error {
 	for _, de := range names {
 		n := de.Name()
 		switch {
-		case strings.Contains(n, ".tmp"):
+		case strings.HasSuffix(n, ".log.tmp") || strings.HasPrefix(n, "cursor.") && strings.Contains(n, ".tmp-"):
 			// A compaction or cursor write that never reached its rename.
 			os.Remove(filepath.Join(o.dir, n))
 		case strings.HasPrefix(n, "cursor."):
@@ -187,7 +192,7 @@ func (o *Outbox) load() error {
 			}
 		case strings.HasSuffix(n, ".log") && len(n) == 24 && de.Type().IsRegular():
 			base, err := strconv.ParseUint(n[:20], 10, 64)
-			if err != nil {
+			if err != nil || base >= maxSeq {
 				continue
 			}
 			o.segs = append(o.segs, &segment{base: base, path: filepath.Join(o.dir, n)})
@@ -248,7 +253,7 @@ func (o *Outbox) index(s *segment, newest bool, last *uint64) error {
 	// have been written by Append; keeping it would break cursors.
 	kept := ents[:0]
 	for _, e := range ents {
-		if e.seq <= *last {
+		if e.seq <= *last || e.seq >= maxSeq {
 			o.corrupt++
 			o.log.Warn(fmt.Sprintf("outbox segment %s: skipped a record out of sequence (seq %d after %d) at offset %d", s.path, e.seq, *last, e.off),
 				"segment", s.path, "offset", e.off)
@@ -288,7 +293,7 @@ func parseCursor(p string) (uint64, error) {
 		return 0, err
 	}
 	c, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
+	if err != nil || c >= maxSeq {
 		return 0, fmt.Errorf("not a sequence number: %q", truncate(string(b), 40))
 	}
 	return c, nil
@@ -332,7 +337,8 @@ func (o *Outbox) setSinks(names []string) error {
 }
 
 func validSink(n string) bool {
-	if n == "" || len(n) > 64 {
+	// ".tmp" would make the cursor file look like a leftover temporary.
+	if n == "" || len(n) > 64 || strings.Contains(n, ".tmp") {
 		return false
 	}
 	for i := 0; i < len(n); i++ {

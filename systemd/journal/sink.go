@@ -37,7 +37,7 @@ type Sink struct {
 // Once running, a write failure (journald restarting) is transient.
 func New(logger *slog.Logger) (*Sink, error) {
 	if !sdjournal.Enabled() {
-		return nil, fmt.Errorf("%w: journald is not running on this host; start systemd-journald or turn the journal sink off in the sinks section of the config", ErrNoJournal)
+		return nil, fmt.Errorf("%w: journald is not running on this host; start systemd-journald, or set enabled = false under [sinks.journal] in the config", ErrNoJournal)
 	}
 	return newSink(logger, sdjournal.Send), nil
 }

@@ -62,7 +62,7 @@ func Select(source, metadataPath string, paths topology.Paths, nics []*topology.
 	derived, sysErr := FromSysfs(paths, nics)
 	switch {
 	case metaErr == nil && sysErr == nil:
-		return meta, Compare(meta, derived), nil
+		return meta, Compare(withoutVFs(meta, nics), derived), nil
 	case metaErr == nil:
 		return meta, []string{fmt.Sprintf("using %s; cannot cross-check it against sysfs: %v", meta.Source, sysErr)}, nil
 	case sysErr == nil:
@@ -71,5 +71,28 @@ func Select(source, metadataPath string, paths topology.Paths, nics []*topology.
 		}
 		return derived, []string{fmt.Sprintf("ignoring unusable %v; GPU topology derived from sysfs instead", metaErr)}, nil
 	}
-	return nil, nil, fmt.Errorf("no GPU topology (topologySource = \"auto\"): %v; and %v; %s", metaErr, sysErr, howToProvide)
+	return nil, nil, fmt.Errorf("no GPU topology (topologySource = \"auto\"): metadata: %v; sysfs: %v; %s", metaErr, sysErr, howToProvide)
+}
+
+// withoutVFs hides the metadata rows of SR-IOV VFs from the cross-check:
+// some collectors list them, the sysfs derivation never does (they are
+// never classified), and a note per VF would drown the real disagreements.
+func withoutVFs(m *Matrix, nics []*topology.Device) *Matrix {
+	vf := map[string]bool{}
+	for _, d := range nics {
+		if d != nil && d.IsVF {
+			vf[d.Name] = true
+		}
+	}
+	if len(vf) == 0 {
+		return m
+	}
+	c := *m
+	c.NICs = make(map[string][]string, len(m.NICs))
+	for n, row := range m.NICs {
+		if !vf[n] {
+			c.NICs[n] = row
+		}
+	}
+	return &c
 }

@@ -44,8 +44,9 @@ type pcieChain struct {
 // address order, as nvidia-smi numbers them. Their NUMA node is the
 // function's numa_node (-1 when absent or unreadable).
 //
-// The NICs are the given devices with a resolvable PCI function (virtual
-// RDMA devices such as rxe have none and are left out). Each row is keyed
+// The NICs are the given devices that are not VFs and have a resolvable
+// PCI function (virtual RDMA devices such as rxe have none and are left
+// out). Each row is keyed
 // by the device name. A GPU whose place in the tree cannot be resolved is
 // still listed; every relation to it is SYS.
 //
@@ -97,7 +98,9 @@ func FromSysfs(paths topology.Paths, nics []*topology.Device) (*Matrix, error) {
 		m.GPUs = append(m.GPUs, GPU{ID: i, PCIAddress: g.addr, NUMANode: g.place.numa})
 	}
 	for _, d := range nics {
-		if d == nil || d.Name == "" {
+		// VFs are never classified (seed 8), and the collector leaves
+		// them out too.
+		if d == nil || d.Name == "" || d.IsVF {
 			continue
 		}
 		var place pcieChain
@@ -145,11 +148,21 @@ func FromSysfs(paths topology.Paths, nics []*topology.Device) (*Matrix, error) {
 // NODE when both NUMA nodes are known and equal, SYS otherwise (an unknown
 // NUMA node cannot prove locality, and under-claiming locality is the safe
 // direction for the NUMA gate of seed 4.1).
+//
+// Functions in different PCI domains (segments) are SYS even on one NUMA
+// node. Each segment is a root complex of its own, and that is how Grace
+// attaches GPUs over NVLink-C2C: on GB200 every GPU↔NIC cell nvidia-smi
+// prints is SYS although the NICs share the GPUs' NUMA nodes (seed 4.2.4,
+// GB200 field validation). Calling them NODE would turn the BlueField DPUs
+// of that platform from Management into Storage.
 func relation(a, b pcieChain) string {
 	if !a.ok || !b.ok {
 		return LevelSYS
 	}
 	if a.host != b.host {
+		if domainOf(a.host) != domainOf(b.host) {
+			return LevelSYS
+		}
 		if a.numa >= 0 && a.numa == b.numa {
 			return LevelNODE
 		}
@@ -220,6 +233,13 @@ func isGPU(dir string) bool {
 	}
 	sub := class >> 8 // base class and subclass, programming interface dropped
 	return sub == 0x0300 || sub == 0x0302
+}
+
+// domainOf returns the PCI domain of a host bridge directory name
+// ("pci0016:00" -> "0016").
+func domainOf(host string) string {
+	d, _, _ := strings.Cut(strings.TrimPrefix(host, "pci"), ":")
+	return d
 }
 
 // addrKey splits a PCI address into numbers for PCI-order sorting (a

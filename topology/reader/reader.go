@@ -30,8 +30,6 @@ type File struct {
 	cpath []byte // NUL-terminated for raw open without allocation
 	fd    int32  // -1 when not kept open
 	stuck atomic.Bool
-	// StuckReported lets the caller report a stuck file once.
-	StuckReported bool
 }
 
 // NewFile prepares a file for reading.

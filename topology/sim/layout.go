@@ -109,8 +109,8 @@ type pciNode struct {
 
 type hostBridge struct {
 	domain, bus, numa int
-	nextBus          int
-	children         []*pciNode
+	nextBus           int
+	children          []*pciNode
 }
 
 func (hb *hostBridge) name() string { return fmt.Sprintf("pci%04x:%02x", hb.domain, hb.bus) }
@@ -123,12 +123,12 @@ func (hb *hostBridge) alloc() int {
 
 // layout is a shape before it is written: the PCI forest plus naming.
 type layout struct {
-	hbs          []*hostBridge
-	gpus         []*pciNode
-	hcas         []*pciNode // PFs in ib naming order
-	plain        []*pciNode
-	routeVia     *pciNode // function whose first netdev carries the default route
-	seq          int
+	hbs      []*hostBridge
+	gpus     []*pciNode
+	hcas     []*pciNode // PFs in ib naming order
+	plain    []*pciNode
+	routeVia *pciNode // function whose first netdev carries the default route
+	seq      int
 }
 
 func (l *layout) hostBridge(domain, bus, numa int) *hostBridge {
@@ -232,7 +232,7 @@ func (l *layout) finish(vfPrefix string) {
 			vf.hca = &hcaFn{name: fmt.Sprintf("%s%d", vfPrefix, next), model: h.model, linkLayer: h.linkLayer, ports: 1,
 				rate: placeholderRate(h.linkLayer), isVF: true, pf: pf, role: topology.RoleUnknown,
 				reason: "SR-IOV virtual function (device/physfn): expected DOWN until assigned, not monitored",
-				state: "1: DOWN", phys: "3: Disabled", seq: l.seq, numFns: h.numFns}
+				state:  "1: DOWN", phys: "3: Disabled", seq: l.seq, numFns: h.numFns}
 			next++
 			vf.hca.netdevs = []string{fmt.Sprintf("%sv%d", h.netdevs[0], i)}
 			pf.parent.children = append(pf.parent.children, vf)

@@ -15,12 +15,12 @@ const ManifestName = ".nichealth-sim.json"
 // DeviceInfo is one RDMA device (PF or VF) of a built host, with the role
 // the seed's classification must give it (section 4.2).
 type DeviceInfo struct {
-	Name         string        `json:"name"`         // ib device name, e.g. mlx5_0, ibP16p3s0
-	PCIAddress   string        `json:"pciAddress"`   // 0000:19:00.0
-	Card         string        `json:"card"`         // 0000:19:00
+	Name         string        `json:"name"`       // ib device name, e.g. mlx5_0, ibP16p3s0
+	PCIAddress   string        `json:"pciAddress"` // 0000:19:00.0
+	Card         string        `json:"card"`       // 0000:19:00
 	NUMANode     int           `json:"numaNode"`
-	LinkLayer    string        `json:"linkLayer"`    // topology.LinkLayer*
-	Ports        int           `json:"ports"`        // ports are numbered 1..Ports
+	LinkLayer    string        `json:"linkLayer"` // topology.LinkLayer*
+	Ports        int           `json:"ports"`     // ports are numbered 1..Ports
 	IsVF         bool          `json:"isVF"`
 	PhysFn       string        `json:"physFn,omitempty"` // PF PCI address of a VF
 	NetDev       string        `json:"netDev"`           // netdev of port 1
@@ -61,6 +61,12 @@ type BuildOptions struct {
 	// Bond enslaves the default-route netdev to bond0 and moves the default
 	// route onto bond0 (DESIGN.md section 2: follow lower_* links).
 	Bond bool
+	// PrivateFiles gives every file its own inode. By default files with
+	// equal content are hard links to one inode, which makes Build several
+	// times faster; Host methods are unaffected (they replace files by
+	// rename), but a test that writes into a tree file in place must set
+	// PrivateFiles or it changes every file sharing that content.
+	PrivateFiles bool
 }
 
 type manifest struct {

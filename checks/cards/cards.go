@@ -1,0 +1,201 @@
+package cards
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// CardState is one physical card (PCI domain:bus:device) as the
+// homogeneity check sees it. Functions, Ports and Active count only the
+// card's monitored functions: a card whose other function is management
+// (it carries the default route) is compared by what is monitored on it.
+type CardState struct {
+	Card      string
+	Role      topology.Role
+	HCAType   string
+	Functions int
+	Ports     int
+	Active    int
+}
+
+// Anomaly is a card with fewer active ports than its group's mode.
+type Anomaly struct {
+	Card     string
+	Role     topology.Role
+	Active   int
+	Expected int
+	Group    string
+}
+
+// Message is the operator text of seed 7.2 case 3, with the role of seed
+// 4.3.3.
+func (a Anomaly) Message() string {
+	return fmt.Sprintf("Card %s (%s) has %d active ports, expected %d (peer mode)", a.Card, a.Role, a.Active, a.Expected)
+}
+
+// HealthyMessage is the counterpart of Anomaly.Message for a card that
+// matches (or beats) its peers, e.g. after a cable is replugged.
+func HealthyMessage(card string, role topology.Role, active, mode int) string {
+	return fmt.Sprintf("Card %s (%s) has %d active ports, matching peer mode %d", card, role, active, mode)
+}
+
+// Verdict is the outcome for one card: anomalous, healthy against its
+// peers' mode, or not judged (Skip says why).
+type Verdict struct {
+	CardState
+	Group     string
+	Expected  int // the group's mode; 0 when skipped
+	Anomalous bool
+	Skip      string
+}
+
+// Message returns the anomaly or healthy message; "" for a skipped card.
+func (v Verdict) Message() string {
+	switch {
+	case v.Skip != "":
+		return ""
+	case v.Anomalous:
+		return Anomaly{Card: v.Card, Role: v.Role, Active: v.Active, Expected: v.Expected, Group: v.Group}.Message()
+	}
+	return HealthyMessage(v.Card, v.Role, v.Active, v.Expected)
+}
+
+// PortActive is the seed's notion of an active port: logical state ACTIVE
+// and physical state LinkUp. Unparsable strings are not active.
+func PortActive(_ *topology.Device, p *topology.Port) bool {
+	s, err := sysfs.ParseState([]byte(p.State))
+	if err != nil || s.ID != sysfs.StateActive {
+		return false
+	}
+	ph, err := sysfs.ParsePhysState([]byte(p.PhysState))
+	return err == nil && ph.ID == sysfs.PhysLinkUp
+}
+
+// Group folds the monitored devices (Mellanox PFs with role Compute or
+// Storage and a known card) into cards, sorted by card. The card's role
+// and HCA type are those of its lowest function. isActive decides whether
+// a port counts as active; nil means PortActive.
+func Group(devs []*topology.Device, isActive func(dev *topology.Device, port *topology.Port) bool) []CardState {
+	if isActive == nil {
+		isActive = PortActive
+	}
+	type acc struct {
+		CardState
+		first string // lowest PCI address seen, decides role and HCA type
+	}
+	byCard := map[string]*acc{}
+	for _, d := range devs {
+		if d == nil || !d.Mellanox || d.IsVF || d.Card == "" {
+			continue
+		}
+		if d.Role != topology.RoleCompute && d.Role != topology.RoleStorage {
+			continue
+		}
+		a, ok := byCard[d.Card]
+		if !ok {
+			a = &acc{CardState: CardState{Card: d.Card}}
+			byCard[d.Card] = a
+		}
+		if a.first == "" || d.PCIAddress < a.first {
+			a.first, a.Role, a.HCAType = d.PCIAddress, d.Role, d.HCAType
+		}
+		a.Functions++
+		for i := range d.Ports {
+			a.Ports++
+			if isActive(d, &d.Ports[i]) {
+				a.Active++
+			}
+		}
+	}
+	out := make([]CardState, 0, len(byCard))
+	for _, a := range byCard {
+		out = append(out, a.CardState)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Card < out[j].Card })
+	return out
+}
+
+// groupKey compares only like with like (DESIGN.md field facts): same
+// role, same hca_type, same number of functions and ports. A storage card
+// whose IB port 1 is uncabled by design while port 2 carries Ethernet is
+// never measured against single-port compute HCAs.
+func groupKey(c CardState) string {
+	hca := c.HCAType
+	if hca == "" {
+		hca = "unknown-hca"
+	}
+	return fmt.Sprintf("%s %s %dfn/%dport", c.Role, hca, c.Functions, c.Ports)
+}
+
+// Assess judges every card against the mode of active-port counts of its
+// group (seed 4.3.3). Groups are skipped (DESIGN.md difference 4) when they
+// hold a single card, when two or more counts tie for most common, or when
+// the mode is 0 (most peers down says nothing about what healthy looks
+// like). A card with fewer active ports than the mode is anomalous; one
+// with as many or more is healthy. Verdicts are sorted by card.
+func Assess(cards []CardState) []Verdict {
+	groups := map[string][]int{}
+	var order []string
+	for i, c := range cards {
+		k := groupKey(c)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	out := make([]Verdict, 0, len(cards))
+	for _, k := range order {
+		idx := groups[k]
+		mode, skip := groupMode(cards, idx)
+		for _, i := range idx {
+			v := Verdict{CardState: cards[i], Group: k, Skip: skip}
+			if skip == "" {
+				v.Expected = mode
+				v.Anomalous = cards[i].Active < mode
+			}
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Card < out[j].Card })
+	return out
+}
+
+func groupMode(cards []CardState, idx []int) (int, string) {
+	if len(idx) < 2 {
+		return 0, "only card of its kind: no peers to compare with"
+	}
+	count := map[int]int{}
+	for _, i := range idx {
+		count[cards[i].Active]++
+	}
+	mode, best, tie := 0, 0, false
+	for v, n := range count {
+		switch {
+		case n > best:
+			mode, best, tie = v, n, false
+		case n == best:
+			tie = true
+		}
+	}
+	if tie {
+		return 0, "no single most common active-port count among peers"
+	}
+	if mode == 0 {
+		return 0, "most peers have no active port"
+	}
+	return mode, ""
+}
+
+// Evaluate returns the anomalous cards of Assess.
+func Evaluate(cards []CardState) []Anomaly {
+	var out []Anomaly
+	for _, v := range Assess(cards) {
+		if v.Anomalous {
+			out = append(out, Anomaly{Card: v.Card, Role: v.Role, Active: v.Active, Expected: v.Expected, Group: v.Group})
+		}
+	}
+	return out
+}

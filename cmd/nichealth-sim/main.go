@@ -1,0 +1,322 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
+
+  build --shape SHAPE --root DIR [--no-metadata] [--bond] [--node-name N] [--private-files]
+  shapes                                  list shapes
+  list --root DIR [--json]                devices and their expected roles
+  port-state DEV PORT STATE PHYS          e.g. mlx5_0 1 DOWN Disabled ("" keeps one)
+  counter set|add DEV PORT REL VALUE      REL e.g. counters/link_downed
+  counter reset DEV PORT
+  raw DEV PORT REL CONTENT                write CONTENT verbatim (e.g. "N/A (no PMA)")
+  rate DEV PORT RATE                      e.g. "200 Gb/sec (4X HDR)"
+  remove DEV | restore DEV                NIC falls off the PCI bus / comes back
+  rename OLD NEW                          new ib device name, same PCI address
+  fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
+  operstate NETDEV STATE                  up, down, ...
+  carrier-changes NETDEV N
+  default-route NETDEV|none
+  boot-id [ID]                            set (or randomize) the boot id; prints it
+  metadata write|remove                   rewrite or delete gpu_metadata.json
+
+--root defaults to $NICHEALTH_SIM_ROOT.`
+
+// errUsage marks a command-line mistake (the usage text is worth printing).
+var errUsage = errors.New("usage")
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if err := dispatch(args, stdout); err != nil {
+		msg := err.Error()
+		if errors.Is(err, errUsage) {
+			msg += " (nichealth-sim help for usage)"
+		}
+		fmt.Fprintln(stderr, "nichealth-sim: "+strings.ReplaceAll(msg, "\n", " "))
+		return 2
+	}
+	return 0
+}
+
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+}
+
+// parseInterleaved lets flags appear before, between or after positional
+// arguments (the flag package alone stops at the first positional).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageErr("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func dispatch(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("no command")
+	}
+	cmd, args := args[0], args[1:]
+	if cmd == "help" || cmd == "-h" || cmd == "--help" {
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	root := fs.String("root", os.Getenv("NICHEALTH_SIM_ROOT"), "simulated host directory")
+	shape := fs.String("shape", "", "node shape (build)")
+	noMeta := fs.Bool("no-metadata", false, "build without gpu_metadata.json")
+	bond := fs.Bool("bond", false, "put the default-route netdev under bond0")
+	nodeName := fs.String("node-name", "", "node_name in the metadata")
+	private := fs.Bool("private-files", false, "one inode per file")
+	asJSON := fs.Bool("json", false, "list as JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	needRoot := func() error {
+		if *root == "" {
+			return usageErr("%s needs --root DIR (or NICHEALTH_SIM_ROOT)", cmd)
+		}
+		return nil
+	}
+	want := func(n int, what string) error {
+		if len(pos) != n {
+			return usageErr("%s wants %s, got %d argument(s)", cmd, what, len(pos))
+		}
+		return needRoot()
+	}
+
+	switch cmd {
+	case "shapes":
+		for _, s := range sim.Shapes() {
+			d, _ := sim.Describe(s)
+			fmt.Fprintf(stdout, "%-12s %s\n", s, d)
+		}
+		return nil
+	case "build":
+		if err := want(0, "no positional arguments"); err != nil {
+			return err
+		}
+		if *shape == "" {
+			return usageErr("build needs --shape (one of %s)", strings.Join(sim.Shapes(), ", "))
+		}
+		h, err := sim.BuildWith(*root, *shape, sim.BuildOptions{NoMetadata: *noMeta, Bond: *bond, NodeName: *nodeName, PrivateFiles: *private})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "built %s in %s: sysfsRoot=%s procfsRoot=%s devRoot=%s\n", *shape, h.Root, h.SysRoot(), h.ProcRoot(), h.DevRoot())
+		return nil
+	}
+
+	if err := needRoot(); err != nil {
+		return err
+	}
+	h, err := sim.Open(*root)
+	if err != nil {
+		return err
+	}
+	port := func(s string) (int, error) {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < 1 {
+			return 0, usageErr("bad port %q: want a number from 1", s)
+		}
+		return p, nil
+	}
+	switch cmd {
+	case "list":
+		if err := want(0, "no positional arguments"); err != nil {
+			return err
+		}
+		return list(h, stdout, *asJSON)
+	case "port-state":
+		if err := want(4, "DEV PORT STATE PHYS"); err != nil {
+			return err
+		}
+		p, err := port(pos[1])
+		if err != nil {
+			return err
+		}
+		return h.SetPortState(pos[0], p, pos[2], pos[3])
+	case "counter":
+		if len(pos) == 0 {
+			return usageErr("counter wants set|add|reset")
+		}
+		sub := pos[0]
+		pos = pos[1:]
+		switch sub {
+		case "set", "add":
+			if len(pos) != 4 {
+				return usageErr("counter %s wants DEV PORT REL VALUE", sub)
+			}
+			p, err := port(pos[1])
+			if err != nil {
+				return err
+			}
+			v, err := strconv.ParseUint(pos[3], 10, 64)
+			if err != nil {
+				return usageErr("bad counter value %q: want a non-negative integer", pos[3])
+			}
+			if sub == "set" {
+				return h.SetCounter(pos[0], p, pos[2], v)
+			}
+			return h.AddCounter(pos[0], p, pos[2], v)
+		case "reset":
+			if len(pos) != 2 {
+				return usageErr("counter reset wants DEV PORT")
+			}
+			p, err := port(pos[1])
+			if err != nil {
+				return err
+			}
+			return h.ResetCounters(pos[0], p)
+		}
+		return usageErr("unknown counter sub-command %q (set, add, reset)", sub)
+	case "raw", "fifo", "unfifo", "rate":
+		n, what := 3, "DEV PORT REL"
+		if cmd == "raw" {
+			n, what = 4, "DEV PORT REL CONTENT"
+		}
+		if cmd == "rate" {
+			what = "DEV PORT RATE"
+		}
+		if err := want(n, what); err != nil {
+			return err
+		}
+		p, err := port(pos[1])
+		if err != nil {
+			return err
+		}
+		switch cmd {
+		case "raw":
+			return h.WriteRaw(pos[0], p, pos[2], pos[3])
+		case "fifo":
+			return h.MakeFIFO(pos[0], p, pos[2])
+		case "unfifo":
+			return h.UnmakeFIFO(pos[0], p, pos[2])
+		default:
+			return h.SetRate(pos[0], p, pos[2])
+		}
+	case "remove", "restore":
+		if err := want(1, "DEV"); err != nil {
+			return err
+		}
+		if cmd == "remove" {
+			return h.RemoveDevice(pos[0])
+		}
+		return h.RestoreDevice(pos[0])
+	case "rename":
+		if err := want(2, "OLD NEW"); err != nil {
+			return err
+		}
+		return h.RenameDevice(pos[0], pos[1])
+	case "operstate":
+		if err := want(2, "NETDEV STATE"); err != nil {
+			return err
+		}
+		return h.SetOperstate(pos[0], pos[1])
+	case "carrier-changes":
+		if err := want(2, "NETDEV N"); err != nil {
+			return err
+		}
+		v, err := strconv.ParseUint(pos[1], 10, 64)
+		if err != nil {
+			return usageErr("bad carrier_changes %q: want a non-negative integer", pos[1])
+		}
+		return h.SetCarrierChanges(pos[0], v)
+	case "default-route":
+		if err := want(1, "NETDEV or none"); err != nil {
+			return err
+		}
+		nd := pos[0]
+		if nd == "none" {
+			nd = ""
+		}
+		return h.SetDefaultRoute(nd)
+	case "boot-id":
+		if len(pos) > 1 {
+			return usageErr("boot-id wants at most one ID")
+		}
+		id := ""
+		if len(pos) == 1 {
+			id = pos[0]
+			err = h.SetBootID(id)
+		} else {
+			id, err = h.NewBootID()
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, id)
+		return nil
+	case "metadata":
+		if err := want(1, "write or remove"); err != nil {
+			return err
+		}
+		switch pos[0] {
+		case "write":
+			return h.WriteMetadata()
+		case "remove":
+			return h.RemoveMetadata()
+		}
+		return usageErr("metadata wants write or remove, not %q", pos[0])
+	}
+	return usageErr("unknown command %q", cmd)
+}
+
+func list(h *sim.Host, w io.Writer, asJSON bool) error {
+	devs := h.Devices()
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(devs)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tPCI\tNUMA\tLINK\tPORTS\tVF\tNETDEV\tHCA\tEXPECTED ROLE\tREASON")
+	for _, d := range devs {
+		role := string(d.ExpectedRole)
+		if role == "" {
+			role = "-"
+		}
+		name := d.Name
+		if d.Removed {
+			name += " (removed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%v\t%s\t%s\t%s\t%s\n", name, d.PCIAddress, d.NUMANode, d.LinkLayer, d.Ports, d.IsVF, d.NetDev, d.HCAType, role, d.RoleReason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "default route: %s\n", orNone(h.DefaultRoute()))
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+func runAck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("ack", "ack DEVICE PORT [COUNTER] [--json]\n\n"+
+		"Declares a latched counter breach remediated (COUNTER omitted: every latched counter of the port).\n"+
+		"The daemon re-baselines the counter without clearing the hardware, and emits the recovery event.\n"+
+		"Needs root or membership in group "+dbusapi.DefaultGroup+".", stderr)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 || len(pos) > 3 {
+		return usageError(stderr, fs, "needs DEVICE PORT [COUNTER], e.g. nichealthctl ack mlx5_0 1 link_downed")
+	}
+	num, err := parsePortNumber(pos[1])
+	if err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	counter := ""
+	if len(pos) == 3 {
+		counter = pos[2]
+	}
+	c, code, ok := connect(cf, "ack", stderr)
+	if !ok {
+		return code
+	}
+	defer c.Close()
+	ctx, cancel := callCtx()
+	defer cancel()
+	if err := c.AcknowledgeReset(ctx, pos[0], num, counter); err != nil {
+		return fail(stderr, "ack", err)
+	}
+	if cf.json {
+		if err := writeJSON(stdout, map[string]any{"acknowledged": true, "device": pos[0], "port": num, "counter": counter}); err != nil {
+			return fail(stderr, "ack", err)
+		}
+		return exitOK
+	}
+	if counter == "" {
+		fmt.Fprintf(stdout, "Acknowledged every latched breach on %s port %d.\n", pos[0], num)
+	} else {
+		fmt.Fprintf(stdout, "Acknowledged the latched breach of %s on %s port %d.\n", counter, pos[0], num)
+	}
+	return exitOK
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+// eventLine is one line of events --json: the daemon's sequence number and
+// the event exactly as the JSON-lines sink writes it.
+type eventLine struct {
+	Seq   uint64          `json:"seq"`
+	Event json.RawMessage `json:"event"`
+}
+
+func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("events", "events [--since SEQ] [--follow] [--json]", stderr)
+	since := fs.Uint64("since", 0, "show only events with a sequence number above SEQ")
+	follow := fs.Bool("follow", false, "keep running and print new events as they happen (Ctrl-C stops)")
+	fs.BoolVar(follow, "f", false, "short for --follow")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments")
+	}
+	c, code, ok := connect(cf, "events", stderr)
+	if !ok {
+		return code
+	}
+	defer c.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pr := &eventPrinter{w: stdout, json: cf.json, p: paletteFor(stdout), last: *since}
+
+	var live <-chan dbusapi.EventRecord
+	var owner <-chan bool
+	if *follow {
+		// Subscribe before listing, so nothing falls between the two;
+		// duplicates are dropped by sequence number.
+		var err error
+		if live, err = c.WatchEvents(ctx); err != nil {
+			return fail(stderr, "events", err)
+		}
+		if owner, err = c.WatchDaemon(ctx); err != nil {
+			return fail(stderr, "events", err)
+		}
+	}
+	lctx, cancel := callCtx()
+	recs, err := c.ListEvents(lctx, *since)
+	cancel()
+	if err != nil {
+		return fail(stderr, "events", err)
+	}
+	for _, r := range recs {
+		pr.print(r)
+	}
+	if !*follow {
+		if len(recs) == 0 && !cf.json {
+			fmt.Fprintf(stderr, "No events above sequence number %d are kept (older ones are in the journal: journalctl -t nichealthd).\n", *since)
+		}
+		return exitOK
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case r, ok := <-live:
+			if !ok {
+				return exitOK
+			}
+			pr.print(r)
+		case up, ok := <-owner:
+			if !ok {
+				return exitOK
+			}
+			if !up {
+				fmt.Fprintln(stderr, "nichealthd left the bus; waiting for it to come back")
+				continue
+			}
+			fmt.Fprintln(stderr, "nichealthd is back")
+			lctx, cancel := callCtx()
+			recs, err := c.ListEvents(lctx, pr.last)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(stderr, "nichealthctl events: %v\n", err)
+				continue
+			}
+			for _, r := range recs {
+				pr.print(r)
+			}
+		}
+	}
+}
+
+type eventPrinter struct {
+	w    io.Writer
+	json bool
+	p    palette
+	last uint64 // highest sequence number printed
+}
+
+func (e *eventPrinter) print(r dbusapi.EventRecord) {
+	if r.Seq <= e.last {
+		return
+	}
+	e.last = r.Seq
+	if e.json {
+		line, err := json.Marshal(eventLine{Seq: r.Seq, Event: json.RawMessage(r.JSON)})
+		if err != nil {
+			// Not valid JSON from the daemon: keep the stream valid.
+			line, _ = json.Marshal(map[string]any{"seq": r.Seq, "raw": r.JSON})
+		}
+		fmt.Fprintf(e.w, "%s\n", line)
+		return
+	}
+	ev, err := r.Event()
+	if err != nil {
+		fmt.Fprintf(e.w, "#%d (undecodable event: %v)\n", r.Seq, err)
+		return
+	}
+	fmt.Fprintf(e.w, "#%d %s %s %s %s: %s\n", r.Seq, ev.GeneratedTimestamp.Local().Format("2006-01-02 15:04:05"),
+		e.severity(ev), ev.CheckName, entity(ev), ev.Message)
+}
+
+func (e *eventPrinter) severity(ev event.Event) string {
+	switch {
+	case ev.IsHealthy:
+		return e.p.green("HEALTHY ")
+	case ev.IsFatal:
+		return e.p.red("FATAL   ")
+	}
+	return e.p.yellow("WARNING ")
+}
+
+func entity(ev event.Event) string {
+	dev, port := ev.Device(), ev.Port()
+	switch {
+	case dev == "":
+		return "(node)"
+	case port == "":
+		return dev
+	}
+	return dev + "/" + port
+}

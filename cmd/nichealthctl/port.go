@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+func runPort(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("port", "port DEVICE PORT [--json]", stderr)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 2 {
+		return usageError(stderr, fs, "needs DEVICE and PORT, e.g. nichealthctl port mlx5_0 1")
+	}
+	num, err := parsePortNumber(pos[1])
+	if err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	c, code, ok := connect(cf, "port", stderr)
+	if !ok {
+		return code
+	}
+	defer c.Close()
+	ctx, cancel := callCtx()
+	defer cancel()
+	pv, err := c.Port(ctx, pos[0], num)
+	if err != nil {
+		return fail(stderr, "port", err)
+	}
+	if cf.json {
+		if err := writeJSON(stdout, pv); err != nil {
+			return fail(stderr, "port", err)
+		}
+	} else {
+		printPort(stdout, pv, time.Now())
+	}
+	if !pv.Healthy || pv.Fatal {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func parsePortNumber(s string) (int, error) {
+	n, err := strconv.ParseUint(s, 10, 31)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("PORT must be a port number starting at 1, not %q", s)
+	}
+	return int(n), nil
+}
+
+func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
+	p := paletteFor(w)
+	fmt.Fprintf(w, "%s port %d: %s\n", p.bold(pv.Device), pv.Port, p.health(health(pv)))
+	row := func(k, v string) { fmt.Fprintf(w, "%12s: %s\n", k, v) }
+	if pv.Message != "" {
+		row("Message", pv.Message)
+	}
+	row("State", orDash(pv.State)+" / "+orDash(pv.PhysState))
+	row("Link layer", orDash(pv.LinkLayer))
+	row("Rate", orDash(pv.Rate))
+	role := orDash(pv.Role)
+	if pv.RoleReason != "" {
+		role += " (" + pv.RoleReason + ")"
+	}
+	row("Role", role)
+	row("NetDev", orDash(pv.NetDev))
+	row("PCI", orDash(pv.PCIAddress))
+	if pv.NUMANode >= 0 {
+		row("NUMA node", strconv.Itoa(int(pv.NUMANode)))
+	} else {
+		row("NUMA node", "unknown")
+	}
+	change := "none seen"
+	if pv.LastChangeUSec != 0 {
+		change = stamp(pv.LastChangeUSec) + " (" + age(pv.LastChangeUSec, now) + ")"
+	}
+	row("Last change", change)
+	if len(pv.Sanity) == 0 {
+		row("Link sanity", "ok")
+	} else {
+		row("Link sanity", p.yellow(strings.Join(pv.Sanity, "; ")))
+	}
+	if lb := pv.LatchedBreaches(); len(lb) > 0 {
+		row("Latched", p.red(strings.Join(lb, ", "))+fmt.Sprintf("  (after remediation: nichealthctl ack %s %d)", pv.Device, pv.Port))
+	}
+	if len(pv.Counters) == 0 {
+		fmt.Fprintln(w, "\nNo counters are monitored on this port.")
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COUNTER\tVALUE\tRATE\tTHRESHOLD\tSTATUS")
+	for _, c := range pv.Counters {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", c.Name, c.Value, counterRate(c), threshold(c), counterStatus(p, c))
+	}
+	tw.Flush()
+}
+
+func counterRate(c dbusapi.CounterView) string {
+	if c.Unit == "" {
+		return "-"
+	}
+	return strconv.FormatFloat(c.Rate, 'g', 4, 64) + "/" + c.Unit
+}
+
+func threshold(c dbusapi.CounterView) string {
+	t := strconv.FormatFloat(c.Threshold, 'f', -1, 64)
+	s := orDash(c.ThresholdType) + " > " + t
+	if c.ThresholdType == "velocity" && c.Unit != "" {
+		s += "/" + c.Unit
+	}
+	if c.Fatal {
+		s += " (fatal)"
+	}
+	return s
+}
+
+func counterStatus(p palette, c dbusapi.CounterView) string {
+	var parts []string
+	if c.Breached {
+		word := "BREACHED"
+		if c.BreachedSinceUSec != 0 {
+			word += " since " + stamp(c.BreachedSinceUSec)
+		}
+		if c.Fatal {
+			parts = append(parts, p.red(word))
+		} else {
+			parts = append(parts, p.yellow(word))
+		}
+	} else {
+		parts = append(parts, "ok")
+	}
+	if c.Saturated {
+		parts = append(parts, "saturated")
+	}
+	if c.LostGbps > 0 || c.LostPercent > 0 {
+		parts = append(parts, fmt.Sprintf("lost %.2f Gb/s (%.1f%%)", c.LostGbps, c.LostPercent))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+func runPorts(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("ports", "ports [--json]", stderr)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments")
+	}
+	c, code, ok := connect(cf, "ports", stderr)
+	if !ok {
+		return code
+	}
+	defer c.Close()
+	ctx, cancel := callCtx()
+	defer cancel()
+	ports, err := c.Ports(ctx)
+	if err != nil {
+		return fail(stderr, "ports", err)
+	}
+	if cf.json {
+		if err := writeJSON(stdout, ports); err != nil {
+			return fail(stderr, "ports", err)
+		}
+	} else {
+		printPorts(stdout, ports)
+	}
+	for _, p := range ports {
+		if !p.Healthy || p.Fatal {
+			return exitFailed
+		}
+	}
+	return exitOK
+}
+
+func printPorts(w io.Writer, ports []dbusapi.PortView) {
+	if len(ports) == 0 {
+		fmt.Fprintln(w, "No ports are monitored (no mlx5 device found, or all excluded by nicExclusionRegex).")
+		return
+	}
+	p := paletteFor(w)
+	// Colour codes would break tabwriter's width arithmetic: align the
+	// plain text, colour the last column only.
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tHEALTH")
+	for _, pv := range ports {
+		h := p.health(health(pv))
+		if lb := pv.LatchedBreaches(); len(lb) > 0 {
+			h += " (latched: " + strings.Join(lb, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pv.Device, pv.Port, orDash(pv.Role), orDash(pv.LinkLayer),
+			orDash(pv.State), orDash(pv.PhysState), orDash(pv.Rate), h)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+)
+
+// statusJSON is status --json: the manager properties plus the port
+// verdict counts that the human output shows.
+type statusJSON struct {
+	dbusapi.ManagerView
+	FatalPortCount    int `json:"fatalPortCount"`
+	DegradedPortCount int `json:"degradedPortCount"`
+}
+
+func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("status", "status [--json]", stderr)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(stderr, fs, "takes no arguments")
+	}
+	c, code, ok := connect(cf, "status", stderr)
+	if !ok {
+		return code
+	}
+	defer c.Close()
+	ctx, cancel := callCtx()
+	defer cancel()
+	m, err := c.Manager(ctx)
+	if err != nil {
+		return fail(stderr, "status", err)
+	}
+	ports, err := c.Ports(ctx)
+	if err != nil {
+		return fail(stderr, "status", err)
+	}
+	st := statusJSON{ManagerView: m}
+	for _, p := range ports {
+		switch health(p) {
+		case "FATAL":
+			st.FatalPortCount++
+		case "degraded":
+			st.DegradedPortCount++
+		}
+	}
+	good := m.Healthy && m.Ready
+	if cf.json {
+		if err := writeJSON(stdout, st); err != nil {
+			return fail(stderr, "status", err)
+		}
+	} else {
+		printStatus(stdout, st, time.Now())
+	}
+	if !good {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func printStatus(w io.Writer, st statusJSON, now time.Time) {
+	p := paletteFor(w)
+	m := st.ManagerView
+	verdict, dot := p.green("healthy"), p.green("●")
+	switch {
+	case !m.Ready:
+		verdict, dot = p.yellow("starting (first poll not complete)"), p.yellow("●")
+	case !m.Healthy:
+		verdict, dot = p.red("UNHEALTHY"), p.red("●")
+		if len(m.FatalPorts) > 0 {
+			verdict += " - fatal: " + strings.Join(m.FatalPorts, ", ")
+		}
+	}
+	fmt.Fprintf(w, "%s nichealthd on %s: %s\n", dot, p.bold(orDash(m.NodeName)), verdict)
+	row := func(k, v string) { fmt.Fprintf(w, "%13s: %s\n", k, v) }
+	row("Version", orDash(m.Version))
+	row("Boot ID", orDash(m.BootID))
+	row("Ports", fmt.Sprintf("%d monitored on %d NICs; %d fatal, %d degraded", m.MonitoredPorts, m.MonitoredNICs, st.FatalPortCount, st.DegradedPortCount))
+	row("Config", fmt.Sprintf("%s (generation %d)", orDash(m.ConfigPath), m.ConfigGeneration))
+	if m.LastReloadError != "" {
+		row("Last reload", p.red("refused, previous configuration kept: ")+m.LastReloadError)
+	} else {
+		row("Last reload", "ok")
+	}
+	poll := age(m.LastPollUSec, now)
+	if m.PollIntervalUSec > 0 {
+		poll += fmt.Sprintf(" (every %s)", time.Duration(m.PollIntervalUSec)*time.Microsecond)
+	}
+	row("Last poll", poll)
+}
