@@ -54,6 +54,8 @@ type Monitor struct {
 	// stuckReported holds files whose hung read was reported and has not
 	// read successfully since.
 	stuckReported map[string]bool
+	// pendingSpecs are emitted with the next cycle (start-up reconcile).
+	pendingSpecs []event.Spec
 }
 
 type portPlan struct {
@@ -96,6 +98,13 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
 	})
 	m.applyCounterConfig(cfg)
+	// A counter disabled or removed while the daemon was down must not keep
+	// its latch forever: reconcile the persisted state with the table now.
+	var all []counters.Definition
+	if cfg.CountersEnabled {
+		all = cfg.Counters
+	}
+	m.pendingSpecs = m.eval.Reconcile(st, all)
 	return m
 }
 
@@ -234,7 +243,13 @@ func (m *Monitor) buildPlan() {
 					byFile[path] = len(pp.counters)
 					pp.counters = append(pp.counters, counterRead{file: add(path), defs: []int{i}})
 				}
-				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.defs)
+				var applicable []counters.Definition
+				for _, def := range m.defs {
+					if def.AppliesTo(port.LinkLayer) {
+						applicable = append(applicable, def)
+					}
+				}
+				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, applicable)
 				present, missing = append(present, p...), append(missing, ms...)
 			}
 			m.ports = append(m.ports, pp)
@@ -263,8 +278,9 @@ func (m *Monitor) degradationEnabled(ll string) bool {
 // Cycle is one poll: enumerate, read, judge. It returns the specs to emit
 // and whether the persisted state changed.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
-	var specs []event.Spec
-	changed := false
+	specs := m.pendingSpecs
+	m.pendingSpecs = nil
+	changed := len(specs) > 0
 	first := m.cycles == 0
 
 	names, enumErr := topology.ListNames(m.cfg.Paths.ClassInfiniBand, m.cfg.Filter)
@@ -334,7 +350,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			for _, di := range cr.defs {
 				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
-					Def: &m.defs[di], Value: v, Err: err,
+					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
 					PortRateGbps: p.rateGbps, Now: now,
 				}, first && m.start == checks.Baseline)
 				changed = changed || ch

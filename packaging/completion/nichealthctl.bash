@@ -12,7 +12,7 @@ _nichealthctl() {
     fi
 
     local commands="status ports port events ack reload check wait-ready validate topology"
-    local flags="--json --since --follow --timeout --perfdata --help --version"
+    local flags="--json --bus-address --since --follow --timeout --perfdata --help --version"
     # Counter names of the built-in table; custom ones can still be typed.
     local counters="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
@@ -25,19 +25,19 @@ _nichealthctl() {
     local -a args=()
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --since|--timeout) ((i++)) ;;
+            --since|--timeout|--bus-address) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd=${words[i]}; else args+=("${words[i]}"); fi ;;
         esac
     done
 
     case $prev in
-        --since|--timeout) return ;;
+        --since|--timeout|--bus-address) return ;;
     esac
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--json --help --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "--json --bus-address --help --version" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "$commands" -- "$cur"))
         fi

@@ -22,7 +22,12 @@ func (o *Outbox) makeRoom(need int64) {
 		return
 	}
 	target := excess + o.opts.MaxBytes/16
-	delivered := o.minCursor()
+	delivered, ok := o.minCursor()
+	if !ok {
+		// No destination is configured to wait for anything: under
+		// pressure every record is fair game, oldest first.
+		delivered = o.nextSeq - 1
+	}
 	var freed int64
 	for k := 0; k < len(o.segs) && freed < target; k++ {
 		s := o.segs[k]

@@ -612,24 +612,29 @@ func (o *Outbox) Ack(sink string, seq uint64) error {
 	return nil
 }
 
-// minCursor is the highest seq every registered sink has delivered. With
-// no sinks nothing waits for delivery.
-func (o *Outbox) minCursor() uint64 {
+// minCursor is the highest seq every registered sink has delivered; ok is
+// false when no sink is registered.
+func (o *Outbox) minCursor() (m uint64, ok bool) {
 	if len(o.cursors) == 0 {
-		return o.nextSeq - 1
+		return 0, false
 	}
-	m := ^uint64(0)
+	m = ^uint64(0)
 	for _, c := range o.cursors {
 		m = min(m, c)
 	}
-	return m
+	return m, true
 }
 
 // collect deletes segments whose records every sink has delivered. The
 // newest segment stays: it is appended to, and its name carries the next
-// sequence number across restarts.
+// sequence number across restarts. With no sink registered (Open without
+// Options.Sinks, before SetSinks) nothing counts as delivered: deleting
+// then would lose what the sinks configured next have not yet sent.
 func (o *Outbox) collect() {
-	m := o.minCursor()
+	m, ok := o.minCursor()
+	if !ok {
+		return
+	}
 	kept := o.segs[:0]
 	for i, s := range o.segs {
 		if i < len(o.segs)-1 && s.lastSeq() <= m {

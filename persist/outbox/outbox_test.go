@@ -257,6 +257,29 @@ func TestOutbox_SinkAddedLaterStartsAtOldestRetained(t *testing.T) {
 	}
 }
 
+// TestOutbox_OpenWithoutSinksDeletesNothing: a daemon that opens the
+// outbox first and registers its sinks afterwards must not lose what they
+// had not delivered before the restart.
+func TestOutbox_OpenWithoutSinksDeletesNothing(t *testing.T) {
+	dir := t.TempDir()
+	o := mustOpen(t, dir, Options{Sinks: []string{"journal"}, SegmentBytes: 1})
+	for i := 0; i < 4; i++ {
+		mustAppend(t, o, mkEvents(fatal, i, 1))
+	}
+	o.Close()
+	o = mustOpen(t, dir, Options{SegmentBytes: 1})
+	defer o.Close()
+	if st := o.Stats(); st.Records != 4 || st.Segments != 4 {
+		t.Fatalf("after Open without sinks: %+v; want all 4 records kept", st)
+	}
+	if err := o.SetSinks([]string{"journal"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqsOf(readAll(t, o, "journal")); !equalSeqs(got, seqRange(1, 4)) {
+		t.Fatalf("journal read %v", got)
+	}
+}
+
 func TestOutbox_SeqNeverReused(t *testing.T) {
 	dir := t.TempDir()
 	o := mustOpen(t, dir, Options{Sinks: []string{"a"}, SegmentBytes: 1})

@@ -305,18 +305,18 @@ func TestJournal_3_MetadataKeysSanitisedWithoutLoss(t *testing.T) {
 	e := portFatal()
 	e.ErrorCode = []string{"a", "b"}
 	e.Metadata = map[string]string{
-		"lostBandwidthGbps":         "12.5",
-		"pci.width":                 "x8",
-		"pci_width":                 "x16", // sanitises to the same name
-		"priority":                  "7",   // must not set PRIORITY
-		"nic_device":                "mlx5_9",
-		"_private":                  "p",
-		"9lives":                    "cat",
-		"!!!":                       "dropped",
-		strings.Repeat("k", 80):     "long",
-		"message_id":                "not-an-id",
-		"Syslog-Identifier":         "other",
-		"counter":                   "port_rcv_errors",
+		"lostBandwidthGbps":          "12.5",
+		"pci.width":                  "x8",
+		"pci_width":                  "x16", // sanitises to the same name
+		"priority":                   "7",   // must not set PRIORITY
+		"nic_device":                 "mlx5_9",
+		"_private":                   "p",
+		"9lives":                     "cat",
+		"!!!":                        "dropped",
+		strings.Repeat("k", 80):      "long",
+		"message_id":                 "not-an-id",
+		"Syslog-Identifier":          "other",
+		"counter":                    "port_rcv_errors",
 		"value with\nnewline inside": "v",
 	}
 	f := Fields(e)

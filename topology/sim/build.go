@@ -51,15 +51,23 @@ func BuildWith(root, shape string, opts BuildOptions) (*Host, error) {
 			return nil, err
 		}
 	}
-	l := def.build()
+	return buildLayout(abs, shape, def.build(), opts, true)
+}
+
+// buildLayout writes l into abs (or, with write false, only computes the
+// manifest: the scale shapes' layout tests use that).
+func buildLayout(abs, shape string, l *layout, opts BuildOptions, write bool) (*Host, error) {
 	if err := l.check(); err != nil {
 		return nil, fmt.Errorf("shape %s: %w", shape, err)
 	}
-	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts}}
+	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts}, dryRun: !write}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
 	h := &Host{Root: abs, m: b.m}
+	if !write {
+		return h, nil
+	}
 	if !opts.NoMetadata {
 		if err := h.WriteMetadata(); err != nil {
 			return nil, err
@@ -132,13 +140,16 @@ type builder struct {
 	paths     map[*pciNode]string // PCI dir relative to sys
 	uverbs    int
 	umad      int
+	dryRun    bool
 }
 
 func (b *builder) abs(rel string) string { return filepath.Join(b.sys, rel) }
 
 func (b *builder) build() error {
-	if err := os.MkdirAll(b.root, 0o755); err != nil {
-		return fmt.Errorf("build %s: %w", b.root, err)
+	if !b.dryRun {
+		if err := os.MkdirAll(b.root, 0o755); err != nil {
+			return fmt.Errorf("build %s: %w", b.root, err)
+		}
 	}
 	b.w = newTreeWriter(b.root)
 	b.w.private = b.opts.PrivateFiles
@@ -196,6 +207,9 @@ func (b *builder) build() error {
 	}
 	if b.opts.Bond && b.m.DefaultRoute != "" {
 		b.writeBond(b.m.DefaultRoute)
+	}
+	if b.dryRun {
+		return nil
 	}
 	if err := b.w.flush(); err != nil {
 		return err
@@ -501,7 +515,7 @@ func writeRoute(root string, m *manifest) error {
 		line(fmt.Sprintf("%s\t%08X\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0", nd.Name, uint32(i)<<16|0x0A))
 	}
 	p := filepath.Join(root, "proc/net/route")
-	return writeAtomic(p, []byte(sb.String()))
+	return writeAtomic(root, p, []byte(sb.String()))
 }
 
 func guidFor(seq int) uint64 { return 0xb83fd20300a0b000 + uint64(seq)*0x10 }

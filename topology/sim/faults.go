@@ -119,12 +119,12 @@ func (h *Host) SetPortState(dev string, port int, state, phys string) error {
 		}
 	}
 	if st != "" {
-		if err := writeAtomic(filepath.Join(dir, "state"), []byte(st+"\n")); err != nil {
+		if err := writeAtomic(h.Root, filepath.Join(dir, "state"), []byte(st+"\n")); err != nil {
 			return err
 		}
 	}
 	if ph != "" {
-		if err := writeAtomic(filepath.Join(dir, "phys_state"), []byte(ph+"\n")); err != nil {
+		if err := writeAtomic(h.Root, filepath.Join(dir, "phys_state"), []byte(ph+"\n")); err != nil {
 			return err
 		}
 	}
@@ -140,7 +140,7 @@ func (h *Host) SetCounter(dev string, port int, rel string, v uint64) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(p, []byte(strconv.FormatUint(v, 10)+"\n"))
+	return writeAtomic(h.Root, p, []byte(strconv.FormatUint(v, 10)+"\n"))
 }
 
 // AddCounter adds delta to an existing counter. It fails, changing nothing,
@@ -164,7 +164,7 @@ func (h *Host) AddCounter(dev string, port int, rel string, delta uint64) error 
 	if cur+delta < cur {
 		return fmt.Errorf("%s port %d %s: %d + %d overflows 64 bits", dev, port, rel, cur, delta)
 	}
-	return writeAtomic(p, []byte(strconv.FormatUint(cur+delta, 10)+"\n"))
+	return writeAtomic(h.Root, p, []byte(strconv.FormatUint(cur+delta, 10)+"\n"))
 }
 
 // WriteRaw writes content verbatim (no newline added) to rel in the port
@@ -180,7 +180,7 @@ func (h *Host) WriteRaw(dev string, port int, rel, content string) error {
 	if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s port %d: no directory for %s", dev, port, rel)
 	}
-	return writeAtomic(p, []byte(content))
+	return writeAtomic(h.Root, p, []byte(content))
 }
 
 // RemoveFile deletes rel from the port directory: a counter this firmware
@@ -220,7 +220,7 @@ func (h *Host) ResetCounters(dev string, port int) error {
 			if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if err := writeAtomic(filepath.Join(dir, sub, e.Name()), []byte("0\n")); err != nil {
+			if err := writeAtomic(h.Root, filepath.Join(dir, sub, e.Name()), []byte("0\n")); err != nil {
 				return err
 			}
 		}
@@ -239,7 +239,7 @@ func (h *Host) SetRate(dev string, port int, rate string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(p, []byte(rate+"\n"))
+	return writeAtomic(h.Root, p, []byte(rate+"\n"))
 }
 
 func (h *Host) netdevFile(netdev, rel string) (string, error) {
@@ -287,7 +287,7 @@ func (h *Host) SetNetFile(netdev, rel, content string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(p, []byte(content))
+	return writeAtomic(h.Root, p, []byte(content))
 }
 
 // SetBootID writes proc/sys/kernel/random/boot_id: the daemon compares it
@@ -297,7 +297,7 @@ func (h *Host) SetBootID(id string) error {
 	if id == "" || strings.ContainsAny(id, "\n ") {
 		return fmt.Errorf("bad boot id %q: want a UUID", id)
 	}
-	return writeAtomic(filepath.Join(h.ProcRoot(), "sys/kernel/random/boot_id"), []byte(id+"\n"))
+	return writeAtomic(h.Root, filepath.Join(h.ProcRoot(), "sys/kernel/random/boot_id"), []byte(id+"\n"))
 }
 
 // NewBootID writes a fresh random boot id (a simulated reboot) and returns it.
@@ -358,7 +358,10 @@ func (h *Host) MakeFIFO(dev string, port int, rel string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", p, err)
 	}
-	tmp := filepath.Join(filepath.Dir(p), ".sim-fifo-"+filepath.Base(p))
+	if err := os.MkdirAll(filepath.Join(h.Root, tmpDir), 0o755); err != nil {
+		return fmt.Errorf("mkfifo: %w", err)
+	}
+	tmp := filepath.Join(h.Root, tmpDir, "fifo-"+filepath.Base(p))
 	os.Remove(tmp)
 	if err := syscall.Mkfifo(tmp, 0o644); err != nil {
 		return fmt.Errorf("mkfifo %s: %w", tmp, err)
@@ -400,7 +403,7 @@ func (h *Host) UnmakeFIFO(dev string, port int, rel string) error {
 	if !ok {
 		content = "0\n"
 	}
-	if err := writeAtomic(p, []byte(content)); err != nil {
+	if err := writeAtomic(h.Root, p, []byte(content)); err != nil {
 		return err
 	}
 	delete(h.m.Fifos, key)

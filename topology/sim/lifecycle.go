@@ -130,7 +130,7 @@ func (h *Host) RemoveDevice(dev string) error {
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", dev, err)
 	}
-	if err := writeAtomic(filepath.Join(recDir, "record.json"), b); err != nil {
+	if err := writeAtomic(h.Root, filepath.Join(recDir, "record.json"), b); err != nil {
 		return err
 	}
 	return h.saveManifest()
@@ -229,7 +229,7 @@ func (h *Host) RenameDevice(oldName, newName string) error {
 	}
 	ibdevs, _ := filepath.Glob(filepath.Join(pci, "infiniband_*", "*", "ibdev"))
 	for _, f := range ibdevs {
-		if err := writeAtomic(f, []byte(newName+"\n")); err != nil {
+		if err := writeAtomic(h.Root, f, []byte(newName+"\n")); err != nil {
 			return err
 		}
 	}

@@ -97,5 +97,5 @@ func (h *Host) saveManifest() error {
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	return writeAtomic(filepath.Join(h.Root, ManifestName), b)
+	return writeAtomic(h.Root, filepath.Join(h.Root, ManifestName), b)
 }

@@ -60,7 +60,7 @@ func (h *Host) WriteMetadata() error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	return writeAtomic(p, append(b, '\n'))
+	return writeAtomic(h.Root, p, append(b, '\n'))
 }
 
 // RemoveMetadata deletes the metadata file (a node without the collector).

@@ -34,8 +34,8 @@ func shapeTable() map[string]shapeDef {
 		"a100-oci":    {"OCI A100 RoCE: 4 NUMA (0,2,4,6), 8 GPUs on NUMA 2 and 4, 18 RoCE PFs: mlx5_0 (NUMA 0) and mlx5_13 (NUMA 6) management by the NUMA gate, 16 compute PXB", a100OCI},
 		"h100-oci":    {"OCI H100: 2 NUMA, 8 GPUs, 8 dual-function RoCE cards PXB to one GPU each (16 compute), storage mlx5_2 and mlx5_11 (NODE), default route on a non-RDMA NIC", h100OCI},
 		"l40s-oci":    {"OCI L40S: 2 NUMA, 4 PCIe GPUs, 6 RoCE NICs NODE/SYS only (6 storage), default route on a non-RDMA NIC", l40sOCI},
-		"xl":          {"scale: 8 GPUs, 32 dual-port IB PFs (PIX) with 8 VFs each (256 VFs)", func() *layout { return scale(4) }},
-		"xxl":         {"scale: 8 GPUs, 128 dual-port IB PFs (PIX) with 8 VFs each (1024 VFs)", func() *layout { return scale(16) }},
+		"xl":          {"scale: 8 GPUs, 32 dual-port IB PFs (PIX) with 8 VFs each (256 VFs)", func() *layout { return scale(8, 4, 8) }},
+		"xxl":         {"scale: 8 GPUs, 128 dual-port IB PFs (PIX) with 8 VFs each (1024 VFs)", func() *layout { return scale(8, 16, 8) }},
 	}
 }
 
@@ -218,17 +218,17 @@ func l40sOCI() *layout {
 	return l
 }
 
-// scale builds 8 GPUs, each sharing a switch with perGPU dual-port IB PFs
-// that have 8 VFs each: the xl/xxl benchmarks' node.
-func scale(perGPU int) *layout {
+// scale builds gpus GPUs, each sharing a switch with perGPU dual-port IB
+// PFs that have vfs VFs each: the xl/xxl benchmarks' node.
+func scale(gpus, perGPU, vfs int) *layout {
 	l := &layout{}
 	n := 0
-	for g := 0; g < 8; g++ {
-		dn := l.freshRootPort(0, 0x08+0x1c*g, g/4).sw(1 + perGPU)
+	for g := 0; g < gpus; g++ {
+		dn := l.freshRootPort(0, 0x08+0x1c*g, g*2/gpus).sw(1 + perGPU)
 		l.gpu(dn[0], gpuH100)
 		for c := 0; c < perGPU; c++ {
 			l.card(dn[1+c], cardSpec{names: []string{mlx(n)}, model: cx7, linkLayer: ib, ports: 2, rate: rateNDR,
-				totalVFs: 16, numVFs: 8, role: topology.RoleCompute, reason: fmt.Sprintf("PIX to GPU %d (shares its PCIe switch)", g)})
+				totalVFs: 16, numVFs: vfs, role: topology.RoleCompute, reason: fmt.Sprintf("PIX to GPU %d (shares its PCIe switch)", g)})
 			n++
 		}
 	}

@@ -47,15 +47,84 @@ func readTrim(t testing.TB, p string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// shapesUnderTest leaves the scale shapes to TestSim_ScaleShapes (in
+// memory) and the benchmarks, keeping the suite fast; set
+// NICHEALTH_SIM_SCALE=1 to build them on disk here too.
 func shapesUnderTest(t *testing.T) []string {
 	var out []string
 	for _, s := range Shapes() {
-		if s == "xxl" && testing.Short() {
+		if (s == "xl" || s == "xxl") && os.Getenv("NICHEALTH_SIM_SCALE") == "" {
 			continue
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestSim_ScaleShapes checks xl and xxl without writing them: device and
+// VF counts, roles, and the relation matrix.
+func TestSim_ScaleShapes(t *testing.T) {
+	for _, tc := range []struct {
+		shape    string
+		pfs, vfs int
+	}{{"xl", 32, 256}, {"xxl", 128, 1024}} {
+		def := shapeTable()[tc.shape]
+		h, err := buildLayout(t.TempDir(), tc.shape, def.build(), BuildOptions{NodeName: "n", BootID: "b"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pfs, vfs int
+		for _, d := range h.Devices() {
+			if d.IsVF {
+				vfs++
+			} else {
+				pfs++
+				if d.Ports != 2 || len(d.NetDevs) != 2 {
+					t.Errorf("%s %s: %d ports, netdevs %v", tc.shape, d.Name, d.Ports, d.NetDevs)
+				}
+			}
+		}
+		if pfs != tc.pfs || vfs != tc.vfs {
+			t.Errorf("%s: %d PFs %d VFs, want %d and %d", tc.shape, pfs, vfs, tc.pfs, tc.vfs)
+		}
+		if got := h.ExpectedRoles(); !reflect.DeepEqual(got, seedRoles[tc.shape]) {
+			t.Errorf("%s roles %v", tc.shape, got)
+		}
+		for name, row := range TopoMatrix(h.Devices(), h.GPUs()) {
+			pix := 0
+			for _, r := range row {
+				if r == RelPIX {
+					pix++
+				}
+			}
+			if pix != 1 {
+				t.Errorf("%s %s: %v, want PIX to exactly one GPU", tc.shape, name, row)
+			}
+		}
+	}
+}
+
+// TestSim_DualPortOnDisk writes a small scale layout (dual-port PFs with
+// VFs, as xl/xxl have) and runs the on-disk checks over it.
+func TestSim_DualPortOnDisk(t *testing.T) {
+	h, err := buildLayout(t.TempDir(), "xl", scale(2, 1, 2), BuildOptions{NodeName: "n", BootID: "b"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSymlinksRelativeInside(t, h.Root)
+	checkClassInfiniband(t, h)
+	checkMetadata(t, h)
+	checkClassificationFromTree(t, h)
+	d, _ := h.Device("mlx5_0")
+	if d.NetDevs[1] != d.NetDevs[0]+"d1" {
+		t.Errorf("port 2 netdev %q", d.NetDevs[1])
+	}
+	if err := h.SetPortState("mlx5_0", 2, "DOWN", "Polling"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(h.Paths().ClassInfiniBand, "mlx5_0/ports/1/state")); got != "4: ACTIVE" {
+		t.Errorf("port 1 changed with port 2: %s", got)
+	}
 }
 
 // TestSim_8_DesignTestContract_AllShapes builds every shape and checks the

@@ -11,12 +11,20 @@ import (
 	"syscall"
 )
 
-// writeAtomic replaces path with data through a temporary file in the same
-// directory and a rename, so a concurrent reader sees the old or the new
-// content, never a torn write.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".sim-tmp-*")
+// tmpDir holds files on their way into the tree. Keeping them outside the
+// sysfs directories means a reader listing counters/ or hw_counters/ never
+// sees a half-made file; rename within one filesystem is still atomic.
+const tmpDir = ".tmp"
+
+// writeAtomic replaces path (inside the host at root) with data through a
+// temporary file and a rename, so a concurrent reader sees the old or the
+// new content, never a torn write.
+func writeAtomic(root, path string, data []byte) error {
+	dir := filepath.Join(root, tmpDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "w-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -129,19 +137,28 @@ func (w *treeWriter) flush() error {
 		link bool
 		data string
 	}
-	first := map[key]string{}
+	// A master takes at most maxLinks links (ext4 caps an inode at 65000).
+	const maxLinks = 1000
+	type group struct {
+		master string
+		n      int
+	}
+	groups := map[key]*group{}
+	masterOf := make([]string, len(w.ops))
 	var masters, rest []int
 	for i, o := range w.ops {
 		k := key{o.link, o.data}
-		if _, ok := first[k]; ok && !w.private {
+		g := groups[k]
+		if g != nil && g.n < maxLinks && !w.private {
+			g.n++
+			masterOf[i] = g.master
 			rest = append(rest, i)
 			continue
 		}
-		first[k] = o.path
+		groups[k] = &group{master: o.path}
 		masters = append(masters, i)
 	}
-	if err := parallel(len(masters), func(i int) error {
-		o := w.ops[masters[i]]
+	create := func(o op) error {
 		if o.link {
 			if err := os.Symlink(o.data, o.path); err != nil {
 				return fmt.Errorf("link %s -> %s: %w", o.path, o.data, err)
@@ -149,13 +166,16 @@ func (w *treeWriter) flush() error {
 			return nil
 		}
 		return writeNew(o.path, o.data)
-	}); err != nil {
+	}
+	if err := parallel(len(masters), func(i int) error { return create(w.ops[masters[i]]) }); err != nil {
 		return err
 	}
 	return parallel(len(rest), func(i int) error {
 		o := w.ops[rest[i]]
-		if err := os.Link(first[key{o.link, o.data}], o.path); err != nil {
-			return fmt.Errorf("write %s: %w", o.path, err)
+		if err := os.Link(masterOf[rest[i]], o.path); err != nil {
+			// A filesystem without hard links (or with a lower cap) still
+			// gets a correct tree, only slower.
+			return create(o)
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,8 +21,17 @@ func FuzzSocketPath(f *testing.F) {
 			}
 			return
 		}
-		if !filepath.IsAbs(p) || strings.Contains(p, "://") {
+		if !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
 			t.Fatalf("socketPath(%q) = %q: not an absolute path", target, p)
+		}
+		// The target handed to gRPC must decode back to the same path.
+		s, err := New(target, Options{NodeName: "n"})
+		if err != nil {
+			t.Fatalf("socketPath accepted %q but New refused it: %v", target, err)
+		}
+		u, err := url.Parse(s.Target())
+		if err != nil || u.Scheme != "unix" || u.Host != "" || u.Path != p {
+			t.Fatalf("target %q for path %q does not round-trip: %v %v", s.Target(), p, u, err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,7 +78,7 @@ func New(target string, opts Options) (*Sink, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Sink{
-		target: "unix://" + path, path: path, node: opts.NodeName,
+		target: (&url.URL{Scheme: "unix", Path: path}).String(), path: path, node: opts.NodeName,
 		timeout: opts.Timeout, logger: opts.Logger,
 	}, nil
 }
@@ -93,10 +94,12 @@ func socketPath(target string) (string, error) {
 	case t == "":
 		return "", fmt.Errorf("platform connector target is empty; use %s or an absolute socket path", DefaultTarget)
 	case strings.HasPrefix(t, "unix://"):
-		p = strings.TrimPrefix(t, "unix://")
-		if !strings.HasPrefix(p, "/") {
+		// A URL: gRPC percent-decodes its path, and so do we.
+		u, err := url.Parse(t)
+		if err != nil || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
 			return "", fmt.Errorf("platform connector target %q: unix:// needs an absolute path, e.g. %s", target, DefaultTarget)
 		}
+		p = u.Path
 	case strings.HasPrefix(t, "unix:"):
 		p = strings.TrimPrefix(t, "unix:")
 	case strings.Contains(t, "://") || strings.HasPrefix(t, "unix-abstract:") || strings.HasPrefix(t, "dns:") || hostPort.MatchString(t):
@@ -106,6 +109,9 @@ func socketPath(target string) (string, error) {
 	}
 	if p == "" {
 		return "", fmt.Errorf("platform connector target %q has no socket path; use e.g. %s", target, DefaultTarget)
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("platform connector target %q: the socket path contains a NUL byte", target)
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -117,7 +123,7 @@ func socketPath(target string) (string, error) {
 // Name implements sink.Sink.
 func (s *Sink) Name() string { return "platform-connector" }
 
-// Target is the gRPC target in use, "unix:///abs/path".
+// Target is the gRPC target in use, "unix:///abs/path" (percent-encoded).
 func (s *Sink) Target() string { return s.target }
 
 // Send makes one HealthEventOccurredV1 call carrying every event (after

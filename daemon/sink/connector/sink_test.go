@@ -382,6 +382,9 @@ func TestConnector_3_NewValidates(t *testing.T) {
 		{"unix:rel.sock", "n", "unix://" + filepath.Join(wd, "rel.sock"), ""},
 		{"rel/dir.sock", "n", "unix://" + filepath.Join(wd, "rel/dir.sock"), ""},
 		{" unix:///a/b.sock ", "n", "unix:///a/b.sock", ""},
+		{"unix:///run/a%20b.sock", "n", "unix:///run/a%20b.sock", ""},
+		{"/run/odd #?.sock", "n", "unix:///run/odd%20%23%3F.sock", ""},
+		{"/run/a\x00b", "n", "", "NUL"},
 		{"", "n", "", "empty"},
 		{"unix://", "n", "", "absolute path"},
 		{"unix://rel.sock", "n", "", "absolute path"},
@@ -478,5 +481,19 @@ func BenchmarkSend_16Events(b *testing.B) {
 		if err := s.Send(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Socket paths with characters that mean something in a URL still reach
+// the right socket (gRPC parses its target as a URL).
+func TestConnector_3_OddSocketPath(t *testing.T) {
+	dir := socketDir(t)
+	c := serve(t, filepath.Join(dir, "a b#1%.sock"), nil)
+	s := newSink(t, c.path)
+	if err := s.Send(context.Background(), []event.Event{portHealthy("mlx5_0")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.got()) != 1 {
+		t.Errorf("connector got %d calls", len(c.got()))
 	}
 }
