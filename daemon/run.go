@@ -148,7 +148,9 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if rep.Status == persist.LoadCorrupt {
-		log.Warn("state file unusable; starting fresh", "file", opts.StateFile, "reason", rep.Reason)
+		log.Warn("state file unusable; starting fresh", "file", opts.StateFile, "reason", rep.Reason, "kept_copy", rep.Preserved)
+	} else if len(rep.Dropped) > 0 {
+		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", rep.Dropped)
 	}
 	bs := persist.ApplyBoot(st, bootID)
 	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", len(st.KnownDevices))
@@ -326,13 +328,12 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		}
 		seqs, err := d.ob.Append(evs)
 		if err != nil {
-			// The state is not saved either: after a restart the same
-			// transitions are detected again, so nothing is lost.
-			d.log.Error("cannot append events to the outbox; state not committed so they are re-detected",
-				"err", err, "events", len(evs))
-			for _, e := range evs {
-				d.log.Warn("event not yet durable", "check", e.CheckName, "message", e.Message)
-			}
+			// Nothing is durable and the state is not saved: the specs go
+			// back to the front of the next cycle, so a full or read-only
+			// disk delays events but never loses them (and a crash in the
+			// meantime re-detects them from the unsaved state).
+			d.log.Error("cannot append events to the outbox; retrying next poll", "err", err, "events", len(evs))
+			d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
 			return nil
 		}
 		for i := range evs {

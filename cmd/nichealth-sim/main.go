@@ -20,7 +20,8 @@ func main() {
 
 const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
 
-  build --shape SHAPE --root DIR [--no-metadata] [--bond] [--node-name N] [--private-files]
+  build --shape SHAPE --root DIR [--no-metadata] [--bond] [--foreign-rdma]
+        [--node-name N] [--private-files]
   shapes                                  list shapes
   list --root DIR [--json]                devices and their expected roles
   port-state DEV PORT STATE PHYS          e.g. mlx5_0 1 DOWN Disabled ("" keeps one)
@@ -92,6 +93,7 @@ func dispatch(args []string, stdout io.Writer) error {
 	bond := fs.Bool("bond", false, "put the default-route netdev under bond0")
 	nodeName := fs.String("node-name", "", "node_name in the metadata")
 	private := fs.Bool("private-files", false, "one inode per file")
+	foreign := fs.Bool("foreign-rdma", false, "add irdma0, a non-mlx5 RDMA device")
 	asJSON := fs.Bool("json", false, "list as JSON")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -124,7 +126,7 @@ func dispatch(args []string, stdout io.Writer) error {
 		if *shape == "" {
 			return usageErr("build needs --shape (one of %s)", strings.Join(sim.Shapes(), ", "))
 		}
-		h, err := sim.BuildWith(*root, *shape, sim.BuildOptions{NoMetadata: *noMeta, Bond: *bond, NodeName: *nodeName, PrivateFiles: *private})
+		h, err := sim.BuildWith(*root, *shape, sim.BuildOptions{NoMetadata: *noMeta, Bond: *bond, NodeName: *nodeName, PrivateFiles: *private, ForeignRDMA: *foreign})
 		if err != nil {
 			return err
 		}

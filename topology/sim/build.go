@@ -51,7 +51,11 @@ func BuildWith(root, shape string, opts BuildOptions) (*Host, error) {
 			return nil, err
 		}
 	}
-	return buildLayout(abs, shape, def.build(), opts, true)
+	l := def.build()
+	if opts.ForeignRDMA {
+		l.addForeignRDMA()
+	}
+	return buildLayout(abs, shape, l, opts, true)
 }
 
 // buildLayout writes l into abs (or, with write false, only computes the
@@ -157,7 +161,7 @@ func (b *builder) build() error {
 	for _, d := range []string{
 		"sys/class/infiniband", "sys/class/net", "sys/class/infiniband_verbs", "sys/class/infiniband_mad",
 		"sys/bus/pci/devices", "sys/bus/pci/drivers/mlx5_core", "sys/bus/pci/drivers/nvidia",
-		"sys/bus/pci/drivers/pcieport", "sys/bus/pci/drivers/bnxt_en", "sys/devices/virtual/net",
+		"sys/bus/pci/drivers/pcieport", "sys/bus/pci/drivers/bnxt_en", "sys/bus/pci/drivers/ice", "sys/devices/virtual/net",
 		"dev/infiniband", "proc/net", "proc/sys/kernel/random", "var/lib/nvsentinel",
 	} {
 		w.dir(filepath.Join(b.root, d))
@@ -253,7 +257,7 @@ func (b *builder) writePCI(n *pciNode) {
 	case kindGPU:
 		vendor, device, class, driver, speed, width = "0x10de", n.gpuModel.deviceID, "0x030200", "nvidia", n.gpuModel.pciSpeed, "16"
 	case kindHCA:
-		vendor, device, class, driver, speed, width = "0x15b3", n.hca.model.deviceID, "0x020700", "mlx5_core", n.hca.model.pciSpeed, "16"
+		vendor, device, class, driver, speed, width = n.hca.model.pciVendor(), n.hca.model.deviceID, "0x020700", n.hca.model.pciDriver(), n.hca.model.pciSpeed, "16"
 		if n.hca.linkLayer == eth {
 			class = "0x020000"
 		}
@@ -441,6 +445,7 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 	di := DeviceInfo{Name: h.name, PCIAddress: n.addr.String(), Card: n.addr.card(), NUMANode: n.numa,
 		LinkLayer: h.linkLayer, Ports: h.ports, IsVF: h.isVF, NetDev: h.netdevs[0],
 		NetDevs: append([]string(nil), h.netdevs...), HCAType: h.model.hcaType, FWVer: h.model.fwVer,
+		Vendor: h.model.pciVendor(), Driver: h.model.pciDriver(),
 		NodeGUID: fmtGUID(guid), PCIPath: pciRel, ExpectedRole: h.role, RoleReason: h.reason}
 	if h.isVF {
 		di.PhysFn = h.pf.addr.String()

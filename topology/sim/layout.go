@@ -45,12 +45,31 @@ type hcaModel struct {
 	boardID  string
 	pciSpeed string
 	name     string
+	vendor   string // PCI vendor; "" means Mellanox 0x15b3
+	driver   string // PCI driver; "" means mlx5_core
+}
+
+func (m hcaModel) pciVendor() string {
+	if m.vendor == "" {
+		return "0x15b3"
+	}
+	return m.vendor
+}
+
+func (m hcaModel) pciDriver() string {
+	if m.driver == "" {
+		return "mlx5_core"
+	}
+	return m.driver
 }
 
 var (
 	cx6 = hcaModel{hcaType: "MT4123", deviceID: "0x101b", vfID: "0x101c", fwVer: "20.39.1002", boardID: "MT_0000000223", pciSpeed: "16.0 GT/s PCIe", name: "ConnectX-6"}
 	cx7 = hcaModel{hcaType: "MT4129", deviceID: "0x1021", vfID: "0x101e", fwVer: "28.39.1002", boardID: "MT_0000000838", pciSpeed: "32.0 GT/s PCIe", name: "ConnectX-7"}
-	bf3 = hcaModel{hcaType: "MT41692", deviceID: "0xa2dc", vfID: "0x101e", fwVer: "32.39.1002", boardID: "MT_0000000884", pciSpeed: "32.0 GT/s PCIe", name: "BlueField-3"}
+	// An Intel E810 with irdma: a non-mlx5 RDMA device that shows up in
+	// class/infiniband and must never be monitored (DESIGN.md section 2).
+	e810 = hcaModel{hcaType: "E810", deviceID: "0x1593", vfID: "0x1889", fwVer: "1.70", boardID: "E810-C", pciSpeed: "16.0 GT/s PCIe", name: "E810", vendor: "0x8086", driver: "ice"}
+	bf3  = hcaModel{hcaType: "MT41692", deviceID: "0xa2dc", vfID: "0x101e", fwVer: "32.39.1002", boardID: "MT_0000000884", pciSpeed: "32.0 GT/s PCIe", name: "BlueField-3"}
 )
 
 // gpuModel is a GPU as the PCI tree and nvidia-smi show it.

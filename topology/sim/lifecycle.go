@@ -107,7 +107,7 @@ func (h *Host) RemoveDevice(dev string) error {
 		if err := rm(filepath.Join("sys/bus/pci/devices", x.PCIAddress)); err != nil {
 			return err
 		}
-		if err := rm(filepath.Join("sys/bus/pci/drivers/mlx5_core", x.PCIAddress)); err != nil {
+		if err := rm(filepath.Join("sys/bus/pci/drivers", x.Driver, x.PCIAddress)); err != nil {
 			return err
 		}
 		if x.IsVF {

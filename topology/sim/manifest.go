@@ -26,6 +26,8 @@ type DeviceInfo struct {
 	NetDev       string        `json:"netDev"`           // netdev of port 1
 	NetDevs      []string      `json:"netDevs"`          // netdev of each port, in port order
 	HCAType      string        `json:"hcaType"`          // MT4129 ...
+	Vendor       string        `json:"vendor"`           // PCI vendor, 0x15b3 for mlx5
+	Driver       string        `json:"driver"`           // PCI driver, mlx5_core for mlx5
 	FWVer        string        `json:"fwVer"`
 	NodeGUID     string        `json:"nodeGUID"`
 	PCIPath      string        `json:"pciPath"` // PCI function dir relative to H/sys
@@ -67,6 +69,9 @@ type BuildOptions struct {
 	// rename), but a test that writes into a tree file in place must set
 	// PrivateFiles or it changes every file sharing that content.
 	PrivateFiles bool
+	// ForeignRDMA adds irdma0, an Intel E810 RDMA device (vendor 0x8086,
+	// driver ice) on NUMA 0, that discovery must list but never monitor.
+	ForeignRDMA bool
 }
 
 type manifest struct {

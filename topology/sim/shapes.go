@@ -235,3 +235,10 @@ func scale(gpus, perGPU, vfs int) *layout {
 	l.finish(vfPrefixMLX)
 	return l
 }
+
+// addForeignRDMA adds irdma0 on its own host bridge of NUMA 0.
+func (l *layout) addForeignRDMA() {
+	n := l.card(l.freshRootPort(0, 0xfe, 0), cardSpec{names: []string{"irdma0"}, model: e810, linkLayer: eth, rate: "100 Gb/sec (4X EDR)",
+		role: topology.RoleUnknown, reason: "not an mlx5 device (vendor 0x8086, driver ice/irdma): never monitored"})
+	n[0].hca.netdevs = hcaNetdevs(n[0])
+}

@@ -210,8 +210,8 @@ func checkClassInfiniband(t *testing.T, h *Host) {
 			continue
 		}
 		dev := filepath.Join(cls, name, "device")
-		if v := readTrim(t, dev+"/vendor"); v != "0x15b3" {
-			t.Errorf("%s: vendor %s, want 0x15b3", name, v)
+		if v := readTrim(t, dev+"/vendor"); v != d.Vendor || d.Driver == "mlx5_core" && v != "0x15b3" {
+			t.Errorf("%s: vendor %s, want %s", name, v, d.Vendor)
 		}
 		target, _ := os.Readlink(dev)
 		if filepath.Base(target) != d.PCIAddress {
@@ -221,7 +221,7 @@ func checkClassInfiniband(t *testing.T, h *Host) {
 			t.Errorf("%s: uevent lacks PCI_SLOT_NAME=%s", name, d.PCIAddress)
 		}
 		drv, _ := os.Readlink(dev + "/driver")
-		if filepath.Base(drv) != "mlx5_core" {
+		if filepath.Base(drv) != d.Driver {
 			t.Errorf("%s: driver -> %s", name, drv)
 		}
 		_, physErr := os.Lstat(dev + "/physfn")
@@ -382,6 +382,12 @@ func checkClassificationFromTree(t *testing.T, h *Host) {
 			continue
 		}
 		dir := filepath.Join(h.Paths().ClassInfiniBand, d.Name)
+		if readTrim(t, dir+"/device/vendor") != "0x15b3" {
+			if d.ExpectedRole != topology.RoleUnknown {
+				t.Errorf("non-mlx5 %s expects role %s", d.Name, d.ExpectedRole)
+			}
+			continue
+		}
 		var got topology.Role
 		row := md.NICTopology[d.Name]
 		has := func(levels ...string) bool {
@@ -533,6 +539,27 @@ func TestSim_Options_NoMetadataAndBond(t *testing.T) {
 	res, err := filepath.EvalSymlinks(filepath.Join(lower, "device", "infiniband", "mlx5_12"))
 	if err != nil || !strings.HasPrefix(res, h.Root) {
 		t.Errorf("bond0 lower link does not lead to mlx5_12: %v", err)
+	}
+	checkSymlinksRelativeInside(t, h.Root)
+}
+
+func TestSim_Options_ForeignRDMA(t *testing.T) {
+	h, err := BuildWith(t.TempDir(), "l40s-oci", BuildOptions{ForeignRDMA: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := h.Device("irdma0")
+	if !ok || d.Vendor != "0x8086" || d.Driver != "ice" || d.ExpectedRole != topology.RoleUnknown {
+		t.Fatalf("irdma0: %+v", d)
+	}
+	checkSymlinksRelativeInside(t, h.Root)
+	checkClassInfiniband(t, h)
+	checkClassificationFromTree(t, h)
+	if err := h.RemoveDevice("irdma0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RestoreDevice("irdma0"); err != nil {
+		t.Fatal(err)
 	}
 	checkSymlinksRelativeInside(t, h.Root)
 }
