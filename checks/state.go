@@ -236,6 +236,20 @@ const DisappearAfter = 3
 // class/infiniband. present holds every monitored device seen now (with
 // its link layer). It returns disappearance and reappearance events.
 func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string, classDir string) ([]event.Spec, bool) {
+	if len(st.Disappeared) == 0 && len(present) == len(st.KnownDevices) && len(c.misses) == 0 {
+		// Steady state: the same devices as known, none missing. Equal sizes
+		// plus "every known one is present" means the sets are equal.
+		all := true
+		for _, n := range st.KnownDevices {
+			if _, ok := present[n]; !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil, false
+		}
+	}
 	var out []event.Spec
 	changed := false
 	gone := map[string]bool{}

@@ -33,14 +33,17 @@ type Monitor struct {
 	start checks.Start
 	rd    *reader.Reader
 
-	names    []string
-	devices  []*topology.Device
-	matrix   *gpumeta.Matrix
-	ports    []*portPlan
-	files    []*reader.File
-	defs     []counters.Definition
-	stateChk *checks.PortStateCheck
-	eval     *counters.Evaluator
+	names     []string
+	lister    *topology.Lister
+	listerDir string
+	present   map[string]string
+	devices   []*topology.Device
+	matrix    *gpumeta.Matrix
+	ports     []*portPlan
+	files     []*reader.File
+	defs      []counters.Definition
+	stateChk  *checks.PortStateCheck
+	eval      *counters.Evaluator
 
 	unreadable        map[string]bool // per device: core files unreadable, logged once
 	stuckBuf          []*reader.File
@@ -56,20 +59,29 @@ type Monitor struct {
 	stuckReported map[string]bool
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
 	pendingSpecs []event.Spec
+	// Reused per cycle by card homogeneity.
+	anomalous map[string]bool
+	active    map[string]int
 }
 
 type portPlan struct {
-	dev      *topology.Device
-	port     *topology.Port
-	netdev   string
-	state    *reader.File
-	phys     *reader.File
-	rate     *reader.File
-	oper     *reader.File
-	counters []counterRead
-	obs      checks.Observation
-	observed bool // obs holds a reading from this boot of the daemon
-	rateGbps float64
+	dev       *topology.Device
+	port      *topology.Port
+	netdev    string
+	state     *reader.File
+	phys      *reader.File
+	rate      *reader.File
+	oper      *reader.File
+	counters  []counterRead
+	obs       checks.Observation
+	observed  bool // obs holds a reading from this boot of the daemon
+	judged    checks.Observation
+	wasJudged bool // judged holds the observation the state check last saw
+	rateGbps  float64
+	rateRaw   [64]byte
+	rateLen   int
+	operRaw   [32]byte
+	operLen   int
 }
 
 type counterRead struct {
@@ -87,6 +99,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		lastChange:    map[string]time.Time{},
 		sanity:        map[string][]string{},
 		stuckReported: map[string]bool{},
+		present:       map[string]string{},
 	}
 	if bootStatus.Baseline() {
 		m.start = checks.Baseline
@@ -138,6 +151,20 @@ func (m *Monitor) Discover() error {
 	m.names = m.names[:0]
 	for _, d := range devs {
 		m.names = append(m.names, d.Name)
+	}
+	if m.lister == nil || m.cfg.Paths.ClassInfiniBand != m.listerDir {
+		if m.lister != nil {
+			m.lister.Close()
+		}
+		m.lister = topology.NewLister(m.cfg.Paths.ClassInfiniBand)
+		m.listerDir = m.cfg.Paths.ClassInfiniBand
+	}
+	m.lister.SetKnown(m.names)
+	clear(m.present)
+	for _, d := range devs {
+		if d.Monitored() {
+			m.present[d.Name] = d.LinkLayer()
+		}
 	}
 	m.buildPlan()
 	m.devicesSetChanged = true
@@ -283,8 +310,8 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	changed := len(specs) > 0
 	first := m.cycles == 0
 
-	names, enumErr := topology.ListNames(m.cfg.Paths.ClassInfiniBand, m.cfg.Filter)
-	if enumErr == nil && !slices.Equal(names, m.names) {
+	setChanged, enumErr := m.lister.Changed(m.cfg.Filter)
+	if enumErr == nil && setChanged {
 		m.rediscover()
 	}
 
@@ -325,7 +352,12 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	anomalous := m.cards(now, &specs, &changed)
 
 	for _, p := range m.ports {
-		if p.observed && m.stateEnabled(p.port.LinkLayer) && p.state.Err == nil && p.phys.Err == nil {
+		// The state check is edge-triggered: an observation equal to the
+		// one it last judged cannot cross a boundary, so a steady poll
+		// skips it (and its allocations) entirely.
+		if p.observed && m.stateEnabled(p.port.LinkLayer) && p.state.Err == nil && p.phys.Err == nil &&
+			(first || !p.wasJudged || p.obs != p.judged) {
+			p.judged, p.wasJudged = p.obs, true
 			start := checks.Steady
 			if first {
 				start = m.start
@@ -360,13 +392,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	}
 
 	if enumErr == nil {
-		present := map[string]string{}
-		for _, d := range m.devices {
-			if d.Monitored() {
-				present[d.Name] = d.LinkLayer()
-			}
-		}
-		ss, ch := m.stateChk.Enumerated(m.st, present, m.cfg.Paths.ClassInfiniBand)
+		ss, ch := m.stateChk.Enumerated(m.st, m.present, m.cfg.Paths.ClassInfiniBand)
 		specs = append(specs, ss...)
 		changed = changed || ch
 	} else if !m.unreadable["*enumeration*"] {
@@ -405,11 +431,23 @@ func (m *Monitor) observe(p *portPlan) {
 	}
 	o := checks.Observation{Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer, State: s, Phys: ph}
 	if p.oper != nil && p.oper.Err == nil {
-		o.Operstate = string(sysfs.TrimValue(p.oper.Value()))
+		// Converted to a string only when it changes: steady polls stay
+		// allocation-free.
+		v := sysfs.TrimValue(p.oper.Value())
+		if string(v) != string(p.operRaw[:p.operLen]) || !p.observed {
+			p.operLen = copy(p.operRaw[:], v)
+			o.Operstate = string(v)
+		} else {
+			o.Operstate = p.obs.Operstate
+		}
 	}
 	if p.rate.Err == nil {
-		if r, err := sysfs.ParseRate(p.rate.Value()); err == nil {
-			p.rateGbps = r.Gbps
+		v := p.rate.Value()
+		if string(v) != string(p.rateRaw[:p.rateLen]) {
+			p.rateLen = copy(p.rateRaw[:], v)
+			if r, err := sysfs.ParseRate(v); err == nil {
+				p.rateGbps = r.Gbps
+			}
 		}
 	}
 	p.obs, p.observed = o, true
@@ -452,13 +490,21 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 // and whenever the device set changes (seed 7.2 case 3); a latched anomaly
 // is checked for recovery on every poll.
 func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
-	active := map[string]int{}
+	if m.anomalous == nil {
+		m.anomalous, m.active = map[string]bool{}, map[string]int{}
+	}
+	anomalous, active := m.anomalous, m.active
+	clear(anomalous)
+	if len(m.st.CardAnomalies) == 0 && m.cycles != 0 && !m.devicesSetChanged {
+		// Nothing latched and nothing new to judge: the common steady poll.
+		return anomalous
+	}
+	clear(active)
 	for _, p := range m.ports {
 		if p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp {
 			active[p.dev.Card]++
 		}
 	}
-	anomalous := map[string]bool{}
 	for card, a := range m.st.CardAnomalies {
 		if active[card] >= a.Expected {
 			delete(m.st.CardAnomalies, card)

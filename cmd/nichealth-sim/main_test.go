@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/topology/sim"
+	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
 var binary string
@@ -65,7 +66,7 @@ func portFile(t *testing.T, root, dev, rel string) string {
 }
 
 func TestCLI_EndToEnd(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "h")
+	root := filepath.Join(simtest.TempDir(t), "h")
 	mustRun(t, "build", "--shape", "dgx-h100", "--root", root)
 	if out := mustRun(t, "shapes"); !strings.Contains(out, "gb200") {
 		t.Errorf("shapes: %s", out)
@@ -124,7 +125,7 @@ func TestCLI_EndToEnd(t *testing.T) {
 }
 
 func TestCLI_ErrorsExit2OneLine(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "h")
+	root := filepath.Join(simtest.TempDir(t), "h")
 	mustRun(t, "build", "--shape", "minimal", "--root", root, "--no-metadata")
 	if _, err := os.Stat(filepath.Join(root, "var/lib/nvsentinel/gpu_metadata.json")); !os.IsNotExist(err) {
 		t.Errorf("--no-metadata wrote metadata: %v", err)
@@ -134,13 +135,13 @@ func TestCLI_ErrorsExit2OneLine(t *testing.T) {
 		{"frobnicate", "--root", root},
 		{"build", "--root", root},
 		{"build", "--shape", "minimal", "--root", root},
-		{"build", "--shape", "nope", "--root", t.TempDir()},
+		{"build", "--shape", "nope", "--root", simtest.TempDir(t)},
 		{"port-state", "mlx5_0", "1", "DOWN", "Disabled"},
 		{"port-state", "--root", root, "mlx5_0", "x", "DOWN", "Disabled"},
 		{"port-state", "--root", root, "mlx5_7", "1", "DOWN", "Disabled"},
 		{"counter", "set", "--root", root, "mlx5_0", "1", "counters/link_downed", "-1"},
 		{"counter", "bump", "--root", root},
-		{"remove", "--root", t.TempDir(), "mlx5_0"},
+		{"remove", "--root", simtest.TempDir(t), "mlx5_0"},
 		{"list", "--root", root, "--bogus"},
 	}
 	for _, args := range cases {

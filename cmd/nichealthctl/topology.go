@@ -27,7 +27,7 @@ const nvidiaSMITimeout = 2 * time.Minute
 
 const topologyUsage = `Usage: nichealthctl topology SUBCOMMAND [OPTIONS]
 
-Offline helpers for the GPU↔NIC topology that decides each NIC's role
+Offline commands for the GPU↔NIC topology that decides each NIC's role
 (Compute, Storage, Management). None of them needs a running nichealthd.
 
 Subcommands:

@@ -125,6 +125,7 @@ type parser struct {
 	info    []token // info column names with their header columns
 	rows    map[string]row
 	labelOf map[string]int // label -> index in cols
+	nics    int            // NIC columns so far
 }
 
 func splitLines(data []byte) []line {
@@ -298,10 +299,8 @@ func (p *parser) headerWord(l line, t token, inInfo bool) error {
 	}
 	switch {
 	case gpuLabel.MatchString(w):
-		for _, c := range p.cols {
-			if !c.gpu {
-				return errAt(l, t, "GPU column %q after NIC columns", w)
-			}
+		if p.nics > 0 {
+			return errAt(l, t, "GPU column %q after NIC columns", w)
 		}
 		id, _ := strconv.Atoi(gpuLabel.FindStringSubmatch(w)[1])
 		return p.addCol(l, t, column{label: w, col: t.col, gpu: true, id: id})
@@ -319,6 +318,9 @@ func (p *parser) addCol(l line, t token, c column) error {
 	}
 	p.labelOf[c.label] = len(p.cols)
 	p.cols = append(p.cols, c)
+	if !c.gpu {
+		p.nics++
+	}
 	return nil
 }
 

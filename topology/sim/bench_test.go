@@ -4,7 +4,7 @@ import "testing"
 
 func benchmarkBuild(b *testing.B, shape string) {
 	for i := 0; i < b.N; i++ {
-		if _, err := Build(b.TempDir(), shape); err != nil {
+		if _, err := Build(tempRoot(b), shape); err != nil {
 			b.Fatal(err)
 		}
 	}

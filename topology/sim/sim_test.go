@@ -29,9 +29,21 @@ var seedRoles = map[string]map[topology.Role]int{
 	"xxl":         {topology.RoleCompute: 128},
 }
 
+// tempRoot is a fresh directory from MkdirTemp (RAM-backed when possible),
+// removed at cleanup.
+func tempRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := MkdirTemp("nichealth-sim-test-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func buildShape(t testing.TB, shape string) *Host {
 	t.Helper()
-	h, err := Build(t.TempDir(), shape)
+	h, err := Build(tempRoot(t), shape)
 	if err != nil {
 		t.Fatalf("Build(%s): %v", shape, err)
 	}
@@ -47,13 +59,13 @@ func readTrim(t testing.TB, p string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// shapesUnderTest leaves the scale shapes to TestSim_ScaleShapes (in
-// memory) and the benchmarks, keeping the suite fast; set
-// NICHEALTH_SIM_SCALE=1 to build them on disk here too.
+// shapesUnderTest leaves xxl to TestSim_ScaleShapes (in memory) and
+// BenchmarkBuild_xxl, keeping the suite fast where no tmpfs is at hand; set
+// NICHEALTH_SIM_SCALE=1 to build it on disk here too.
 func shapesUnderTest(t *testing.T) []string {
 	var out []string
 	for _, s := range Shapes() {
-		if (s == "xl" || s == "xxl") && os.Getenv("NICHEALTH_SIM_SCALE") == "" {
+		if s == "xxl" && os.Getenv("NICHEALTH_SIM_SCALE") == "" {
 			continue
 		}
 		out = append(out, s)
@@ -69,7 +81,7 @@ func TestSim_ScaleShapes(t *testing.T) {
 		pfs, vfs int
 	}{{"xl", 32, 256}, {"xxl", 128, 1024}} {
 		def := shapeTable()[tc.shape]
-		h, err := buildLayout(t.TempDir(), tc.shape, def.build(), BuildOptions{NodeName: "n", BootID: "b"}, false)
+		h, err := buildLayout(tempRoot(t), tc.shape, def.build(), BuildOptions{NodeName: "n", BootID: "b"}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +119,7 @@ func TestSim_ScaleShapes(t *testing.T) {
 // TestSim_DualPortOnDisk writes a small scale layout (dual-port PFs with
 // VFs, as xl/xxl have) and runs the on-disk checks over it.
 func TestSim_DualPortOnDisk(t *testing.T) {
-	h, err := buildLayout(t.TempDir(), "xl", scale(2, 1, 2), BuildOptions{NodeName: "n", BootID: "b"}, true)
+	h, err := buildLayout(tempRoot(t), "xl", scale(2, 1, 2), BuildOptions{NodeName: "n", BootID: "b"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +537,7 @@ func TestSim_8_6_DGXVFsNumberedAfterPFs(t *testing.T) {
 }
 
 func TestSim_Options_NoMetadataAndBond(t *testing.T) {
-	h, err := BuildWith(t.TempDir(), "dgx-h100", BuildOptions{NoMetadata: true, Bond: true, NodeName: "n1"})
+	h, err := BuildWith(tempRoot(t), "dgx-h100", BuildOptions{NoMetadata: true, Bond: true, NodeName: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +556,7 @@ func TestSim_Options_NoMetadataAndBond(t *testing.T) {
 }
 
 func TestSim_Options_ForeignRDMA(t *testing.T) {
-	h, err := BuildWith(t.TempDir(), "l40s-oci", BuildOptions{ForeignRDMA: true})
+	h, err := BuildWith(tempRoot(t), "l40s-oci", BuildOptions{ForeignRDMA: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,20 +577,20 @@ func TestSim_Options_ForeignRDMA(t *testing.T) {
 }
 
 func TestSim_BuildErrors(t *testing.T) {
-	if _, err := Build(t.TempDir(), "no-such-shape"); err == nil || !strings.Contains(err.Error(), "dgx-h100") {
+	if _, err := Build(tempRoot(t), "no-such-shape"); err == nil || !strings.Contains(err.Error(), "dgx-h100") {
 		t.Errorf("unknown shape: %v", err)
 	}
-	root := t.TempDir()
+	root := tempRoot(t)
 	if _, err := Build(root, "minimal"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Build(root, "minimal"); err == nil {
 		t.Error("second Build into the same root succeeded")
 	}
-	if _, err := Open(t.TempDir()); err == nil {
+	if _, err := Open(tempRoot(t)); err == nil {
 		t.Error("Open of an empty dir succeeded")
 	}
-	bad := t.TempDir()
+	bad := tempRoot(t)
 	os.WriteFile(filepath.Join(bad, ManifestName), []byte("{not json"), 0o644)
 	if _, err := Open(bad); err == nil {
 		t.Error("Open of a corrupt manifest succeeded")

@@ -91,15 +91,17 @@ func parseNumbered(b []byte, names []string) (PortState, error) {
 		}
 		return PortState{}, fmt.Errorf("%w: %q is not \"N: NAME\"", ErrUnreadable, b)
 	}
-	id, err := strconv.Atoi(string(num))
-	if err != nil || id < 0 || id > 255 {
+	id, ok := smallInt(num)
+	if !ok {
 		return PortState{}, fmt.Errorf("%w: bad state number in %q", ErrUnreadable, b)
 	}
-	name := string(bytes.TrimSpace(rest))
-	if name == "" && id < len(names) {
-		name = names[id]
+	rest = bytes.TrimSpace(rest)
+	// The kernel prints the known names; reuse the constant so a steady
+	// poll allocates nothing.
+	if id < len(names) && (len(rest) == 0 || string(rest) == names[id]) {
+		return PortState{ID: id, Name: names[id]}, nil
 	}
-	return PortState{ID: id, Name: name}, nil
+	return PortState{ID: id, Name: string(rest)}, nil
 }
 
 // Rate is a parsed ports/<n>/rate, e.g. "400 Gb/sec (4X NDR)".
@@ -146,4 +148,19 @@ func ParseInt(b []byte) (int, error) {
 		return 0, fmt.Errorf("%w: %q is not an integer", ErrUnreadable, b)
 	}
 	return v, nil
+}
+
+// smallInt parses 0..255 without allocating.
+func smallInt(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 3 {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, v <= 255
 }
