@@ -1,0 +1,106 @@
+package sanity
+
+import (
+	"sort"
+
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// Finding kinds. They are stable: the daemon keys events and D-Bus
+// properties by them, and scripts match on them in nichealthctl --json.
+const (
+	KindPCIeSpeed      = "pcie-speed"
+	KindPCIeWidth      = "pcie-width"
+	KindSMLID          = "sm-lid"
+	KindCharDevice     = "char-device"
+	KindRateBelowPeers = "rate-below-peers"
+)
+
+// Finding is one thing about a NIC's link that is not as it should be.
+// Port 0 means the finding is about the whole device (PCIe, verbs node).
+type Finding struct {
+	Device   string            `json:"device"`
+	Port     int               `json:"port"`
+	Kind     string            `json:"kind"`
+	Message  string            `json:"message"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Options selects the checks Run performs. ISSM is opt-in because some
+// platforms ship without issm nodes by design (DESIGN.md field facts).
+type Options struct {
+	PCIe, RateVsPeers, SMLID, CharDevices, ISSM bool
+}
+
+// DiscoveredRate reads rate and activity from what discovery saw of the
+// port: active means logical state ACTIVE, and the rate is that of
+// ports/<n>/rate. An unreadable rate gives (0, active); an unreadable state
+// is not active. It is the activeRate of the offline check.
+func DiscoveredRate(_ *topology.Device, p *topology.Port) (float64, bool) {
+	s, err := sysfs.ParseState([]byte(p.State))
+	active := err == nil && s.ID == sysfs.StateActive
+	r, err := sysfs.ParseRate([]byte(p.Rate))
+	if err != nil {
+		return 0, active
+	}
+	return r.Gbps, active
+}
+
+// Run performs every selected check on the monitored devices of devs
+// (d.Monitored(): Mellanox PFs that are not management) and returns the
+// findings ordered by device (in devs order), then port, device-wide
+// findings first. activeRate gives each port's current rate and whether it
+// is ACTIVE; nil means DiscoveredRate. The SM LID check uses the state and
+// sm_lid discovery read.
+//
+// Run reports health, not I/O trouble: a PCIe attribute that exists but
+// cannot be read or parsed produces no finding here (call PCIe to see the
+// error).
+func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.Device, port *topology.Port) (gbps float64, active bool), opts Options) []Finding {
+	if activeRate == nil {
+		activeRate = DiscoveredRate
+	}
+	var out []Finding
+	var rates []PortRate
+	order := map[string]int{}
+	var monitored []*topology.Device
+	for _, d := range devs {
+		if d == nil || !d.Monitored() {
+			continue
+		}
+		order[d.Name] = len(order)
+		monitored = append(monitored, d)
+		if opts.PCIe {
+			if f, err := PCIe(d); err == nil && f != nil {
+				out = append(out, *f)
+			}
+		}
+		for i := range d.Ports {
+			port := &d.Ports[i]
+			if opts.SMLID {
+				if f := SMLID(d.Name, port.Num, port.LinkLayer, port.State, port.SMLID); f != nil {
+					out = append(out, *f)
+				}
+			}
+			if opts.RateVsPeers {
+				g, active := activeRate(d, port)
+				rates = append(rates, PortRate{Device: d.Name, Port: port.Num, Role: d.Role, LinkLayer: port.LinkLayer,
+					HCAType: d.HCAType, Gbps: g, Active: active})
+			}
+		}
+	}
+	if opts.CharDevices {
+		out = append(out, CharDevices(p, monitored, opts.ISSM)...)
+	}
+	if opts.RateVsPeers {
+		out = append(out, RateVsPeers(rates)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if oi, oj := order[out[i].Device], order[out[j].Device]; oi != oj {
+			return oi < oj
+		}
+		return out[i].Port < out[j].Port
+	})
+	return out
+}
