@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,19 +14,72 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi"
 )
 
-// startBus connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured
-// by godbus) and exports the API.
-func (d *Daemon) startBus() (*dbusapi.Server, error) {
-	conn, err := dbus.ConnectSystemBus()
-	if err != nil {
-		return nil, fmt.Errorf("connect to the system bus: %w", err)
+// busRetry is how long to wait before reconnecting to a system bus that
+// was unreachable or went away (dbus-daemon restarted).
+const busRetry = 2 * time.Second
+
+// superviseBus keeps the D-Bus API exported for the daemon's lifetime:
+// monitoring never depends on the bus, and when the bus restarts the API
+// comes back by itself.
+func (d *Daemon) superviseBus(ctx context.Context) {
+	defer close(d.busDone)
+	logged := false
+	for {
+		s, conn, err := d.startBus()
+		if err != nil {
+			if !logged {
+				d.log.Warn("D-Bus API unavailable; monitoring continues and the connection is retried", "err", err)
+				logged = true
+			}
+		} else {
+			if logged {
+				d.log.Info("D-Bus API available again")
+			}
+			logged = false
+			d.bus.Store(&busHolder{s})
+			s.Refresh()
+			select {
+			case <-ctx.Done():
+			case <-conn.Context().Done():
+				d.log.Warn("lost the system bus; reconnecting")
+			}
+			d.bus.Store(nil)
+			s.Close()
+			conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(busRetry):
+		}
 	}
-	s, err := dbusapi.Serve(conn, backend{d}, dbusapi.Options{AdminGroup: d.cfg.AdminGroup, Logger: d.log})
+}
+
+// startBus connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured
+// by godbus) and exports the API. A private connection, not godbus's shared
+// one, so that closing it on a reconnect closes only ours.
+func (d *Daemon) startBus() (*dbusapi.Server, *dbus.Conn, error) {
+	conn, err := dbus.SystemBusPrivate()
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the system bus: %w", err)
+	}
+	if err := conn.Auth(nil); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("authenticate to the system bus: %w", err)
+	}
+	if err := conn.Hello(); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("register on the system bus: %w", err)
+	}
+	d.mu.Lock()
+	group := d.cfg.AdminGroup
+	d.mu.Unlock()
+	s, err := dbusapi.Serve(conn, backend{d}, dbusapi.Options{AdminGroup: group, Logger: d.log})
 	if err != nil {
 		conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, conn, nil
 }
 
 // backend is the daemon as the D-Bus server sees it.

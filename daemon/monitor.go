@@ -568,6 +568,7 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath
 	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads {
+		m.rd.Close()
 		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
 	}
 	m.cfg = cfg

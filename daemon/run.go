@@ -72,9 +72,19 @@ type Daemon struct {
 	saveErr    string
 
 	drainers []*drainer
-	bus      busPublisher
+	bus      atomic.Pointer[busHolder]
+	busDone  chan struct{}
 	reloadCh chan chan error
 	ackSeq   atomic.Uint64
+}
+
+type busHolder struct{ b busPublisher }
+
+func (d *Daemon) currentBus() busPublisher {
+	if h := d.bus.Load(); h != nil {
+		return h.b
+	}
+	return nil
 }
 
 // busPublisher is what the D-Bus side needs from the daemon's loop.
@@ -218,13 +228,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); dr.run(ctx) }()
 	}
+	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
-		b, err := d.startBus()
-		if err != nil {
-			d.log.Warn("D-Bus API unavailable; monitoring continues without it", "err", err)
-		} else {
-			d.bus = b
-		}
+		go d.superviseBus(ctx)
+	} else {
+		close(d.busDone)
 	}
 
 	sigs := d.opts.Signals
@@ -363,11 +371,11 @@ func (d *Daemon) publish(evs []emitted) {
 		d.log.Log(context.Background(), lvl, "event", "seq", e.seq, "check", e.ev.CheckName, "fatal", e.ev.IsFatal,
 			"healthy", e.ev.IsHealthy, "device", e.ev.Device(), "port", e.ev.Port(), "message", e.ev.Message)
 	}
-	if d.bus != nil {
+	if b := d.currentBus(); b != nil {
 		for _, e := range evs {
-			d.bus.Publish(e.ev, e.seq)
+			b.Publish(e.ev, e.seq)
 		}
-		d.bus.Refresh()
+		b.Refresh()
 	}
 }
 
@@ -402,13 +410,13 @@ func (d *Daemon) shutdown(sinks []sink.Sink, wg *sync.WaitGroup, cancel context.
 	}
 	cancel()
 	wg.Wait()
+	<-d.busDone
 	for _, s := range sinks {
 		s.Close()
 	}
-	if d.bus != nil {
-		d.bus.Close()
-	}
 	d.mon.closePlan()
+	d.mon.rd.Close()
+	d.mon.lister.Close()
 	return d.ob.Close()
 }
 
@@ -446,8 +454,8 @@ func (d *Daemon) reload() error {
 	if err != nil {
 		d.reloadErr = err.Error()
 		d.log.Error("configuration refused; the running configuration stays", "err", err)
-		if d.bus != nil {
-			go d.bus.Refresh()
+		if b := d.currentBus(); b != nil {
+			go b.Refresh()
 		}
 		return err
 	}

@@ -101,6 +101,17 @@ func New(opts Options) *Reader {
 	return &Reader{opts: opts, timer: t}
 }
 
+// Close stops the idle worker goroutine. A worker still blocked in a stuck
+// read exits by itself when that read returns.
+func (r *Reader) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.worker != nil {
+		close(r.worker.req)
+		r.worker = nil
+	}
+}
+
 // StuckCount is the number of reads currently blocked in the kernel.
 func (r *Reader) StuckCount() int { return int(r.stuckNow.Load()) }
 

@@ -1,0 +1,117 @@
+package sanity
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
+	"github.com/nichealth/nichealthd/topology/roles"
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+// host is a simulated node, discovered and classified as the daemon does.
+type host struct {
+	h    *sim.Host
+	devs []*topology.Device
+}
+
+func buildHost(t testing.TB, shape string) *host {
+	t.Helper()
+	dir, err := sim.MkdirTemp("sanity-" + shape + "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h, err := sim.Build(filepath.Join(dir, "h"), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &host{h: h}
+	n.rediscover(t)
+	return n
+}
+
+// rediscover reads the tree again, as the daemon does after a change.
+func (n *host) rediscover(t testing.TB) {
+	t.Helper()
+	devs, probs, err := topology.Discover(n.h.Paths(), topology.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) > 0 {
+		t.Fatalf("discovery problems: %v", probs)
+	}
+	m, err := gpumeta.Load(n.h.MetadataPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := roles.DefaultRouteDevices(n.h.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := roles.Classify(devs, m, routes); err != nil {
+		t.Fatal(err)
+	}
+	n.devs = devs
+}
+
+func (n *host) dev(t testing.TB, name string) *topology.Device {
+	t.Helper()
+	for _, d := range n.devs {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no device %s", name)
+	return nil
+}
+
+func (n *host) monitored() []*topology.Device {
+	var out []*topology.Device
+	for _, d := range n.devs {
+		if d.Monitored() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// writeFile replaces path atomically: the simulator hard-links files of
+// equal content, so writing in place would change every one of them.
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func remove(t testing.TB, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func kinds(fs []Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Kind)
+	}
+	return out
+}
+
+func mkfile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/topology/sim"
+	"github.com/nichealth/nichealthd/topology/sim/simtest"
+)
+
+func writeConfig(t *testing.T, h *sim.Host, dir, extra string) string {
+	t.Helper()
+	p := filepath.Join(dir, "config.toml")
+	c := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\npollingInterval = \"50ms\"\n[sinks.journal]\nenabled = false\n%s",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), extra)
+	if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func startDaemon(t *testing.T, cfgPath, stateDir string) (*Daemon, context.CancelFunc, chan error) {
+	t.Helper()
+	d, err := New(Options{ConfigPath: cfgPath, StateFile: filepath.Join(stateDir, "state.json"),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	waitFor(t, "first poll", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.ready
+	})
+	return d, cancel, done
+}
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// ours counts the goroutines running the project's or godbus's code,
+// other than the calling test's: the runtime's signal loop and exec's pipe
+// copiers for the test's own dbus-daemon are not the daemon's to stop.
+func ours() (int, string) {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	var sb strings.Builder
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 || strings.Contains(g, "testing.tRunner") {
+			continue
+		}
+		if strings.Contains(g, "nichealth/nichealthd/") || strings.Contains(g, "godbus") {
+			n++
+			sb.WriteString(g + "\n\n")
+		}
+	}
+	return n, sb.String()
+}
+
+// settledGoroutines waits for goroutines that are on their way out.
+func settledGoroutines(limit int) int {
+	n, _ := ours()
+	for i := 0; i < 100 && n > limit; i++ {
+		time.Sleep(20 * time.Millisecond)
+		n, _ = ours()
+	}
+	return n
+}
+
+// No goroutine leaks across reloads and D-Bus reconnects (issue: race and
+// leak checks), and none left once the daemon stops.
+func TestDaemon_NoGoroutineLeakAcrossReloadsAndBusRestarts(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	dir := t.TempDir()
+	bus1 := dbustest.Start(t, dbustest.Options{})
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", bus1.Address)
+	cfg := writeConfig(t, h, dir, "")
+	d, cancel, done := startDaemon(t, cfg, dir)
+
+	onBus := func(addr string) func() bool {
+		return func() bool {
+			c, err := dbusapi.Dial(addr)
+			if err != nil {
+				return false
+			}
+			defer c.Close()
+			_, err = c.Manager(context.Background())
+			return err == nil
+		}
+	}
+	waitFor(t, "API on the first bus", onBus(bus1.Address))
+	for i := 0; i < 3; i++ {
+		if err := d.RequestReload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := settledGoroutines(0)
+	for i := 0; i < 20; i++ {
+		if err := d.RequestReload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := settledGoroutines(running); n > running+2 {
+		t.Fatalf("goroutines grew across 20 reloads: %d -> %d", running, n)
+	}
+
+	// The system bus restarts (a new dbus-daemon): the API comes back.
+	bus2 := dbustest.Start(t, dbustest.Options{})
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", bus2.Address)
+	exec.Command("pkill", "-f", filepath.Join(bus1.Dir, "bus.conf")).Run()
+	waitFor(t, "API on the restarted bus", onBus(bus2.Address))
+	if n := settledGoroutines(running); n > running+2 {
+		t.Fatalf("goroutines grew across a bus reconnect: %d -> %d", running, n)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := settledGoroutines(0); n > 0 {
+		_, stacks := ours()
+		t.Fatalf("goroutines left after stop: %d\n%s", n, stacks)
+	}
+}
+
+// A refused reload keeps the running configuration and reports why.
+func TestDaemon_RefusedReloadKeepsRunningConfig(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	dir := t.TempDir()
+	cfg := writeConfig(t, h, dir, "[dbus]\nenabled = false\n")
+	d, cancel, done := startDaemon(t, cfg, dir)
+	defer func() { cancel(); <-done }()
+	orig, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(orig, []byte("\n[[counterDetection.counters]]\nname = \"symbol_error\"\nvelocityUnit = \"fortnight\"\n")...), 0o644)
+	err := d.RequestReload()
+	if err == nil || !strings.Contains(err.Error(), "fortnight") {
+		t.Fatalf("reload error %v", err)
+	}
+	d.mu.Lock()
+	gen, reloadErr := d.generation, d.reloadErr
+	d.mu.Unlock()
+	if gen != 1 || !strings.Contains(reloadErr, "velocityUnit") {
+		t.Fatalf("generation %d, last error %q", gen, reloadErr)
+	}
+}

@@ -1,0 +1,258 @@
+package metrics
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/persist/outbox"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
+// and Sinks are called once per scrape, from a goroutine of their own, and
+// may take the daemon's lock; Stalled is called by /healthz on the request
+// goroutine and must not take any lock the poll loop holds while polling,
+// because it has to answer precisely when that loop is wedged.
+type Source interface {
+	Manager() dbusapi.ManagerView
+	Ports() []dbusapi.PortView
+	Outbox() outbox.Stats
+	Sinks() []SinkStats
+	// Stalled reports whether the poll loop has made no progress for
+	// longer than the watchdog allows (the same gate as WATCHDOG=1).
+	Stalled() bool
+}
+
+// SinkStats is one event destination's delivery totals since start.
+type SinkStats struct {
+	Name   string
+	Sent   uint64 // events delivered (acknowledged by the destination)
+	Failed uint64 // events in batches that failed (each retry counts again)
+}
+
+// snapshot is everything one scrape shows, gathered in one go so the page
+// is as consistent as the Source's own views.
+type snapshot struct {
+	mgr     dbusapi.ManagerView
+	ports   []dbusapi.PortView
+	ob      outbox.Stats
+	sinks   []SinkStats
+	stalled bool
+}
+
+func gather(src Source) snapshot {
+	return snapshot{
+		mgr:     src.Manager(),
+		ports:   src.Ports(),
+		ob:      src.Outbox(),
+		sinks:   src.Sinks(),
+		stalled: src.Stalled(),
+	}
+}
+
+// Metric families, indexing the table below.
+const (
+	mBuildInfo = iota
+	mUp
+	mReady
+	mHealthy
+	mPollStalled
+	mMonitoredPorts
+	mMonitoredNICs
+	mFatalPorts
+	mConfigGeneration
+	mConfigReloadFailed
+	mPollInterval
+	mLastPoll
+	mPollDuration
+	mPortHealthy
+	mPortFatal
+	mPortState
+	mPortPhysState
+	mPortStateInfo
+	mPortRate
+	mPortLastChange
+	mPortXmitWaitLostGbps
+	mPortXmitWaitLostPercent
+	mSanityFindings
+	mCounterValue
+	mCounterRate
+	mCounterBreached
+	mCounterSaturated
+	mOutboxRecords
+	mOutboxBytes
+	mOutboxSegments
+	mOutboxLastSeq
+	mOutboxDropped
+	mOutboxCorrupt
+	mOutboxOverBound
+	mOutboxDepth
+	mEventsSent
+	mEventsFailed
+	numFamilies
+)
+
+// descriptors is the metric table. Port-level gauges carry the port's
+// identity (device, port, role, link_layer) so an alert can route on the
+// role without a join; counter-level ones carry device, port and counter.
+func descriptors() [numFamilies]desc {
+	const p = "nichealth_"
+	return [numFamilies]desc{
+		mBuildInfo:          {p + "build_info", "Always 1; the version label is the running nichealthd version.", gauge},
+		mUp:                 {p + "up", "Always 1 while the daemon serves this endpoint.", gauge},
+		mReady:              {p + "ready", "1 once the first complete poll has run (systemd READY=1 was sent).", gauge},
+		mHealthy:            {p + "healthy", "1 when no port is fatal and no card anomaly or vanished device is known.", gauge},
+		mPollStalled:        {p + "poll_stalled", "1 while the poll loop has made no progress for longer than the watchdog allows.", gauge},
+		mMonitoredPorts:     {p + "monitored_ports", "Number of monitored ports.", gauge},
+		mMonitoredNICs:      {p + "monitored_nics", "Number of monitored NIC devices.", gauge},
+		mFatalPorts:         {p + "fatal_ports", "Number of ports in a fatal state or with a latched fatal counter breach.", gauge},
+		mConfigGeneration:   {p + "config_generation", "Configuration generation; starts at 1 and grows by one per applied reload.", gauge},
+		mConfigReloadFailed: {p + "config_reload_failed", "1 when the last reload was refused and the previous configuration still runs.", gauge},
+		mPollInterval:       {p + "poll_interval_seconds", "Configured poll interval.", gauge},
+		mLastPoll:           {p + "last_poll_timestamp_seconds", "Unix time of the last completed poll (0 before the first).", gauge},
+		mPollDuration:       {p + "poll_duration_seconds", "Duration of poll cycles.", histogram},
+		mPortHealthy:        {p + "port_healthy", "1 when the port is healthy (state, phys_state and fatal counters).", gauge},
+		mPortFatal:          {p + "port_fatal", "1 when the port is in a fatal state or has a latched fatal counter breach.", gauge},
+		mPortState:          {p + "port_state", "Logical port state id: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER; 0 not read yet or unreadable.", gauge},
+		mPortPhysState:      {p + "port_phys_state", "Physical port state id: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test; 0 not read yet or unreadable.", gauge},
+		mPortStateInfo:      {p + "port_state_info", "Always 1; state and phys_state labels carry the names sysfs prints.", gauge},
+		mPortRate:           {p + "port_rate_gbps", "Port rate in Gb/s from ports/<n>/rate (absent when unreadable).", gauge},
+		mPortLastChange:     {p + "port_last_change_timestamp_seconds", "Unix time of the port's last healthy/unhealthy crossing (absent when none seen).", gauge},
+		mPortXmitWaitLostGbps: {p + "port_xmit_wait_lost_gbps",
+			"Bandwidth the port lost waiting for transmit credits, estimated from port_xmit_wait, in Gb/s.", gauge},
+		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
+			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
+		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); see nichealthctl ports.", gauge},
+		mCounterValue:     {p + "counter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
+		mCounterRate:      {p + "counter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
+		mCounterBreached:  {p + "counter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
+		mCounterSaturated: {p + "counter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
+		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
+		mOutboxBytes:      {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
+		mOutboxSegments:   {p + "outbox_segments", "Number of outbox segment files.", gauge},
+		mOutboxLastSeq:    {p + "outbox_last_sequence", "Highest event sequence number assigned.", gauge},
+		mOutboxDropped:    {p + "outbox_dropped_total", "Non-fatal events discarded by the outbox size bound since start.", counter},
+		mOutboxCorrupt:    {p + "outbox_corrupt_total", "Damaged outbox regions skipped since start.", counter},
+		mOutboxOverBound:  {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
+		mOutboxDepth:      {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
+		mEventsSent:       {p + "events_sent_total", "Events delivered by the sink since start.", counter},
+		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
+	}
+}
+
+// fill turns a snapshot into samples. The histogram is written separately.
+func fill(e *encoder, s *snapshot) {
+	none := e.labels()
+	m := &s.mgr
+	e.add(mBuildInfo, e.labels("version", m.Version), uval(1))
+	e.add(mUp, none, uval(1))
+	e.add(mReady, none, bval(m.Ready))
+	e.add(mHealthy, none, bval(m.Healthy))
+	e.add(mPollStalled, none, bval(s.stalled))
+	e.add(mMonitoredPorts, none, uval(uint64(m.MonitoredPorts)))
+	e.add(mMonitoredNICs, none, uval(uint64(m.MonitoredNICs)))
+	e.add(mFatalPorts, none, uval(uint64(len(m.FatalPorts))))
+	e.add(mConfigGeneration, none, uval(m.ConfigGeneration))
+	e.add(mConfigReloadFailed, none, bval(m.LastReloadError != ""))
+	e.add(mPollInterval, none, fval(float64(m.PollIntervalUSec)/1e6))
+	e.add(mLastPoll, none, fval(float64(m.LastPollUSec)/1e6))
+
+	var portBuf [12]byte
+	for i := range s.ports {
+		pv := &s.ports[i]
+		port := string(strconv.AppendInt(portBuf[:0], int64(pv.Port), 10))
+		id := e.labels("device", pv.Device, "port", port, "role", pv.Role, "link_layer", pv.LinkLayer)
+		e.add(mPortHealthy, id, bval(pv.Healthy))
+		e.add(mPortFatal, id, bval(pv.Fatal))
+		e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
+		e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
+		e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
+		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
+			e.add(mPortRate, id, fval(r.Gbps))
+		}
+		if pv.LastChangeUSec != 0 {
+			e.add(mPortLastChange, id, fval(float64(pv.LastChangeUSec)/1e6))
+		}
+		short := e.labels("device", pv.Device, "port", port)
+		e.add(mSanityFindings, short, uval(uint64(len(pv.Sanity))))
+		if xw := xmitWait(pv.Counters); xw != nil {
+			e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
+			e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))
+		}
+		for j := range pv.Counters {
+			c := &pv.Counters[j]
+			cl := e.extend(short, "counter", c.Name)
+			e.add(mCounterValue, cl, uval(c.Value))
+			e.add(mCounterBreached, cl, bval(c.Breached))
+			e.add(mCounterSaturated, cl, bval(c.Saturated))
+			if c.ThresholdType == "velocity" {
+				e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
+			}
+		}
+	}
+
+	ob := &s.ob
+	e.add(mOutboxRecords, none, uval(uint64(max(ob.Records, 0))))
+	e.add(mOutboxBytes, none, uval(uint64(max(ob.Bytes, 0))))
+	e.add(mOutboxSegments, none, uval(uint64(max(ob.Segments, 0))))
+	e.add(mOutboxLastSeq, none, uval(ob.LastSeq))
+	e.add(mOutboxDropped, none, uval(ob.Dropped))
+	e.add(mOutboxCorrupt, none, uval(ob.Corrupt))
+	e.add(mOutboxOverBound, none, bval(ob.OverBound))
+	for name, st := range ob.Sinks { // map order is fine: writeFamily sorts
+		e.add(mOutboxDepth, e.labels("sink", name), uval(uint64(max(st.Depth, 0))))
+	}
+	for _, sk := range s.sinks {
+		sl := e.labels("sink", sk.Name)
+		e.add(mEventsSent, sl, uval(sk.Sent))
+		e.add(mEventsFailed, sl, uval(sk.Failed))
+	}
+}
+
+// stateID maps the state name the view shows back to the kernel's number,
+// so an alert can say port_state < 4. The view keeps only the name; a bare
+// known name parses to its id, anything else (not read yet, unreadable, a
+// vendor's unknown name) is 0.
+func stateID(name string, parse func([]byte) (sysfs.PortState, error)) uint64 {
+	if name == "" {
+		return 0
+	}
+	st, err := parse([]byte(name))
+	if err != nil || st.ID < 0 {
+		return 0
+	}
+	return uint64(st.ID)
+}
+
+// xmitWait finds the port_xmit_wait counter, whose rate the daemon turns
+// into lost bandwidth (seeds/xmit-wait-congestion.txt). A renamed custom
+// counter reading the same file is recognised by a non-zero loss.
+func xmitWait(cs []dbusapi.CounterView) *dbusapi.CounterView {
+	for i := range cs {
+		if cs[i].Name == "port_xmit_wait" {
+			return &cs[i]
+		}
+	}
+	for i := range cs {
+		if cs[i].LostGbps != 0 {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// unitName turns the view's rate suffix ("/sec", "/min", "/hour") into the
+// velocityUnit word of the configuration, which is what an operator
+// compares the rate with.
+func unitName(suffix string) string {
+	switch suffix {
+	case "/sec":
+		return "second"
+	case "/min":
+		return "minute"
+	case "/hour":
+		return "hour"
+	}
+	return strings.TrimPrefix(suffix, "/")
+}
