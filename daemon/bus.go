@@ -36,7 +36,14 @@ func (d *Daemon) superviseBus(ctx context.Context) {
 				d.log.Info("D-Bus API available again")
 			}
 			logged = false
+			// Backfill and switch over under d.mu, so no event committed in
+			// between is missed; one published twice is kept once.
+			d.mu.Lock()
+			for _, rec := range d.ob.Recent(1024) {
+				s.Remember(rec.Event, rec.Seq)
+			}
 			d.bus.Store(&busHolder{s})
+			d.mu.Unlock()
 			s.Refresh()
 			select {
 			case <-ctx.Done():

@@ -17,6 +17,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
@@ -71,7 +72,9 @@ type Daemon struct {
 	ready      bool
 	saveErr    string
 
-	drainers []*drainer
+	sinkMu   sync.Mutex
+	sinks    *sinkSet
+	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
 	reloadCh chan chan error
@@ -202,31 +205,12 @@ func (d *Daemon) logRoles() {
 func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.runCtx = ctx
 	d.nt = notify.New(d.log)
 	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: 5 * d.cfg.PollInterval, Logger: d.log})
 
-	sinks, err := d.buildSinks()
-	if err != nil {
+	if err := d.startSinks(ctx, d.cfg); err != nil {
 		return err
-	}
-	sinks = append(sinks, d.opts.ExtraSinks...)
-	names := make([]string, len(sinks))
-	for i, s := range sinks {
-		names[i] = s.Name()
-	}
-	if err := d.ob.SetSinks(names); err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	for _, s := range sinks {
-		batch := time.Duration(0)
-		if s.Name() == "connector" {
-			batch = d.cfg.ConnectorBatch
-		}
-		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
-		d.drainers = append(d.drainers, dr)
-		wg.Add(1)
-		go func() { defer wg.Done(); dr.run(ctx) }()
 	}
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -250,14 +234,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return d.shutdown(sinks, &wg, cancel)
+			return d.shutdown(cancel)
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				d.reload()
 				continue
 			}
 			d.log.Info("stopping", "signal", s.String())
-			return d.shutdown(sinks, &wg, cancel)
+			return d.shutdown(cancel)
 		case reply := <-d.reloadCh:
 			err := d.reload()
 			if reply != nil {
@@ -395,7 +379,7 @@ func (d *Daemon) statusLocked() string {
 	return notify.FormatStatus(ports, len(nics), fatal, first)
 }
 
-func (d *Daemon) shutdown(sinks []sink.Sink, wg *sync.WaitGroup, cancel context.CancelFunc) error {
+func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.nt.Stopping()
 	d.mu.Lock()
 	if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
@@ -408,21 +392,93 @@ func (d *Daemon) shutdown(sinks []sink.Sink, wg *sync.WaitGroup, cancel context.
 	for time.Now().Before(deadline) && d.pending() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
+	d.stopSinks()
 	cancel()
-	wg.Wait()
 	<-d.busDone
-	for _, s := range sinks {
-		s.Close()
-	}
 	d.mon.closePlan()
 	d.mon.rd.Close()
 	d.mon.lister.Close()
 	return d.ob.Close()
 }
 
+// sinkSet is the running sinks and their drainers; a reload that changes
+// a [sinks.*] key replaces it whole.
+type sinkSet struct {
+	sinks    []sink.Sink
+	drainers []*drainer
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	key      string
+}
+
+func sinkKey(c *config.Config) string {
+	return fmt.Sprintf("%v|%s|%s|%v|%v|%s", c.JournalEnabled, c.JSONLPath, c.ConnectorSocket, c.ConnectorBatch, c.ConnectorTimeout, c.NodeName)
+}
+
+// startSinks opens the configured sinks and starts one drainer each. The
+// outbox keeps each sink's cursor by name, so a restarted sink resumes
+// where it stopped.
+func (d *Daemon) startSinks(parent context.Context, cfg *config.Config) error {
+	sinks, err := d.buildSinksFor(cfg)
+	if err != nil {
+		return err
+	}
+	sinks = append(sinks, d.opts.ExtraSinks...)
+	names := make([]string, len(sinks))
+	for i, s := range sinks {
+		names[i] = s.Name()
+	}
+	if err := d.ob.SetSinks(names); err != nil {
+		for _, s := range sinks {
+			s.Close()
+		}
+		return err
+	}
+	ctx, cancel := context.WithCancel(parent)
+	set := &sinkSet{sinks: sinks, cancel: cancel, key: sinkKey(cfg)}
+	for _, s := range sinks {
+		batch := time.Duration(0)
+		if _, ok := s.(*connector.Sink); ok {
+			batch = cfg.ConnectorBatch
+		}
+		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
+		set.drainers = append(set.drainers, dr)
+		set.wg.Add(1)
+		go func() { defer set.wg.Done(); dr.run(ctx) }()
+	}
+	d.sinkMu.Lock()
+	d.sinks = set
+	d.sinkMu.Unlock()
+	return nil
+}
+
+func (d *Daemon) stopSinks() {
+	d.sinkMu.Lock()
+	set := d.sinks
+	d.sinks = nil
+	d.sinkMu.Unlock()
+	if set == nil {
+		return
+	}
+	set.cancel()
+	set.wg.Wait()
+	for _, s := range set.sinks {
+		s.Close()
+	}
+}
+
+func (d *Daemon) drainerList() []*drainer {
+	d.sinkMu.Lock()
+	defer d.sinkMu.Unlock()
+	if d.sinks == nil {
+		return nil
+	}
+	return d.sinks.drainers
+}
+
 func (d *Daemon) pending() int {
 	n := 0
-	for _, dr := range d.drainers {
+	for _, dr := range d.drainerList() {
 		recs, err := d.ob.Read(dr.sink.Name(), 1)
 		if err == nil {
 			n += len(recs)
@@ -460,6 +516,22 @@ func (d *Daemon) reload() error {
 		return err
 	}
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	d.sinkMu.Lock()
+	sinksChanged := d.sinks != nil && sinkKey(cfg) != d.sinks.key
+	d.sinkMu.Unlock()
+	if sinksChanged {
+		// Sinks are restarted outside d.mu: drainers never take it, but a
+		// slow Close must not hold up D-Bus readers.
+		d.mu.Unlock()
+		d.stopSinks()
+		err := d.startSinks(d.runCtx, cfg)
+		d.mu.Lock()
+		if err != nil {
+			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox", "err", err)
+		} else {
+			d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
+		}
+	}
 	d.cfg = cfg
 	d.generation++
 	d.reloadErr = ""

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 
+	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/systemd/journal"
@@ -11,9 +12,8 @@ import (
 // buildSinks opens every configured destination. The journal is used only
 // where journald listens (run by systemd); elsewhere the daemon's own log on
 // stderr already carries each event.
-func (d *Daemon) buildSinks() ([]sink.Sink, error) {
+func (d *Daemon) buildSinksFor(cfg *config.Config) ([]sink.Sink, error) {
 	var out []sink.Sink
-	cfg := d.cfg
 	if cfg.JSONLPath != "" {
 		s, err := newJSONLSink(cfg.JSONLPath)
 		if err != nil {

@@ -38,6 +38,11 @@ func (r *ring) add(rec EventRecord) {
 	if len(r.buf) == 0 {
 		return
 	}
+	// Sequence numbers only grow; an event already kept (backfilled from
+	// the outbox and then published) is not kept twice.
+	if r.n > 0 && rec.Seq <= r.buf[(r.start+r.n-1)%len(r.buf)].Seq {
+		return
+	}
 	if r.n < len(r.buf) {
 		r.buf[(r.start+r.n)%len(r.buf)] = rec
 		r.n++

@@ -256,6 +256,19 @@ func (s *Server) emit(path dbus.ObjectPath, name string, args ...any) {
 // Publish emits the HealthEvent signal for ev and appends it to the ring
 // that ListEvents reads. seq is the daemon's event sequence number; it
 // should grow with every event so that ListEvents(since) can resume.
+// Remember keeps an event for ListEvents without signalling it: the daemon
+// backfills, oldest first, the events it emitted while it was not on the
+// bus (before the first connection, or while the bus restarted).
+func (s *Server) Remember(ev event.Event, seq uint64) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.ring.add(EventRecord{Seq: seq, JSON: string(b)})
+	s.mu.Unlock()
+}
+
 func (s *Server) Publish(ev event.Event, seq uint64) {
 	b, err := json.Marshal(ev)
 	if err != nil {
