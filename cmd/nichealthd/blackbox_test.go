@@ -444,3 +444,37 @@ func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
 	n.waitEvent("still monitoring after a refused reload", portEvent("mlx5_0", event.KindPortFatal))
 	n.stop()
 }
+
+// A state file from a newer nichealthd is refused, never overwritten.
+func TestBlackBox_NewerStateSchemaRefused(t *testing.T) {
+	n := newNode(t, "minimal", "")
+	newer := []byte(`{"version": 99, "boot_id": "x"}`)
+	if err := os.WriteFile(n.state, newer, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(daemonBin, "--config", n.cfg, "--state-file", n.state, "--node-name", "x")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("started over a newer state file")
+	}
+	if !strings.Contains(stderr.String(), "newer") || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+		t.Fatalf("stderr: %q", stderr.String())
+	}
+	if b, _ := os.ReadFile(n.state); !bytes.Equal(b, newer) {
+		t.Fatal("newer state file was modified")
+	}
+}
+
+// A corrupt state file means a fresh start with one warning, and the
+// daemon runs.
+func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
+	n := newNode(t, "minimal", "")
+	os.WriteFile(n.state, []byte("{not json"), 0o600)
+	n.start()
+	n.waitEvent("baseline after corrupt state", portEvent("mlx5_0", event.KindPortBaseline))
+	n.stop()
+	if !strings.Contains(n.stderr.String(), "state file unusable") {
+		t.Fatalf("no warning:\n%s", n.stderr.String())
+	}
+}

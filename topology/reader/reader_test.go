@@ -112,3 +112,47 @@ func BenchmarkRead13Files(b *testing.B) {
 		r.Read(files, nil)
 	}
 }
+
+// When MaxStuck reads are already stuck, Read waits on the next hung read
+// instead of abandoning another goroutine: the poll loop stops progressing
+// and the watchdog (not an unbounded pile of blocked goroutines) decides.
+func TestStuckReadersAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, p := range []string{a, b} {
+		if err := unix.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := New(Options{Timeout: 20 * time.Millisecond, MaxStuck: 1})
+	fa, fb := NewFile(a), NewFile(b)
+	returned := make(chan []*File, 1)
+	go func() { returned <- r.Read([]*File{fa, fb}, nil) }()
+	// fa becomes stuck (the one allowed); fb then blocks Read itself.
+	for i := 0; i < 500 && r.StuckCount() == 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.StuckCount() != 1 {
+		t.Fatalf("stuck count %d", r.StuckCount())
+	}
+	select {
+	case <-returned:
+		t.Fatal("Read returned while a second read hangs past the bound")
+	case <-time.After(200 * time.Millisecond):
+	}
+	for _, p := range []string{b, a} {
+		w, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("1\n"))
+		w.Close()
+	}
+	stuck := <-returned
+	// (pread on a FIFO fails with ESPIPE; what matters is that the read of
+	// fb completed rather than being abandoned.)
+	if len(stuck) != 1 || stuck[0] != fa || errors.Is(fb.Err, ErrStuck) {
+		t.Fatalf("stuck %v, fb err %v", stuck, fb.Err)
+	}
+	r.Close()
+}
