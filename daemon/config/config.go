@@ -210,12 +210,14 @@ func fromFile(path string, f *File) (*Config, error) {
 		SysfsRoot: f.SysfsRoot, ProcfsRoot: f.ProcfsRoot, DevRoot: f.DevRoot,
 		ClassInfiniBand: f.SysClassInfinibandPath, ClassNet: f.SysClassNetPath,
 	}.WithDefaults()
-	for key, v := range map[string]string{
-		"sysfsRoot": c.Paths.SysfsRoot, "procfsRoot": c.Paths.ProcfsRoot, "devRoot": c.Paths.DevRoot,
-		"sysClassInfinibandPath": c.Paths.ClassInfiniBand, "sysClassNetPath": c.Paths.ClassNet,
+	// In key order, so that a relative sysfsRoot is named rather than the
+	// class paths derived from it.
+	for _, kv := range [][2]string{
+		{"sysfsRoot", c.Paths.SysfsRoot}, {"procfsRoot", c.Paths.ProcfsRoot}, {"devRoot", c.Paths.DevRoot},
+		{"sysClassInfinibandPath", c.Paths.ClassInfiniBand}, {"sysClassNetPath", c.Paths.ClassNet},
 	} {
-		if !filepath.IsAbs(v) {
-			return nil, bad(key, "%q must be an absolute path", v)
+		if !filepath.IsAbs(kv[1]) {
+			return nil, bad(kv[0], "%q must be an absolute path", kv[1])
 		}
 	}
 	c.MetadataPath = f.MetadataPath
