@@ -478,3 +478,59 @@ func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
 		t.Fatalf("no warning:\n%s", n.stderr.String())
 	}
 }
+
+// Seed 10.2/10.4/11.1 seen from outside: breach, latching, admin reset,
+// saturation, unreadable values, and the netdev counter.
+func TestBlackBox_CounterEvents(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindCounterBaseline))
+
+	n.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1)
+	e := n.waitEvent("link_downed breach", portEvent("mlx5_1", event.KindCounterBreach))
+	if !e.IsFatal || e.CheckName != event.InfiniBandDegradationCheck || len(e.ErrorCode) != 1 || e.ErrorCode[0] != "link_downed" ||
+		e.RecommendedAction != event.ActionReplaceVM || !strings.HasPrefix(e.Message, "Port mlx5_1 port 1: link_downed - ") {
+		t.Fatalf("link_downed event %+v", e)
+	}
+	// Latched: more increments emit nothing; an admin reset recovers.
+	n.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1)
+	time.Sleep(400 * time.Millisecond)
+	n.h.ResetCounters("mlx5_1", 1)
+	r := n.waitEvent("recovery on reset", portEvent("mlx5_1", event.KindCounterRecovered))
+	if !r.IsHealthy || r.CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r.Message, "link_downed") {
+		t.Fatalf("recovery %+v", r)
+	}
+
+	n.h.AddCounter("mlx5_2", 1, "counters/symbol_error", 5000)
+	s := n.waitEvent("symbol_error", func(e event.Event) bool {
+		return e.Device() == "mlx5_2" && e.Kind == event.KindCounterBreach && e.ErrorCode[0] == "symbol_error"
+	})
+	if s.IsFatal || s.RecommendedAction != event.ActionNone || s.Metadata["threshold"] == "" || !strings.Contains(s.Message, "/sec)") {
+		t.Fatalf("symbol_error event %+v", s)
+	}
+
+	n.h.SetCounter("mlx5_4", 1, "counters/port_xmit_discards", 65535)
+	n.waitEvent("saturation", portEvent("mlx5_4", event.KindCounterSaturated))
+
+	n.h.WriteRaw("mlx5_5", 1, "counters/link_downed", "N/A (no PMA)\n")
+	n.h.SetCarrierChanges("enp65s0f0np0", 100)
+	c := n.waitEvent("carrier_changes", portEvent("mlx5_8", event.KindCounterBreach))
+	if c.CheckName != event.EthernetDegradationCheck || c.ErrorCode[0] != "carrier_changes" {
+		t.Fatalf("carrier_changes %+v", c)
+	}
+	n.h.SetCounter("mlx5_5", 1, "counters/link_downed", 0)
+	time.Sleep(400 * time.Millisecond)
+	n.stop()
+	evs := n.read()
+	if k := count(evs, portEvent("mlx5_1", event.KindCounterBreach)); k != 1 {
+		t.Fatalf("latched breach re-reported: %d", k)
+	}
+	if k := count(evs, func(e event.Event) bool {
+		return e.Device() == "mlx5_5" && e.Kind != event.KindCounterBaseline && e.Kind != event.KindPortBaseline
+	}); k != 0 {
+		t.Fatalf("an unreadable value produced events: %s", summary(evs))
+	}
+	if k := count(evs, portEvent("mlx5_4", event.KindCounterSaturated)); k != 1 {
+		t.Fatalf("saturation reported %d times", k)
+	}
+}
