@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +24,7 @@ import (
 func writeConfig(t *testing.T, h *sim.Host, dir, extra string) string {
 	t.Helper()
 	p := filepath.Join(dir, "config.toml")
-	c := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\npollingInterval = \"50ms\"\n[sinks.journal]\nenabled = false\n%s",
+	c := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\npollingInterval = \"50ms\"\n%s\n[sinks.journal]\nenabled = false\n",
 		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), extra)
 	if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 		t.Fatal(err)
@@ -165,4 +167,51 @@ func TestDaemon_RefusedReloadKeepsRunningConfig(t *testing.T) {
 	if gen != 1 || !strings.Contains(reloadErr, "velocityUnit") {
 		t.Fatalf("generation %d, last error %q", gen, reloadErr)
 	}
+}
+
+func TestDaemon_MetricsEndpointFollowsReload(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := writeConfig(t, h, dir, fmt.Sprintf("metricsAddress = %q\n[dbus]\nenabled = false\n", addr))
+	d, cancel, done := startDaemon(t, cfg, dir)
+	defer func() { cancel(); <-done }()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "metrics", func() bool {
+		code, body := get("/metrics")
+		return code == 200 && strings.Contains(body, `nichealth_port_healthy{device="mlx5_0"`)
+	})
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz %d", code)
+	}
+	// Switched off by a reload.
+	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "metricsAddress", "# metricsAddress", 1)), 0o644)
+	if err := d.RequestReload(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get("/metrics"); code != 0 {
+		t.Fatalf("endpoint still up after it was removed from the config: %d", code)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/persist"
@@ -71,6 +72,9 @@ type Daemon struct {
 	pollDur    time.Duration
 	ready      bool
 	saveErr    string
+
+	metrics    *metrics.Metrics
+	metricsSrv *metricsServer // owned by the Run goroutine
 
 	sinkMu   sync.Mutex
 	sinks    *sinkSet
@@ -177,6 +181,7 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4),
+		metrics:  metrics.New(),
 	}
 	d.mon = NewMonitor(cfg, st, bs, log)
 	if err := d.mon.Discover(); err != nil {
@@ -212,6 +217,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.startSinks(ctx, d.cfg); err != nil {
 		return err
 	}
+	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
 		go d.superviseBus(ctx)
@@ -252,6 +258,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.poll(start)
 			d.mu.Lock()
 			d.pollDur = time.Since(start)
+			d.metrics.ObservePoll(d.pollDur)
 			interval := d.cfg.PollInterval
 			d.mu.Unlock()
 			next := interval - time.Since(start)
@@ -393,6 +400,7 @@ func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	d.stopSinks()
+	d.stopMetrics()
 	cancel()
 	<-d.busDone
 	d.mon.closePlan()
@@ -505,6 +513,16 @@ func (d *Daemon) reload() error {
 		d.nt.Ready(st)
 	}()
 	cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+	if err == nil {
+		// Before taking d.mu: stopping the old endpoint waits for its
+		// in-flight scrapes, which read the daemon's views under d.mu.
+		d.mu.Lock()
+		old := d.cfg.MetricsAddress
+		d.mu.Unlock()
+		if cfg.MetricsAddress != old {
+			d.startMetrics(d.runCtx, cfg.MetricsAddress)
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {

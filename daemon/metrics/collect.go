@@ -123,7 +123,7 @@ func descriptors() [numFamilies]desc {
 			"Bandwidth the port lost waiting for transmit credits, estimated from port_xmit_wait, in Gb/s.", gauge},
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
-		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); see nichealthctl ports.", gauge},
+		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "counter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
 		mCounterRate:      {p + "counter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
 		mCounterBreached:  {p + "counter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},

@@ -205,9 +205,13 @@ func appendValue(b []byte, v value) []byte {
 }
 
 // appendFloat writes a float as the format requires (Go ParseFloat syntax,
-// with NaN, +Inf and -Inf spelled so).
+// with NaN, +Inf and -Inf spelled so). Whole numbers below 2^53 are written
+// as integers so timestamps read 1700000000, not 1.7e+09, to an operator
+// using curl; both parse to the same value.
 func appendFloat(b []byte, f float64) []byte {
 	switch {
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		return strconv.AppendInt(b, int64(f), 10)
 	case math.IsNaN(f):
 		return append(b, "NaN"...)
 	case math.IsInf(f, 1):

@@ -25,8 +25,8 @@ func newAddrCatcher() addrCatcher {
 }
 
 func (c addrCatcher) Enabled(context.Context, slog.Level) bool { return true }
-func (c addrCatcher) WithAttrs([]slog.Attr) slog.Handler      { return c }
-func (c addrCatcher) WithGroup(string) slog.Handler           { return c }
+func (c addrCatcher) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c addrCatcher) WithGroup(string) slog.Handler            { return c }
 func (c addrCatcher) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
 		c.mu.Lock()

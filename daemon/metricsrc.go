@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/persist/outbox"
+)
+
+// metricsSource is the daemon as the metrics endpoint sees it: the same
+// views D-Bus exports, so both always agree.
+type metricsSource struct{ d *Daemon }
+
+func (s metricsSource) Manager() dbusapi.ManagerView { return backend{s.d}.Manager() }
+func (s metricsSource) Ports() []dbusapi.PortView    { return backend{s.d}.Ports() }
+func (s metricsSource) Outbox() outbox.Stats         { return s.d.ob.Stats() }
+func (s metricsSource) Stalled() bool                { return s.d.wd != nil && s.d.wd.Stalled() }
+
+func (s metricsSource) Sinks() []metrics.SinkStats {
+	var out []metrics.SinkStats
+	for _, dr := range s.d.drainerList() {
+		out = append(out, metrics.SinkStats{Name: dr.sink.Name(), Sent: dr.sent.Load(), Failed: dr.failed.Load()})
+	}
+	return out
+}
+
+// metricsServer runs the optional endpoint; a reload that changes
+// metricsAddress restarts it on the new address (or stops it).
+type metricsServer struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (d *Daemon) startMetrics(parent context.Context, addr string) {
+	d.stopMetrics()
+	if addr == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(parent)
+	ms := &metricsServer{addr: addr, cancel: cancel, done: make(chan struct{})}
+	d.metricsSrv = ms
+	h := d.metrics.Handler(metricsSource{d})
+	go func() {
+		defer close(ms.done)
+		if err := metrics.Serve(ctx, addr, h, d.log); err != nil {
+			d.log.Error("metrics endpoint unavailable; monitoring continues", "address", addr, "err", err)
+		}
+	}()
+}
+
+func (d *Daemon) stopMetrics() {
+	if d.metricsSrv == nil {
+		return
+	}
+	d.metricsSrv.cancel()
+	<-d.metricsSrv.done
+	d.metricsSrv = nil
+}
