@@ -59,6 +59,8 @@ type Monitor struct {
 	stuckReported map[string]bool
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
 	pendingSpecs []event.Spec
+	lastSanity   time.Time
+	rateChanged  bool
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int
@@ -391,6 +393,10 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		}
 	}
 
+	if m.sanityDue(now) {
+		m.runSanity(now, &specs, &changed)
+	}
+
 	if enumErr == nil {
 		ss, ch := m.stateChk.Enumerated(m.st, m.present, m.cfg.Paths.ClassInfiniBand)
 		specs = append(specs, ss...)
@@ -446,6 +452,9 @@ func (m *Monitor) observe(p *portPlan) {
 		if string(v) != string(p.rateRaw[:p.rateLen]) {
 			p.rateLen = copy(p.rateRaw[:], v)
 			if r, err := sysfs.ParseRate(v); err == nil {
+				if p.observed && r.Gbps != p.rateGbps {
+					m.rateChanged = true
+				}
 				p.rateGbps = r.Gbps
 			}
 		}

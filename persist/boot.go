@@ -83,6 +83,7 @@ func (s *State) ClearObservations() {
 	s.CardAnomalies = map[string]CardAnomaly{}
 	s.Saturated = map[string]time.Time{}
 	s.Disappeared = nil
+	s.Sanity = nil
 }
 
 // ReadBootID reads the kernel's boot ID from path (normally

@@ -23,6 +23,9 @@ type State struct {
 	CardAnomalies map[string]CardAnomaly `json:"card_anomalies,omitempty"`
 	Saturated     map[string]time.Time   `json:"saturated,omitempty"`
 	Disappeared   []string               `json:"disappeared,omitempty"`
+	// Sanity holds the link sanity findings already reported, keyed
+	// "<kind>|<device>|<port>", so a restart does not re-announce them.
+	Sanity map[string]string `json:"sanity,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity

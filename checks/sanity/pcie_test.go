@@ -58,6 +58,7 @@ func TestSanity_Slides_PCIWidthSpeed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			n := buildHost(t, "minimal")
 			d := n.dev(t, "mlx5_0")
 			for f, v := range c.hca {

@@ -27,6 +27,14 @@ type Finding struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
+// AppliesTo reports whether the finding concerns port of device: its own
+// port, or every port of its device when it is device-wide (Port 0), so a
+// per-port view (the D-Bus Sanity property, a plugin line) shows a PCIe
+// problem on each port it slows down.
+func (f Finding) AppliesTo(device string, port int) bool {
+	return f.Device == device && (f.Port == 0 || f.Port == port)
+}
+
 // Options selects the checks Run performs. ISSM is opt-in because some
 // platforms ship without issm nodes by design (DESIGN.md field facts).
 type Options struct {

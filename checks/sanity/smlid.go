@@ -35,19 +35,20 @@ func SMLID(dev string, port int, linkLayer, state, smlid string) *Finding {
 	if linkLayer != topology.LinkLayerInfiniBand {
 		return nil
 	}
-	s, err := sysfs.ParseState([]byte(state))
-	if err != nil || s.ID != sysfs.StateActive {
-		return nil
-	}
+	// The LID first: on a healthy fabric it is non-zero and the state
+	// need not be parsed at all (this runs for every port on every poll).
 	lid, ok := parseLID(smlid)
 	if !ok || lid != 0 {
+		return nil
+	}
+	s, err := sysfs.ParseState([]byte(state))
+	if err != nil || s.ID != sysfs.StateActive {
 		return nil
 	}
 	raw := strings.TrimSpace(smlid)
 	return &Finding{
 		Device: dev, Port: port, Kind: KindSMLID,
-		Message: fmt.Sprintf("Port %s port %d is ACTIVE but has no subnet manager (sm_lid %s): check the SM "+
-			"(is opensm or the switch's subnet manager running and reachable on this fabric?)", dev, port, raw),
+		Message:  fmt.Sprintf("Port %s port %d is ACTIVE but has no subnet manager (sm_lid %s): check the SM", dev, port, raw),
 		Metadata: map[string]string{"smLid": raw},
 	}
 }

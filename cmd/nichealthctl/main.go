@@ -31,13 +31,16 @@ type command struct {
 // one file beside this one.
 func commands() map[string]command {
 	return map[string]command{
-		"status":   {"overall health, node, version, configuration, last poll", runStatus},
-		"ports":    {"table of monitored ports (device, port, role, link layer, state, rate, health)", runPorts},
-		"port":     {"details and counters of one port: port DEVICE PORT", runPort},
-		"events":   {"recent health events: events [--since SEQ] [--follow]", runEvents},
-		"ack":      {"acknowledge a latched counter breach: ack DEVICE PORT [COUNTER] (root or nichealth-admin)", runAck},
-		"reload":   {"re-read the configuration file (root or nichealth-admin)", runReload},
-		"topology": {"collect or show the GPU/NIC topology (offline)", runTopology},
+		"status":     {"overall health, node, version, configuration, last poll", runStatus},
+		"ports":      {"table of monitored ports (device, port, role, link layer, state, rate, health)", runPorts},
+		"port":       {"details and counters of one port: port DEVICE PORT", runPort},
+		"events":     {"recent health events: events [--since SEQ] [--follow]", runEvents},
+		"ack":        {"acknowledge a latched counter breach: ack DEVICE PORT [COUNTER] (root or nichealth-admin)", runAck},
+		"reload":     {"re-read the configuration file (root or nichealth-admin)", runReload},
+		"topology":   {"collect or show the GPU/NIC topology (offline)", runTopology},
+		"check":      {"Nagios/Icinga plugin: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (sysfs when the daemon is down)", runCheck},
+		"wait-ready": {"wait until every compute and storage port is up at its peers' rate: wait-ready [--timeout 5m]", runWaitReady},
+		"validate":   {"check a configuration file without applying it: validate [FILE] (offline)", runValidate},
 	}
 }
 

@@ -534,3 +534,43 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 		t.Fatalf("saturation reported %d times", k)
 	}
 }
+
+// The classic IB health check's extras (seed slides): PCIe link below its
+// capability, and a port slower than its role peers, as non-fatal events
+// that resolve with a healthy event.
+func TestBlackBox_LinkSanityEvents(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	dev, _ := n.h.Device("mlx5_2")
+	pci := filepath.Join(n.h.SysRoot(), dev.PCIPath)
+	// Replace, never write in place: the simulator shares inodes between
+	// files of equal content.
+	tmp := filepath.Join(pci, "current_link_width.tmp")
+	if err := os.WriteFile(tmp, []byte("8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(pci, "current_link_width")); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	p := n.waitEvent("PCIe width finding", func(e event.Event) bool {
+		return e.Kind == event.KindLinkSanity && e.Device() == "mlx5_2" && len(e.ErrorCode) == 1 && e.ErrorCode[0] == "pcie-width"
+	})
+	if p.IsFatal || p.CheckName != event.InfiniBandDegradationCheck {
+		t.Fatalf("%+v", p)
+	}
+	n.h.SetRate("mlx5_3", 1, "200 Gb/sec (4X HDR)")
+	n.waitEvent("rate below peers", func(e event.Event) bool {
+		return e.Kind == event.KindLinkSanity && e.Device() == "mlx5_3" && e.ErrorCode[0] == "rate-below-peers"
+	})
+	n.h.SetRate("mlx5_3", 1, "400 Gb/sec (4X NDR)")
+	n.waitEvent("rate resolved", func(e event.Event) bool {
+		return e.Kind == event.KindLinkSanityOK && e.Device() == "mlx5_3" && e.IsHealthy
+	})
+	n.stop()
+	// No noise on a healthy simulated node: only the planted findings.
+	for _, e := range n.read() {
+		if e.Kind == event.KindLinkSanity && e.Device() != "mlx5_2" && e.Device() != "mlx5_3" {
+			t.Fatalf("unexpected finding: %s", e.Message)
+		}
+	}
+}

@@ -331,19 +331,19 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 	h := n.hca
 	pciRel := b.paths[n]
 	ibRel := pciRel + "/infiniband/" + h.name
-	ib := b.abs(ibRel)
+	ibDir := b.abs(ibRel)
 	guid := guidFor(h.seq)
 	up := h.state == "4: ACTIVE"
-	w.dir(ib + "/ports")
-	w.file(ib+"/hca_type", h.model.hcaType+"\n")
-	w.file(ib+"/fw_ver", h.model.fwVer+"\n")
-	w.file(ib+"/board_id", h.model.boardID+"\n")
-	w.file(ib+"/node_guid", fmtGUID(guid)+"\n")
-	w.file(ib+"/sys_image_guid", fmtGUID(guid)+"\n")
-	w.file(ib+"/node_type", "1: CA\n")
-	w.file(ib+"/node_desc", fmt.Sprintf("%s %s\n", b.opts.NodeName, h.name))
-	w.link(ib+"/device", b.abs(pciRel))
-	w.link(b.abs("class/infiniband/"+h.name), ib)
+	w.dir(ibDir + "/ports")
+	w.file(ibDir+"/hca_type", h.model.hcaType+"\n")
+	w.file(ibDir+"/fw_ver", h.model.fwVer+"\n")
+	w.file(ibDir+"/board_id", h.model.boardID+"\n")
+	w.file(ibDir+"/node_guid", fmtGUID(guid)+"\n")
+	w.file(ibDir+"/sys_image_guid", fmtGUID(guid)+"\n")
+	w.file(ibDir+"/node_type", "1: CA\n")
+	w.file(ibDir+"/node_desc", fmt.Sprintf("%s %s\n", b.opts.NodeName, h.name))
+	w.link(ibDir+"/device", b.abs(pciRel))
+	w.link(b.abs("class/infiniband/"+h.name), ibDir)
 
 	// Character devices and their classes (DESIGN.md section 2 field facts).
 	uv := fmt.Sprintf("uverbs%d", b.uverbs)
@@ -358,7 +358,7 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 
 	for p := 1; p <= h.ports; p++ {
 		netdev := h.netdevs[p-1]
-		pd := fmt.Sprintf("%s/ports/%d", ib, p)
+		pd := fmt.Sprintf("%s/ports/%d", ibDir, p)
 		w.dir(pd + "/counters")
 		w.dir(pd + "/hw_counters")
 		w.dir(pd + "/gids")

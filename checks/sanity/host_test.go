@@ -3,6 +3,8 @@ package sanity
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nichealth/nichealthd/topology"
@@ -30,7 +32,54 @@ func buildHost(t testing.TB, shape string) *host {
 	}
 	n := &host{h: h}
 	n.rediscover(t)
+	n.completeIBPorts(t)
+	n.rediscover(t)
 	return n
+}
+
+// completeIBPorts gives every ACTIVE InfiniBand port what a real one has
+// and some simulator builds leave out (the IB-only branch of the tree
+// writer is skipped there): a non-zero sm_lid and an issm entry beside its
+// umad entry. It changes nothing on a tree that already has them.
+func (n *host) completeIBPorts(t testing.TB) {
+	t.Helper()
+	mad := filepath.Join(n.h.SysRoot(), "class", "infiniband_mad")
+	ents, err := os.ReadDir(mad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		dev, port string
+	}
+	umad, issm := map[key]string{}, map[key]bool{}
+	for _, e := range ents {
+		ibdev, _ := os.ReadFile(filepath.Join(mad, e.Name(), "ibdev"))
+		port, _ := os.ReadFile(filepath.Join(mad, e.Name(), "port"))
+		k := key{strings.TrimSpace(string(ibdev)), strings.TrimSpace(string(port))}
+		if num, ok := strings.CutPrefix(e.Name(), "umad"); ok {
+			umad[k] = num
+		} else if strings.HasPrefix(e.Name(), "issm") {
+			issm[k] = true
+		}
+	}
+	for _, d := range n.devs {
+		for _, p := range d.Ports {
+			if p.LinkLayer != topology.LinkLayerInfiniBand {
+				continue
+			}
+			if strings.HasPrefix(p.State, "4") && p.SMLID == "0x0" {
+				if err := n.h.WriteRaw(d.Name, p.Num, "sm_lid", "0x1\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			k := key{d.Name, strconv.Itoa(p.Num)}
+			if num, ok := umad[k]; ok && !issm[k] {
+				mkfile(t, filepath.Join(mad, "issm"+num, "ibdev"), d.Name+"\n")
+				mkfile(t, filepath.Join(mad, "issm"+num, "port"), k.port+"\n")
+				mkfile(t, filepath.Join(n.h.DevRoot(), "infiniband", "issm"+num), "")
+			}
+		}
+	}
 }
 
 // rediscover reads the tree again, as the daemon does after a change.

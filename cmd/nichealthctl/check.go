@@ -1,0 +1,550 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
+	"github.com/nichealth/nichealthd/topology/roles"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// checkBusTimeout bounds the D-Bus round trips of check. Nagios kills a
+// plugin after 10 s by default; a wedged daemon must leave time for the
+// sysfs fallback.
+const checkBusTimeout = 4 * time.Second
+
+// nagiosStatus is a Nagios/Icinga plugin state; its value is the exit code
+// (seed slides: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
+type nagiosStatus int
+
+const (
+	nagiosOK nagiosStatus = iota
+	nagiosWarning
+	nagiosCritical
+	nagiosUnknown
+)
+
+func (s nagiosStatus) String() string {
+	switch s {
+	case nagiosOK:
+		return "OK"
+	case nagiosWarning:
+		return "WARNING"
+	case nagiosCritical:
+		return "CRITICAL"
+	}
+	return "UNKNOWN"
+}
+
+func (s nagiosStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *nagiosStatus) UnmarshalText(b []byte) error {
+	for _, v := range []nagiosStatus{nagiosOK, nagiosWarning, nagiosCritical, nagiosUnknown} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown plugin state %q", b)
+}
+
+// severity orders states for "worst wins": a dead port outranks a port
+// that could not be read, which outranks a degraded one.
+func (s nagiosStatus) severity() int {
+	return [...]int{0, 1, 3, 2}[s]
+}
+
+func worst(a, b nagiosStatus) nagiosStatus {
+	if b.severity() > a.severity() {
+		return b
+	}
+	return a
+}
+
+// perfDatum is one Nagios performance datum: label=value[UOM];warn;crit;min.
+type perfDatum struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+	UOM   string `json:"uom,omitempty"`
+	Warn  string `json:"warn,omitempty"`
+	Crit  string `json:"crit,omitempty"`
+	Min   string `json:"min,omitempty"`
+}
+
+func (p perfDatum) String() string {
+	return fmt.Sprintf("%s=%s%s;%s;%s;%s", p.Label, p.Value, p.UOM, p.Warn, p.Crit, p.Min)
+}
+
+// checkEntry is one monitored port in the check's output.
+type checkEntry struct {
+	Name    string       `json:"name"` // <device>-<netdev>, or <device>-p<port> without a netdev
+	Device  string       `json:"device"`
+	Port    int          `json:"port"`
+	NetDev  string       `json:"netDev,omitempty"`
+	Status  nagiosStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
+	Perf    []perfDatum  `json:"perfdata,omitempty"`
+}
+
+func (e *checkEntry) add(s nagiosStatus, reason string) {
+	e.Status = worst(e.Status, s)
+	if reason != "" {
+		e.Reasons = append(e.Reasons, reason)
+	}
+}
+
+// checkResult is the whole answer; --json prints it.
+type checkResult struct {
+	Status   nagiosStatus     `json:"status"`
+	ExitCode int              `json:"exitCode"`
+	Source   string           `json:"source"` // "daemon" or "sysfs"
+	Notes    []string         `json:"notes,omitempty"`
+	Output   string           `json:"output"` // the plugin line as printed without --json
+	Ports    []checkEntry     `json:"ports"`
+	Findings []sanity.Finding `json:"findings,omitempty"` // sysfs mode: the link sanity findings
+}
+
+func entryName(device, netdev string, port int) string {
+	if netdev == "" {
+		return fmt.Sprintf("%s-p%d", device, port)
+	}
+	return device + "-" + netdev
+}
+
+// pluginText keeps a reason from breaking the plugin line: "|" starts
+// perfdata and ";;" separates ports.
+func pluginText(s string) string {
+	s = strings.NewReplacer("|", "/", "\n", " ", "\r", " ").Replace(s)
+	for strings.Contains(s, ";;") {
+		s = strings.ReplaceAll(s, ";;", ";")
+	}
+	return s
+}
+
+// perfLabel keeps labels to characters every Nagios/Icinga parser takes
+// unquoted.
+func perfLabel(parts ...string) string {
+	s := strings.Join(parts, "_")
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// perfNumber prints a float the way perfdata parsers read it: never an
+// exponent.
+func perfNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// finish computes the overall state and the plugin line.
+func (r *checkResult) finish(perf bool) {
+	var b strings.Builder
+	if len(r.Ports) == 0 {
+		r.Status = nagiosUnknown
+		b.WriteString("UNKNOWN - no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)")
+	}
+	for i, e := range r.Ports {
+		r.Status = worst(r.Status, e.Status)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%s", e.Name, e.Status)
+		if len(e.Reasons) > 0 {
+			b.WriteString(" - ")
+			b.WriteString(pluginText(strings.Join(e.Reasons, " - ")))
+		}
+		b.WriteString(" ;;")
+	}
+	if perf {
+		var pd []string
+		for _, e := range r.Ports {
+			for _, p := range e.Perf {
+				pd = append(pd, p.String())
+			}
+		}
+		if len(pd) > 0 {
+			b.WriteString(" | ")
+			b.WriteString(strings.Join(pd, " "))
+		}
+	}
+	r.Output = b.String()
+	r.ExitCode = int(r.Status)
+}
+
+const checkUsage = `check [--offline] [--perfdata] [--json] [--config FILE] [--root H] [--bus-address ADDR]
+
+A Nagios/Icinga plugin: one line with the state of every monitored port,
+  mlx5_0-ibp12s0:OK ;; mlx5_1-ibp140s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;;
+and the exit status 0 OK, 1 WARNING (degraded port, latched non-fatal
+counter, link sanity finding), 2 CRITICAL (fatal port, latched fatal
+counter), 3 UNKNOWN (nothing could be checked, or a bad command line).
+
+It asks the running nichealthd over D-Bus. When the daemon is not running
+(or --offline), it reads sysfs itself with the daemon's configuration:
+discovery, roles, port states and link sanity; counters are then shown in
+perfdata but not judged (judging needs the daemon's history).`
+
+func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, cf := newFlagSet("check", checkUsage, stderr)
+	offline := fs.Bool("offline", false, "read sysfs directly even when nichealthd is running")
+	perf := fs.Bool("perfdata", false, "append Nagios performance data (counters, counter rates, link rates)")
+	cfgPath := fs.String("config", config.DefaultPath, "configuration for the sysfs mode (a missing default file means built-in defaults)")
+	root := fs.String("root", "", "sysfs mode on a host directory H (H/sys, H/proc, H/dev, H/var/lib/nvsentinel), e.g. a simulated host")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		if code == exitOK {
+			return exitOK
+		}
+		// Nagios plugin guidelines: a bad command line is UNKNOWN, and the
+		// monitoring UI shows only stdout.
+		fmt.Fprintln(stdout, "UNKNOWN - invalid command line (nichealthctl check --help)")
+		return int(nagiosUnknown)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stdout, "UNKNOWN - nichealthctl check takes no arguments, got %q\n", strings.Join(pos, " "))
+		fs.Usage()
+		return int(nagiosUnknown)
+	}
+
+	var res checkResult
+	var err error
+	online := false
+	if !*offline && *root == "" {
+		res, online = checkDaemon(cf.busAddress, *perf)
+	}
+	if !online {
+		notes := res.Notes
+		res, err = checkSysfs(*cfgPath, *root, *perf)
+		res.Notes = append(notes, res.Notes...)
+		if err != nil {
+			res = checkResult{Status: nagiosUnknown, ExitCode: int(nagiosUnknown), Source: "sysfs", Notes: res.Notes,
+				Output: "UNKNOWN - " + pluginText(err.Error()), Ports: []checkEntry{}}
+		}
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "nichealthctl check: %s\n", n)
+	}
+	if cf.json {
+		if err := writeJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "nichealthctl check: %v\n", err)
+			return int(nagiosUnknown)
+		}
+	} else {
+		fmt.Fprintln(stdout, res.Output)
+	}
+	return res.ExitCode
+}
+
+// checkDaemon asks a running daemon. ok is false when the sysfs mode must
+// take over; the result then carries only a note saying why.
+func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
+	fallback := func(why string) (checkResult, bool) {
+		return checkResult{Notes: []string{why + "; checked sysfs directly"}}, false
+	}
+	c, err := dbusapi.Dial(busAddress)
+	if err != nil {
+		return fallback(err.Error())
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), checkBusTimeout)
+	defer cancel()
+	m, err := c.Manager(ctx)
+	if err == nil && !m.Ready {
+		return fallback("nichealthd has not completed its first poll yet")
+	}
+	var ports []dbusapi.PortView
+	if err == nil {
+		ports, err = c.Ports(ctx)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return fallback(fmt.Sprintf("nichealthd did not answer within %v", checkBusTimeout))
+		}
+		return fallback(err.Error())
+	}
+	res := checkResult{Source: "daemon", Ports: []checkEntry{}}
+	for _, pv := range ports {
+		res.Ports = append(res.Ports, entryFromView(pv, perf))
+	}
+	res.finish(perf)
+	return res, true
+}
+
+// entryFromView judges one port from the daemon's view of it.
+func entryFromView(pv dbusapi.PortView, perf bool) checkEntry {
+	e := checkEntry{Name: entryName(pv.Device, pv.NetDev, int(pv.Port)), Device: pv.Device, Port: int(pv.Port),
+		NetDev: pv.NetDev, Reasons: []string{}}
+	var fatalC, warnC []string
+	for _, c := range pv.Counters {
+		switch {
+		case c.Breached && c.Fatal:
+			fatalC = append(fatalC, c.Name)
+		case c.Breached:
+			warnC = append(warnC, c.Name)
+		}
+	}
+	msg := pv.Message
+	if msg == "" {
+		msg = fmt.Sprintf("Port %s port %d: state %s, phys_state %s", pv.Device, pv.Port, orDash(pv.State), orDash(pv.PhysState))
+	}
+	linkUp := pv.State == "ACTIVE" && pv.PhysState == "LinkUp"
+	switch {
+	case pv.State == "" && pv.PhysState == "":
+		e.add(nagiosUnknown, fmt.Sprintf("Port %s port %d: state not read yet", pv.Device, pv.Port))
+	case pv.State == "DOWN" || pv.PhysState == "Disabled" || (pv.Fatal && len(fatalC) == 0):
+		e.add(nagiosCritical, msg)
+	case !pv.Healthy && !(len(fatalC) > 0 && linkUp):
+		// A fatal counter alone also clears Healthy; the link itself is
+		// only reported when it is what is wrong.
+		e.add(nagiosWarning, msg)
+	}
+	if len(fatalC) > 0 {
+		e.add(nagiosCritical, strings.Join(fatalC, ", ")+" latched")
+	}
+	if len(warnC) > 0 {
+		e.add(nagiosWarning, strings.Join(warnC, ", ")+" latched")
+	}
+	for _, s := range pv.Sanity {
+		e.add(nagiosWarning, s)
+	}
+	if perf {
+		for _, c := range pv.Counters {
+			e.Perf = append(e.Perf, perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
+			if c.Unit == "" {
+				continue
+			}
+			d := perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), c.Name, "rate"), Value: perfNumber(c.Rate), Min: "0"}
+			if c.ThresholdType == counters.TypeVelocity {
+				if c.Fatal {
+					d.Crit = perfNumber(c.Threshold)
+				} else {
+					d.Warn = perfNumber(c.Threshold)
+				}
+			}
+			e.Perf = append(e.Perf, d)
+		}
+		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil && linkUp {
+			e.Perf = append(e.Perf, perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), "link_gbps"), Value: perfNumber(r.Gbps), Min: "0"})
+		}
+	}
+	return e
+}
+
+// checkSysfs is the daemon-less check: the daemon's discovery and
+// classification, a single judgement of every port, and the link sanity
+// checks. An error means nothing could be checked (UNKNOWN).
+func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
+	res := checkResult{Source: "sysfs", Ports: []checkEntry{}}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return res, err
+	}
+	paths, metaPath := cfg.Paths, cfg.MetadataPath
+	if root != "" {
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			return res, fmt.Errorf("--root %s is not a directory", root)
+		}
+		paths = topology.Paths{SysfsRoot: filepath.Join(root, "sys"), ProcfsRoot: filepath.Join(root, "proc"),
+			DevRoot: filepath.Join(root, "dev")}.WithDefaults()
+		metaPath = filepath.Join(root, gpumeta.DefaultMetadataPath)
+	}
+	devs, probs, err := topology.Discover(paths, cfg.Filter)
+	if err != nil {
+		return res, fmt.Errorf("cannot list the RDMA devices: %w (is nichealthd's sysfsRoot right, and is the mlx5_ib module loaded?)", err)
+	}
+	for _, p := range probs {
+		res.Notes = append(res.Notes, "discovery: "+p.Error())
+	}
+	classified := true
+	if note := classifyOffline(cfg, paths, metaPath, devs); note != "" {
+		res.Notes = append(res.Notes, note)
+		classified = false
+	}
+	if cfg.Sanity.Enabled {
+		// Without roles there are no peers: a management NIC would be
+		// measured against the fabric NICs.
+		res.Findings = sanity.Run(paths, devs, nil, sanity.Options{PCIe: cfg.Sanity.PCIe, RateVsPeers: cfg.Sanity.RateVsPeers && classified,
+			SMLID: cfg.Sanity.SMLID, CharDevices: cfg.Sanity.CharDevices, ISSM: cfg.Sanity.ISSM})
+	}
+	var defs []counters.Definition
+	if perf && cfg.CountersEnabled {
+		defs = counters.PlanFor(cfg.Counters)
+	}
+	for _, d := range devs {
+		if !d.Monitored() {
+			continue
+		}
+		for i := range d.Ports {
+			port := &d.Ports[i]
+			netdev := d.NetDevFor(port.Num)
+			e := checkEntry{Name: entryName(d.Name, netdev, port.Num), Device: d.Name, Port: port.Num, NetDev: netdev, Reasons: []string{}}
+			judgePort(&e, paths, d, port, netdev)
+			for _, f := range res.Findings {
+				if f.AppliesTo(d.Name, port.Num) {
+					e.add(nagiosWarning, f.Message)
+				}
+			}
+			if perf {
+				e.Perf = sysfsPerf(paths, d, port, netdev, defs)
+			}
+			res.Ports = append(res.Ports, e)
+		}
+	}
+	sort.SliceStable(res.Ports, func(i, j int) bool {
+		a, b := res.Ports[i], res.Ports[j]
+		if a.Device != b.Device {
+			return naturalLess(a.Device, b.Device)
+		}
+		return a.Port < b.Port
+	})
+	res.finish(perf)
+	return res, nil
+}
+
+// naturalLess orders device names as the daemon's port list does: numbers
+// compare by value, so mlx5_2 comes before mlx5_10.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		na, ra := splitDigits(a)
+		nb, rb := splitDigits(b)
+		if na != "" && nb != "" {
+			x, y := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
+			if len(x) != len(y) {
+				return len(x) < len(y)
+			}
+			if x != y {
+				return x < y
+			}
+			a, b = ra, rb
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func splitDigits(s string) (string, string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// classifyOffline gives each device its role as the daemon would. When
+// that is impossible (no GPU topology) every Mellanox PF stays monitored
+// with an unknown role, which over-reports rather than hides, and the
+// returned note says so.
+func classifyOffline(cfg *config.Config, paths topology.Paths, metaPath string, devs []*topology.Device) string {
+	if cfg.Filter.Overridden() {
+		// nicInclusionRegexOverride: the operator pinned the list, and the
+		// daemon then skips classification too (seed 12.1).
+		for _, d := range devs {
+			if d.Mellanox && !d.IsVF {
+				d.Role = topology.RoleCompute
+				if d.LinkLayer() == topology.LinkLayerEthernet {
+					d.Role = topology.RoleStorage
+				}
+				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
+			}
+		}
+		return ""
+	}
+	var nics []*topology.Device
+	for _, d := range devs {
+		if d.Mellanox && !d.IsVF {
+			nics = append(nics, d)
+		}
+	}
+	if len(nics) == 0 {
+		return ""
+	}
+	m, _, err := gpumeta.Select(cfg.TopologySource, metaPath, paths, nics)
+	if err == nil {
+		routes, _ := roles.DefaultRouteDevices(paths)
+		err = roles.Classify(devs, m, routes)
+	}
+	if err != nil {
+		for _, d := range nics {
+			d.Role, d.RoleReason = topology.RoleUnknown, "not classified: no GPU topology"
+		}
+		return fmt.Sprintf("cannot classify NIC roles, so every Mellanox PF is checked (management NICs included) "+
+			"and rates are not compared between ports: %v", err)
+	}
+	return ""
+}
+
+// judgePort applies the daemon's port verdict (checks.Judge) to what
+// discovery read. There is no history here, so the first-poll and card
+// rules do not apply: a port that is down is reported, provisioned or not.
+func judgePort(e *checkEntry, paths topology.Paths, d *topology.Device, port *topology.Port, netdev string) {
+	st, err1 := sysfs.ParseState([]byte(port.State))
+	ph, err2 := sysfs.ParsePhysState([]byte(port.PhysState))
+	if err1 != nil || err2 != nil {
+		e.add(nagiosUnknown, fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s", d.Name, port.Num, port.Dir))
+		return
+	}
+	o := checks.Observation{Device: d.Name, Port: port.Num, LinkLayer: port.LinkLayer, State: st, Phys: ph}
+	if port.LinkLayer == topology.LinkLayerEthernet && netdev != "" {
+		if b, err := os.ReadFile(filepath.Join(paths.ClassNet, netdev, "operstate")); err == nil {
+			o.Operstate = string(sysfs.TrimValue(b))
+		}
+	}
+	switch v := checks.Judge(o); v {
+	case checks.Fatal:
+		e.add(nagiosCritical, checks.Message(o, v))
+	case checks.NonFatal:
+		e.add(nagiosWarning, checks.Message(o, v))
+	}
+	// checks.Transient (RoCE INIT/ARMED with the PHY up) is a sub-second
+	// training step that seed 3.2 says not to report: OK.
+}
+
+// sysfsPerf reads the enabled counters of a port for perfdata. Unreadable
+// counters are left out: a missing counter fails open (seed 7.1).
+func sysfsPerf(paths topology.Paths, d *topology.Device, port *topology.Port, netdev string, defs []counters.Definition) []perfDatum {
+	var out []perfDatum
+	num := strconv.Itoa(port.Num)
+	for i := range defs {
+		def := &defs[i]
+		if !def.AppliesTo(port.LinkLayer) {
+			continue
+		}
+		path := def.File(port.Dir, paths.ClassNet, netdev)
+		if path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		v, err := sysfs.ParseCounter(b)
+		if err != nil {
+			continue
+		}
+		out = append(out, perfDatum{Label: perfLabel(d.Name, num, def.Name), Value: strconv.FormatUint(v, 10), UOM: "c"})
+	}
+	if g, active := sanity.DiscoveredRate(d, port); active && g > 0 {
+		out = append(out, perfDatum{Label: perfLabel(d.Name, num, "link_gbps"), Value: perfNumber(g), Min: "0"})
+	}
+	return out
+}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+// runIn runs nichealthctl in this process and returns stdout, stderr and
+// the exit code.
+func runIn(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// simHost builds a simulated node for the sysfs mode of check.
+func simHost(t *testing.T, shape string) *sim.Host {
+	t.Helper()
+	dir, err := sim.MkdirTemp("nichealthctl-check-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h, err := sim.Build(filepath.Join(dir, "h"), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An ACTIVE IB port knows its subnet manager; some simulator builds
+	// write sm_lid 0x0 on every port, which the SM LID check would flag.
+	for _, d := range h.Devices() {
+		if d.IsVF || d.LinkLayer != topology.LinkLayerInfiniBand {
+			continue
+		}
+		for p := 1; p <= d.Ports; p++ {
+			if err := h.WriteRaw(d.Name, p, "sm_lid", "0x1\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return h
+}
+
+// replace writes a file of the tree by rename: the simulator hard-links
+// files of equal content, so writing in place would change all of them.
+func replace(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// emptySysfsConfig points the sysfs mode at a directory with no
+// class/infiniband: nothing can be checked there.
+func emptySysfsConfig(t *testing.T) string {
+	return writeConfig(t, "sysfsRoot = \""+t.TempDir()+"\"\n")
+}
+
+// TestCheck_Slides_DaemonOutput proves the slides' plugin output ("IB
+// Health Check Output": one line, "dev-netdev:STATE - why ;;" per port,
+// Nagios exit codes) from the daemon's D-Bus view of each port.
+func TestCheck_Slides_DaemonOutput(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name   string
+		mutate func(m *dbusapi.ManagerView, ports []dbusapi.PortView)
+		code   int
+		line   string   // exact output line when set
+		want   []string // substrings otherwise
+		absent []string
+	}{
+		{name: "healthy", code: 0, line: "mlx5_0-ibp12s0:OK ;; mlx5_1-ibp140s0:OK ;; mlx5_bond_0-bond0:OK ;;"},
+		{name: "port down is CRITICAL", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[1].State, p[1].PhysState, p[1].Healthy, p[1].Fatal = "DOWN", "Disabled", false, true
+			p[1].Message = "Port mlx5_1 port 1: state DOWN, phys_state Disabled"
+		}, code: 2, line: "mlx5_0-ibp12s0:OK ;; mlx5_1-ibp140s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;; mlx5_bond_0-bond0:OK ;;"},
+		{name: "degraded port is WARNING", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].State, p[0].Healthy = "INIT", false
+			p[0].Message = "Port mlx5_0 port 1: state INIT, phys_state LinkUp"
+		}, code: 1, want: []string{"mlx5_0-ibp12s0:WARNING - Port mlx5_0 port 1: state INIT, phys_state LinkUp ;;"}},
+		{name: "latched non-fatal counter is WARNING", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].Counters[1].Breached = true
+		}, code: 1, line: "mlx5_0-ibp12s0:WARNING - symbol_error latched ;; mlx5_1-ibp140s0:OK ;; mlx5_bond_0-bond0:OK ;;"},
+		{name: "latched fatal counter is CRITICAL without blaming the link", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[2].Counters[0].Breached, p[2].Healthy, p[2].Fatal = true, false, true
+			p[2].Message = "RoCE port mlx5_bond_0 port 1: healthy (ACTIVE, LinkUp)"
+		}, code: 2, want: []string{"mlx5_bond_0-bond0:CRITICAL - link_downed latched ;;"}, absent: []string{"healthy (ACTIVE"}},
+		{name: "sanity finding is WARNING", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[1].Sanity = []string{"NIC mlx5_1 (0000:8c:00.0) PCIe link runs at 32.0 GT/s x8, capable of 32.0 GT/s x16: reseat the card or check the slot/riser"}
+		}, code: 1, want: []string{"mlx5_1-ibp140s0:WARNING - NIC mlx5_1 (0000:8c:00.0) PCIe link runs at 32.0 GT/s x8"}},
+		{name: "several reasons on one port, worst wins", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].State, p[0].PhysState, p[0].Healthy, p[0].Fatal = "DOWN", "Polling", false, true
+			p[0].Message = "Port mlx5_0 port 1: state DOWN, phys_state Polling"
+			p[0].Counters[1].Breached = true
+			p[0].Sanity = []string{"a | b ;; c"}
+		}, code: 2, want: []string{"mlx5_0-ibp12s0:CRITICAL - Port mlx5_0 port 1: state DOWN, phys_state Polling - symbol_error latched - a / b ; c ;;"}},
+		{name: "port not read yet is UNKNOWN", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[2].State, p[2].PhysState = "", ""
+		}, code: 3, want: []string{"mlx5_bond_0-bond0:UNKNOWN - Port mlx5_bond_0 port 1: state not read yet ;;"}},
+		{name: "CRITICAL beats UNKNOWN", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[2].State, p[2].PhysState = "", ""
+			p[1].State, p[1].Healthy, p[1].Fatal = "DOWN", false, true
+		}, code: 2},
+		{name: "port without a netdev", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].NetDev = ""
+		}, code: 0, want: []string{"mlx5_0-p1:OK ;;"}},
+		{name: "nothing monitored is UNKNOWN", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			for i := range p {
+				p[i].Device = "" // marks the port for removal below
+			}
+		}, code: 3, line: "UNKNOWN - no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f.update(func(m *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
+				*m, *ports = dbustest.SampleManager(), dbustest.SamplePorts()
+				if c.mutate != nil {
+					c.mutate(m, *ports)
+				}
+				kept := (*ports)[:0]
+				for _, p := range *ports {
+					if p.Device != "" {
+						kept = append(kept, p)
+					}
+				}
+				*ports = kept
+			})
+			out, errs, code := runIn("check", "--bus-address", f.bus.Address)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, out, errs)
+			}
+			if strings.Count(out, "\n") != 1 || errs != "" {
+				t.Errorf("want one line on stdout and nothing on stderr:\n%q\n%q", out, errs)
+			}
+			line := strings.TrimSuffix(out, "\n")
+			if c.line != "" && line != c.line {
+				t.Errorf("line\n got %q\nwant %q", line, c.line)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("line lacks %q:\n%s", w, line)
+				}
+			}
+			for _, a := range c.absent {
+				if strings.Contains(line, a) {
+					t.Errorf("line has %q:\n%s", a, line)
+				}
+			}
+		})
+	}
+}
+
+func TestCheck_PerfdataAndJSONFromDaemon(t *testing.T) {
+	f := newFixture(t)
+	f.update(func(_ *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
+		(*ports)[0].Counters[1].Value = 12
+		(*ports)[1].Counters[0].Fatal = true
+		(*ports)[1].Counters[1].Fatal = true
+	})
+	out, errs, code := runIn("check", "--perfdata", "--bus-address", f.bus.Address)
+	head, perf, ok := strings.Cut(strings.TrimSpace(out), " | ")
+	if code != 0 || !ok || !strings.HasSuffix(head, "mlx5_bond_0-bond0:OK ;;") {
+		t.Fatalf("code %d\n%s%s", code, out, errs)
+	}
+	for _, w := range []string{
+		"mlx5_0_1_link_downed=0c;;; ", "mlx5_0_1_symbol_error=12c;;; ", "mlx5_0_1_symbol_error_rate=0.5;10;;0 ",
+		"mlx5_0_1_port_xmit_wait_rate=10;1000000;;0 ", "mlx5_0_1_link_gbps=400;;;0 ",
+		"mlx5_1_1_symbol_error_rate=0.5;;10;0 ", "mlx5_bond_0_1_link_gbps=200;;;0",
+	} {
+		if !strings.Contains(perf+" ", w) {
+			t.Errorf("perfdata lacks %q:\n%s", w, perf)
+		}
+	}
+	if strings.Contains(perf, "link_downed_rate") {
+		t.Errorf("a delta counter has no rate to graph:\n%s", perf)
+	}
+
+	out, _, code = runIn("check", "--json", "--bus-address", f.bus.Address)
+	var res struct {
+		Status   string `json:"status"`
+		ExitCode int    `json:"exitCode"`
+		Source   string `json:"source"`
+		Output   string `json:"output"`
+		Ports    []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Status != "OK" || res.ExitCode != 0 ||
+		res.Source != "daemon" || len(res.Ports) != 3 || res.Ports[2].Name != "mlx5_bond_0-bond0" || !strings.HasPrefix(res.Output, "mlx5_0-ibp12s0:OK ;;") {
+		t.Errorf("--json: %v code %d %+v\n%s", err, code, res, out)
+	}
+}
+
+// Without a daemon the check reads sysfs; when that is impossible too, the
+// answer is UNKNOWN (exit 3) and says why, on stdout where Nagios looks.
+func TestCheck_NoDaemonNoSysfsIsUnknown(t *testing.T) {
+	bus := dbustest.Start(t, dbustest.Options{})
+	cfg := emptySysfsConfig(t)
+	for _, c := range []struct {
+		name, addr, note string
+	}{
+		{"daemon not running", bus.Address, "nichealthd is not running on the system bus"},
+		{"no bus", "unix:path=/nonexistent/bus", "system bus unreachable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errs, code := runIn("check", "--bus-address", c.addr, "--config", cfg)
+			if code != 3 || !strings.HasPrefix(out, "UNKNOWN - cannot list the RDMA devices: ") || strings.Count(out, "\n") != 1 ||
+				!strings.Contains(errs, c.note) || !strings.Contains(errs, "checked sysfs directly") {
+				t.Errorf("code %d\nstdout %q\nstderr %q", code, out, errs)
+			}
+		})
+	}
+	out, _, code := runIn("check", "--bus-address", bus.Address, "--config", filepath.Join(t.TempDir(), "missing.toml"))
+	if code != 3 || !strings.Contains(out, "UNKNOWN - ") || !strings.Contains(out, "missing.toml: cannot read") {
+		t.Errorf("missing --config: code %d %q", code, out)
+	}
+}
+
+// A daemon that has not finished its first poll has nothing to say yet:
+// the check falls back to sysfs.
+func TestCheck_DaemonStartingFallsBackToSysfs(t *testing.T) {
+	f := newFixture(t)
+	f.update(func(m *dbusapi.ManagerView, _ *[]dbusapi.PortView) { m.Ready = false })
+	out, errs, code := runIn("check", "--bus-address", f.bus.Address, "--config", emptySysfsConfig(t))
+	if code != 3 || !strings.Contains(errs, "has not completed its first poll") {
+		t.Errorf("code %d %q %q", code, out, errs)
+	}
+}
+
+// TestCheck_Slides_SysfsMode runs the plugin without a daemon against
+// simulated DGX H100 nodes: the classic check's port, PCIe, rate and SM
+// rules, the daemon's roles (the management NIC and the VFs are never
+// listed), and the Nagios exit codes.
+func TestCheck_Slides_SysfsMode(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault func(t *testing.T, h *sim.Host)
+		args  []string
+		code  int
+		want  []string
+	}{
+		{name: "healthy node is OK", code: 0, want: []string{
+			"mlx5_0-ibp25s0:OK ;; mlx5_1-ibp42s0:OK ;; mlx5_2-ibp59s0:OK ;; mlx5_3-ibp92s0:OK ;; mlx5_4-ibp155s0:OK ;; mlx5_5-ibp172s0:OK ;; " +
+				"mlx5_6-ibp187s0:OK ;; mlx5_7-ibp220s0:OK ;; mlx5_8-enp65s0f0np0:OK ;; mlx5_9-enp65s0f1np0:OK ;; mlx5_10-enp193s0f0np0:OK ;; mlx5_11-enp193s0f1np0:OK ;;\n"}},
+		{name: "port down is CRITICAL", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetPortState("mlx5_1", 1, "DOWN", "Disabled"))
+			must(t, h.SetRate("mlx5_1", 1, "10 Gb/sec (4X SDR)"))
+		}, code: 2, want: []string{"mlx5_1-ibp42s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;; mlx5_2"}},
+		{name: "PCIe downtrained is WARNING", fault: func(t *testing.T, h *sim.Host) {
+			dev, _ := h.Device("mlx5_3")
+			replace(t, filepath.Join(h.SysRoot(), dev.PCIPath, "current_link_width"), "8\n")
+		}, code: 1, want: []string{"mlx5_3-ibp92s0:WARNING - NIC mlx5_3 (0000:5c:00.0) PCIe link runs at 32.0 GT/s x8, capable of 32.0 GT/s x16: reseat the card or check the slot/riser ;;"}},
+		{name: "rate below peers is WARNING", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetRate("mlx5_2", 1, "200 Gb/sec (4X HDR)"))
+		}, code: 1, want: []string{"mlx5_2-ibp59s0:WARNING - Port mlx5_2 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s"}},
+		{name: "no subnet manager is WARNING", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.WriteRaw("mlx5_5", 1, "sm_lid", "0x0\n"))
+		}, code: 1, want: []string{"mlx5_5-ibp172s0:WARNING - Port mlx5_5 port 1 is ACTIVE but has no subnet manager (sm_lid 0x0): check the SM ;;"}},
+		{name: "RoCE netdev down is WARNING", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetOperstate("enp65s0f0np0", "down"))
+		}, code: 1, want: []string{"mlx5_8-enp65s0f0np0:WARNING - RoCE port mlx5_8 port 1: state ACTIVE, phys_state LinkUp, operstate down ;;"}},
+		{name: "RoCE link training is not reported", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetPortState("mlx5_9", 1, "INIT", "LinkUp"))
+		}, code: 0, want: []string{"mlx5_9-enp65s0f1np0:OK ;;"}},
+		{name: "unreadable state is UNKNOWN", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.WriteRaw("mlx5_4", 1, "state", "garbage\n"))
+		}, code: 3, want: []string{"mlx5_4-ibp155s0:UNKNOWN - Port mlx5_4 port 1: cannot read state/phys_state in "}},
+		{name: "management NIC down is not the plugin's business", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetPortState("mlx5_12", 1, "DOWN", "Disabled"))
+		}, code: 0},
+		{name: "sanity switched off in the configuration", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetRate("mlx5_2", 1, "200 Gb/sec (4X HDR)"))
+		}, args: []string{"--config", "CFG:[linkSanity]\nenabled = false\n"}, code: 0},
+		{name: "no GPU topology: every PF checked, and said so", fault: func(t *testing.T, h *sim.Host) {
+			must(t, os.Remove(h.MetadataPath()))
+		}, args: []string{"--config", "CFG:topologySource = \"metadata\"\n"}, code: 0,
+			want: []string{"mlx5_12-enp13s0np0:OK ;;", "ERR:cannot classify NIC roles, so every Mellanox PF is checked (management NICs included)"}},
+		{name: "perfdata from sysfs", fault: func(t *testing.T, h *sim.Host) {
+			must(t, h.SetCounter("mlx5_0", 1, "counters/symbol_error", 7))
+		}, args: []string{"--perfdata"}, code: 0,
+			want: []string{" | mlx5_0_1_link_downed=0c;;; ", " mlx5_0_1_symbol_error=7c;;; ", " mlx5_0_1_link_gbps=400;;;0 ", "mlx5_8_1_link_gbps=200;;;0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := simHost(t, "dgx-h100")
+			if c.fault != nil {
+				c.fault(t, h)
+			}
+			args := []string{"check", "--root", h.Root}
+			for _, a := range c.args {
+				if body, ok := strings.CutPrefix(a, "CFG:"); ok {
+					a = writeConfig(t, body)
+				}
+				args = append(args, a)
+			}
+			out, errs, code := runIn(args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, out, errs)
+			}
+			if strings.Count(out, "\n") != 1 || strings.Contains(out, "mlx5_13") || strings.Contains(out, "mlx5_12") != strings.Contains(c.name, "topology") {
+				t.Errorf("want one line with the monitored PFs only:\n%s", out)
+			}
+			for _, w := range c.want {
+				if e, ok := strings.CutPrefix(w, "ERR:"); ok {
+					if !strings.Contains(errs, e) {
+						t.Errorf("stderr lacks %q:\n%s", e, errs)
+					}
+				} else if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// The sysfs mode takes its paths from the configuration file, as the
+// daemon does; --offline skips a running daemon.
+func TestCheck_SysfsModeFromConfig(t *testing.T) {
+	h := simHost(t, "minimal")
+	f := newFixture(t)
+	cfg := writeConfig(t, "sysfsRoot = \""+h.SysRoot()+"\"\nprocfsRoot = \""+h.ProcRoot()+"\"\ndevRoot = \""+h.DevRoot()+
+		"\"\nmetadataPath = \""+h.MetadataPath()+"\"\n")
+	must(t, h.SetPortState("mlx5_0", 1, "INIT", "LinkUp"))
+	out, errs, code := runIn("check", "--offline", "--json", "--config", cfg, "--bus-address", f.bus.Address)
+	var res checkResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s%s", err, out, errs)
+	}
+	dev, _ := h.Device("mlx5_0")
+	if code != 1 || res.Source != "sysfs" || len(res.Ports) != 1 || res.Ports[0].Status != nagiosWarning ||
+		res.Output != "mlx5_0-"+dev.NetDev+":WARNING - Port mlx5_0 port 1: state INIT, phys_state LinkUp ;;" {
+		t.Errorf("code %d %+v\n%s", code, res, errs)
+	}
+}
+
+func TestCheck_UsageIsUnknown(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"check", "extra"}, 3, "UNKNOWN - nichealthctl check takes no arguments"},
+		{[]string{"check", "--bogus"}, 3, "UNKNOWN - invalid command line"},
+		{[]string{"check", "--root"}, 3, "UNKNOWN - invalid command line"},
+		{[]string{"check", "--help"}, 0, ""},
+		{[]string{"check", "--root", "/nonexistent"}, 3, "UNKNOWN - --root /nonexistent is not a directory"},
+	} {
+		out, errs, code := runIn(c.args...)
+		if code != c.code || !strings.HasPrefix(out, c.out) {
+			t.Errorf("%v: code %d %q %q", c.args, code, out, errs)
+		}
+	}
+}
+
+// The exit code reaches the monitoring system from the real binary.
+func TestCheck_BinaryExitCodes(t *testing.T) {
+	f := newFixture(t)
+	if out, errs, code := ctl(t, f.bus, nil, "check"); code != 0 || !strings.HasPrefix(out, "mlx5_0-ibp12s0:OK ;;") {
+		t.Errorf("healthy: code %d %s%s", code, out, errs)
+	}
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) { (*p)[0].Counters[1].Breached = true })
+	if out, errs, code := ctl(t, f.bus, nil, "check"); code != 1 || !strings.Contains(out, "WARNING - symbol_error latched") {
+		t.Errorf("latched: code %d %s%s", code, out, errs)
+	}
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[1].State, (*p)[1].Fatal, (*p)[1].Healthy = "DOWN", true, false
+	})
+	if out, errs, code := ctl(t, f.bus, nil, "check"); code != 2 || !strings.Contains(out, "CRITICAL") {
+		t.Errorf("fatal: code %d %s%s", code, out, errs)
+	}
+}
+
+func TestCheck_PluginTextAndOrder(t *testing.T) {
+	if got := pluginText("a|b\nc ;; d ;;; e"); got != "a/b c ; d ; e" {
+		t.Errorf("pluginText = %q", got)
+	}
+	if got := perfLabel("mlx5_bond_0", "1", "a b=c'd"); got != "mlx5_bond_0_1_a_b_c_d" {
+		t.Errorf("perfLabel = %q", got)
+	}
+	if got := perfNumber(1e-7); strings.ContainsAny(got, "eE") {
+		t.Errorf("perfNumber uses an exponent: %q", got)
+	}
+	order := []nagiosStatus{nagiosOK, nagiosWarning, nagiosUnknown, nagiosCritical}
+	for i := range order {
+		for j := range order {
+			want := order[i]
+			if j > i {
+				want = order[j]
+			}
+			if got := worst(order[i], order[j]); got != want {
+				t.Errorf("worst(%v, %v) = %v", order[i], order[j], got)
+			}
+		}
+	}
+	for _, c := range [][2]string{{"mlx5_2", "mlx5_10"}, {"mlx5_1", "mlx5_bond_0"}, {"ibp3s0", "ibp12s0"}, {"a", "ab"}, {"mlx5_02", "mlx5_3"}} {
+		if !naturalLess(c[0], c[1]) || naturalLess(c[1], c[0]) {
+			t.Errorf("naturalLess(%q, %q) wrong", c[0], c[1])
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

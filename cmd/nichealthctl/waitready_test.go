@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+)
+
+// progressLog collects what wait-ready prints while waiting and lets a
+// test block until a given text has been printed.
+type progressLog struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	cond *sync.Cond
+}
+
+func newProgressLog() *progressLog {
+	l := &progressLog{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *progressLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	l.cond.Broadcast()
+	return len(p), nil
+}
+
+func (l *progressLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// await blocks until every text has been printed since mark (a length of
+// the log), and returns the new mark. A generous deadline only bounds a
+// broken test.
+func (l *progressLog) await(t *testing.T, mark int, texts ...string) int {
+	t.Helper()
+	deadline := time.AfterFunc(20*time.Second, func() {
+		l.mu.Lock()
+		l.buf.WriteString("\x00timeout")
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	})
+	defer deadline.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		s := l.buf.String()[mark:]
+		if strings.Contains(s, "\x00timeout") {
+			t.Fatalf("wait-ready never printed %q; it printed:\n%s", texts, s)
+		}
+		all := true
+		for _, x := range texts {
+			all = all && strings.Contains(s, x)
+		}
+		if all {
+			return l.buf.Len()
+		}
+		l.cond.Wait()
+	}
+}
+
+// fastWaiter polls every few milliseconds and reports progress on every
+// poll, so tests see each state it passes through.
+func fastWaiter(addr string, timeout time.Duration, log *progressLog) waiter {
+	return waiter{busAddress: addr, timeout: timeout, poll: 10 * time.Millisecond, progress: time.Nanosecond, stderr: log}
+}
+
+func TestWaitReady_ReadyAtOnce(t *testing.T) {
+	f := newFixture(t)
+	out, errs, code := ctl(t, f.bus, nil, "wait-ready", "--timeout", "20s")
+	if code != exitOK || out != "" {
+		t.Errorf("code %d %q %q", code, out, errs)
+	}
+	out, _, code = runIn("wait-ready", "--json", "--bus-address", f.bus.Address)
+	var o waitOutcome
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != exitOK || !o.Ready || !o.Appeared || len(o.Pending) != 0 {
+		t.Errorf("--json: %v code %d %+v", err, code, o)
+	}
+}
+
+// The gate opens only once the first poll is done, every port is healthy
+// and no port runs below its role peers.
+func TestWaitReady_ReadyAfterChange(t *testing.T) {
+	f := newFixture(t)
+	f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		m.Ready = false
+		(*p)[1].State, (*p)[1].PhysState, (*p)[1].Healthy, (*p)[1].Fatal = "DOWN", "Disabled", false, true
+		(*p)[1].Message = "Port mlx5_1 port 1: state DOWN, phys_state Disabled"
+		(*p)[1].Rate = "10 Gb/sec (4X SDR)"
+	})
+	log := newProgressLog()
+	done := make(chan waitOutcome, 1)
+	go func() { done <- fastWaiter(f.bus.Address, time.Minute, log).wait(context.Background()) }()
+
+	mark := log.await(t, 0, "waiting for nichealthd to complete its first poll")
+	f.update(func(m *dbusapi.ManagerView, _ *[]dbusapi.PortView) { m.Ready = true })
+	mark = log.await(t, mark, "waiting for Port mlx5_1 port 1: state DOWN, phys_state Disabled")
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[1].State, (*p)[1].PhysState, (*p)[1].Healthy, (*p)[1].Fatal = "ACTIVE", "LinkUp", true, false
+		(*p)[1].Message = ""
+		(*p)[1].Rate = "200 Gb/sec (4X HDR)"
+	})
+	// Up, but at half its peers' rate: not ready yet.
+	log.await(t, mark, "waiting for Port mlx5_1 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s")
+	select {
+	case o := <-done:
+		t.Fatalf("ready too early: %+v", o)
+	default:
+	}
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) { (*p)[1].Rate = "400 Gb/sec (4X NDR)" })
+	select {
+	case o := <-done:
+		if !o.Ready || !o.Appeared {
+			t.Errorf("outcome %+v", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("never ready; progress:\n%s", log.String())
+	}
+}
+
+func TestWaitReady_TimeoutListsPorts(t *testing.T) {
+	f := newFixture(t)
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[0].Healthy, (*p)[0].Fatal = false, true
+		(*p)[0].Counters[0].Breached = true
+		(*p)[0].Message = "Port mlx5_0 port 1: healthy (ACTIVE, LinkUp)"
+		(*p)[2].Role = "Management" // never waited for, even when down
+		(*p)[2].State, (*p)[2].Healthy = "DOWN", false
+	})
+	out, errs, code := ctl(t, f.bus, nil, "wait-ready", "--timeout", "300ms")
+	if code != exitFailed || out != "" || !strings.Contains(errs, "not ready after") ||
+		!strings.Contains(errs, "  Port mlx5_0 port 1: healthy (ACTIVE, LinkUp) (latched: link_downed)\n") || strings.Contains(errs, "mlx5_bond_0") {
+		t.Errorf("code %d %q\n%s", code, out, errs)
+	}
+	o := fastWaiter(f.bus.Address, 200*time.Millisecond, newProgressLog()).wait(context.Background())
+	if o.Ready || !o.Appeared || len(o.Pending) != 1 {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
+func TestWaitReady_DaemonNeverAppears(t *testing.T) {
+	bus := dbustest.Start(t, dbustest.Options{})
+	out, errs, code := ctl(t, bus, nil, "wait-ready", "--timeout", "300ms")
+	if code != exitUnreachable || out != "" || !strings.Contains(errs, "nichealthd did not appear on the system bus within") ||
+		!strings.Contains(errs, "systemctl start nichealthd") {
+		t.Errorf("code %d %q %q", code, out, errs)
+	}
+	_, errs, code = runIn("wait-ready", "--timeout", "100ms", "--bus-address", "unix:path=/nonexistent/bus")
+	if code != exitUnreachable || !strings.Contains(errs, "system bus unreachable") {
+		t.Errorf("no bus: code %d %q", code, errs)
+	}
+}
+
+// The gate may be started before the daemon (ExecStartPre= ordering is
+// not always After=nichealthd.service).
+func TestWaitReady_DaemonAppearsLater(t *testing.T) {
+	bus := dbustest.Start(t, dbustest.Options{})
+	log := newProgressLog()
+	done := make(chan waitOutcome, 1)
+	go func() { done <- fastWaiter(bus.Address, time.Minute, log).wait(context.Background()) }()
+	log.await(t, 0, "waiting for nichealthd to appear on the system bus")
+	srv, err := dbusapi.Serve(bus.Connect(t), dbustest.NewBackend(dbustest.SampleManager(), dbustest.SamplePorts()), dbusapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	select {
+	case o := <-done:
+		if !o.Ready {
+			t.Errorf("outcome %+v", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("never ready; progress:\n%s", log.String())
+	}
+}
+
+func TestWaitReady_Usage(t *testing.T) {
+	for _, args := range [][]string{{"wait-ready", "extra"}, {"wait-ready", "--timeout", "-1s"}, {"wait-ready", "--timeout", "soon"}} {
+		if _, errs, code := runIn(args...); code != exitUsage {
+			t.Errorf("%v: code %d %s", args, code, errs)
+		}
+	}
+	if _, _, code := runIn("wait-ready", "--help"); code != exitOK {
+		t.Errorf("--help: code %d", code)
+	}
+}

@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// sanityEvery is how often the link sanity pass re-reads PCIe link state,
+// SM LIDs and character devices. These change rarely (a retrain, an SM
+// failover, a module unload) and cost file reads, so they stay off the
+// per-second path; a port's rate changing triggers a pass at once.
+const sanityEvery = time.Minute
+
+// sanityDue reports whether the pass should run this cycle.
+func (m *Monitor) sanityDue(now time.Time) bool {
+	if !m.cfg.Sanity.Enabled {
+		return false
+	}
+	return m.cycles == 0 || m.devicesSetChanged || m.rateChanged || now.Sub(m.lastSanity) >= sanityEvery
+}
+
+// runSanity judges the classic IB health check's extras (PCIe link, SM LID,
+// port rate vs peers, /dev/infiniband nodes) and reports each finding once,
+// with a healthy event when it clears. Findings use the degradation check's
+// name and carry errorCode = [kind], like counter events, so a port's
+// healthy state event never clears them.
+func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
+	m.lastSanity = now
+	m.rateChanged = false
+	var devs []*topology.Device
+	for _, d := range m.devices {
+		if !d.Monitored() {
+			continue
+		}
+		devs = append(devs, d)
+		for i := range d.Ports {
+			p := &d.Ports[i]
+			if p.LinkLayer != topology.LinkLayerInfiniBand {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join(p.Dir, "sm_lid")); err == nil {
+				p.SMLID = string(sysfs.TrimValue(b))
+			}
+		}
+	}
+	live := func(d *topology.Device, port *topology.Port) (float64, bool) {
+		for _, p := range m.ports {
+			if p.dev == d && p.port.Num == port.Num {
+				port.State = fmt.Sprintf("%d: %s", p.obs.State.ID, p.obs.State.Name)
+				return p.rateGbps, p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
+			}
+		}
+		return 0, false
+	}
+	s := m.cfg.Sanity
+	findings := sanity.Run(m.cfg.Paths, devs, live, sanity.Options{
+		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, CharDevices: s.CharDevices, ISSM: s.ISSM,
+	})
+
+	clear(m.sanity)
+	seen := map[string]bool{}
+	if m.st.Sanity == nil {
+		m.st.Sanity = map[string]string{}
+	}
+	for _, f := range findings {
+		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
+		seen[key] = true
+		for _, d := range devs {
+			if d.Name != f.Device {
+				continue
+			}
+			for _, p := range d.Ports {
+				if f.AppliesTo(d.Name, p.Num) {
+					k := checks.PortKey(d.Name, p.Num)
+					m.sanity[k] = append(m.sanity[k], f.Message)
+				}
+			}
+		}
+		if _, reported := m.st.Sanity[key]; reported {
+			continue
+		}
+		m.st.Sanity[key] = f.Message
+		*changed = true
+		*specs = append(*specs, event.Spec{
+			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
+			IsFatal: s.Fatal, Message: f.Message, ErrorCode: []string{f.Kind},
+			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
+		})
+	}
+	for key, msg := range m.st.Sanity {
+		if seen[key] {
+			continue
+		}
+		delete(m.st.Sanity, key)
+		*changed = true
+		parts := strings.SplitN(key, "|", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		port := 0
+		fmt.Sscan(parts[2], &port)
+		*specs = append(*specs, event.Spec{
+			Kind: event.KindLinkSanityOK, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
+			IsHealthy: true, ErrorCode: []string{parts[0]}, Device: parts[1], Port: port,
+			Message: fmt.Sprintf("Resolved: %s", msg),
+		})
+	}
+}
+
+func (m *Monitor) linkLayerOfDevice(name string) string {
+	for _, d := range m.devices {
+		if d.Name == name {
+			return d.LinkLayer()
+		}
+	}
+	return topology.LinkLayerInfiniBand
+}
