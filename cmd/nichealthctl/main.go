@@ -79,7 +79,7 @@ func usage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString("Usage: nichealthctl COMMAND [OPTIONS] [ARGS]\n\nInspect and drive nichealthd, the NIC health daemon, over the system bus.\n\nCommands:\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "  %-9s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", n, cmds[n].summary)
 	}
 	b.WriteString(`
 Options of the daemon commands:
