@@ -303,8 +303,10 @@ func (d *Daemon) poll(now time.Time) {
 	d.publish(evs)
 	d.wd.Progress()
 	if first {
-		d.nt.Ready(status)
+		// Logged before READY=1, so the journal shows the first poll
+		// before systemd's "Started" line.
 		d.log.Info("first poll complete; ready", "status", status)
+		d.nt.Ready(status)
 	} else {
 		d.nt.Status(status)
 	}

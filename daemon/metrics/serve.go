@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -28,6 +29,11 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+			// The packaged unit allows only AF_UNIX until the metrics
+			// drop-in is installed.
+			return fmt.Errorf("metrics endpoint: listen on %s: %w (the service sandbox forbids TCP: install the drop-in /usr/share/doc/nichealthd/examples/metrics.conf as /etc/systemd/system/nichealthd.service.d/metrics.conf, see nichealthd(8) METRICS)", addr, err)
+		}
 		return fmt.Errorf("metrics endpoint: listen on %s: %w (set metricsAddress to a free host:port such as 127.0.0.1:2112, or leave it empty to disable metrics)", addr, err)
 	}
 	return ServeListener(ctx, ln, h, log)

@@ -1,5 +1,11 @@
 # bash completion for nichealthctl(1)
 
+# _nichealthctl_reply COMPGEN-ARGS...: the candidates for $cur, one per line,
+# so file names with spaces stay whole.
+_nichealthctl_reply() {
+    mapfile -t COMPREPLY < <(compgen "$@" -- "$cur")
+}
+
 _nichealthctl() {
     local cur prev words cword
     if declare -F _init_completion >/dev/null 2>&1; then
@@ -12,7 +18,7 @@ _nichealthctl() {
     fi
 
     local commands="status ports port events ack reload check wait-ready validate topology"
-    local flags="--json --bus-address --since --follow --timeout --perfdata --help --version"
+    local flags="--json --bus-address --since --follow --timeout --perfdata --offline --config --root --help --version"
     # Counter names of the built-in table; custom ones can still be typed.
     local counters="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
@@ -25,7 +31,7 @@ _nichealthctl() {
     local -a args=()
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --since|--timeout|--bus-address) ((i++)) ;;
+            --since|--timeout|--bus-address|--config|--root) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd=${words[i]}; else args+=("${words[i]}"); fi ;;
         esac
@@ -33,13 +39,15 @@ _nichealthctl() {
 
     case $prev in
         --since|--timeout|--bus-address) return ;;
+        --config) _nichealthctl_reply -f; return ;;
+        --root) _nichealthctl_reply -d; return ;;
     esac
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "--json --bus-address --help --version" -- "$cur"))
+            _nichealthctl_reply -W "--json --bus-address --help --version"
         else
-            COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+            _nichealthctl_reply -W "$commands"
         fi
         return
     fi
@@ -47,22 +55,27 @@ _nichealthctl() {
     case $cmd in
         port|ack)
             case ${#args[@]} in
-                0) COMPREPLY=($(compgen -W "$(ls "$ibclass" 2>/dev/null)" -- "$cur")) ;;
-                1) COMPREPLY=($(compgen -W "$(ls "$ibclass/${args[0]}/ports" 2>/dev/null)" -- "$cur")) ;;
-                2) [[ $cmd == ack ]] && COMPREPLY=($(compgen -W "$counters" -- "$cur")) ;;
+                0) _nichealthctl_reply -W "$(ls "$ibclass" 2>/dev/null)" ;;
+                1) _nichealthctl_reply -W "$(ls "$ibclass/${args[0]}/ports" 2>/dev/null)" ;;
+                2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$counters" ;;
             esac
             ;;
-        events) COMPREPLY=($(compgen -W "--since --follow --json" -- "$cur")) ;;
-        check) COMPREPLY=($(compgen -W "--perfdata --json" -- "$cur")) ;;
-        wait-ready) COMPREPLY=($(compgen -W "--timeout --json" -- "$cur")) ;;
-        validate) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        events) _nichealthctl_reply -W "--since --follow -f --json" ;;
+        check) _nichealthctl_reply -W "--perfdata --offline --config --root --json" ;;
+        wait-ready) _nichealthctl_reply -W "--timeout --json" ;;
+        validate) _nichealthctl_reply -f ;;
         topology)
             if [[ ${#args[@]} -eq 0 ]]; then
-                COMPREPLY=($(compgen -W "parse collect show" -- "$cur"))
+                _nichealthctl_reply -W "parse collect show"
+            elif [[ $cur == -* ]]; then
+                case ${args[0]} in
+                    collect) _nichealthctl_reply -W "--output --nvidia-smi --node-name" ;;
+                    show) _nichealthctl_reply -W "--root --sysfs-root --procfs-root --metadata --source --all --json" ;;
+                esac
             elif [[ ${args[0]} == parse ]]; then
-                COMPREPLY=($(compgen -f -- "$cur"))
+                _nichealthctl_reply -f
             fi
             ;;
-        *) COMPREPLY=($(compgen -W "$flags" -- "$cur")) ;;
+        *) _nichealthctl_reply -W "$flags" ;;
     esac
 } && complete -F _nichealthctl nichealthctl

@@ -198,11 +198,12 @@ ctr journalctl -q --no-pager -o short-precise -u nichealthd.service | tail -n 12
 # The first poll is logged by the daemon before it sends READY=1; systemd
 # logs "Started" only after READY=1, so in the unit's journal the first-poll
 # line comes first.
-order=$(ctr journalctl -q --no-pager -o cat -u nichealthd.service |
-    grep -n -i -m1 -e 'first poll' -e '^Started ' | cut -d: -f2- || true)
-case $order in
+lines=$(ctr journalctl -q --no-pager -o short-monotonic -u nichealthd.service |
+    grep -i -e 'first poll' -e ' Started nichealthd' || true)
+printf '%s\n' "$lines"
+case $(printf '%s\n' "$lines" | head -n1) in
     *[Ff]irst\ poll*) ok "first-poll log precedes systemd's Started line" ;;
-    *) bad "the first-poll log does not precede 'Started' in journalctl -u nichealthd (first match: '$order')" ;;
+    *) bad "the first-poll log does not precede 'Started' in journalctl -u nichealthd (nichealthd must log the first poll before it sends READY=1)" ;;
 esac
 
 say "the sandbox: what the service itself can see"

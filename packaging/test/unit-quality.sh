@@ -108,6 +108,18 @@ else
     fail "tmpfiles.d: $out"
 fi
 
+# --- journal catalog (installed as is) -----------------------------------------
+C=$W/catalog
+mkdir -p "$C/usr/lib/systemd/catalog"
+cp "$PKG/journal/nichealthd.catalog" "$C/usr/lib/systemd/catalog/"
+entries=$(grep -c '^-- ' "$PKG/journal/nichealthd.catalog")
+if out=$(journalctl --root="$C" --update-catalog 2>&1) && [ -z "$out" ] &&
+    [ "$(journalctl --root="$C" --list-catalog | wc -l)" = "$entries" ]; then
+    pass "journal catalog: all $entries entries load with journalctl --update-catalog"
+else
+    fail "journal catalog does not load cleanly ($entries entries): $out"
+fi
+
 # --- shell ------------------------------------------------------------------
 for s in "$PKG"/debian/postinst "$PKG"/debian/prerm "$PKG"/debian/postrm \
          "$PKG"/build-deb.sh "$PKG"/install.sh "$PKG"/test/*.sh; do
@@ -117,7 +129,8 @@ if out=$(bash -n "$PKG/completion/nichealthctl.bash" 2>&1); then pass "bash -n c
 else fail "bash completion: $out"; fi
 if need shellcheck; then
     if out=$(shellcheck -S warning "$PKG"/debian/postinst "$PKG"/debian/prerm "$PKG"/debian/postrm \
-            "$PKG"/build-deb.sh "$PKG"/install.sh "$PKG"/test/*.sh 2>&1); then
+            "$PKG"/build-deb.sh "$PKG"/install.sh "$PKG"/test/*.sh 2>&1) &&
+        out=$(shellcheck -s bash -S warning "$PKG/completion/nichealthctl.bash" 2>&1); then
         pass "shellcheck"
     else
         fail "shellcheck:
