@@ -178,6 +178,20 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
+	if bs == persist.BootSame {
+		n, err := replayOutbox(st, ob, cfg.Counters)
+		if err != nil {
+			ob.Close()
+			return nil, err
+		}
+		if n > 0 {
+			log.Warn("replayed events the state file had not recorded (the daemon stopped between emitting and saving)", "events", n)
+		}
+	}
+	if last := ob.Stats().LastSeq; last > st.OutboxSeq {
+		// After a reboot the state was cleared: nothing older applies.
+		st.OutboxSeq = last
+	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4),
@@ -339,6 +353,9 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		}
 		for i := range evs {
 			out = append(out, emitted{evs[i], seqs[i]})
+		}
+		if len(seqs) > 0 {
+			d.mon.State().OutboxSeq = seqs[len(seqs)-1]
 		}
 	}
 	if changed || len(specs) > 0 {

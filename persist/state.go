@@ -26,6 +26,14 @@ type State struct {
 	// Sanity holds the link sanity findings already reported, keyed
 	// "<kind>|<device>|<port>", so a restart does not re-announce them.
 	Sanity map[string]string `json:"sanity,omitempty"`
+
+	// OutboxSeq is the sequence number of the last outbox event whose effect
+	// this state includes. Events are made durable before the state, so
+	// after a crash the outbox may hold newer events; they are replayed onto
+	// the state at start-up, or consumers could be left believing a fatal
+	// condition the daemon no longer remembers reporting. Kept across a
+	// reboot's clear.
+	OutboxSeq uint64 `json:"outbox_seq,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity

@@ -500,6 +500,37 @@ func (o *Outbox) Wait() <-chan struct{} {
 // (max <= 0 means DefaultReadMax). Reading does not move the cursor: until
 // Ack, the same records are returned again. A record found damaged now is
 // skipped with a warning. An unknown sink is an error.
+// ReadAfter returns up to max retained records with Seq > after, oldest
+// first, whatever the sinks' cursors. The daemon replays them onto its
+// state at start-up (see persist.State.OutboxSeq).
+func (o *Outbox) ReadAfter(after uint64, max int) ([]Record, error) {
+	if max <= 0 {
+		max = DefaultReadMax
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	var out []Record
+	for _, s := range o.segs {
+		if len(out) >= max {
+			break
+		}
+		if len(s.ents) == 0 || s.lastSeq() <= after {
+			continue
+		}
+		i := sort.Search(len(s.ents), func(i int) bool { return s.ents[i].seq > after })
+		j := min(len(s.ents), i+max-len(out))
+		recs, err := o.readRange(s, i, j)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
 func (o *Outbox) Read(sink string, max int) ([]Record, error) {
 	if max <= 0 {
 		max = DefaultReadMax
