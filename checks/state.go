@@ -232,10 +232,16 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 // device before it is declared gone (DESIGN.md difference 3).
 const DisappearAfter = 3
 
+// Presence is what Enumerated needs to know of a device seen now.
+type Presence struct {
+	LinkLayer  string
+	PCIAddress string
+}
+
 // Enumerated updates device presence after a complete enumeration of
-// class/infiniband. present holds every monitored device seen now (with
-// its link layer). It returns disappearance and reappearance events.
-func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string, classDir string) ([]event.Spec, bool) {
+// class/infiniband. present holds every monitored device seen now. It
+// returns disappearance, reappearance and rename events.
+func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]Presence, classDir string) ([]event.Spec, bool) {
 	if len(st.Disappeared) == 0 && len(present) == len(st.KnownDevices) && len(c.misses) == 0 {
 		// Steady state: the same devices as known, none missing. Equal sizes
 		// plus "every known one is present" means the sets are equal.
@@ -252,6 +258,7 @@ func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string
 	}
 	var out []event.Spec
 	changed := false
+	out, changed = c.renames(st, present, out)
 	gone := map[string]bool{}
 	for _, d := range st.Disappeared {
 		gone[d] = true
@@ -289,9 +296,16 @@ func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string
 	for _, n := range st.KnownDevices {
 		known[n] = true
 	}
-	for name := range present {
+	for name, pr := range present {
 		if !known[name] {
 			st.KnownDevices = append(st.KnownDevices, name)
+			changed = true
+		}
+		if pr.PCIAddress != "" && st.DeviceAddrs[name] != pr.PCIAddress {
+			if st.DeviceAddrs == nil {
+				st.DeviceAddrs = map[string]string{}
+			}
+			st.DeviceAddrs[name] = pr.PCIAddress
 			changed = true
 		}
 	}
@@ -306,8 +320,8 @@ func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]string
 	return out, changed
 }
 
-func (c *PortStateCheck) linkLayerOf(st *persist.State, name string, present map[string]string) string {
-	if ll := present[name]; ll != "" {
+func (c *PortStateCheck) linkLayerOf(st *persist.State, name string, present map[string]Presence) string {
+	if ll := present[name].LinkLayer; ll != "" {
 		return ll
 	}
 	for _, ps := range st.PortStates {
@@ -325,5 +339,98 @@ func ClearedSpec(checkName, why string) event.Spec {
 	return event.Spec{
 		Kind: event.KindCheckCleared, CheckName: checkName, IsHealthy: true,
 		Message: fmt.Sprintf("%s: %s; all previous conditions of this check are cleared", checkName, why),
+	}
+}
+
+// renames recognises a known device that is missing while a new name sits
+// at its PCI address: the same NIC under another name. Its state (ports,
+// counters, latches) moves to the new name and a healthy event on the old
+// name says what happened, instead of a fatal "disappeared".
+func (c *PortStateCheck) renames(st *persist.State, present map[string]Presence, out []event.Spec) ([]event.Spec, bool) {
+	if len(st.DeviceAddrs) == 0 {
+		return out, false
+	}
+	known := map[string]bool{}
+	for _, n := range st.KnownDevices {
+		known[n] = true
+	}
+	byAddr := map[string]string{}
+	for name, pr := range present {
+		if !known[name] && pr.PCIAddress != "" {
+			byAddr[pr.PCIAddress] = name
+		}
+	}
+	changed := false
+	for i, old := range st.KnownDevices {
+		if _, here := present[old]; here {
+			continue
+		}
+		addr := st.DeviceAddrs[old]
+		nw, ok := byAddr[addr]
+		if addr == "" || !ok {
+			continue
+		}
+		delete(byAddr, addr)
+		migrateDevice(st, old, nw)
+		st.KnownDevices[i] = nw
+		delete(c.misses, old)
+		changed = true
+		out = append(out, event.Spec{
+			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(present[nw].LinkLayer), IsHealthy: true, Device: old,
+			Message:  fmt.Sprintf("NIC %s was renamed to %s (same PCI address %s); it is monitored under its new name", old, nw, addr),
+			Metadata: map[string]string{"newName": nw, "pciAddress": addr},
+		})
+	}
+	return out, changed
+}
+
+// migrateDevice moves every state entry of a device to a new name.
+func migrateDevice(st *persist.State, old, nw string) {
+	for k, v := range st.PortStates {
+		if v.Device == old {
+			delete(st.PortStates, k)
+			v.Device = nw
+			st.PortStates[PortKey(nw, v.Port)] = v
+		}
+	}
+	rekey := func(k string) (string, bool) {
+		if rest, ok := strings.CutPrefix(k, old+":"); ok {
+			return nw + ":" + rest, true
+		}
+		return "", false
+	}
+	for k, v := range st.CounterSnapshots {
+		if nk, ok := rekey(k); ok {
+			delete(st.CounterSnapshots, k)
+			st.CounterSnapshots[nk] = v
+		}
+	}
+	for k, v := range st.BreachFlags {
+		if nk, ok := rekey(k); ok {
+			delete(st.BreachFlags, k)
+			st.BreachFlags[nk] = v
+		}
+	}
+	for k, v := range st.Saturated {
+		if nk, ok := rekey(k); ok {
+			delete(st.Saturated, k)
+			st.Saturated[nk] = v
+		}
+	}
+	for k, v := range st.Sanity {
+		parts := strings.SplitN(k, "|", 3)
+		if len(parts) == 3 && parts[1] == old {
+			delete(st.Sanity, k)
+			st.Sanity[parts[0]+"|"+nw+"|"+parts[2]] = v
+		}
+	}
+	for i, d := range st.Disappeared {
+		if d == old {
+			st.Disappeared[i] = nw
+		}
+	}
+	if a, ok := st.DeviceAddrs[old]; ok {
+		delete(st.DeviceAddrs, old)
+		st.DeviceAddrs[nw] = a
 	}
 }

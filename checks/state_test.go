@@ -144,7 +144,7 @@ func TestLinkState_9_RoCETransientsHoldPreviousVerdict(t *testing.T) {
 func TestLinkState_7_2_DisappearanceAfterThreeEnumerations(t *testing.T) {
 	st := persist.NewState("b")
 	c := newCheck()
-	present := map[string]string{"mlx5_0": ib, "mlx5_1": ib}
+	present := map[string]Presence{"mlx5_0": {LinkLayer: ib}, "mlx5_1": {LinkLayer: ib}}
 	if ev, _ := c.Enumerated(st, present, "/sys/class/infiniband"); len(ev) != 0 {
 		t.Fatal("events on first enumeration")
 	}
@@ -173,7 +173,7 @@ func TestLinkState_7_2_DisappearanceAfterThreeEnumerations(t *testing.T) {
 			t.Fatal("re-reported after restart")
 		}
 	}
-	present["mlx5_1"] = ib
+	present["mlx5_1"] = Presence{LinkLayer: ib}
 	ev, _ = c2.Enumerated(st, present, "/sys/class/infiniband")
 	if len(ev) != 1 || ev[0].Kind != event.KindDeviceReappeared || !ev[0].IsHealthy {
 		t.Fatalf("reappearance: %+v", ev)
@@ -186,11 +186,11 @@ func TestLinkState_7_2_DisappearanceAfterThreeEnumerations(t *testing.T) {
 func TestLinkState_7_2_TransientMissResets(t *testing.T) {
 	st := persist.NewState("b")
 	c := newCheck()
-	all := map[string]string{"mlx5_0": ib}
+	all := map[string]Presence{"mlx5_0": {LinkLayer: ib}}
 	c.Enumerated(st, all, "/x")
 	for round := 0; round < 5; round++ {
-		c.Enumerated(st, map[string]string{}, "/x")
-		c.Enumerated(st, map[string]string{}, "/x")
+		c.Enumerated(st, map[string]Presence{}, "/x")
+		c.Enumerated(st, map[string]Presence{}, "/x")
 		if ev, _ := c.Enumerated(st, all, "/x"); len(ev) != 0 {
 			t.Fatal("unexpected event")
 		}
@@ -202,5 +202,29 @@ func TestDesign_Difference5_ClearedSpecHasNoEntities(t *testing.T) {
 	ev := event.New(s, event.Stamp{NodeName: "n"})
 	if !ev.IsHealthy || len(ev.EntitiesImpacted) != 0 || ev.RecommendedAction != event.ActionNone {
 		t.Fatalf("%+v", ev)
+	}
+}
+
+// A device renamed under the same PCI address is the same NIC: its state
+// moves to the new name and no disappearance is reported.
+func TestLinkState_7_2_RenameIsNotADisappearance(t *testing.T) {
+	st := persist.NewState("b")
+	c := newCheck()
+	c.Evaluate(st, obs(ib, "1: DOWN", "3: Disabled", ""), Steady, true)
+	st.BreachFlags["mlx5_0:1:link_downed"] = persist.BreachFlag{Breached: true}
+	c.Enumerated(st, map[string]Presence{"mlx5_0": {ib, "0000:3b:00.0"}}, "/x")
+	var all []event.Spec
+	for i := 0; i < 5; i++ {
+		ev, _ := c.Enumerated(st, map[string]Presence{"mlx5_9": {ib, "0000:3b:00.0"}}, "/x")
+		all = append(all, ev...)
+	}
+	if len(all) != 1 || all[0].Kind != event.KindDeviceReappeared || !all[0].IsHealthy || all[0].Device != "mlx5_0" {
+		t.Fatalf("events %+v", all)
+	}
+	if _, ok := st.PortStates["mlx5_9_1"]; !ok || !st.BreachFlags["mlx5_9:1:link_downed"].Breached {
+		t.Fatalf("state not migrated: %+v %+v", st.PortStates, st.BreachFlags)
+	}
+	if len(st.KnownDevices) != 1 || st.KnownDevices[0] != "mlx5_9" || len(st.Disappeared) != 0 {
+		t.Fatalf("known %v disappeared %v", st.KnownDevices, st.Disappeared)
 	}
 }

@@ -36,7 +36,7 @@ type Monitor struct {
 	names     []string
 	lister    *topology.Lister
 	listerDir string
-	present   map[string]string
+	present   map[string]checks.Presence
 	devices   []*topology.Device
 	matrix    *gpumeta.Matrix
 	ports     []*portPlan
@@ -101,7 +101,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		lastChange:    map[string]time.Time{},
 		sanity:        map[string][]string{},
 		stuckReported: map[string]bool{},
-		present:       map[string]string{},
+		present:       map[string]checks.Presence{},
 	}
 	if bootStatus.Baseline() {
 		m.start = checks.Baseline
@@ -165,7 +165,7 @@ func (m *Monitor) Discover() error {
 	clear(m.present)
 	for _, d := range devs {
 		if d.Monitored() {
-			m.present[d.Name] = d.LinkLayer()
+			m.present[d.Name] = checks.Presence{LinkLayer: d.LinkLayer(), PCIAddress: d.PCIAddress}
 		}
 	}
 	m.buildPlan()
@@ -347,6 +347,18 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		}
 	}
 
+	// Presence first: a renamed device's state moves to its new name
+	// before its ports are judged under it.
+	if enumErr == nil {
+		ss, ch := m.stateChk.Enumerated(m.st, m.present, m.cfg.Paths.ClassInfiniBand)
+		specs = append(specs, ss...)
+		changed = changed || ch
+	} else if !m.unreadable["*enumeration*"] {
+		m.unreadable["*enumeration*"] = true
+		m.log.Warn("cannot list RDMA devices; device disappearance is not judged until listing works again",
+			"dir", m.cfg.Paths.ClassInfiniBand, "err", enumErr)
+	}
+
 	// Observe every port first: card homogeneity needs all of them.
 	for _, p := range m.ports {
 		m.observe(p)
@@ -395,16 +407,6 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)
-	}
-
-	if enumErr == nil {
-		ss, ch := m.stateChk.Enumerated(m.st, m.present, m.cfg.Paths.ClassInfiniBand)
-		specs = append(specs, ss...)
-		changed = changed || ch
-	} else if !m.unreadable["*enumeration*"] {
-		m.unreadable["*enumeration*"] = true
-		m.log.Warn("cannot list RDMA devices; device disappearance is not judged until listing works again",
-			"dir", m.cfg.Paths.ClassInfiniBand, "err", enumErr)
 	}
 
 	m.cycles++

@@ -84,6 +84,7 @@ func (s *State) ClearObservations() {
 	s.Saturated = map[string]time.Time{}
 	s.Disappeared = nil
 	s.Sanity = nil
+	s.DeviceAddrs = nil
 }
 
 // ReadBootID reads the kernel's boot ID from path (normally

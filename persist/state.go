@@ -34,6 +34,11 @@ type State struct {
 	// condition the daemon no longer remembers reporting. Kept across a
 	// reboot's clear.
 	OutboxSeq uint64 `json:"outbox_seq,omitempty"`
+
+	// DeviceAddrs maps each known device to its PCI address, so a device
+	// renamed under the same address (rdma dev set … name …, udev naming
+	// changes) is recognised as the same NIC rather than a disappearance.
+	DeviceAddrs map[string]string `json:"device_addrs,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity
