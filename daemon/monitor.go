@@ -89,6 +89,12 @@ type portPlan struct {
 type counterRead struct {
 	file *reader.File
 	defs []int // indexes into Monitor.defs
+	// last holds the previous reading; seen says it is valid. A fresh plan
+	// (start, reload, rediscovery) starts unseen, so every definition is
+	// evaluated at least once under the current configuration.
+	last    [24]byte
+	lastLen int
+	seen    bool
 }
 
 // NewMonitor prepares a monitor over st. bootStatus says what the first
@@ -384,9 +390,18 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				}
 			}
 		}
-		for _, cr := range p.counters {
+		for ci := range p.counters {
+			cr := &p.counters[ci]
 			var v uint64
 			err := cr.file.Err
+			raw := cr.file.Value()
+			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
+			if err == nil {
+				cr.lastLen = copy(cr.last[:], raw)
+				cr.seen = true
+			} else {
+				cr.seen = false
+			}
 			if err == nil {
 				v, err = sysfs.ParseCounter(cr.file.Value())
 				if err != nil {
@@ -394,6 +409,13 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				}
 			}
 			for _, di := range cr.defs {
+				if unchanged && !first && m.defs[di].ThresholdType == counters.TypeDelta {
+					// A delta counter whose value did not move since the
+					// last poll has delta 0, which cannot breach (threshold
+					// >= 0), reset, or change a latch: seed 10.4 would do
+					// nothing with it, so neither do we.
+					continue
+				}
 				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,

@@ -13,7 +13,8 @@ package daemon
 // and 23 µs for os.ReadFile. The goals: no allocation in a steady cycle, a
 // cycle within 1.3x floor (b) and at least 3x faster than floor (a), cost
 // linear in monitored ports, and nothing at all for VFs, excluded and
-// management devices once discovery is done.
+// management devices once discovery is done. The link sanity pass, which
+// runs once a minute and not on every poll, is timed on its own.
 //
 // Reproduce with:
 //

@@ -84,8 +84,10 @@ type worker struct {
 	req       chan []*File
 	done      chan struct{}
 	abandoned atomic.Bool
-	cur       atomic.Int64 // index of the file being read
-	started   atomic.Int64 // unix nanos when that read began, 0 when idle
+	// cur is the index of the file being read, or -1 between files. The
+	// waiter, not the worker, keeps time: a per-file clock read would cost
+	// more than the pread it guards.
+	cur atomic.Int64
 }
 
 // New returns a Reader.
@@ -155,6 +157,10 @@ func (r *Reader) wait(w *worker, batch []*File) (int, *File) {
 	if tick < time.Millisecond {
 		tick = time.Millisecond
 	}
+	// The index the worker was on at the last tick, and since when. A file
+	// read for longer than Timeout keeps the same index across ticks; a
+	// healthy batch moves on in microseconds.
+	lastIdx, since := int64(-2), time.Time{}
 	for {
 		r.timer.Reset(tick)
 		select {
@@ -168,16 +174,20 @@ func (r *Reader) wait(w *worker, batch []*File) (int, *File) {
 			return 0, nil
 		case <-r.timer.C:
 		}
-		st := w.started.Load()
-		if st == 0 || time.Since(time.Unix(0, st)) < r.opts.Timeout {
+		idx := w.cur.Load()
+		if idx < 0 || idx != lastIdx {
+			lastIdx, since = idx, time.Now()
+			continue
+		}
+		if time.Since(since) < r.opts.Timeout {
 			continue
 		}
 		if int(r.stuckNow.Load()) >= r.opts.MaxStuck {
 			// Bounded: keep waiting on this read; see Options.MaxStuck.
 			continue
 		}
-		i := int(w.cur.Load())
-		if i < 0 || i >= len(batch) {
+		i := int(idx)
+		if i >= len(batch) {
 			continue
 		}
 		f := batch[i]
@@ -207,9 +217,8 @@ func (w *worker) run(r *Reader) {
 				continue
 			}
 			w.cur.Store(int64(i))
-			w.started.Store(time.Now().UnixNano())
 			n, err := readOnce(f, r.opts.KeepOpen)
-			w.started.Store(0)
+			w.cur.Store(-1)
 			if w.abandoned.Load() {
 				// This read outlived its deadline. The main loop has moved on
 				// and treats f as stuck; hand f back to future cycles and exit.
