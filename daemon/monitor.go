@@ -14,6 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
@@ -58,9 +59,11 @@ type Monitor struct {
 	// read successfully since.
 	stuckReported map[string]bool
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
-	pendingSpecs []event.Spec
-	lastSanity   time.Time
-	rateChanged  bool
+	pendingSpecs    []event.Spec
+	lastSanity      time.Time
+	lastCharDev     time.Time
+	charDevFindings []sanity.Finding
+	rateChanged     bool
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int

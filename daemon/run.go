@@ -357,6 +357,10 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		if len(seqs) > 0 {
 			d.mon.State().OutboxSeq = seqs[len(seqs)-1]
 		}
+		// Durable now: signal D-Bus listeners before the state save (a
+		// few ms of fsyncs). Publish is safe under d.mu; Refresh is not,
+		// and runs after the caller unlocks.
+		d.announce(out)
 	}
 	if changed || len(specs) > 0 {
 		if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
@@ -372,7 +376,8 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 	return out
 }
 
-func (d *Daemon) publish(evs []emitted) {
+// announce logs durable events and signals them on D-Bus.
+func (d *Daemon) announce(evs []emitted) {
 	for _, e := range evs {
 		lvl := slog.LevelInfo
 		if !e.ev.IsHealthy {
@@ -385,6 +390,13 @@ func (d *Daemon) publish(evs []emitted) {
 		for _, e := range evs {
 			b.Publish(e.ev, e.seq)
 		}
+	}
+}
+
+// publish refreshes D-Bus properties after a poll or commit; called
+// without d.mu (Refresh reads the daemon's views under it).
+func (d *Daemon) publish(evs []emitted) {
+	if b := d.currentBus(); b != nil {
 		b.Refresh()
 	}
 }

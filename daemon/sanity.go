@@ -20,6 +20,12 @@ import (
 // per-second path; a port's rate changing triggers a pass at once.
 const sanityEvery = time.Minute
 
+// charDevEvery spaces out the /dev/infiniband check, which walks every
+// entry of class/infiniband_verbs and infiniband_mad (VFs included: a
+// thousand entries on a large SR-IOV node). Character devices appear and go
+// with driver loads, which also change the device set and trigger a pass.
+const charDevEvery = 10 * time.Minute
+
 // sanityDue reports whether the pass should run this cycle.
 func (m *Monitor) sanityDue(now time.Time) bool {
 	if !m.cfg.Sanity.Enabled {
@@ -62,9 +68,21 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		return 0, false
 	}
 	s := m.cfg.Sanity
+	charDue := s.CharDevices && (m.cycles == 0 || m.devicesSetChanged || now.Sub(m.lastCharDev) >= charDevEvery)
 	findings := sanity.Run(m.cfg.Paths, devs, live, sanity.Options{
-		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, CharDevices: s.CharDevices, ISSM: s.ISSM,
+		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, ISSM: s.ISSM, CharDevices: charDue,
 	})
+	if charDue {
+		m.lastCharDev = now
+		m.charDevFindings = m.charDevFindings[:0]
+		for _, f := range findings {
+			if f.Kind == sanity.KindCharDevice {
+				m.charDevFindings = append(m.charDevFindings, f)
+			}
+		}
+	} else if s.CharDevices {
+		findings = append(findings, m.charDevFindings...)
+	}
 
 	clear(m.sanity)
 	seen := map[string]bool{}

@@ -1,7 +1,8 @@
 // Command nichealth-latency measures nichealthd end to end on a simulated
 // node: how long a link fault written to sysfs takes to reach the JSON-lines
 // sink and the D-Bus HealthEvent signal (mode latency), and how much memory
-// the daemon holds after thousands of poll cycles (mode rss). It runs the
+// the daemon holds after thousands of poll cycles, counted by the daemon's
+// own metrics endpoint (mode rss). It runs the
 // built daemon binary, a private dbus-daemon and a throw-away host tree, and
 // changes nothing on the machine.
 //

@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(dir)
 	}
 	fmt.Fprintf(stdout, "building %s and starting %s (poll interval %v, D-Bus %v)\n", *shape, *daemonBin, *interval, onOff(useBus))
-	n, err := startNode(nodeOptions{daemonBin: *daemonBin, shape: *shape, interval: *interval, dbus: useBus, dir: dir})
+	n, err := startNode(nodeOptions{daemonBin: *daemonBin, shape: *shape, interval: *interval, dbus: useBus, metrics: *mode == "rss", dir: dir})
 	defer n.stop()
 	if err != nil {
 		fmt.Fprintf(stderr, "nichealth-latency: %v\n", err)

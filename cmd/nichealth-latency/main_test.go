@@ -204,12 +204,22 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-func TestParseSyscr(t *testing.T) {
-	if n, ok := parseSyscr([]byte("rchar: 10\nwchar: 3\nsyscr: 4242\nsyscw: 1\n")); !ok || n != 4242 {
-		t.Errorf("got %d %v", n, ok)
+func TestParsePollStats(t *testing.T) {
+	page := `# HELP nichealth_poll_duration_seconds Duration of poll cycles.
+# TYPE nichealth_poll_duration_seconds histogram
+nichealth_poll_duration_seconds_bucket{le="0.001"} 10
+nichealth_poll_duration_seconds_bucket{le="+Inf"} 4242
+nichealth_poll_duration_seconds_sum 8.484
+nichealth_poll_duration_seconds_count 4242
+nichealth_ready 1
+`
+	ps, ok := parsePollStats([]byte(page))
+	if !ok || ps.count != 4242 || ps.sum != 8.484 {
+		t.Errorf("got %+v %v", ps, ok)
 	}
-	for _, bad := range []string{"", "syscr: x\n", "syscr: -1\n", "rchar: 1\n"} {
-		if _, ok := parseSyscr([]byte(bad)); ok {
+	for _, bad := range []string{"", "nichealth_poll_duration_seconds_count x\n", "nichealth_poll_duration_seconds_count -1\n",
+		"nichealth_poll_duration_seconds_sum 3\n", "nichealth_poll_duration_seconds_count 1e300\n"} {
+		if _, ok := parsePollStats([]byte(bad)); ok {
 			t.Errorf("%q parsed", bad)
 		}
 	}
@@ -224,7 +234,9 @@ func FuzzParseStatus(f *testing.F) {
 				t.Fatalf("field %d below -1 from %q", v, b)
 			}
 		}
-		parseSyscr(b)
+		if ps, ok := parsePollStats(b); ok && (ps.count < 0 || ps.sum < 0) {
+			t.Fatalf("negative poll stats %+v from %q", ps, b)
+		}
 	})
 }
 
@@ -234,13 +246,16 @@ func TestRenderConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := renderConfig(h, 25*time.Millisecond, filepath.Join(h.Root, "e.jsonl"), false)
+	doc := renderConfig(h, 25*time.Millisecond, filepath.Join(h.Root, "e.jsonl"), false, "127.0.0.1:9")
 	c, err := config.Parse("rendered", []byte(doc))
 	if err != nil {
 		t.Fatalf("daemon refuses the rendered config: %v\n%s", err, doc)
 	}
-	if c.PollInterval != 25*time.Millisecond || c.JournalEnabled || c.DBusEnabled || c.Paths.SysfsRoot != h.SysRoot() {
-		t.Errorf("config = interval %v journal %v dbus %v sysfs %s", c.PollInterval, c.JournalEnabled, c.DBusEnabled, c.Paths.SysfsRoot)
+	if c.PollInterval != 25*time.Millisecond || c.JournalEnabled || c.DBusEnabled || c.Paths.SysfsRoot != h.SysRoot() || c.MetricsAddress != "127.0.0.1:9" {
+		t.Errorf("config = interval %v journal %v dbus %v sysfs %s metrics %q", c.PollInterval, c.JournalEnabled, c.DBusEnabled, c.Paths.SysfsRoot, c.MetricsAddress)
+	}
+	if _, err := config.Parse("rendered", []byte(renderConfig(h, time.Second, "e", true, ""))); err != nil {
+		t.Errorf("metrics off: %v", err)
 	}
 }
 
@@ -293,6 +308,29 @@ func TestEndToEndFewFaults(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "sysfs write -> JSONL") {
 		t.Errorf("no JSONL row in output:\n%s", out.String())
+	}
+	t.Logf("\n%s", out.String())
+}
+
+// TestEndToEndRSS runs the rss mode for a few hundred polls and checks it
+// reports through to the requested count.
+func TestEndToEndRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	bin := filepath.Join(t.TempDir(), "nichealthd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../nichealthd").CombinedOutput(); err != nil {
+		t.Fatalf("build nichealthd: %v\n%s", err, out)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--mode", "rss", "--daemon", bin, "--shape", "minimal", "--cycles", "100", "--dbus=false"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := strings.Fields(lines[len(lines)-1])
+	if len(last) < 3 || !strings.HasSuffix(lines[len(lines)-1], "ms") {
+		t.Fatalf("last line %q is not a report row\n%s", lines[len(lines)-1], out.String())
 	}
 	t.Logf("\n%s", out.String())
 }

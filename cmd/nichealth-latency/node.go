@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ type node struct {
 	events   string // the JSON-lines sink file
 	logPath  string
 	busAddr  string // "" when D-Bus is off
+	metrics  string // host:port of the metrics endpoint, "" when off
 	bus      *exec.Cmd
 	daemon   *exec.Cmd
 	logf     *os.File
@@ -34,6 +36,7 @@ type nodeOptions struct {
 	shape     string
 	interval  time.Duration
 	dbus      bool
+	metrics   bool // serve metrics on a free loopback port (rss counts polls there)
 	dir       string
 }
 
@@ -41,20 +44,34 @@ type nodeOptions struct {
 // path points into the tree, events go to a JSON-lines file, and the
 // journal sink is off so a run on a machine with journald leaves nothing in
 // its journal.
-func renderConfig(h *sim.Host, interval time.Duration, events string, dbus bool) string {
+func renderConfig(h *sim.Host, interval time.Duration, events string, dbus bool, metrics string) string {
 	return fmt.Sprintf(`sysfsRoot = %q
 procfsRoot = %q
 devRoot = %q
 metadataPath = %q
 nodeName = "latency-node"
 pollingInterval = %q
+metricsAddress = %q
 [sinks.jsonl]
 path = %q
 [sinks.journal]
 enabled = false
 [dbus]
 enabled = %v
-`, h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), interval.String(), events, dbus)
+`, h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), interval.String(), metrics, events, dbus)
+}
+
+// freeLoopbackPort finds a TCP port nobody listens on. Another process
+// could take it before the daemon binds it; the daemon then fails to
+// start with a message naming the address, and a rerun picks another.
+func freeLoopbackPort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port for the metrics endpoint: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
 }
 
 // startNode builds the host, the bus and the daemon:
@@ -80,9 +97,14 @@ func startNode(o nodeOptions) (*node, error) {
 			return n, fmt.Errorf("private D-Bus: %w (run with --dbus=false to measure the JSON-lines sink only)", err)
 		}
 	}
+	if o.metrics {
+		if n.metrics, err = freeLoopbackPort(); err != nil {
+			return n, err
+		}
+	}
 	n.events = filepath.Join(o.dir, "events.jsonl")
 	cfg := filepath.Join(o.dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte(renderConfig(n.h, o.interval, n.events, o.dbus)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(renderConfig(n.h, o.interval, n.events, o.dbus, n.metrics)), 0o644); err != nil {
 		return n, err
 	}
 	if err := os.MkdirAll(filepath.Join(o.dir, "state"), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -55,34 +56,12 @@ func parseStatus(b []byte) memStatus {
 	return ms
 }
 
-// parseSyscr returns the syscr line of /proc/<pid>/io: read-type system
-// calls, which a steady poll makes one of per planned file.
-func parseSyscr(b []byte) (int64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && k == "syscr" {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil && n >= 0
-		}
-	}
-	return 0, false
-}
-
 func readStatus(pid int) (memStatus, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return memStatus{}, err
 	}
 	return parseStatus(b), nil
-}
-
-func readSyscr(pid int) (int64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		return 0, false
-	}
-	return parseSyscr(b)
 }
 
 func mib(kib int64) string {
@@ -92,49 +71,121 @@ func mib(kib int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(kib)/1024)
 }
 
-// runRSS lets the daemon poll for cycles x interval after its first poll
-// and reports its memory ten times along the way. The cycle count is wall
-// time over the interval, which holds while a poll is shorter than the
-// interval; the read-syscall count per cycle printed beside it shows
-// whether it did (it equals the files per cycle when the estimate holds,
-// and exceeds it when polls ran back to back).
+// pollStats is the daemon's own count of completed polls and their total
+// duration, from the poll-duration histogram of its metrics page.
+type pollStats struct {
+	count int64
+	sum   float64 // seconds
+}
+
+// parsePollStats finds nichealth_poll_duration_seconds_{count,sum} in a
+// Prometheus text page. ok is false when the count is absent or malformed.
+func parsePollStats(page []byte) (pollStats, bool) {
+	var ps pollStats
+	haveCount := false
+	sc := bufio.NewScanner(bytes.NewReader(page))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch name {
+		case "nichealth_poll_duration_seconds_count":
+			n, err := strconv.ParseFloat(val, 64)
+			if err != nil || n < 0 || n > 1e15 {
+				return pollStats{}, false
+			}
+			ps.count, haveCount = int64(n), true
+		case "nichealth_poll_duration_seconds_sum":
+			if v, err := strconv.ParseFloat(val, 64); err == nil && v >= 0 {
+				ps.sum = v
+			}
+		}
+	}
+	return ps, haveCount
+}
+
+func scrapePolls(ctx context.Context, addr string) (pollStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return pollStats{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return pollStats{}, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return pollStats{}, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	ps, ok := parsePollStats(page)
+	if !ok {
+		return pollStats{}, fmt.Errorf("scrape %s: no nichealth_poll_duration_seconds_count on the page", addr)
+	}
+	return ps, nil
+}
+
+// runRSS lets the daemon poll until its own poll counter (the metrics
+// endpoint) reaches cycles, and prints its memory at every tenth of the
+// way: a flat VmRSS after the first thousand polls is the proof that
+// nothing accumulates per poll.
 func runRSS(ctx context.Context, n *node, cycles int, w io.Writer) error {
+	if n.metrics == "" {
+		return fmt.Errorf("rss mode needs the metrics endpoint to count polls")
+	}
 	pid := n.daemon.Process.Pid
-	total := time.Duration(cycles) * n.interval
 	start := time.Now()
-	reads0, haveIO := readSyscr(pid)
-	fmt.Fprintf(w, "%10s %10s %12s %12s %12s %12s %12s\n", "elapsed", "~cycles", "VmRSS", "VmHWM", "RssAnon", "RssFile", "reads/cycle")
-	report := func() error {
-		el := time.Since(start)
+	first, err := scrapePolls(ctx, n.metrics)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%10s %8s %12s %12s %12s %12s %12s\n", "elapsed", "polls", "VmRSS", "VmHWM", "RssAnon", "RssFile", "mean poll")
+	report := func(ps pollStats) error {
 		st, err := readStatus(pid)
 		if err != nil {
 			return fmt.Errorf("read memory of nichealthd (pid %d): %w; it may have exited: %s", pid, err, n.lastLog())
 		}
-		c := int64(el / n.interval)
-		perCycle := "?"
-		if r, ok := readSyscr(pid); ok && haveIO && c > 0 {
-			perCycle = fmt.Sprintf("%.1f", float64(r-reads0)/float64(c))
+		mean := "?"
+		if ps.count > 0 {
+			mean = ms(time.Duration(ps.sum / float64(ps.count) * float64(time.Second)))
 		}
-		fmt.Fprintf(w, "%10s %10d %12s %12s %12s %12s %12s\n", el.Round(time.Second), c,
-			mib(st.VmRSS), mib(st.VmHWM), mib(st.RssAnon), mib(st.RssFile), perCycle)
+		fmt.Fprintf(w, "%10s %8d %12s %12s %12s %12s %12s\n", time.Since(start).Round(time.Second), ps.count,
+			mib(st.VmRSS), mib(st.VmHWM), mib(st.RssAnon), mib(st.RssFile), mean)
 		return nil
 	}
-	if err := report(); err != nil {
+	if err := report(first); err != nil {
 		return err
 	}
-	step := total / 10
-	for i := 1; i <= 10; i++ {
+	next := int64(cycles) / 10
+	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Until(start.Add(time.Duration(i) * step))):
+		case <-time.After(250 * time.Millisecond):
 		}
 		if err := n.alive(); err != nil {
 			return err
 		}
-		if err := report(); err != nil {
+		ps, err := scrapePolls(ctx, n.metrics)
+		if err != nil {
 			return err
 		}
+		if ps.count < next {
+			continue
+		}
+		if err := report(ps); err != nil {
+			return err
+		}
+		if ps.count >= int64(cycles) {
+			return nil
+		}
+		for next <= ps.count {
+			next += int64(cycles) / 10
+		}
 	}
-	return nil
 }
