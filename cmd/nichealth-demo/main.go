@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/dbusapi/localbus"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -167,43 +168,15 @@ func (d *demo) ctl(args ...string) {
 	c.Run()
 }
 
-// startBus runs a private system-type dbus-daemon so the demo needs no
-// host D-Bus configuration and changes nothing on the machine.
+// startBus runs a private bus so the demo needs no host D-Bus
+// configuration and changes nothing on the machine.
 func (d *demo) startBus() (func(), error) {
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+	b, err := localbus.Start(d.dir)
+	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(d.dir, "bus.sock")
-	conf := filepath.Join(d.dir, "bus.conf")
-	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=`+sock+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-`), 0o644)
-	c := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile")
-	if err := c.Start(); err != nil {
-		return nil, err
-	}
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			d.busAddr = "unix:path=" + sock
-			return func() { c.Process.Kill(); c.Wait() }, nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.Process.Kill()
-	c.Wait()
-	return nil, fmt.Errorf("dbus-daemon did not create %s", sock)
+	d.busAddr = b.Address
+	return b.Stop, nil
 }
 
 func printEvents(r interface{ Read([]byte) (int, error) }, d *demo, done chan struct{}) {

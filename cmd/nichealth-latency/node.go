@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/dbusapi/localbus"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -26,7 +27,7 @@ type node struct {
 	logPath  string
 	busAddr  string // "" when D-Bus is off
 	metrics  string // host:port of the metrics endpoint, "" when off
-	bus      *exec.Cmd
+	bus      *localbus.Bus
 	daemon   *exec.Cmd
 	logf     *os.File
 }
@@ -143,45 +144,15 @@ func daemonEnv(env []string, busAddr string) []string {
 	return out
 }
 
-// startBus runs a private system-type dbus-daemon whose policy lets this
-// user own the daemon's name, so nothing on the host is configured.
+// startBus runs a private bus whose policy lets this user own the daemon's
+// name, so nothing on the host is configured.
 func (n *node) startBus() error {
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+	b, err := localbus.Start(n.dir)
+	if err != nil {
 		return err
 	}
-	sock := filepath.Join(n.dir, "bus.sock")
-	conf := filepath.Join(n.dir, "bus.conf")
-	policy := `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=` + sock + `</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-`
-	if err := os.WriteFile(conf, []byte(policy), 0o644); err != nil {
-		return err
-	}
-	c := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile")
-	if err := c.Start(); err != nil {
-		return err
-	}
-	n.bus = c
-	for i := 0; i < 500; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			n.busAddr = "unix:path=" + sock
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return fmt.Errorf("dbus-daemon did not create %s within 5s", sock)
+	n.bus, n.busAddr = b, b.Address
+	return nil
 }
 
 // waitReady returns once the daemon's first poll has reached the
@@ -274,9 +245,8 @@ func (n *node) stop() {
 			<-done
 		}
 	}
-	if n.bus != nil && n.bus.Process != nil {
-		n.bus.Process.Kill()
-		n.bus.Wait()
+	if n.bus != nil {
+		n.bus.Stop()
 	}
 	if n.logf != nil {
 		n.logf.Close()

@@ -512,23 +512,7 @@ func (o *Outbox) ReadAfter(after uint64, max int) ([]Record, error) {
 	if o.closed {
 		return nil, ErrClosed
 	}
-	var out []Record
-	for _, s := range o.segs {
-		if len(out) >= max {
-			break
-		}
-		if len(s.ents) == 0 || s.lastSeq() <= after {
-			continue
-		}
-		i := sort.Search(len(s.ents), func(i int) bool { return s.ents[i].seq > after })
-		j := min(len(s.ents), i+max-len(out))
-		recs, err := o.readRange(s, i, j)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, recs...)
-	}
-	return out, nil
+	return o.readAfterLocked(after, max)
 }
 
 func (o *Outbox) Read(sink string, max int) ([]Record, error) {
@@ -544,15 +528,20 @@ func (o *Outbox) Read(sink string, max int) ([]Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("outbox: unknown sink %q", sink)
 	}
+	return o.readAfterLocked(cur, max)
+}
+
+// readAfterLocked returns up to max records with Seq > after; o.mu held.
+func (o *Outbox) readAfterLocked(after uint64, max int) ([]Record, error) {
 	var out []Record
 	for _, s := range o.segs {
 		if len(out) >= max {
 			break
 		}
-		if len(s.ents) == 0 || s.lastSeq() <= cur {
+		if len(s.ents) == 0 || s.lastSeq() <= after {
 			continue
 		}
-		i := sort.Search(len(s.ents), func(i int) bool { return s.ents[i].seq > cur })
+		i := sort.Search(len(s.ents), func(i int) bool { return s.ents[i].seq > after })
 		j := min(len(s.ents), i+max-len(out))
 		recs, err := o.readRange(s, i, j)
 		if err != nil {
