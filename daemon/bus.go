@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -188,9 +189,18 @@ func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
 	if t, ok := d.mon.lastChange[checks.PortKey(p.dev.Name, p.port.Num)]; ok {
 		pv.LastChangeUSec = usec(t)
 	}
-	for _, cv := range d.mon.eval.View(d.mon.st, p.dev.Name, p.port.Num, d.mon.defs) {
+	// Only the counters this port's link layer has (carrier_changes is a
+	// RoCE netdev counter, never shown on an IB port).
+	defs := d.mon.viewDefs[:0]
+	for _, def := range d.mon.defs {
+		if def.AppliesTo(p.port.LinkLayer) {
+			defs = append(defs, def)
+		}
+	}
+	d.mon.viewDefs = defs
+	for _, cv := range d.mon.eval.View(d.mon.st, p.dev.Name, p.port.Num, defs) {
 		pv.Counters = append(pv.Counters, dbusapi.CounterView{
-			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: cv.RateUnit, ThresholdType: cv.ThresholdType,
+			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"), ThresholdType: cv.ThresholdType,
 			Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached, BreachedSinceUSec: usec(cv.BreachedSince),
 			Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
 		})

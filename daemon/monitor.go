@@ -64,6 +64,7 @@ type Monitor struct {
 	lastCharDev     time.Time
 	charDevFindings []sanity.Finding
 	rateChanged     bool
+	viewDefs        []counters.Definition // scratch for D-Bus views (under d.mu)
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int

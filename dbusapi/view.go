@@ -42,9 +42,11 @@ func (p *PortView) LatchedBreaches() []string {
 
 // CounterView is one monitored counter of a port.
 type CounterView struct {
-	Name              string  `json:"name"`
-	Value             uint64  `json:"value"`
-	Rate              float64 `json:"rate"`
+	Name  string  `json:"name"`
+	Value uint64  `json:"value"`
+	Rate  float64 `json:"rate"`
+	// Unit is the rate's unit: "sec", "min" or "hour" (per second for
+	// delta counters).
 	Unit              string  `json:"unit"`
 	ThresholdType     string  `json:"thresholdType"`
 	Threshold         float64 `json:"threshold"`

@@ -246,12 +246,12 @@ func xmitWait(cs []dbusapi.CounterView) *dbusapi.CounterView {
 // velocityUnit word of the configuration, which is what an operator
 // compares the rate with.
 func unitName(suffix string) string {
-	switch suffix {
-	case "/sec":
+	switch strings.TrimPrefix(suffix, "/") {
+	case "sec":
 		return "second"
-	case "/min":
+	case "min":
 		return "minute"
-	case "/hour":
+	case "hour":
 		return "hour"
 	}
 	return strings.TrimPrefix(suffix, "/")
