@@ -32,6 +32,7 @@ type Monitor struct {
 	log   *slog.Logger
 	st    *persist.State
 	start checks.Start
+	boot  persist.BootStatus
 	rd    *reader.Reader
 
 	names     []string
@@ -113,6 +114,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
 	}
+	m.boot = bootStatus
 	if bootStatus.Baseline() {
 		m.start = checks.Baseline
 	} else {
@@ -328,9 +330,9 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	}
 
 	if first && m.start == checks.Baseline {
-		why := "no previous state (fresh start or unreadable state file)"
-		if m.st.BootID != "" && len(m.st.KnownDevices) == 0 {
-			why = "host rebooted (boot ID changed) or no previous state"
+		why := "no previous state (first start, or the state file was missing or unreadable)"
+		if m.boot == persist.BootRebooted {
+			why = "host rebooted (boot ID changed)"
 		}
 		for _, c := range config.AllChecks {
 			if m.cfg.Checks[c] && (m.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
