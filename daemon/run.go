@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -311,17 +310,24 @@ func (d *Daemon) poll(now time.Time) {
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
-	status := d.statusLocked()
+	// The status line changes only with port health, which only changes
+	// with events (or a device-set change, which also produces them), so a
+	// quiet poll does not rebuild it.
+	var status string
+	if first || len(specs) > 0 {
+		status = d.statusLocked()
+	}
 	d.mu.Unlock()
 
 	d.publish(evs)
 	d.wd.Progress()
-	if first {
+	switch {
+	case first:
 		// Logged before READY=1, so the journal shows the first poll
 		// before systemd's "Started" line.
 		d.log.Info("first poll complete; ready", "status", status)
 		d.nt.Ready(status)
-	} else {
+	case status != "":
 		d.nt.Status(status)
 	}
 }
@@ -590,5 +596,3 @@ func (d *Daemon) reload() error {
 	go d.publish(evs)
 	return nil
 }
-
-var errNotReady = errors.New("daemon not ready")
