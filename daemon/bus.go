@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // busRetry is how long to wait before reconnecting to a system bus that
@@ -120,9 +122,9 @@ func (b backend) Manager() dbusapi.ManagerView {
 	}
 	for k, fl := range d.mon.st.BreachFlags {
 		if fl.Breached && fl.IsFatal {
-			if dev, port, ok := splitCounterKey(k); ok {
+			if dev, port, _, ok := counters.ParseKey(k); ok {
 				key := fmt.Sprintf("%s/%d", dev, port)
-				if !contains(mv.FatalPorts, key) {
+				if !slices.Contains(mv.FatalPorts, key) {
 					mv.FatalPorts = append(mv.FatalPorts, key)
 				}
 			}
@@ -132,30 +134,6 @@ func (b backend) Manager() dbusapi.ManagerView {
 	mv.MonitoredNICs = uint32(len(nics))
 	mv.Healthy = len(mv.FatalPorts) == 0 && len(d.mon.st.CardAnomalies) == 0 && len(d.mon.st.Disappeared) == 0
 	return mv
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func splitCounterKey(k string) (string, int, bool) {
-	var dev string
-	var port int
-	// <device>:<port>:<counter>; device names never contain ':'.
-	for i := 0; i < len(k); i++ {
-		if k[i] == ':' {
-			dev = k[:i]
-			rest := k[i+1:]
-			n, err := fmt.Sscanf(rest, "%d:", &port)
-			return dev, port, err == nil && n == 1
-		}
-	}
-	return "", 0, false
 }
 
 func (b backend) Ports() []dbusapi.PortView {
@@ -177,7 +155,7 @@ func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
 		Counters: []dbusapi.CounterView{}, Sanity: []string{},
 	}
 	if p.rate.Err == nil && len(p.rate.Value()) > 0 {
-		pv.Rate = string(trim(p.rate.Value()))
+		pv.Rate = string(sysfs.TrimValue(p.rate.Value()))
 	}
 	if p.observed {
 		v := checks.Judge(p.obs)
@@ -211,13 +189,6 @@ func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
 	}
 	pv.Sanity = append(pv.Sanity, d.mon.sanity[checks.PortKey(p.dev.Name, p.port.Num)]...)
 	return pv
-}
-
-func trim(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 func (b backend) Reload() error {

@@ -42,6 +42,7 @@ type Monitor struct {
 	devices   []*topology.Device
 	matrix    *gpumeta.Matrix
 	ports     []*portPlan
+	planOf    map[*topology.Port]*portPlan // the plan entry of each monitored port
 	files     []*reader.File
 	defs      []counters.Definition
 	stateChk  *checks.PortStateCheck
@@ -113,6 +114,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		sanity:        map[string][]string{},
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
+		planOf:        map[*topology.Port]*portPlan{},
 	}
 	m.boot = bootStatus
 	if bootStatus.Baseline() {
@@ -124,23 +126,23 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
 		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
 	})
-	m.applyCounterConfig(cfg)
+	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
 	// A counter disabled or removed while the daemon was down must not keep
 	// its latch forever: reconcile the persisted state with the table now.
 	var all []counters.Definition
-	if cfg.CountersEnabled {
-		all = cfg.Counters
-	}
+	all, m.defs = counterTables(cfg)
 	m.pendingSpecs = m.eval.Reconcile(st, all)
 	return m
 }
 
-func (m *Monitor) applyCounterConfig(cfg *config.Config) {
-	m.defs = nil
-	if cfg.CountersEnabled {
-		m.defs = counters.PlanFor(cfg.Counters)
+// counterTables returns the whole counter table (what Reconcile compares
+// latches against) and the enabled definitions the read plan uses; both
+// empty when counter detection is off.
+func counterTables(cfg *config.Config) (all, enabled []counters.Definition) {
+	if !cfg.CountersEnabled {
+		return nil, nil
 	}
-	m.eval = counters.NewEvaluator(counters.Options{Logger: m.log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
+	return cfg.Counters, counters.PlanFor(cfg.Counters)
 }
 
 // Devices returns the devices of the last discovery.
@@ -234,6 +236,7 @@ func (m *Monitor) closePlan() {
 	}
 	m.files = m.files[:0]
 	m.ports = m.ports[:0]
+	clear(m.planOf)
 }
 
 // buildPlan lists every file a steady poll reads. VFs, management and
@@ -294,6 +297,7 @@ func (m *Monitor) buildPlan() {
 				present, missing = append(present, p...), append(missing, ms...)
 			}
 			m.ports = append(m.ports, pp)
+			m.planOf[port] = pp
 		}
 		if m.cfg.CountersEnabled {
 			// Seed 7.1: log availability once per device, at start and when
@@ -540,7 +544,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 	}
 	clear(active)
 	for _, p := range m.ports {
-		if p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp {
+		if p.active() {
 			active[p.dev.Card]++
 		}
 	}
@@ -560,12 +564,8 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 		return anomalous
 	}
 	isActive := func(d *topology.Device, port *topology.Port) bool {
-		for _, p := range m.ports {
-			if p.dev == d && p.port == port {
-				return p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
-			}
-		}
-		return false
+		p := m.planOf[port]
+		return p != nil && p.active()
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
 		anomalous[an.Card] = true
@@ -597,11 +597,7 @@ func (m *Monitor) cardCheck(card string) string {
 // removed or disabled counter's latched breach is resolved with an event
 // that says why.
 func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
-	var defs, all []counters.Definition
-	if cfg.CountersEnabled {
-		all = cfg.Counters
-		defs = counters.PlanFor(cfg.Counters)
-	}
+	all, defs := counterTables(cfg)
 	specs := m.eval.Reconcile(m.st, all)
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
@@ -630,4 +626,9 @@ func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
 	}
 	v, err := sysfs.ParseCounter(cr.file.Value())
 	return v, err == nil
+}
+
+// active reports whether the port was last seen ACTIVE/LinkUp.
+func (p *portPlan) active() bool {
+	return p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
 }

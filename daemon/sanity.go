@@ -59,13 +59,12 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		}
 	}
 	live := func(d *topology.Device, port *topology.Port) (float64, bool) {
-		for _, p := range m.ports {
-			if p.dev == d && p.port.Num == port.Num {
-				port.State = fmt.Sprintf("%d: %s", p.obs.State.ID, p.obs.State.Name)
-				return p.rateGbps, p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
-			}
+		p := m.planOf[port]
+		if p == nil {
+			return 0, false
 		}
-		return 0, false
+		port.State = fmt.Sprintf("%d: %s", p.obs.State.ID, p.obs.State.Name)
+		return p.rateGbps, p.active()
 	}
 	s := m.cfg.Sanity
 	charDue := s.CharDevices && (m.cycles == 0 || m.devicesSetChanged || now.Sub(m.lastCharDev) >= charDevEvery)

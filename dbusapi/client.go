@@ -196,14 +196,22 @@ func (c *Client) WatchEvents(ctx context.Context) (<-chan EventRecord, error) {
 		dbus.WithMatchInterface(ManagerIface),
 		dbus.WithMatchMember("HealthEvent"),
 	}
+	// godbus hands signals that do not fit a full channel to one goroutine
+	// each, which can reorder them; a deep buffer keeps bursts in order.
+	return watchSignals(ctx, c, opts, 1024, 64, decodeHealthEvent)
+}
+
+// watchSignals subscribes to the signals opts match and delivers what
+// decode accepts until ctx ends; then the match and the channel are
+// removed and the returned channel closed.
+func watchSignals[T any](ctx context.Context, c *Client, opts []dbus.MatchOption, rawDepth, outDepth int,
+	decode func(*dbus.Signal) (T, bool)) (<-chan T, error) {
 	if err := c.conn.AddMatchSignalContext(ctx, opts...); err != nil {
 		return nil, c.mapError(err)
 	}
-	// godbus hands signals that do not fit a full channel to one goroutine
-	// each, which can reorder them; a deep buffer keeps bursts in order.
-	raw := make(chan *dbus.Signal, 1024)
+	raw := make(chan *dbus.Signal, rawDepth)
 	c.conn.Signal(raw)
-	out := make(chan EventRecord, 64)
+	out := make(chan T, outDepth)
 	go func() {
 		defer close(out)
 		defer c.conn.RemoveSignal(raw)
@@ -216,12 +224,12 @@ func (c *Client) WatchEvents(ctx context.Context) (<-chan EventRecord, error) {
 				if !ok {
 					return
 				}
-				rec, ok := decodeHealthEvent(sig)
+				v, ok := decode(sig)
 				if !ok {
 					continue
 				}
 				select {
-				case out <- rec:
+				case out <- v:
 				case <-ctx.Done():
 					return
 				}
@@ -365,35 +373,11 @@ func (c *Client) WatchDaemon(ctx context.Context) (<-chan bool, error) {
 		dbus.WithMatchMember("NameOwnerChanged"),
 		dbus.WithMatchArg(0, c.busName),
 	}
-	if err := c.conn.AddMatchSignalContext(ctx, opts...); err != nil {
-		return nil, c.mapError(err)
-	}
-	raw := make(chan *dbus.Signal, 16)
-	c.conn.Signal(raw)
-	out := make(chan bool, 16)
-	go func() {
-		defer close(out)
-		defer c.conn.RemoveSignal(raw)
-		defer func() { _ = c.conn.RemoveMatchSignal(opts...) }()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case sig, ok := <-raw:
-				if !ok {
-					return
-				}
-				if sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 || sig.Body[0] != c.busName {
-					continue
-				}
-				owner, _ := sig.Body[2].(string)
-				select {
-				case out <- owner != "":
-				case <-ctx.Done():
-					return
-				}
-			}
+	return watchSignals(ctx, c, opts, 16, 16, func(sig *dbus.Signal) (bool, bool) {
+		if sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 || sig.Body[0] != c.busName {
+			return false, false
 		}
-	}()
-	return out, nil
+		owner, _ := sig.Body[2].(string)
+		return owner != "", true
+	})
 }

@@ -500,21 +500,6 @@ func (o *Outbox) Wait() <-chan struct{} {
 // (max <= 0 means DefaultReadMax). Reading does not move the cursor: until
 // Ack, the same records are returned again. A record found damaged now is
 // skipped with a warning. An unknown sink is an error.
-// ReadAfter returns up to max retained records with Seq > after, oldest
-// first, whatever the sinks' cursors. The daemon replays them onto its
-// state at start-up (see persist.State.OutboxSeq).
-func (o *Outbox) ReadAfter(after uint64, max int) ([]Record, error) {
-	if max <= 0 {
-		max = DefaultReadMax
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return nil, ErrClosed
-	}
-	return o.readAfterLocked(after, max)
-}
-
 func (o *Outbox) Read(sink string, max int) ([]Record, error) {
 	if max <= 0 {
 		max = DefaultReadMax
@@ -529,6 +514,21 @@ func (o *Outbox) Read(sink string, max int) ([]Record, error) {
 		return nil, fmt.Errorf("outbox: unknown sink %q", sink)
 	}
 	return o.readAfterLocked(cur, max)
+}
+
+// ReadAfter returns up to max retained records with Seq > after, oldest
+// first, whatever the sinks' cursors. The daemon replays them onto its
+// state at start-up (see persist.State.OutboxSeq).
+func (o *Outbox) ReadAfter(after uint64, max int) ([]Record, error) {
+	if max <= 0 {
+		max = DefaultReadMax
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrClosed
+	}
+	return o.readAfterLocked(after, max)
 }
 
 // readAfterLocked returns up to max records with Seq > after; o.mu held.
