@@ -34,7 +34,8 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
-  default-route NETDEV|none
+  default-route NETDEV|none               IPv4 default route (proc/net/route)
+  default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
   metadata write|remove                   rewrite or delete gpu_metadata.json
 
@@ -249,13 +250,16 @@ func dispatch(args []string, stdout io.Writer) error {
 			return usageErr("bad carrier_changes %q: want a non-negative integer", pos[1])
 		}
 		return h.SetCarrierChanges(pos[0], v)
-	case "default-route":
+	case "default-route", "default-route6":
 		if err := want(1, "NETDEV or none"); err != nil {
 			return err
 		}
 		nd := pos[0]
 		if nd == "none" {
 			nd = ""
+		}
+		if cmd == "default-route6" {
+			return h.SetDefaultRoute6(nd)
 		}
 		return h.SetDefaultRoute(nd)
 	case "boot-id":
@@ -313,6 +317,9 @@ func list(h *sim.Host, w io.Writer, asJSON bool) error {
 		return err
 	}
 	fmt.Fprintf(w, "default route: %s\n", orNone(h.DefaultRoute()))
+	if r6 := h.DefaultRoute6(); r6 != "" {
+		fmt.Fprintf(w, "IPv6 default route: %s\n", r6)
+	}
 	return nil
 }
 

@@ -97,6 +97,10 @@ func TestCLI_EndToEnd(t *testing.T) {
 	mustRun(t, "operstate", "--root", root, "enp13s0np0", "down")
 	mustRun(t, "carrier-changes", "--root", root, "enp13s0np0", "11")
 	mustRun(t, "default-route", "--root", root, "none")
+	mustRun(t, "default-route6", "--root", root, "enp13s0np0")
+	if out := mustRun(t, "list", "--root", root); !strings.Contains(out, "IPv6 default route: enp13s0np0") {
+		t.Errorf("show lacks the IPv6 default route:\n%s", out)
+	}
 	id := strings.TrimSpace(mustRun(t, "boot-id", "--root", root))
 	if b, _ := os.ReadFile(filepath.Join(root, "proc/sys/kernel/random/boot_id")); strings.TrimSpace(string(b)) != id {
 		t.Errorf("boot-id printed %q, file has %q", id, b)
@@ -121,6 +125,9 @@ func TestCLI_EndToEnd(t *testing.T) {
 	}
 	if h.DefaultRoute() != "" {
 		t.Error("default route not removed")
+	}
+	if h.DefaultRoute6() != "enp13s0np0" {
+		t.Errorf("IPv6 default route %q", h.DefaultRoute6())
 	}
 }
 

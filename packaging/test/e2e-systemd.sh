@@ -216,7 +216,10 @@ mainpid=$(ctr systemctl show -P MainPID nichealthd.service)
 # is refused (the kernel checks files against the same real uid either way).
 sandbox() { ctr nsenter -t "$mainpid" -m setpriv --reuid=nichealthd --regid=nichealthd --clear-groups "$@"; }
 if out=$(sandbox true 2>&1); then
-    for f in /proc/net/route /proc/sys/kernel/random/boot_id /sys/class/net/lo/operstate; do
+    files="/proc/net/route /proc/sys/kernel/random/boot_id /sys/class/net/lo/operstate"
+    # Kernels built or booted without IPv6 have no ipv6_route; the daemon skips it then.
+    if ctr test -e /proc/net/ipv6_route; then files="$files /proc/net/ipv6_route"; fi
+    for f in $files; do
         if out=$(sandbox head -c 64 "$f" 2>&1); then ok "the service reads $f"
         else bad "the service cannot read $f: $out"; fi
     done

@@ -292,6 +292,88 @@ func TestRoles_DESIGN_VLANOnBond(t *testing.T) {
 	}
 }
 
+// TestRoles_DESIGN_IPv6DefaultRoute: on a host whose only default route
+// is IPv6, the management NIC is still found; the kernel's unreachable
+// default on lo is not a default route.
+func TestRoles_DESIGN_IPv6DefaultRoute(t *testing.T) {
+	n := build(t, "dgx-h100", sim.BuildOptions{})
+	mgmt := n.h.DefaultRoute()
+	if err := n.h.SetDefaultRoute(""); err != nil {
+		t.Fatal(err)
+	}
+	routes, err := DefaultRouteDevices(n.h.Paths())
+	if err != nil || routes != nil {
+		t.Fatalf("no default route: %+v, %v", routes, err)
+	}
+	if err := n.h.SetDefaultRoute6(mgmt); err != nil {
+		t.Fatal(err)
+	}
+	routes, err = DefaultRouteDevices(n.h.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) != 1 || routes[0].Iface != mgmt {
+		t.Fatalf("routes = %+v, want the device of %s", routes, mgmt)
+	}
+	got := n.classify(t, true)
+	if g := got[routes[0].Device]; g != [2]string{"Management", "Management: carries the default route (via " + mgmt + ")"} {
+		t.Errorf("%s = %v", routes[0].Device, g)
+	}
+	// Dual stack on the same interface: one device, once.
+	if err := n.h.SetDefaultRoute(mgmt); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := DefaultRouteDevices(n.h.Paths()); err != nil || !reflect.DeepEqual(again, routes) {
+		t.Errorf("dual stack: %+v, %v; want %+v", again, err, routes)
+	}
+}
+
+// TestRoles_DESIGN_IPv6RouteTable parses /proc/net/ipv6_route as the
+// kernel writes it.
+func TestRoles_DESIGN_IPv6RouteTable(t *testing.T) {
+	const (
+		z      = "00000000000000000000000000000000"
+		lo     = z + " 00 " + z + " 00 " + z + " ffffffff 00000001 00000000 00200200       lo\n"
+		subnet = "fe800000000000000000000000000000 40 " + z + " 00 " + z + " 00000100 00000001 00000000 00000001     eno1\n"
+	)
+	def := func(iface, flags string) string {
+		return z + " 00 " + z + " 00 fe800000000000000000000000000001 00000400 00000001 00000000 " + flags + " " + iface + "\n"
+	}
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"no default, only the kernel's unreachable entry", subnet + lo, nil},
+		{"one default", def("eno1", "00000003") + subnet + lo, []string{"eno1"}},
+		{"two defaults, one repeated", def("bond0", "00000003") + def("eth1", "00450003") + def("bond0", "00000003") + lo, []string{"bond0", "eth1"}},
+		{"default route down", def("eno1", "00000002") + lo, nil},
+		{"reject on a real interface", def("eno1", "00000201") + lo, nil},
+		{"a /64 is not default", subnet, nil},
+		{"malformed lines skipped", "garbage\n\n" + z + " 00\n" + def("ib0", "zz") + def("ib1", "00000003"), []string{"ib1"}},
+		{"empty", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ParseIPv6RouteTable([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseIPv6RouteTable: any ipv6_route content parses without panic.
+func FuzzParseIPv6RouteTable(f *testing.F) {
+	f.Add([]byte("00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003     eno1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, iface := range ParseIPv6RouteTable(b) {
+			if iface == "" || iface == "lo" {
+				t.Fatalf("interface %q", iface)
+			}
+		}
+	})
+}
+
 func mustSymlink(t *testing.T, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {

@@ -15,8 +15,13 @@ import (
 	"github.com/nichealth/nichealthd/topology"
 )
 
-// rtfUp is RTF_UP from <linux/route.h>: the route is usable.
-const rtfUp = 0x1
+// rtfUp is RTF_UP from <linux/route.h>: the route is usable. rtfReject is
+// RTF_REJECT: an unreachable route, which is how the kernel writes IPv6's
+// "no default route" entry on lo.
+const (
+	rtfUp     = 0x1
+	rtfReject = 0x200
+)
 
 // maxStack bounds how deep bond/VLAN/macvlan stacking is followed; real
 // stacks are two or three levels (VLAN on bond on ports), and a loop in a
@@ -60,6 +65,33 @@ func ParseRouteTable(b []byte) []string {
 	return out
 }
 
+// ParseIPv6RouteTable returns the interfaces of every usable IPv6 default
+// route in /proc/net/ipv6_route content (destination ::/0, flag RTF_UP, not
+// RTF_REJECT, not on lo), in file order without duplicates. Lines that do
+// not parse are skipped.
+func ParseIPv6RouteTable(b []byte) []string {
+	const zero128 = "00000000000000000000000000000000"
+	var out []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// dest dest_plen src src_plen next_hop metric refcnt use flags iface
+		if len(f) < 10 || f[0] != zero128 || f[1] != "00" {
+			continue
+		}
+		flags, err := strconv.ParseUint(f[8], 16, 32)
+		if err != nil || flags&rtfUp == 0 || flags&rtfReject != 0 || f[9] == "lo" {
+			continue
+		}
+		if !seen[f[9]] {
+			seen[f[9]] = true
+			out = append(out, f[9])
+		}
+	}
+	return out
+}
+
 // DefaultRouteDevices finds the RDMA devices that carry the host's default
 // route (seed 4.2.2 step 1). It reads <procfs>/net/route, and maps each
 // default-route interface to RDMA devices through
@@ -69,23 +101,37 @@ func ParseRouteTable(b []byte) []string {
 // Every RDMA device found is returned, mlx5 or not; classification ignores
 // the ones it does not monitor.
 //
-//   - (nil, nil): no route file (the seed's "silently skipped"), no default
-//     route, or a default route on an interface with no RDMA device below it;
-//   - (nil, err): the route file exists but cannot be read;
+// <procfs>/net/ipv6_route is read too, beyond the seed, which names only
+// the IPv4 table: on an IPv6-only or dual-stack host whose management
+// network has no IPv4 default, the management NIC would otherwise be
+// classified as Storage and a control-plane outage would page as a fatal
+// fabric fault.
+//
+//   - (nil, nil): neither route file exists (the seed's "silently
+//     skipped"), no default route, or a default route on an interface with
+//     no RDMA device below it;
+//   - (nil, err): a route file exists but cannot be read;
 //   - (devices, nil): otherwise, sorted by device name.
 func DefaultRouteDevices(paths topology.Paths) ([]RouteDevice, error) {
 	paths = paths.WithDefaults()
-	routeFile := filepath.Join(paths.ProcfsRoot, "net", "route")
-	b, err := os.ReadFile(routeFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", routeFile, err)
+	var ifaces []string
+	for _, table := range []struct {
+		file  string
+		parse func([]byte) []string
+	}{{"route", ParseRouteTable}, {"ipv6_route", ParseIPv6RouteTable}} {
+		routeFile := filepath.Join(paths.ProcfsRoot, "net", table.file)
+		b, err := os.ReadFile(routeFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", routeFile, err)
+		}
+		ifaces = append(ifaces, table.parse(b)...)
 	}
 	var out []RouteDevice
 	seen := map[string]bool{}
-	for _, iface := range ParseRouteTable(b) {
+	for _, iface := range ifaces {
 		for _, dev := range rdmaBelow(paths.ClassNet, iface, map[string]bool{}, 0) {
 			if !seen[dev] {
 				seen[dev] = true

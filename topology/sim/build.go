@@ -503,9 +503,12 @@ func (b *builder) writeBond(slave string) {
 	b.m.DefaultRoute = "bond0"
 }
 
-// writeRoute writes proc/net/route in the kernel's format: a subnet route
-// per up netdev and, when set, the default route (destination 00000000,
-// flags 0003 = RTF_UP|RTF_GATEWAY).
+// writeRoute writes proc/net/route and proc/net/ipv6_route in the kernel's
+// formats: a subnet route per up netdev and, when set, the default route
+// (IPv4: destination 00000000, flags 0003 = RTF_UP|RTF_GATEWAY; IPv6: ::/0
+// via a link-local gateway). The IPv6 table always ends with the kernel's
+// "unreachable" default on lo (flags RTF_REJECT), which is not a default
+// route and must not be read as one.
 func writeRoute(root string, m *manifest) error {
 	var sb strings.Builder
 	line := func(s string) { fmt.Fprintf(&sb, "%-127s\n", s) }
@@ -513,14 +516,23 @@ func writeRoute(root string, m *manifest) error {
 	if m.DefaultRoute != "" {
 		line(m.DefaultRoute + "\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0")
 	}
+	const zero = "00000000000000000000000000000000"
+	var v6 strings.Builder
+	if m.DefaultRoute6 != "" {
+		fmt.Fprintf(&v6, "%s 00 %s 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003 %8s\n", zero, zero, m.DefaultRoute6)
+	}
 	for i, nd := range m.NetDevs {
 		if nd.Name == "lo" || nd.Device != "" && nd.Port != 1 {
 			continue
 		}
 		line(fmt.Sprintf("%s\t%08X\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0", nd.Name, uint32(i)<<16|0x0A))
+		fmt.Fprintf(&v6, "fe800000000000000000000000000000 40 %s 00 %s 00000100 00000001 00000000 00000001 %8s\n", zero, zero, nd.Name)
 	}
-	p := filepath.Join(root, "proc/net/route")
-	return writeAtomic(root, p, []byte(sb.String()))
+	fmt.Fprintf(&v6, "%s 00 %s 00 %s ffffffff 00000001 00000000 00200200       lo\n", zero, zero, zero)
+	if err := writeAtomic(root, filepath.Join(root, "proc/net/ipv6_route"), []byte(v6.String())); err != nil {
+		return err
+	}
+	return writeAtomic(root, filepath.Join(root, "proc/net/route"), []byte(sb.String()))
 }
 
 func guidFor(seq int) uint64 { return 0xb83fd20300a0b000 + uint64(seq)*0x10 }

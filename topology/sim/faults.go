@@ -322,6 +322,16 @@ func (h *Host) BootID() (string, error) {
 // SetDefaultRoute moves the default route in proc/net/route to netdev,
 // which must exist in class/net; "" removes the default route.
 func (h *Host) SetDefaultRoute(netdev string) error {
+	return h.setRoute(&h.m.DefaultRoute, netdev)
+}
+
+// SetDefaultRoute6 does the same for the IPv6 default route in
+// proc/net/ipv6_route.
+func (h *Host) SetDefaultRoute6(netdev string) error {
+	return h.setRoute(&h.m.DefaultRoute6, netdev)
+}
+
+func (h *Host) setRoute(field *string, netdev string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if netdev != "" {
@@ -329,10 +339,10 @@ func (h *Host) SetDefaultRoute(netdev string) error {
 			return err
 		}
 	}
-	old := h.m.DefaultRoute
-	h.m.DefaultRoute = netdev
+	old := *field
+	*field = netdev
 	if err := writeRoute(h.Root, h.m); err != nil {
-		h.m.DefaultRoute = old
+		*field = old
 		return err
 	}
 	return h.saveManifest()

@@ -76,6 +76,13 @@ func (h *Host) DefaultRoute() string {
 	return h.m.DefaultRoute
 }
 
+// DefaultRoute6 is the netdev carrying the IPv6 default route, "" for none.
+func (h *Host) DefaultRoute6() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m.DefaultRoute6
+}
+
 // ExpectedRoles counts the expected roles of the PFs (VFs are not
 // classified): what the seed's tables in section 4.2.4 list per platform.
 func (h *Host) ExpectedRoles() map[topology.Role]int {

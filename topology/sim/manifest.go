@@ -75,13 +75,14 @@ type BuildOptions struct {
 }
 
 type manifest struct {
-	Shape        string            `json:"shape"`
-	Options      BuildOptions      `json:"options"`
-	Devices      []DeviceInfo      `json:"devices"`
-	GPUs         []GPUInfo         `json:"gpus"`
-	NetDevs      []NetDevInfo      `json:"netDevs"`
-	DefaultRoute string            `json:"defaultRoute"`
-	Fifos        map[string]string `json:"fifos,omitempty"` // path rel to H -> content it replaced
+	Shape         string            `json:"shape"`
+	Options       BuildOptions      `json:"options"`
+	Devices       []DeviceInfo      `json:"devices"`
+	GPUs          []GPUInfo         `json:"gpus"`
+	NetDevs       []NetDevInfo      `json:"netDevs"`
+	DefaultRoute  string            `json:"defaultRoute"`
+	DefaultRoute6 string            `json:"defaultRoute6,omitempty"` // IPv6 default route's netdev
+	Fifos         map[string]string `json:"fifos,omitempty"`         // path rel to H -> content it replaced
 }
 
 func readManifest(root string) (*manifest, error) {

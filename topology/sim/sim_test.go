@@ -155,7 +155,7 @@ func TestSim_8_DesignTestContract_AllShapes(t *testing.T) {
 				t.Errorf("expected roles = %v, seed tables say %v", got, seedRoles[shape])
 			}
 			checkClassificationFromTree(t, h)
-			for _, p := range []string{"proc/net/route", "proc/sys/kernel/random/boot_id", "dev/infiniband/rdma_cm", "dev/infiniband/uverbs0", "dev/infiniband/umad0", "sys/class/net/lo/operstate"} {
+			for _, p := range []string{"proc/net/route", "proc/net/ipv6_route", "proc/sys/kernel/random/boot_id", "dev/infiniband/rdma_cm", "dev/infiniband/uverbs0", "dev/infiniband/umad0", "sys/class/net/lo/operstate"} {
 				if _, err := os.Stat(filepath.Join(h.Root, p)); err != nil {
 					t.Errorf("missing %s: %v", p, err)
 				}
