@@ -230,6 +230,15 @@ func roleByLinkLayer(d *topology.Device) topology.Role {
 	return topology.RoleCompute
 }
 
+// Close releases the monitor's descriptors and its reader's worker.
+func (m *Monitor) Close() {
+	m.closePlan()
+	m.rd.Close()
+	if m.lister != nil {
+		m.lister.Close()
+	}
+}
+
 func (m *Monitor) closePlan() {
 	for _, f := range m.files {
 		f.Close()

@@ -81,7 +81,7 @@ func perfMonitorOn(tb testing.TB, h *sim.Host, keepOpen bool) *Monitor {
 	if err := m.Discover(); err != nil {
 		tb.Fatalf("discover %s: %v", h.Root, err)
 	}
-	tb.Cleanup(m.closePlan)
+	tb.Cleanup(m.Close)
 	return m
 }
 

@@ -440,9 +440,7 @@ func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.stopMetrics()
 	cancel()
 	<-d.busDone
-	d.mon.closePlan()
-	d.mon.rd.Close()
-	d.mon.lister.Close()
+	d.mon.Close()
 	return d.ob.Close()
 }
 
