@@ -89,33 +89,24 @@ func (e *encoder) reset() {
 // arena. Label names are constants of this package; values come from
 // sysfs, configuration and sink names and are escaped.
 func (e *encoder) labels(kv ...string) labelSet {
-	lo := len(e.arena)
-	if len(kv) == 0 {
-		return labelSet{uint32(lo), uint32(lo)}
-	}
-	e.arena = append(e.arena, '{')
-	for i := 0; i+1 < len(kv); i += 2 {
-		if i > 0 {
-			e.arena = append(e.arena, ',')
-		}
-		e.arena = append(e.arena, kv[i]...)
-		e.arena = append(e.arena, '=', '"')
-		e.arena = appendLabelValue(e.arena, kv[i+1])
-		e.arena = append(e.arena, '"')
-	}
-	e.arena = append(e.arena, '}')
-	return labelSet{uint32(lo), uint32(len(e.arena))}
+	return e.extend(labelSet{}, kv...)
 }
 
 // extend renders base plus more pairs as a new set (base's pairs first).
 func (e *encoder) extend(base labelSet, kv ...string) labelSet {
-	if base.lo == base.hi {
-		return e.labels(kv...)
-	}
 	lo := len(e.arena)
-	e.arena = append(e.arena, e.arena[base.lo:base.hi-1]...) // without the closing brace
+	if len(kv) < 2 {
+		return base
+	}
+	if base.lo == base.hi {
+		e.arena = append(e.arena, '{')
+	} else {
+		e.arena = append(e.arena, e.arena[base.lo:base.hi-1]...) // without the closing brace
+	}
 	for i := 0; i+1 < len(kv); i += 2 {
-		e.arena = append(e.arena, ',')
+		if i > 0 || base.lo != base.hi {
+			e.arena = append(e.arena, ',')
+		}
 		e.arena = append(e.arena, kv[i]...)
 		e.arena = append(e.arena, '=', '"')
 		e.arena = appendLabelValue(e.arena, kv[i+1])

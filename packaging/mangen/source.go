@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,6 +84,23 @@ var (
 	tableHead   = regexp.MustCompile(`^## \[\[?([A-Za-z0-9_.]+)\]\]?\s*$`)
 )
 
+// prose yields the page's lines outside ``` code fences: an example
+// config or command in a fence is not a definition to collect.
+func (p *Page) prose() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		fenced := false
+		for _, line := range p.Lines {
+			if strings.HasPrefix(line, "```") {
+				fenced = !fenced
+				continue
+			}
+			if !fenced && !yield(line) {
+				return
+			}
+		}
+	}
+}
+
 // ConfigKeys lists the configuration keys a page documents, qualified by
 // their table ("pollingInterval", "sinks.jsonl.path",
 // "counterDetection.counters.name"). A key is a definition term
@@ -91,15 +109,7 @@ var (
 func ConfigKeys(p *Page) []string {
 	var keys []string
 	table := ""
-	fenced := false
-	for _, line := range p.Lines {
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for line := range p.prose() {
 		switch {
 		case strings.HasPrefix(line, "# "):
 			table = ""
@@ -122,15 +132,7 @@ func ConfigKeys(p *Page) []string {
 func Terms(p *Page, section string, re *regexp.Regexp) []string {
 	var out []string
 	in := false
-	fenced := false
-	for _, line := range p.Lines {
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for line := range p.prose() {
 		if strings.HasPrefix(line, "# ") {
 			in = strings.TrimSpace(line[2:]) == section
 			continue

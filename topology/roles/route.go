@@ -41,28 +41,16 @@ type RouteDevice struct {
 // RTF_UP), in file order without duplicates. Lines that do not parse are
 // skipped: a malformed line must not hide the others.
 func ParseRouteTable(b []byte) []string {
-	var out []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	return routeIfaces(b, func(f []string) string {
 		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
-		if len(f) < 8 || f[0] == "Iface" {
-			continue
+		if len(f) < 8 || f[0] == "Iface" || f[1] != "00000000" || f[7] != "00000000" {
+			return ""
 		}
-		if f[1] != "00000000" || f[7] != "00000000" {
-			continue
+		if flags, err := strconv.ParseUint(f[3], 16, 32); err != nil || flags&rtfUp == 0 {
+			return ""
 		}
-		flags, err := strconv.ParseUint(f[3], 16, 32)
-		if err != nil || flags&rtfUp == 0 {
-			continue
-		}
-		if !seen[f[0]] {
-			seen[f[0]] = true
-			out = append(out, f[0])
-		}
-	}
-	return out
+		return f[0]
+	})
 }
 
 // ParseIPv6RouteTable returns the interfaces of every usable IPv6 default
@@ -71,22 +59,29 @@ func ParseRouteTable(b []byte) []string {
 // not parse are skipped.
 func ParseIPv6RouteTable(b []byte) []string {
 	const zero128 = "00000000000000000000000000000000"
+	return routeIfaces(b, func(f []string) string {
+		// dest dest_plen src src_plen next_hop metric refcnt use flags iface
+		if len(f) < 10 || f[0] != zero128 || f[1] != "00" || f[9] == "lo" {
+			return ""
+		}
+		if flags, err := strconv.ParseUint(f[8], 16, 32); err != nil || flags&rtfUp == 0 || flags&rtfReject != 0 {
+			return ""
+		}
+		return f[9]
+	})
+}
+
+// routeIfaces applies defaultIface to the fields of each line of a route
+// table and returns the interfaces it names ("" = not a usable default
+// route), in file order without duplicates.
+func routeIfaces(b []byte, defaultIface func(fields []string) string) []string {
 	var out []string
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// dest dest_plen src src_plen next_hop metric refcnt use flags iface
-		if len(f) < 10 || f[0] != zero128 || f[1] != "00" {
-			continue
-		}
-		flags, err := strconv.ParseUint(f[8], 16, 32)
-		if err != nil || flags&rtfUp == 0 || flags&rtfReject != 0 || f[9] == "lo" {
-			continue
-		}
-		if !seen[f[9]] {
-			seen[f[9]] = true
-			out = append(out, f[9])
+		if iface := defaultIface(strings.Fields(sc.Text())); iface != "" && !seen[iface] {
+			seen[iface] = true
+			out = append(out, iface)
 		}
 	}
 	return out

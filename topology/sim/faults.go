@@ -87,14 +87,21 @@ func (h *Host) portPathLocked(dev string, port int, rel string) (string, error) 
 
 // existingPortFile is portPathLocked plus a check that the file exists.
 func (h *Host) existingPortFile(dev string, port int, rel string) (string, error) {
+	p, _, err := h.portFileMode(dev, port, rel)
+	return p, err
+}
+
+// portFileMode is existingPortFile with the file's type (regular, FIFO).
+func (h *Host) portFileMode(dev string, port int, rel string) (string, os.FileMode, error) {
 	p, err := h.portPathLocked(dev, port, rel)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	if _, err := os.Lstat(p); err != nil {
-		return "", fmt.Errorf("%s port %d: no file %s: %w", dev, port, rel, err)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s port %d: no file %s: %w", dev, port, rel, err)
 	}
-	return p, nil
+	return p, fi.Mode(), nil
 }
 
 // SetPortState writes ports/<n>/state and phys_state in the kernel's
@@ -353,15 +360,11 @@ func (h *Host) setRoute(field *string, netdev string) error {
 func (h *Host) MakeFIFO(dev string, port int, rel string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p, err := h.existingPortFile(dev, port, rel)
+	p, mode, err := h.portFileMode(dev, port, rel)
 	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", p, err)
-	}
-	if !fi.Mode().IsRegular() {
+	if !mode.IsRegular() {
 		return fmt.Errorf("%s port %d %s is not a regular file", dev, port, rel)
 	}
 	old, err := os.ReadFile(p)
@@ -397,15 +400,11 @@ func (h *Host) relKey(dev string, port int, rel string) string {
 func (h *Host) UnmakeFIFO(dev string, port int, rel string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p, err := h.existingPortFile(dev, port, rel)
+	p, mode, err := h.portFileMode(dev, port, rel)
 	if err != nil {
 		return err
 	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", p, err)
-	}
-	if fi.Mode()&os.ModeNamedPipe == 0 {
+	if mode&os.ModeNamedPipe == 0 {
 		return fmt.Errorf("%s port %d %s is not a FIFO", dev, port, rel)
 	}
 	key := h.relKey(dev, port, rel)
