@@ -70,6 +70,11 @@ type Monitor struct {
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int
+	// unclassifiedOK (one-shot checks only): when roles cannot be
+	// classified, check every PF with an unknown role instead of failing;
+	// unclassifiedNote then says why.
+	unclassifiedOK   bool
+	unclassifiedNote string
 	// activeChanged: some port became or stopped being active this cycle,
 	// so card homogeneity must be judged again (DESIGN.md difference 9).
 	activeChanged bool
@@ -215,15 +220,19 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	for _, n := range notes {
 		m.log.Warn("topology sources disagree", "detail", n)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		m.matrix = mx
+		dr, derr := roles.DefaultRouteDevices(m.cfg.Paths)
+		if derr != nil {
+			m.log.Warn("cannot read the default route; management NICs are recognised by NUMA and DPU type only", "err", derr)
+		}
+		err = roles.Classify(devs, mx, dr)
 	}
-	m.matrix = mx
-	dr, err := roles.DefaultRouteDevices(m.cfg.Paths)
-	if err != nil {
-		m.log.Warn("cannot read the default route; management NICs are recognised by NUMA and DPU type only", "err", err)
+	if err != nil && m.unclassifiedOK {
+		m.unclassifiedNote = classifyUnknown(devs, err)
+		return nil
 	}
-	return roles.Classify(devs, mx, dr)
+	return err
 }
 
 func roleByLinkLayer(d *topology.Device) topology.Role {
@@ -566,7 +575,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 	}
 	clear(active)
 	for _, p := range m.ports {
-		if p.active() {
+		if p.activeOrUnread() {
 			active[p.dev.Card]++
 		}
 	}
@@ -588,7 +597,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 	}
 	isActive := func(d *topology.Device, port *topology.Port) bool {
 		p := m.planOf[port]
-		return p != nil && p.active()
+		return p != nil && p.activeOrUnread()
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
 		anomalous[an.Card] = true
@@ -664,6 +673,12 @@ func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
 	v, err := sysfs.ParseCounter(cr.file.Value())
 	return v, err == nil
 }
+
+// activeOrUnread counts a port whose state was never read (a hung or
+// garbled file) as active for card homogeneity: its unreadability is
+// reported on its own, and a file that cannot be read is not evidence of a
+// failed port (DESIGN.md difference 3).
+func (p *portPlan) activeOrUnread() bool { return !p.observed || p.active() }
 
 // active reports whether the port was last seen ACTIVE/LinkUp.
 func (p *portPlan) active() bool {

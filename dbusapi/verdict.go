@@ -23,10 +23,10 @@ const conditionSig = "a(sssbs)"
 
 type conditionList []ConditionView
 
-func (cl conditionList) wire() [][]any {
-	out := make([][]any, 0, len(cl))
+func (cl conditionList) wire() []conditionWire {
+	out := make([]conditionWire, 0, len(cl))
 	for _, c := range cl {
-		out = append(out, []any{c.Check, c.Entity, c.Kind, c.Fatal, c.Message})
+		out = append(out, conditionWire(c))
 	}
 	return out
 }
@@ -41,12 +41,20 @@ type conditionWire struct {
 
 func decodeConditions(v dbus.Variant) []ConditionView {
 	out := []ConditionView{}
-	var ws []conditionWire
-	if err := dbus.Store([]any{v.Value()}, &ws); err != nil {
-		return out
+	rows, ok := v.Value().([][]any)
+	if !ok {
+		return out // absent or mistyped: an older daemon
 	}
-	for _, w := range ws {
-		out = append(out, ConditionView(w))
+	for _, r := range rows {
+		if len(r) != 5 {
+			continue
+		}
+		check, _ := r[0].(string)
+		entity, _ := r[1].(string)
+		kind, _ := r[2].(string)
+		fatal, _ := r[3].(bool)
+		msg, _ := r[4].(string)
+		out = append(out, ConditionView{Check: check, Entity: entity, Kind: kind, Fatal: fatal, Message: msg})
 	}
 	return out
 }
