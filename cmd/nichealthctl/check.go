@@ -407,4 +407,3 @@ func splitDigits(s string) (string, string) {
 	}
 	return s[:i], s[i:]
 }
-
