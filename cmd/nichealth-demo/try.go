@@ -220,11 +220,12 @@ func startDetached(cmd *exec.Cmd, dir, name string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
+	pid := cmd.Process.Pid
 	// Not waited for: it outlives this process and is reaped by init.
 	_ = cmd.Process.Release()
 	procs, _ := readPidFile(dir)
 	// The daemon goes first so --stop ends it before its bus.
-	procs = append([]tryProc{{pid: cmd.Process.Pid, name: name}}, procs...)
+	procs = append([]tryProc{{pid: pid, name: name}}, procs...)
 	var b strings.Builder
 	for _, p := range procs {
 		fmt.Fprintf(&b, "%d %s\n", p.pid, p.name)
