@@ -371,19 +371,26 @@ func (s *story) baselines(status string) error {
 }
 
 func (s *story) firstEvents() ([]dbusapi.EventRecord, error) {
+	// The daemon takes its bus name before it copies the outbox into its
+	// event ring, so an answer may come while the ring is still empty or
+	// being filled: the same non-zero count twice in a row is the whole
+	// first poll (the simulated host does not change meanwhile).
 	var err error
+	prev := -1
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var m dbusapi.ManagerView
-		if m, err = s.client.Manager(ctx); err == nil && m.Ready {
-			var recs []dbusapi.EventRecord
-			recs, err = s.client.ListEvents(ctx, 0)
-			cancel()
-			return recs, err
-		}
+		var recs []dbusapi.EventRecord
+		recs, err = s.client.ListEvents(ctx, 0)
 		cancel()
+		if err != nil || len(recs) == 0 {
+			continue
+		}
+		if len(recs) == prev {
+			return recs, nil
+		}
+		prev = len(recs)
 	}
-	return nil, fmt.Errorf("nichealthd did not answer on the private bus within 30s: %v", err)
+	return nil, fmt.Errorf("nichealthd did not list its first poll's events on the private bus within 30s: %v", err)
 }
 
 // rolesLine says which ports are watched and which NICs are not.
