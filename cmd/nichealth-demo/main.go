@@ -11,7 +11,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin", "directory holding nichealthd and nichealthctl")
-	shape := flag.String("shape", "dgx-h100", "simulated node shape")
+	shape := flag.String("shape", "dgx-h100", "simulated node shape (the scripted faults and the try-it history name dgx-h100's NICs)")
 	interval := flag.Duration("interval", 250*time.Millisecond, "the daemon's poll interval")
 	verbose := flag.Bool("verbose", false, "print every event of the first poll, not one line per check")
 	keep := flag.Bool("keep", false, "leave a simulated node, its private D-Bus and nichealthd running in --dir and print the exports to use them (make try)")
