@@ -18,7 +18,7 @@ help:
 	@echo "make try        leave a simulated node, its own D-Bus and nichealthd running; prints the exports"
 	@echo "make try-stop   stop what make try left running"
 	@echo "make test       the whole test suite (what CI runs)"
-	@echo "make build      build nichealthd, nichealthctl, nichealth-sim, nichealth-demo into $(BIN)/"
+	@echo "make build      build $(CMDS) into $(BIN)/"
 	@echo "make bench      benchmarks (poll cycle, evaluator, outbox, D-Bus)"
 	@echo "make lint       gofmt + go vet"
 	@echo "make deb        Debian package into dist/"
@@ -30,9 +30,9 @@ help:
 build:
 	@echo "go build: $(CMDS) into $(BIN)/"
 	@for c in $(CMDS); do \
-		start=$$(date +%s); \
+		start=$$(date +%s); printf '  %s/%s ... ' '$(BIN)' "$$c"; \
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/$$c || exit 1; \
-		echo "  built $(BIN)/$$c ($$(( $$(date +%s) - start ))s)"; \
+		echo "$$(( $$(date +%s) - start ))s"; \
 	done
 
 # gofmt, go vet and shellcheck on every shell script.
