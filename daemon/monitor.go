@@ -155,7 +155,7 @@ func (m *Monitor) State() *persist.State { return m.st }
 // plan. It fails when classification is impossible (DESIGN.md difference 7):
 // the caller refuses to start.
 func (m *Monitor) Discover() error {
-	devs, probs, err := topology.Discover(m.cfg.Paths, m.cfg.Filter)
+	devs, probs, err := topology.DiscoverWith(m.cfg.Paths, m.cfg.Filter, m.readFile)
 	if err != nil {
 		return err
 	}
@@ -185,6 +185,13 @@ func (m *Monitor) Discover() error {
 	m.buildPlan()
 	m.devicesSetChanged = true
 	return nil
+}
+
+// readFile is the one-shot read of discovery and the sanity passes: the
+// poll's deadline, worker and stuck bookkeeping, so a hung attribute costs
+// one readTimeout and is never read again while its first read hangs.
+func (m *Monitor) readFile(path string) ([]byte, error) {
+	return m.rd.ReadFile(path, 0)
 }
 
 func (m *Monitor) classify(devs []*topology.Device) error {
@@ -355,6 +362,15 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	}
 
 	m.stuckBuf = m.rd.Read(m.files, m.stuckBuf[:0])
+	if m.rd.StuckCount() > 0 {
+		// Skipped because an earlier read of the path still hangs: one
+		// started by discovery, or by the plan before a reload rebuilt it.
+		for _, f := range m.files {
+			if f.Err == reader.ErrStuck && !m.stuckReported[f.Path] {
+				m.stuckBuf = append(m.stuckBuf, f)
+			}
+		}
+	}
 	for _, f := range m.stuckBuf {
 		// Once per episode, keyed by path so a plan rebuilt by a reload
 		// does not re-announce a file that is still hanging.
@@ -368,6 +384,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			if m.stuckReported[f.Path] && f.Err == nil {
 				delete(m.stuckReported, f.Path)
 				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
+				specs = append(specs, m.readRecoveredSpec(f))
 			}
 		}
 	}
@@ -522,14 +539,29 @@ func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
 		"device", p.dev.Name, "port", p.port.Num, "err", err)
 }
 
-func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
-	dev, port, ll := "", 0, ""
+// fileOwner returns the port whose plan reads f.
+func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 	for _, p := range m.ports {
 		if p.state == f || p.phys == f || p.rate == f || p.oper == f || slices.ContainsFunc(p.counters, func(c counterRead) bool { return c.file == f }) {
-			dev, port, ll = p.dev.Name, p.port.Num, p.port.LinkLayer
-			break
+			return p.dev.Name, p.port.Num, p.port.LinkLayer
 		}
 	}
+	return "", 0, ""
+}
+
+// readRecoveredSpec clears the read-stuck event of f: same check, device,
+// port and file, so a consumer keyed on them sees the condition end.
+func (m *Monitor) readRecoveredSpec(f *reader.File) event.Spec {
+	dev, port, ll := m.fileOwner(f)
+	return event.Spec{
+		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ll), IsHealthy: true, Device: dev, Port: port,
+		Message: fmt.Sprintf("Port %s port %d: reading %s works again; the file is monitored again", dev, port, f.Path),
+		Metadata: map[string]string{"file": f.Path},
+	}
+}
+
+func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
+	dev, port, ll := m.fileOwner(f)
 	return event.Spec{
 		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; the file is skipped until the read returns and the rest of the node stays monitored. A sysfs read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
@@ -611,9 +643,11 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath
-	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads {
-		m.rd.Close()
-		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads || cfg.Paths.SysfsRoot != m.cfg.Paths.SysfsRoot {
+		// In place: a new reader would forget the reads still hung in the
+		// kernel, read those files again and strand one more thread on
+		// each at every reload.
+		m.rd.SetOptions(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
 	}
 	m.cfg = cfg
 	m.defs = defs

@@ -50,6 +50,7 @@ const (
 	KindCardRecovered     Kind = "card-recovered"
 	KindCheckCleared      Kind = "check-cleared"
 	KindReadStuck         Kind = "read-stuck"
+	KindReadRecovered     Kind = "read-recovered"
 	KindLinkSanity        Kind = "link-sanity"
 	KindLinkSanityOK      Kind = "link-sanity-ok"
 )
@@ -59,7 +60,7 @@ var Kinds = []Kind{
 	KindPortFatal, KindPortNonFatal, KindPortRecovered, KindPortBaseline,
 	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
-	KindCheckCleared, KindReadStuck, KindLinkSanity, KindLinkSanityOK,
+	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.
