@@ -555,7 +555,7 @@ func (m *Monitor) readRecoveredSpec(f *reader.File) event.Spec {
 	dev, port, ll := m.fileOwner(f)
 	return event.Spec{
 		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ll), IsHealthy: true, Device: dev, Port: port,
-		Message: fmt.Sprintf("Port %s port %d: reading %s works again; the file is monitored again", dev, port, f.Path),
+		Message:  fmt.Sprintf("Port %s port %d: reading %s works again; the file is monitored again", dev, port, f.Path),
 		Metadata: map[string]string{"file": f.Path},
 	}
 }
