@@ -70,6 +70,16 @@ type Monitor struct {
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int
+
+	// stateFiles are read every state poll, counterFiles every counter
+	// tick; both alias entries of files.
+	stateFiles   []*reader.File
+	counterFiles []*reader.File
+	// nextStatePoll and nextCounterTick schedule the two cadences (see
+	// NextWake); counterTicks counts counter ticks since start.
+	nextStatePoll   time.Time
+	nextCounterTick time.Time
+	counterTicks    uint64
 }
 
 type portPlan struct {
@@ -101,6 +111,10 @@ type counterRead struct {
 	last    [24]byte
 	lastLen int
 	seen    bool
+	// lastAt is the tick of the last successful read: the snapshot of an
+	// unlatched delta counter holds the value read then, so a delta is
+	// measured over the tick since, not since the value last changed.
+	lastAt time.Time
 }
 
 // NewMonitor prepares a monitor over st. bootStatus says what the first
@@ -251,6 +265,8 @@ func (m *Monitor) closePlan() {
 		f.Close()
 	}
 	m.files = m.files[:0]
+	m.stateFiles = m.stateFiles[:0]
+	m.counterFiles = m.counterFiles[:0]
 	m.ports = m.ports[:0]
 	clear(m.planOf)
 }
@@ -266,6 +282,13 @@ func (m *Monitor) buildPlan() {
 	add := func(path string) *reader.File {
 		f := reader.NewFile(path)
 		m.files = append(m.files, f)
+		m.stateFiles = append(m.stateFiles, f)
+		return f
+	}
+	addCounter := func(path string) *reader.File {
+		f := reader.NewFile(path)
+		m.files = append(m.files, f)
+		m.counterFiles = append(m.counterFiles, f)
 		return f
 	}
 	for _, d := range m.devices {
@@ -301,7 +324,7 @@ func (m *Monitor) buildPlan() {
 						continue
 					}
 					byFile[path] = len(pp.counters)
-					pp.counters = append(pp.counters, counterRead{file: add(path), defs: []int{i}})
+					pp.counters = append(pp.counters, counterRead{file: addCounter(path), defs: []int{i}})
 				}
 				var applicable []counters.Definition
 				for _, def := range m.defs {
@@ -336,12 +359,33 @@ func (m *Monitor) degradationEnabled(ll string) bool {
 	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
 }
 
-// Cycle is one poll: enumerate, read, judge. It returns the specs to emit
-// and whether the persisted state changed.
+// counterTick is the fixed cadence of counter sampling and judging, whatever
+// the state poll interval (seed state 12.1): a delta threshold means "per
+// 1 s tick", a 100 ms poll must not cut a burst into sub-threshold slices,
+// and a 10 s poll must not let one add up ten seconds of errors.
+const counterTick = time.Second
+
+// NextWake is when the run loop must call Cycle next: the earlier of the
+// next state poll and the next counter tick.
+func (m *Monitor) NextWake() time.Time {
+	if len(m.counterFiles) > 0 && m.nextCounterTick.Before(m.nextStatePoll) {
+		return m.nextCounterTick
+	}
+	return m.nextStatePoll
+}
+
+// Cycle is one wake of the run loop: a state poll (enumerate, read, judge)
+// when one is due, and the counter tick when it is due. It returns the
+// specs to emit and whether the persisted state changed.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	specs := m.pendingSpecs
 	m.pendingSpecs = nil
 	changed := len(specs) > 0
+	if m.cycles != 0 && now.Before(m.nextStatePoll) {
+		// Woken for the counter tick alone: the state poll is slower.
+		m.counterCycle(now, &specs, &changed)
+		return specs, changed
+	}
 	first := m.cycles == 0
 
 	setChanged, enumErr := m.lister.Changed(m.cfg.Filter)
@@ -361,33 +405,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		}
 	}
 
-	m.stuckBuf = m.rd.Read(m.files, m.stuckBuf[:0])
-	if m.rd.StuckCount() > 0 {
-		// Skipped because an earlier read of the path still hangs: one
-		// started by discovery, or by the plan before a reload rebuilt it.
-		for _, f := range m.files {
-			if f.Err == reader.ErrStuck && !m.stuckReported[f.Path] {
-				m.stuckBuf = append(m.stuckBuf, f)
-			}
-		}
-	}
-	for _, f := range m.stuckBuf {
-		// Once per episode, keyed by path so a plan rebuilt by a reload
-		// does not re-announce a file that is still hanging.
-		if !m.stuckReported[f.Path] {
-			m.stuckReported[f.Path] = true
-			specs = append(specs, m.stuckSpec(f))
-		}
-	}
-	if len(m.stuckReported) > 0 {
-		for _, f := range m.files {
-			if m.stuckReported[f.Path] && f.Err == nil {
-				delete(m.stuckReported, f.Path)
-				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
-				specs = append(specs, m.readRecoveredSpec(f))
-			}
-		}
-	}
+	m.read(m.stateFiles, &specs)
 
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
@@ -426,15 +444,78 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				}
 			}
 		}
+	}
+	m.counterCycle(now, &specs, &changed)
+
+	if m.sanityDue(now) {
+		m.runSanity(now, &specs, &changed)
+	}
+
+	m.cycles++
+	m.lastPoll = now
+	m.nextStatePoll = now.Add(m.cfg.PollInterval)
+	m.devicesSetChanged = false
+	return specs, changed
+}
+
+// read reads files and reports each hung read once (read-stuck) and its
+// return (read-recovered).
+func (m *Monitor) read(files []*reader.File, specs *[]event.Spec) {
+	m.stuckBuf = m.rd.Read(files, m.stuckBuf[:0])
+	if m.rd.StuckCount() > 0 {
+		// Skipped because an earlier read of the path still hangs: one
+		// started by discovery, or by the plan before a reload rebuilt it.
+		for _, f := range files {
+			if f.Err == reader.ErrStuck && !m.stuckReported[f.Path] {
+				m.stuckBuf = append(m.stuckBuf, f)
+			}
+		}
+	}
+	for _, f := range m.stuckBuf {
+		// Once per episode, keyed by path so a plan rebuilt by a reload
+		// does not re-announce a file that is still hanging.
+		if !m.stuckReported[f.Path] {
+			m.stuckReported[f.Path] = true
+			*specs = append(*specs, m.stuckSpec(f))
+		}
+	}
+	if len(m.stuckReported) > 0 {
+		for _, f := range files {
+			if m.stuckReported[f.Path] && f.Err == nil {
+				delete(m.stuckReported, f.Path)
+				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
+				*specs = append(*specs, m.readRecoveredSpec(f))
+			}
+		}
+	}
+}
+
+// counterCycle samples and judges every counter when the counter tick is
+// due (see counterTick). Ticks keep a fixed phase; one that comes more
+// than a tick late (a stalled loop) restarts the phase from now.
+func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool) {
+	if len(m.counterFiles) == 0 || (m.counterTicks != 0 && now.Before(m.nextCounterTick)) {
+		return
+	}
+	first := m.counterTicks == 0
+	if next := m.nextCounterTick.Add(counterTick); first || !next.After(now) {
+		m.nextCounterTick = now.Add(counterTick)
+	} else {
+		m.nextCounterTick = next
+	}
+	m.counterTicks++
+	m.read(m.counterFiles, specs)
+	for _, p := range m.ports {
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
 			err := cr.file.Err
 			raw := cr.file.Value()
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
+			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
-				cr.seen = true
+				cr.seen, cr.lastAt = true, now
 			} else {
 				cr.seen = false
 			}
@@ -447,7 +528,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			for _, di := range cr.defs {
 				if unchanged && !first && m.defs[di].ThresholdType == counters.TypeDelta {
 					// A delta counter whose value did not move since the
-					// last poll has delta 0, which cannot breach (threshold
+					// last tick has delta 0, which cannot breach (threshold
 					// >= 0), reset, or change a latch: seed 10.4 would do
 					// nothing with it, so neither do we.
 					continue
@@ -455,22 +536,13 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
-					PortRateGbps: p.rateGbps, Now: now,
+					PortRateGbps: p.rateGbps, Now: now, Since: since,
 				}, first && m.start == checks.Baseline)
-				changed = changed || ch
-				specs = append(specs, ss...)
+				*changed = *changed || ch
+				*specs = append(*specs, ss...)
 			}
 		}
 	}
-
-	if m.sanityDue(now) {
-		m.runSanity(now, &specs, &changed)
-	}
-
-	m.cycles++
-	m.lastPoll = now
-	m.devicesSetChanged = false
-	return specs, changed
 }
 
 func (m *Monitor) rediscover() {
@@ -648,6 +720,9 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 		// kernel, read those files again and strand one more thread on
 		// each at every reload.
 		m.rd.SetOptions(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+	}
+	if cfg.PollInterval != m.cfg.PollInterval {
+		m.nextStatePoll = now // the new cadence starts at the next wake
 	}
 	m.cfg = cfg
 	m.defs = defs
