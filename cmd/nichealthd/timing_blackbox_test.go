@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
 
@@ -165,4 +166,148 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	releaseFIFO(t, n, "mlx5_1", 1, "counters/symbol_error")
 	n.waitEvent("read-recovered after the loop", fileEvent(event.KindReadRecovered, "mlx5_1", fifo))
 	n.stop()
+}
+
+func counterBreach(dev, counter string) func(e event.Event) bool {
+	return func(e event.Event) bool {
+		return e.Kind == event.KindCounterBreach && e.Device() == dev && e.Metadata["counter"] == counter
+	}
+}
+
+func metaFloat(t *testing.T, e event.Event, key string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(e.Metadata[key], 64)
+	if err != nil {
+		t.Fatalf("metadata %s=%q: %v", key, e.Metadata[key], err)
+	}
+	return v
+}
+
+func metaDuration(t *testing.T, e event.Event, key string) time.Duration {
+	t.Helper()
+	v, err := time.ParseDuration(e.Metadata[key])
+	if err != nil {
+		t.Fatalf("metadata %s=%q: %v", key, e.Metadata[key], err)
+	}
+	return v
+}
+
+// Seed state 12.1: counters are judged on a 1 s tick whatever the state
+// poll. At the black-box nodes' 100 ms poll, carrier_changes rising by 2
+// three times within 0.4 s never exceeds "> 2" between two polls; however
+// a tick boundary falls, one 1 s tick sees at least +4 and breaches.
+func TestTiming_CarrierChangesBurstAtFastPollBreachesPerTick(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	const netdev = "enp65s0f0np0" // mlx5_8
+	if err := n.h.SetCarrierChanges(netdev, 4); err != nil {
+		t.Fatal(err)
+	}
+	n.start() // --state-polling-interval 100ms
+	// The baselines come from the first tick, which read 4.
+	n.waitEvent("counter baselines", portEvent("mlx5_8", event.KindCounterBaseline))
+	for v := uint64(6); v <= 10; v += 2 {
+		if err := n.h.SetCarrierChanges(netdev, v); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b := n.waitEvent("carrier_changes breach", counterBreach("mlx5_8", "carrier_changes"))
+	if b.Metadata["threshold"] != "2" || b.Metadata["thresholdType"] != "delta" {
+		t.Fatalf("breach %+v", b)
+	}
+	if d, _ := strconv.Atoi(b.Metadata["delta"]); d < 4 {
+		t.Fatalf("breach over one tick with delta %d, want at least 4", d)
+	}
+}
+
+// Seed 10.4 step 5: link_downed +1 after a quiet period prints the rate
+// over the 1 s tick that saw it (about 1/sec), not since the value last
+// changed (0.2/sec after 5 s, 0.02/sec after 49 s).
+func TestTiming_LinkDownedAfterQuietPrintsPerTickRate(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.start()
+	n.waitEvent("counter baselines", portEvent("mlx5_6", event.KindCounterBaseline))
+	time.Sleep(5 * time.Second) // quiet
+	if err := n.h.AddCounter("mlx5_6", 1, "counters/link_downed", 1); err != nil {
+		t.Fatal(err)
+	}
+	b := n.waitEvent("link_downed breach", counterBreach("mlx5_6", "link_downed"))
+	el, rate := metaDuration(t, b, "elapsed"), metaFloat(t, b, "rate")
+	if el >= 2*time.Second || rate < 0.5 || b.Metadata["delta"] != "1" {
+		t.Fatalf("link_downed +1 judged over %v at rate %v/sec; want one tick (about 1/sec): %s", el, rate, b.Message)
+	}
+	if !strings.Contains(b.Message, "delta=1, rate="+b.Metadata["rate"]+"/sec") {
+		t.Fatalf("message does not print the per-tick rate: %q", b.Message)
+	}
+}
+
+// Seed 6.6/10.4 across SIGKILL, in real time. The state file says
+// link_error_recovery's window on mlx5_2 started 170 s ago; the daemon
+// judges it at its first tick and starts the next window, 6 errors come in
+// that window, and the daemon is SIGKILLed. After the restart the window
+// is still judged over one minute: 6/min > 5/min breaches. (Restored from
+// where the file was last written instead, the 6 errors would be averaged
+// over about four minutes: 1.5/min, no breach.)
+func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.start()
+	n.waitEvent("counter baselines", portEvent("mlx5_2", event.KindCounterBaseline))
+	n.stop()
+
+	const key = "mlx5_2:1:link_error_recovery"
+	st, _, err := persist.Load(n.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, ok := st.CounterSnapshots[key]
+	if !ok {
+		t.Fatalf("no snapshot %s in %s", key, n.state)
+	}
+	old := time.Now().Add(-170 * time.Second)
+	snap.Timestamp = old
+	st.CounterSnapshots[key] = snap
+	if err := persist.Save(n.state, st); err != nil {
+		t.Fatal(err)
+	}
+
+	n.start()
+	// The first tick judges the old window and starts a new one, which
+	// must reach the disk although the value did not move.
+	var rolled time.Time
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, _, err := persist.Load(n.state); err == nil && st.CounterSnapshots[key].Timestamp.After(old.Add(time.Minute)) {
+			rolled = st.CounterSnapshots[key].Timestamp
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rolled.IsZero() {
+		t.Fatalf("the rolled-over minute window of %s was not saved\n%s", key, n.stderr.String())
+	}
+	if err := n.h.AddCounter("mlx5_2", 1, "counters/link_error_recovery", 6); err != nil {
+		t.Fatal(err)
+	}
+	n.kill()
+	n.start()
+
+	deadline = time.Now().Add(90 * time.Second)
+	var b event.Event
+	for found := false; !found; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no link_error_recovery breach after the restart; events: %s\nstderr:\n%s", summary(n.read()), n.stderr.String())
+		}
+		for _, e := range n.read() {
+			if counterBreach("mlx5_2", "link_error_recovery")(e) {
+				b, found = e, true
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if el := metaDuration(t, b, "elapsed"); el < time.Minute || el > time.Minute+5*time.Second {
+		t.Fatalf("window judged over %v, want one minute: %s", el, b.Message)
+	}
+	if rate := metaFloat(t, b, "rate"); rate <= 5 || b.Metadata["threshold"] != "5" {
+		t.Fatalf("rate %v/min against threshold %s: %s", rate, b.Metadata["threshold"], b.Message)
+	}
 }
