@@ -80,6 +80,8 @@ type Monitor struct {
 	nextStatePoll   time.Time
 	nextCounterTick time.Time
 	counterTicks    uint64
+	// availLogged is the counter availability last logged per device.
+	availLogged map[string]string
 }
 
 type portPlan struct {
@@ -140,7 +142,8 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
 		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
 	})
-	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
+	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
+		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
 	// its latch forever: reconcile the persisted state with the table now.
 	var all []counters.Definition
@@ -339,11 +342,32 @@ func (m *Monitor) buildPlan() {
 			m.planOf[port] = pp
 		}
 		if m.cfg.CountersEnabled {
-			// Seed 7.1: log availability once per device, at start and when
-			// a device appears; missing counters then fail open silently.
-			m.log.Info("counter availability", "device", d.Name, "available", uniq(present), "missing", uniq(missing))
+			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
+}
+
+// logAvailability logs a device's counter availability once (seed 7.1), and
+// again only when it changes (a reload enabling other counters, a firmware
+// update): at start and when a device appears, not at every plan rebuild.
+// Missing counters are a warning (seed 10.5: "log warning, skip counter");
+// they then fail open silently.
+func (m *Monitor) logAvailability(dev string, present, missing []string) {
+	if m.availLogged == nil {
+		m.availLogged = map[string]string{}
+	}
+	key := strings.Join(present, ",") + "|" + strings.Join(missing, ",")
+	if m.availLogged[dev] == key {
+		return
+	}
+	m.availLogged[dev] = key
+	if len(missing) == 0 {
+		m.log.Info("counter availability", "device", dev, "available", present, "missing", missing)
+		return
+	}
+	m.log.Warn("counter files missing; those counters are skipped on this device", "device", dev,
+		"missing", missing, "available", present,
+		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
 }
 
 func uniq(s []string) []string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
 )
 
@@ -143,5 +144,20 @@ func TestCounters_6_7_ShortWindowRestartedAfterSIGKILL(t *testing.T) {
 	sp := r.at(403*time.Second).one(sym, 170)
 	if sp.Metadata["elapsed"] != "1s" || sp.Metadata["rate"] != "20.00" {
 		t.Fatalf("next window: %v", sp.Metadata)
+	}
+}
+
+// Seed 10.4 step 2 on a first start (no state file on this boot): the
+// baselines are the same events, but they must not claim a reboot nobody
+// saw.
+func TestCounters_10_4_Step2_FirstStartBaselineSaysNoPreviousState(t *testing.T) {
+	r := newRig(t)
+	r.ev = NewEvaluator(Options{FreshStart: true})
+	r.reboot = true
+	sp := r.one(def("link_downed"), 0)
+	if sp.Kind != event.KindCounterBaseline || !sp.IsHealthy ||
+		sp.Message != "Counter link_downed healthy on port mlx5_0 port 1 (first reading; no previous state)" ||
+		sp.Metadata["reason"] != "no-previous-state" {
+		t.Fatalf("first-start baseline %+v", sp)
 	}
 }

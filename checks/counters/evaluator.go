@@ -24,6 +24,10 @@ type Options struct {
 	// same unreadable file (default one hour), so a device that prints
 	// "N/A (no PMA)" forever does not flood the journal at the poll rate.
 	UnreadableLogEvery time.Duration
+	// FreshStart says the baselines of Evaluate(rebootDetected = true) are
+	// due to a first start without a usable state file on this boot, not
+	// to a reboot: their message then says so instead of "after reboot".
+	FreshStart bool
 }
 
 // Sample is one reading of one counter definition on one port.
@@ -71,6 +75,7 @@ type Evaluator struct {
 	log          *slog.Logger
 	bytesPerTick float64
 	logEvery     time.Duration
+	freshStart   bool
 
 	mu         sync.Mutex
 	mem        map[memKey]*memEntry
@@ -115,6 +120,7 @@ func NewEvaluator(opts Options) *Evaluator {
 		log:          opts.Logger,
 		bytesPerTick: opts.XmitWaitBytesPerTick,
 		logEvery:     opts.UnreadableLogEvery,
+		freshStart:   opts.FreshStart,
 		mem:          map[memKey]*memEntry{},
 		unreadable:   map[fileKey]time.Time{},
 	}
@@ -229,7 +235,7 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 
 	switch {
 	case rebootDetected && !ent.seen:
-		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur))
+		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur, e.freshStart))
 		setSnap()
 		ent.hasRate = false
 	case ent.seen && ent.path != d.Path:

@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -309,5 +310,91 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 	}
 	if rate := metaFloat(t, b, "rate"); rate <= 5 || b.Metadata["threshold"] != "5" {
 		t.Fatalf("rate %v/min against threshold %s: %s", rate, b.Metadata["threshold"], b.Message)
+	}
+}
+
+// Seed state 12.1: "--checks: unknown names are logged and skipped". The
+// daemon starts with the known ones, says which names it skipped and which
+// exist, and runs only what was asked. A list naming no known check is a
+// typo and refused.
+func TestTiming_UnknownCheckNamesLoggedAndSkipped(t *testing.T) {
+	l, err := notifytest.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n := newNode(t, "dgx-h100", "")
+	n.env = []string{l.Env()}
+	n.start("--checks", "InfiniBandStateCheck,BogusCheck")
+	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
+		t.Fatalf("no READY=1 with an unknown check name: %v\n%s", err, n.stderr.String())
+	}
+	n.waitEvent("IB port baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.stop()
+	logs := n.stderr.String()
+	var warn string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "BogusCheck") {
+			warn = line
+		}
+	}
+	if warn == "" || !strings.Contains(warn, "EthernetDegradationCheck") || !strings.Contains(warn, "running=[InfiniBandStateCheck]") {
+		t.Fatalf("no warning naming the skipped name and the known checks:\n%s", logs)
+	}
+	for _, e := range n.read() {
+		if e.CheckName != event.InfiniBandStateCheck {
+			t.Fatalf("a check that was not asked for ran: %s %s %s", e.Kind, e.CheckName, e.Message)
+		}
+	}
+
+	cmd := exec.Command(daemonBin, "--config", n.cfg, "--state-file", n.state, "--checks", "BogusCheck", "--check-config")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "names no known check") {
+		t.Fatalf("--checks BogusCheck: %v\n%s", err, out)
+	}
+}
+
+// Words on a first start (no state file, same boot): the baselines say
+// there was no previous state, not that the host rebooted; and a counter
+// file the NIC lacks is a warning (seed 10.5), logged once per device and
+// not again at a reload.
+func TestTiming_FirstStartWordsAndMissingCounterWarning(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	p, err := n.h.PortPath("mlx5_3", 1, "hw_counters/out_of_sequence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	b := n.waitEvent("counter baseline", portEvent("mlx5_0", event.KindCounterBaseline))
+	if strings.Contains(b.Message, "reboot") || !strings.Contains(b.Message, "no previous state") {
+		t.Fatalf("first-start baseline says %q", b.Message)
+	}
+	for _, e := range n.read() {
+		if strings.Contains(e.Message, "after reboot") || strings.Contains(e.Message, "host rebooted") {
+			t.Fatalf("a first start claims a reboot: %s %s", e.Kind, e.Message)
+		}
+	}
+	gen := func() int { return strings.Count(n.stderr.String(), "configuration applied") }
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for gen() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if gen() == 0 {
+		t.Fatalf("reload not applied:\n%s", n.stderr.String())
+	}
+	n.stop()
+	var warns []string
+	for _, line := range strings.Split(n.stderr.String(), "\n") {
+		if strings.Contains(line, "counter files missing") {
+			warns = append(warns, line)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "level=WARN") || !strings.Contains(warns[0], "device=mlx5_3") ||
+		!strings.Contains(warns[0], "out_of_sequence") {
+		t.Fatalf("want one WARN for mlx5_3's missing out_of_sequence, got %d:\n%s", len(warns), strings.Join(warns, "\n"))
 	}
 }
