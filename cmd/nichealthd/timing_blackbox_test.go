@@ -40,6 +40,32 @@ func releaseFIFO(t *testing.T, n *node, dev string, port int, rel string) {
 	w.Close()
 }
 
+// writeReadTimeout rewrites the node's configuration with another
+// readTimeout, atomically (the daemon watches the directory and must never
+// read a half-written file).
+func writeReadTimeout(t *testing.T, n *node, d time.Duration) {
+	t.Helper()
+	c := fmt.Sprintf(`sysfsRoot = %q
+procfsRoot = %q
+devRoot = %q
+metadataPath = %q
+readTimeout = %q
+[sinks.jsonl]
+path = %q
+[sinks.journal]
+enabled = false
+[dbus]
+enabled = false
+`, n.h.SysRoot(), n.h.ProcRoot(), n.h.DevRoot(), n.h.MetadataPath(), d.String(), n.events)
+	tmp := n.cfg + ".tmp"
+	if err := os.WriteFile(tmp, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, n.cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // threads reads the OS thread count of pid from /proc.
 func threads(t *testing.T, pid int) int {
 	t.Helper()
@@ -117,11 +143,12 @@ func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
 	}
 }
 
-// Fifty reloads, each changing readTimeout, while a counter file hangs:
-// polling goes on (a port fault after the loop is still detected), the
-// hung file is not read again (no second read-stuck), and the OS thread
-// count stays flat (a fresh reader per reload used to strand one more
-// thread on the hung file each time).
+// Fifty reloads, each changing readTimeout, while a file read every poll
+// (the port's rate) hangs: every reload is applied and followed by polls,
+// the hung file is not read again (one read-stuck in all), the OS thread
+// count stays flat (a fresh reader per reload used to forget the hung read,
+// read the file again and strand one more thread on it each time), and a
+// port fault after the loop is still detected.
 func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	l, err := notifytest.Listen()
 	if err != nil {
@@ -129,12 +156,14 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	}
 	defer l.Close()
 	n := newNode(t, "dgx-h100", "")
-	n.env = []string{l.Env()}
-	fifo, err := n.h.PortPath("mlx5_1", 1, "counters/symbol_error")
+	// Watchdog pings are sent only after poll progress: two pings after a
+	// reload's READY=1 prove that a poll ran under the new configuration.
+	n.env = []string{l.Env(), "WATCHDOG_USEC=100000", "WATCHDOG_PID="}
+	fifo, err := n.h.PortPath("mlx5_1", 1, "rate")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.h.MakeFIFO("mlx5_1", 1, "counters/symbol_error"); err != nil {
+	if err := n.h.MakeFIFO("mlx5_1", 1, "rate"); err != nil {
 		t.Fatal(err)
 	}
 	n.start()
@@ -145,14 +174,27 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	pid := n.cmd.Process.Pid
 	before := threads(t, pid)
 
+	polled := func(what string) {
+		t.Helper()
+		for i := 0; i < 2; i++ {
+			if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
+				t.Fatalf("%s: no poll progress: %v\n%s", what, err, n.stderr.String())
+			}
+		}
+	}
+	polled("before the reloads")
 	for i := 0; i < 50; i++ {
 		// readTimeout differs on every reload, so the reader is
 		// reconfigured each time.
-		n.writeConfig(fmt.Sprintf("readTimeout = %q\n", fmt.Sprintf("%dms", 150+i)))
+		writeReadTimeout(t, n, time.Duration(150+i)*time.Millisecond)
 		n.cmd.Process.Signal(syscall.SIGHUP)
 		if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 			t.Fatalf("reload %d: no READY=1: %v\n%s", i, err, n.stderr.String())
 		}
+		polled(fmt.Sprintf("reload %d", i))
+	}
+	if strings.Contains(n.stderr.String(), "configuration refused") {
+		t.Fatalf("a reload was refused; the loop did not change readTimeout:\n%s", n.stderr.String())
 	}
 	after := threads(t, pid)
 	t.Logf("OS threads: %d before the reload loop, %d after 50 reloads", before, after)
@@ -164,7 +206,7 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 1 {
 		t.Fatalf("stuck reported %d times over 50 reloads, want 1", c)
 	}
-	releaseFIFO(t, n, "mlx5_1", 1, "counters/symbol_error")
+	releaseFIFO(t, n, "mlx5_1", 1, "rate")
 	n.waitEvent("read-recovered after the loop", fileEvent(event.KindReadRecovered, "mlx5_1", fifo))
 	n.stop()
 }
