@@ -23,6 +23,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // killHard SIGKILLs the daemon and fails the test if it had already exited
@@ -205,7 +207,7 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 		{"ReadOnly", func(t *testing.T, n *node) {
 			dir := filepath.Dir(n.state)
 			if out, err := exec.Command("chattr", "-R", "+i", dir).CombinedOutput(); err != nil {
-				t.Skipf("cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
+				component.Missing(t, "cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
 			}
 			t.Cleanup(func() { exec.Command("chattr", "-R", "-i", dir).Run() })
 		}, func(t *testing.T, n *node) {
@@ -216,7 +218,7 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 		{"DiskFull", func(t *testing.T, n *node) {
 			lim := unix.Rlimit{Cur: 1, Max: unix.RLIM_INFINITY}
 			if err := unix.Prlimit(n.cmd.Process.Pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
-				t.Skipf("cannot limit the daemon's file size: %v", err)
+				component.Missing(t, "cannot limit the daemon's file size: %v", err)
 			}
 		}, func(t *testing.T, n *node) {
 			lim := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
@@ -227,7 +229,7 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath("chattr"); err != nil && tc.name == "ReadOnly" {
-				t.Skip("chattr not installed")
+				component.Missing(t, "chattr not installed")
 			}
 			n := newNode(t, "dgx-h100", "")
 			n.writeIntegConfig(integConfig{})
@@ -366,7 +368,7 @@ func TestIntegration_Crash_DeviceRenamed(t *testing.T) {
 func TestIntegration_Crash_KillWhileStateUnsaved(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("chattr"); err != nil {
-		t.Skip("chattr not installed")
+		component.Missing(t, "chattr not installed")
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -393,7 +395,7 @@ func TestIntegration_Crash_KillWhileStateUnsaved(t *testing.T) {
 			dir := filepath.Dir(n.state)
 			// Not recursive: the outbox directory below stays writable.
 			if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-				t.Skipf("cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
+				component.Missing(t, "cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
 			}
 			t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
 			n.start()

@@ -31,6 +31,8 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // integConfig is the configuration the integration tests give the daemon:
@@ -183,7 +185,7 @@ func (b *busNode) busctl(nobody bool, args ...string) (string, string, error) {
 	var cmd *exec.Cmd
 	if nobody {
 		if _, err := exec.LookPath("setpriv"); err != nil {
-			b.t.Skip("setpriv not installed: cannot run busctl as another user")
+			component.Missing(b.t, "setpriv not installed: cannot run busctl as another user")
 		}
 		cmd = exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", "busctl"}, a...)...)
 	} else {
@@ -207,7 +209,7 @@ func (b *busNode) mustBusctl(args ...string) string {
 func needBusctl(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("busctl"); err != nil {
-		t.Skip("busctl not installed (systemd): cannot drive the API as operators do")
+		component.Missing(t, "busctl not installed (systemd): cannot drive the API as operators do")
 	}
 }
 
@@ -501,7 +503,7 @@ func TestIntegration_DBus_AccessControl(t *testing.T) {
 	t.Parallel()
 	needBusctl(t)
 	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to user nobody")
+		component.Missing(t, "needs root to switch to user nobody")
 	}
 	for _, tc := range []struct {
 		name   string

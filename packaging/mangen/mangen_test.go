@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 const (
@@ -58,7 +60,7 @@ func TestManPages_EveryPageRendersWithoutTroffWarnings(t *testing.T) {
 	}
 	groff, err := exec.LookPath("groff")
 	if err != nil {
-		t.Skip("groff not installed: rendering is checked by packaging/test/unit-quality.sh where it is")
+		component.Missing(t, "groff not installed: rendering is checked by packaging/test/unit-quality.sh where it is")
 	}
 	for _, p := range pages {
 		cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z")
