@@ -233,11 +233,12 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 			}
 			n := newNode(t, "dgx-h100", "")
 			n.writeIntegConfig(integConfig{})
+			n.withMetrics()
 			n.start()
 			n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 			// Everything already emitted is written out before the block.
 			n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
-			time.Sleep(300 * time.Millisecond)
+			n.waitDrained()
 			tc.block(t, n)
 			before := len(n.read())
 			if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
@@ -268,6 +269,7 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 	before := len(n.read())
@@ -280,8 +282,8 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	if err := n.h.WriteRaw("mlx5_2", 1, "counters/link_downed", "N/A (no PMA)\n"); err != nil {
 		t.Fatal(err)
 	}
-	// Sync point: a fault elsewhere is detected, so polls ran meanwhile.
-	time.Sleep(300 * time.Millisecond)
+	// Whole polls run without the files before anything else changes.
+	n.waitPolls(2)
 	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,9 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	}
 
 	// Back again.
-	if err := n.h.WriteRaw("mlx5_0", 1, "counters/symbol_error", "0\n"); err != nil {
+	// A value no earlier reading had, so that the daemon reading it is
+	// observable (7 over a full window is below 10/s: no breach).
+	if err := n.h.WriteRaw("mlx5_0", 1, "counters/symbol_error", "7\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.h.WriteRaw("mlx5_1", 1, "state", "4: ACTIVE\n"); err != nil {
@@ -309,7 +313,9 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitEventAfter(before, "fault on the restored state file", portEvent("mlx5_1", event.KindPortFatal))
-	time.Sleep(300 * time.Millisecond)
+	// The restored file is monitored again (its value read) before the
+	// burst; otherwise the burst would be the first reading, a baseline.
+	n.waitCounterValue("mlx5_0", 1, "symbol_error", 7)
 	if err := n.h.AddCounter("mlx5_0", 1, "counters/symbol_error", 50000); err != nil {
 		t.Fatal(err)
 	}

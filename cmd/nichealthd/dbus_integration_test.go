@@ -53,7 +53,7 @@ func (n *node) configText(c integConfig) string {
 procfsRoot = %q
 devRoot = %q
 metadataPath = %q
-readTimeout = "200ms"
+readTimeout = "2s"
 [sinks.jsonl]
 path = %q
 [sinks.journal]
@@ -590,7 +590,7 @@ func TestIntegration_DBus_Reload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	invalid := strings.Replace(string(valid), `readTimeout = "200ms"`, `readTimeout = "200ms"`+"\npollingInterval = \"fast\"", 1)
+	invalid := strings.Replace(string(valid), `readTimeout = "2s"`, `readTimeout = "2s"`+"\npollingInterval = \"fast\"", 1)
 	if err := os.WriteFile(b.cfg, []byte(invalid), 0o644); err != nil {
 		t.Fatal(err)
 	}
