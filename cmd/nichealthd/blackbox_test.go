@@ -171,7 +171,7 @@ func (n *node) waitEvent(what string, f func(e event.Event) bool) event.Event {
 // waitEventAfter ignores the first skip events of the file.
 func (n *node) waitEventAfter(skip int, what string, f func(e event.Event) bool) event.Event {
 	n.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for time.Now().Before(deadline) {
 		evs := n.read()
 		if skip > len(evs) {
@@ -370,7 +370,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start()
-	ready, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") })
+	ready, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") })
 	if err != nil {
 		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
 	}
@@ -385,7 +385,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 	n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
 	n.waitEvent("fatal while a read hangs", portEvent("mlx5_3", event.KindPortFatal))
 	for i := 0; i < 3; i++ {
-		if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
+		if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
 			t.Fatalf("watchdog not fed while a read hangs: %v", err)
 		}
 	}
@@ -395,17 +395,17 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 		w.Close()
 	}
 	n.cmd.Process.Signal(syscall.SIGHUP)
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool {
 		_, ok := m.Get("MONOTONIC_USEC")
 		return m.Has("RELOADING", "1") && ok
 	}); err != nil {
 		t.Fatal("no RELOADING=1 with MONOTONIC_USEC")
 	}
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 		t.Fatal("no READY after reload")
 	}
 	n.stop()
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("STOPPING", "1") }); err != nil {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("STOPPING", "1") }); err != nil {
 		t.Fatal("no STOPPING=1")
 	}
 	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 1 {
@@ -418,7 +418,7 @@ func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 	logHas := func(s string) bool {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(waitDeadline)
 		for time.Now().Before(deadline) {
 			if strings.Count(n.stderr.String(), s) > 0 {
 				return true

@@ -149,7 +149,7 @@ func TestIntegration_Crash_RandomSIGKILLs(t *testing.T) {
 
 	n.start()
 	n.waitReadyLog()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		evs := n.read()
 		var wrong []string

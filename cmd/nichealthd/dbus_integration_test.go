@@ -81,7 +81,7 @@ func (n *node) writeIntegConfig(c integConfig) {
 // waitLog waits until the daemon's stderr (since its last start) satisfies f.
 func (n *node) waitLog(what string, f func(log string) bool) {
 	n.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for time.Now().Before(deadline) {
 		if f(n.stderr.String()) {
 			return
@@ -142,7 +142,7 @@ func ctxT(t *testing.T) context.Context {
 // may not own its name yet).
 func (b *busNode) waitManager(what string, f func(m dbusapi.ManagerView) bool) dbusapi.ManagerView {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	var last error
 	for time.Now().Before(deadline) {
 		m, err := b.cl.Manager(ctxT(b.t))
@@ -163,7 +163,7 @@ func (b *busNode) waitReady() dbusapi.ManagerView {
 
 func (b *busNode) waitPort(dev string, port int, what string, f func(p dbusapi.PortView) bool) dbusapi.PortView {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	var last error
 	var lastView dbusapi.PortView
 	for time.Now().Before(deadline) {
