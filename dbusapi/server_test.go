@@ -92,7 +92,7 @@ var nobody = []string{"--reuid=nobody", "--regid=nogroup", "--clear-groups"}
 
 func asAdmin(t *testing.T) []string {
 	if adminUser == "" {
-		component.Missing(t, "no admin test user (needs root and useradd): skipping the admin-group test")
+		component.Missing(t, "no admin test user (needs root and useradd): the admin-group rule cannot be exercised")
 	}
 	return []string{"--reuid=" + adminUser, "--regid=" + adminUser, "--init-groups"}
 }

@@ -86,7 +86,7 @@ func Start(tb testing.TB, opts Options) *Bus {
 	tb.Helper()
 	bin, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		component.Missing(tb, "dbus-daemon not installed (apt-get install dbus): skipping the real-bus test")
+		component.Missing(tb, "dbus-daemon not installed (apt-get install dbus): no real bus to test against")
 	}
 	dir := tb.TempDir()
 	policyDir := filepath.Join(dir, "system.d")
