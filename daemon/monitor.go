@@ -475,7 +475,11 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			if first {
 				start = m.start
 			}
-			if s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card]); s != nil || ch {
+			s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card])
+			// A torn state/phys_state pair is held one poll: the same pair
+			// next poll must be judged, not skipped as unchanged.
+			p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
+			if s != nil || ch {
 				changed = changed || ch
 				if s != nil {
 					m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)] = now

@@ -18,6 +18,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // ctlBin is the nichealthctl binary built once for the tests, so exit codes
@@ -335,10 +337,10 @@ func TestCtl_Ack(t *testing.T) {
 
 func TestCtl_AckDeniedToOthers(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
+		component.Missing(t, "setpriv not installed")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("running nichealthctl as another user needs root")
+		component.Missing(t, "running nichealthctl as another user needs root")
 	}
 	f := newFixture(t)
 	for _, args := range [][]string{{"ack", "mlx5_0", "1"}, {"reload"}} {

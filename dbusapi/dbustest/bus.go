@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // defaultPolicy is the <policy context="default"> of the stock
@@ -84,7 +86,7 @@ func Start(tb testing.TB, opts Options) *Bus {
 	tb.Helper()
 	bin, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		tb.Skip("dbus-daemon not installed (apt-get install dbus): skipping the real-bus test")
+		component.Missing(tb, "dbus-daemon not installed (apt-get install dbus): no real bus to test against")
 	}
 	// Not tb.TempDir(): its path carries the test's name, and a unix
 	// socket path longer than 107 bytes cannot be bound.
