@@ -21,6 +21,8 @@ var ranks = []struct {
 	prefix string
 	rank   int
 }{
+	// internal/component is test support that imports nothing of ours.
+	{"internal", -1},
 	{"topology", 0},
 	{"checks/health", 2},
 	{"checks", 1},
