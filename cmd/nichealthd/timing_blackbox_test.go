@@ -277,6 +277,7 @@ func TestTiming_CarrierChangesBurstAtFastPollBreachesPerTick(t *testing.T) {
 // over the 1 s tick that saw it (about 1/sec), not since the value last
 // changed (0.2/sec after 5 s, 0.02/sec after 49 s).
 func TestTiming_LinkDownedAfterQuietPrintsPerTickRate(t *testing.T) {
+	t.Parallel() // mostly waiting for the window or the quiet period to pass
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("counter baselines", portEvent("mlx5_6", event.KindCounterBaseline))
@@ -302,6 +303,7 @@ func TestTiming_LinkDownedAfterQuietPrintsPerTickRate(t *testing.T) {
 // where the file was last written instead, the 6 errors would be averaged
 // over about four minutes: 1.5/min, no breach.)
 func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
+	t.Parallel() // mostly waiting for the window or the quiet period to pass
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("counter baselines", portEvent("mlx5_2", event.KindCounterBaseline))
