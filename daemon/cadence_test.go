@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,38 @@ func TestCounters_10_4_DeltaRateOverTheTickAfterLongQuiet(t *testing.T) {
 	}
 	if !strings.Contains(b[0].Message, "delta=1, rate=1.00/sec") || b[0].Metadata["elapsed"] != "1s" {
 		t.Fatalf("breach message %q elapsed %q: want the rate over the 1 s tick", b[0].Message, b[0].Metadata["elapsed"])
+	}
+}
+
+// Seed 10.4 step 8 with crash-proof velocity windows, measured on a whole
+// dgx-h100 with the default table and no faults: the state file is
+// rewritten about once a minute (the minute windows rolling over, the hour
+// windows on the same tick), not once per tick. Simulated clock, the
+// daemon's save rule (after a cycle that changed the state or emitted).
+func TestCounters_10_4_Step8_StateWritesPerQuietHour_dgxH100(t *testing.T) {
+	m, _ := cadenceMonitor(t, time.Second)
+	store := persist.NewStore(filepath.Join(t.TempDir(), "state.json"))
+	t0 := time.Unix(1_700_000_000, 0)
+	writes := 0
+	for i := 0; i <= 3600; i++ {
+		specs, changed := m.Cycle(t0.Add(time.Duration(i) * time.Second))
+		if !changed && len(specs) == 0 {
+			continue
+		}
+		wrote, err := store.SaveIfChanged(m.State())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wrote {
+			writes++
+		}
+	}
+	size := int64(0)
+	if fi, err := os.Stat(store.Path()); err == nil {
+		size = fi.Size()
+	}
+	t.Logf("dgx-h100, default table, no faults: %d state writes of %d bytes in one hour of 1 s ticks (the first included)", writes, size)
+	if writes > 62 {
+		t.Fatalf("%d state writes in a quiet hour, want at most one per minute", writes)
 	}
 }

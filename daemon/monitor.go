@@ -240,7 +240,7 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	if len(nics) == 0 {
 		return nil
 	}
-	mx, notes, err := gpumeta.Select(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics)
+	mx, notes, err := gpumeta.SelectWith(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics, m.readFile)
 	for _, n := range notes {
 		m.log.Warn("topology sources disagree", "detail", n)
 	}

@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/reader"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 	"golang.org/x/sys/unix"
@@ -195,5 +197,55 @@ func BenchmarkListerChanged_dgxH100(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Changed(topology.Filter{})
+	}
+}
+
+// Seed 5.1 under a hung attribute: discovery through the bounded reader
+// pays one deadline for a port's state file that never answers (a FIFO),
+// leaves only that field unknown with a problem naming the file, and
+// describes every other device; reading the path again fails at once.
+func TestLinkState_5_1_DiscoveryBoundedByTheReadDeadline(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	fifo, err := h.PortPath("mlx5_1", 1, "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.MakeFIFO("mlx5_1", 1, "state"); err != nil {
+		t.Fatal(err)
+	}
+	r := reader.New(reader.Options{Timeout: 50 * time.Millisecond})
+	defer func() {
+		// Let the blocked read return so the test leaves no goroutine.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		r.Close()
+	}()
+	read := func(p string) ([]byte, error) { return r.ReadFile(p, 0) }
+	devs, probs, err := topology.DiscoverWith(h.Paths(), topology.Filter{}, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := byName(devs)
+	if d := by["mlx5_1"]; d == nil || d.Ports[0].State != "" || d.Ports[0].PhysState == "" || d.HCAType == "" {
+		t.Fatalf("mlx5_1 %+v", d)
+	}
+	if d := by["mlx5_2"]; d == nil || d.Ports[0].State != "4: ACTIVE" {
+		t.Fatalf("mlx5_2 %+v", d)
+	}
+	stuck := 0
+	for _, p := range probs {
+		if errors.Is(p.Err, reader.ErrStuck) {
+			stuck++
+			if p.Device != "mlx5_1" || p.File != fifo {
+				t.Fatalf("stuck problem %+v", p)
+			}
+		}
+	}
+	if stuck != 1 {
+		t.Fatalf("%d stuck problems, want 1: %v", stuck, probs)
+	}
+	if _, err := read(fifo); !errors.Is(err, reader.ErrStuck) || r.StuckCount() != 1 {
+		t.Fatalf("second read of the hung path: %v (stuck count %d)", err, r.StuckCount())
 	}
 }

@@ -144,7 +144,7 @@ func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
 }
 
 // Fifty reloads, each changing readTimeout, while a file read every poll
-// (the port's rate) hangs: every reload is applied and followed by polls,
+// (a port's rate) and a counter file read every tick hang: every reload is applied and followed by polls,
 // the hung file is not read again (one read-stuck in all), the OS thread
 // count stays flat (a fresh reader per reload used to forget the hung read,
 // read the file again and strand one more thread on it each time), and a
@@ -166,11 +166,19 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	if err := n.h.MakeFIFO("mlx5_1", 1, "rate"); err != nil {
 		t.Fatal(err)
 	}
+	counterFifo, err := n.h.PortPath("mlx5_2", 1, "counters/symbol_error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.h.MakeFIFO("mlx5_2", 1, "counters/symbol_error"); err != nil {
+		t.Fatal(err)
+	}
 	n.start()
 	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
 	}
 	n.waitEvent("read-stuck", fileEvent(event.KindReadStuck, "mlx5_1", fifo))
+	n.waitEvent("read-stuck of the counter", fileEvent(event.KindReadStuck, "mlx5_2", counterFifo))
 	pid := n.cmd.Process.Pid
 	before := threads(t, pid)
 
@@ -203,11 +211,13 @@ func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
 	}
 	n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
 	n.waitEvent("fatal after the reload loop", portEvent("mlx5_3", event.KindPortFatal))
-	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 1 {
-		t.Fatalf("stuck reported %d times over 50 reloads, want 1", c)
+	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 2 {
+		t.Fatalf("stuck reported %d times over 50 reloads, want 2 (once per hung file)", c)
 	}
 	releaseFIFO(t, n, "mlx5_1", 1, "rate")
 	n.waitEvent("read-recovered after the loop", fileEvent(event.KindReadRecovered, "mlx5_1", fifo))
+	releaseFIFO(t, n, "mlx5_2", 1, "counters/symbol_error")
+	n.waitEvent("counter read-recovered after the loop", fileEvent(event.KindReadRecovered, "mlx5_2", counterFifo))
 	n.stop()
 }
 
@@ -267,6 +277,7 @@ func TestTiming_CarrierChangesBurstAtFastPollBreachesPerTick(t *testing.T) {
 // over the 1 s tick that saw it (about 1/sec), not since the value last
 // changed (0.2/sec after 5 s, 0.02/sec after 49 s).
 func TestTiming_LinkDownedAfterQuietPrintsPerTickRate(t *testing.T) {
+	t.Parallel() // mostly waiting for the window or the quiet period to pass
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("counter baselines", portEvent("mlx5_6", event.KindCounterBaseline))
@@ -292,6 +303,7 @@ func TestTiming_LinkDownedAfterQuietPrintsPerTickRate(t *testing.T) {
 // where the file was last written instead, the 6 errors would be averaged
 // over about four minutes: 1.5/min, no breach.)
 func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
+	t.Parallel() // mostly waiting for the window or the quiet period to pass
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("counter baselines", portEvent("mlx5_2", event.KindCounterBaseline))

@@ -37,6 +37,12 @@ const howToProvide = "provide it by installing NVSentinel's metadata collector, 
 // file that was present but unusable, which source a fallback used. They
 // never change the outcome.
 func Select(source, metadataPath string, paths topology.Paths, nics []*topology.Device) (m *Matrix, notes []string, err error) {
+	return SelectWith(source, metadataPath, paths, nics, nil)
+}
+
+// SelectWith is Select reading sysfs attributes with read (see
+// FromSysfsWith).
+func SelectWith(source, metadataPath string, paths topology.Paths, nics []*topology.Device, read topology.ReadFunc) (m *Matrix, notes []string, err error) {
 	if metadataPath == "" {
 		metadataPath = DefaultMetadataPath
 	}
@@ -48,7 +54,7 @@ func Select(source, metadataPath string, paths topology.Paths, nics []*topology.
 		}
 		return m, nil, nil
 	case TopologySysfs:
-		m, err := FromSysfs(paths, nics)
+		m, err := FromSysfsWith(paths, nics, read)
 		if err != nil {
 			return nil, nil, fmt.Errorf("topologySource = %q: %w; the GPUs must be visible in sysfs, or set topologySource = \"metadata\" with a gpu_metadata.json", source, err)
 		}
@@ -59,7 +65,7 @@ func Select(source, metadataPath string, paths topology.Paths, nics []*topology.
 	}
 
 	meta, metaErr := Load(metadataPath)
-	derived, sysErr := FromSysfs(paths, nics)
+	derived, sysErr := FromSysfsWith(paths, nics, read)
 	switch {
 	case metaErr == nil && sysErr == nil:
 		return meta, Compare(withoutVFs(meta, nics), derived), nil

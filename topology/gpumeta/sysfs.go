@@ -53,6 +53,16 @@ type pcieChain struct {
 // Outcomes: (matrix, nil); or (nil, err) when bus/pci/devices cannot be
 // listed or holds no NVIDIA GPU, saying so.
 func FromSysfs(paths topology.Paths, nics []*topology.Device) (*Matrix, error) {
+	return FromSysfsWith(paths, nics, nil)
+}
+
+// FromSysfsWith is FromSysfs reading attribute files (numa_node, vendor,
+// class) with read, os.ReadFile when nil; the daemon passes its
+// deadline-bounded reader so a hung attribute cannot hold start-up.
+func FromSysfsWith(paths topology.Paths, nics []*topology.Device, read topology.ReadFunc) (*Matrix, error) {
+	if read == nil {
+		read = os.ReadFile
+	}
 	paths = paths.WithDefaults()
 	devicesRoot := filepath.Join(paths.SysfsRoot, "devices")
 	if r, err := filepath.EvalSymlinks(devicesRoot); err == nil {
@@ -76,10 +86,10 @@ func FromSysfs(paths topology.Paths, nics []*topology.Device) (*Matrix, error) {
 			continue
 		}
 		link := filepath.Join(busDir, name)
-		if !isGPU(link) {
+		if !isGPU(link, read) {
 			continue
 		}
-		gpus = append(gpus, gpu{addr: strings.ToLower(name), key: key, place: locate(devicesRoot, link)})
+		gpus = append(gpus, gpu{addr: strings.ToLower(name), key: key, place: locate(devicesRoot, link, read)})
 	}
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("derive GPU topology from sysfs: no NVIDIA GPU (PCI vendor %s, class 0x0300xx or 0x0302xx) under %s", nvidiaVendor, busDir)
@@ -105,9 +115,9 @@ func FromSysfs(paths topology.Paths, nics []*topology.Device) (*Matrix, error) {
 		}
 		var place pcieChain
 		if d.PCIDir != "" {
-			place = locate(devicesRoot, d.PCIDir)
+			place = locate(devicesRoot, d.PCIDir, read)
 		} else if d.Dir != "" {
-			place = locate(devicesRoot, filepath.Join(d.Dir, "device"))
+			place = locate(devicesRoot, filepath.Join(d.Dir, "device"), read)
 		}
 		if !place.ok {
 			continue
@@ -189,13 +199,13 @@ func relation(a, b pcieChain) string {
 // class/infiniband/<dev>/device link, or an already resolved directory)
 // and splits it into host bridge and chain. ok is false when the path does
 // not resolve to a directory below <sysfs>/devices/pciDDDD:BB/.
-func locate(devicesRoot, p string) pcieChain {
+func locate(devicesRoot, p string, read topology.ReadFunc) pcieChain {
 	c := pcieChain{numa: -1}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return c
 	}
-	if b, err := os.ReadFile(filepath.Join(real, "numa_node")); err == nil {
+	if b, err := read(filepath.Join(real, "numa_node")); err == nil {
 		if v, err := sysfs.ParseInt(b); err == nil && v >= 0 {
 			c.numa = v
 		}
@@ -218,12 +228,12 @@ func locate(devicesRoot, p string) pcieChain {
 
 // isGPU reports whether the PCI function at dir is an NVIDIA display or 3D
 // controller. Unreadable attributes mean "not a GPU".
-func isGPU(dir string) bool {
-	v, err := os.ReadFile(filepath.Join(dir, "vendor"))
+func isGPU(dir string, read topology.ReadFunc) bool {
+	v, err := read(filepath.Join(dir, "vendor"))
 	if err != nil || !strings.EqualFold(string(sysfs.TrimValue(v)), nvidiaVendor) {
 		return false
 	}
-	c, err := os.ReadFile(filepath.Join(dir, "class"))
+	c, err := read(filepath.Join(dir, "class"))
 	if err != nil {
 		return false
 	}
