@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // The seed's numbers are written here as literals, never read back from a
@@ -14,7 +13,7 @@ import (
 // TestLinkState_7_2_SeedPin_ThreeMissesThenDisappeared: DESIGN.md
 // difference 3 says 3 consecutive complete enumerations, not 2, not 4.
 func TestLinkState_7_2_SeedPin_ThreeMissesThenDisappeared(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	both := map[string]Presence{"mlx5_0": {LinkLayer: ib}, "mlx5_1": {LinkLayer: ib}}
 	c.Enumerated(st, both, "/sys/class/infiniband")
@@ -29,7 +28,7 @@ func TestLinkState_7_2_SeedPin_ThreeMissesThenDisappeared(t *testing.T) {
 		t.Fatalf("Disappeared = %v", st.Disappeared)
 	}
 	// Two misses then back: the count starts again from zero.
-	st = persist.NewState("b")
+	st = NewPortMemory()
 	c = newCheck()
 	c.Enumerated(st, both, "/x")
 	for round := 0; round < 3; round++ {
@@ -79,7 +78,7 @@ func TestLinkState_TornPairHeldOnePoll(t *testing.T) {
 	downDisabled := obs(ib, "1: DOWN", "3: Disabled", "")
 	activeDisabled := obs(ib, "4: ACTIVE", "3: Disabled", "")
 
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	eval := func(o Observation, start Start) *event.Spec {
 		t.Helper()
@@ -122,7 +121,7 @@ func TestLinkState_TornPairHeldOnePoll(t *testing.T) {
 		t.Fatalf("persistent torn pair: %+v", s)
 	}
 	// On first sight of a port there is no previous verdict to hold.
-	st2 := persist.NewState("b")
+	st2 := NewPortMemory()
 	if s, _ := newCheck().Evaluate(st2, downUp, Baseline, true); s == nil || !s.IsFatal {
 		t.Fatalf("first sight of a torn pair on an anomalous card: %+v", s)
 	}

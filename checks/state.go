@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -111,7 +110,7 @@ func Message(o Observation, v Verdict) string {
 }
 
 // ObservationOf rebuilds an observation from the persisted port state.
-func ObservationOf(ps persist.PortState) (Observation, bool) {
+func ObservationOf(ps PortState) (Observation, bool) {
 	s, err1 := sysfs.ParseState([]byte(ps.State))
 	p, err2 := sysfs.ParsePhysState([]byte(ps.PhysicalState))
 	if err1 != nil || err2 != nil {
@@ -120,8 +119,8 @@ func ObservationOf(ps persist.PortState) (Observation, bool) {
 	return Observation{Device: ps.Device, Port: ps.Port, LinkLayer: ps.LinkLayer, State: s, Phys: p, Operstate: ps.Operstate}, true
 }
 
-func snapshotOf(o Observation) persist.PortState {
-	return persist.PortState{
+func snapshotOf(o Observation) PortState {
+	return PortState{
 		State: fmt.Sprintf("%d: %s", o.State.ID, o.State.Name), PhysicalState: fmt.Sprintf("%d: %s", o.Phys.ID, o.Phys.Name),
 		Device: o.Device, Port: o.Port, LinkLayer: o.LinkLayer, Operstate: o.Operstate,
 	}
@@ -145,6 +144,9 @@ const (
 // PortStateCheck holds what the state checks remember between polls.
 type PortStateCheck struct {
 	Log *slog.Logger
+	// OnRename is told when a device is recognised under a new name, so
+	// the other checks move what they remember of it.
+	OnRename func(old, nw string)
 	// misses counts consecutive complete enumerations without a known
 	// device (DESIGN.md difference 3).
 	misses map[string]int
@@ -183,7 +185,7 @@ func (c *PortStateCheck) Holding(device string, port int) bool {
 // Evaluate judges one port against what was persisted and returns the event
 // to emit, if any. It updates st.PortStates. anomalousCard says whether card
 // homogeneity flagged the port's card this poll (used only for Baseline).
-func (c *PortStateCheck) Evaluate(st *persist.State, o Observation, start Start, anomalousCard bool) (*event.Spec, bool) {
+func (c *PortStateCheck) Evaluate(st *PortMemory, o Observation, start Start, anomalousCard bool) (*event.Spec, bool) {
 	v := Judge(o)
 	if v == Transient {
 		return nil, false
@@ -273,7 +275,7 @@ type Presence struct {
 // Enumerated updates device presence after a complete enumeration of
 // class/infiniband. present holds every monitored device seen now. It
 // returns disappearance, reappearance and rename events.
-func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]Presence, classDir string) ([]event.Spec, bool) {
+func (c *PortStateCheck) Enumerated(st *PortMemory, present map[string]Presence, classDir string) ([]event.Spec, bool) {
 	if len(st.Disappeared) == 0 && len(present) == len(st.KnownDevices) && len(c.misses) == 0 {
 		// Steady state: the same devices as known, none missing. Equal sizes
 		// plus "every known one is present" means the sets are equal.
@@ -352,7 +354,7 @@ func (c *PortStateCheck) Enumerated(st *persist.State, present map[string]Presen
 	return out, changed
 }
 
-func (c *PortStateCheck) linkLayerOf(st *persist.State, name string, present map[string]Presence) string {
+func (c *PortStateCheck) linkLayerOf(st *PortMemory, name string, present map[string]Presence) string {
 	if ll := present[name].LinkLayer; ll != "" {
 		return ll
 	}
@@ -378,7 +380,7 @@ func ClearedSpec(checkName, why string) event.Spec {
 // at its PCI address: the same NIC under another name. Its state (ports,
 // counters, latches) moves to the new name and a healthy event on the old
 // name says what happened, instead of a fatal "disappeared".
-func (c *PortStateCheck) renames(st *persist.State, present map[string]Presence, out []event.Spec) ([]event.Spec, bool) {
+func (c *PortStateCheck) renames(st *PortMemory, present map[string]Presence, out []event.Spec) ([]event.Spec, bool) {
 	if len(st.DeviceAddrs) == 0 {
 		return out, false
 	}
@@ -403,7 +405,7 @@ func (c *PortStateCheck) renames(st *persist.State, present map[string]Presence,
 			continue
 		}
 		delete(byAddr, addr)
-		migrateDevice(st, old, nw)
+		c.migrateDevice(st, old, nw)
 		st.KnownDevices[i] = nw
 		delete(c.misses, old)
 		changed = true
@@ -416,53 +418,11 @@ func (c *PortStateCheck) renames(st *persist.State, present map[string]Presence,
 	return out, changed
 }
 
-// migrateDevice moves every state entry of a device to a new name.
-func migrateDevice(st *persist.State, old, nw string) {
-	for k, v := range st.PortStates {
-		if v.Device == old {
-			delete(st.PortStates, k)
-			v.Device = nw
-			st.PortStates[PortKey(nw, v.Port)] = v
-		}
-	}
-	rekey := func(k string) (string, bool) {
-		if rest, ok := strings.CutPrefix(k, old+":"); ok {
-			return nw + ":" + rest, true
-		}
-		return "", false
-	}
-	for k, v := range st.CounterSnapshots {
-		if nk, ok := rekey(k); ok {
-			delete(st.CounterSnapshots, k)
-			st.CounterSnapshots[nk] = v
-		}
-	}
-	for k, v := range st.BreachFlags {
-		if nk, ok := rekey(k); ok {
-			delete(st.BreachFlags, k)
-			st.BreachFlags[nk] = v
-		}
-	}
-	for k, v := range st.Saturated {
-		if nk, ok := rekey(k); ok {
-			delete(st.Saturated, k)
-			st.Saturated[nk] = v
-		}
-	}
-	for k, v := range st.Sanity {
-		parts := strings.SplitN(k, "|", 3)
-		if len(parts) == 3 && parts[1] == old {
-			delete(st.Sanity, k)
-			st.Sanity[parts[0]+"|"+nw+"|"+parts[2]] = v
-		}
-	}
-	for i, d := range st.Disappeared {
-		if d == old {
-			st.Disappeared[i] = nw
-		}
-	}
-	if a, ok := st.DeviceAddrs[old]; ok {
-		delete(st.DeviceAddrs, old)
-		st.DeviceAddrs[nw] = a
+// migrateDevice moves the device's memory to its new name here and, through
+// OnRename, in every other check that remembers it.
+func (c *PortStateCheck) migrateDevice(st *PortMemory, old, nw string) {
+	st.Rename(old, nw)
+	if c.OnRename != nil {
+		c.OnRename(old, nw)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -76,7 +75,7 @@ type step struct {
 	wantFatal bool
 }
 
-func play(t *testing.T, st *persist.State, steps []step) {
+func play(t *testing.T, st *PortMemory, steps []step) {
 	t.Helper()
 	c := newCheck()
 	for i, s := range steps {
@@ -98,7 +97,7 @@ func play(t *testing.T, st *persist.State, steps []step) {
 }
 
 func TestLinkState_3_4_BoundaryCrossingsOnly(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	play(t, st, []step{
 		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, false, event.KindPortBaseline, false},
 		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Steady, false, "", false},
@@ -114,14 +113,14 @@ func TestLinkState_3_4_BoundaryCrossingsOnly(t *testing.T) {
 func TestLinkState_3_4_FirstPollAfterReboot(t *testing.T) {
 	// Healthy ports: healthy baseline. Unhealthy ports on expected cards:
 	// suppressed. Unhealthy ports on anomalous cards: fatal as usual.
-	play(t, persist.NewState("b"), []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, false, event.KindPortBaseline, false}})
-	play(t, persist.NewState("b"), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, false, "", false}})
-	play(t, persist.NewState("b"), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, true, event.KindPortFatal, true}})
+	play(t, NewPortMemory(), []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, false, event.KindPortBaseline, false}})
+	play(t, NewPortMemory(), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, false, "", false}})
+	play(t, NewPortMemory(), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, true, event.KindPortFatal, true}})
 }
 
 func TestLinkState_3_4_FirstPollWithPersistedState(t *testing.T) {
 	// A port that was DOWN before the restart and is ACTIVE now: recovery.
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	play(t, st, []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, true, event.KindPortFatal, true}})
 	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Resume, false, event.KindPortRecovered, false}})
 	// Same health as before the restart: nothing.
@@ -129,7 +128,7 @@ func TestLinkState_3_4_FirstPollWithPersistedState(t *testing.T) {
 }
 
 func TestLinkState_9_RoCETransientsHoldPreviousVerdict(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	play(t, st, []step{
 		{obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline, false, event.KindPortBaseline, false},
 		{obs(eth, "2: INIT", "5: LinkUp", "up"), Steady, false, "", false},
@@ -142,7 +141,7 @@ func TestLinkState_9_RoCETransientsHoldPreviousVerdict(t *testing.T) {
 }
 
 func TestLinkState_7_2_DisappearanceAfterThreeEnumerations(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	present := map[string]Presence{"mlx5_0": {LinkLayer: ib}, "mlx5_1": {LinkLayer: ib}}
 	if ev, _ := c.Enumerated(st, present, "/sys/class/infiniband"); len(ev) != 0 {
@@ -184,7 +183,7 @@ func TestLinkState_7_2_DisappearanceAfterThreeEnumerations(t *testing.T) {
 // Enumerated for incomplete listings, and a device back before the third
 // miss resets its count.
 func TestLinkState_7_2_TransientMissResets(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	all := map[string]Presence{"mlx5_0": {LinkLayer: ib}}
 	c.Enumerated(st, all, "/x")
@@ -208,10 +207,11 @@ func TestDesign_Difference5_ClearedSpecHasNoEntities(t *testing.T) {
 // A device renamed under the same PCI address is the same NIC: its state
 // moves to the new name and no disappearance is reported.
 func TestLinkState_7_2_RenameIsNotADisappearance(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	c.Evaluate(st, obs(ib, "1: DOWN", "3: Disabled", ""), Steady, true)
-	st.BreachFlags["mlx5_0:1:link_downed"] = persist.BreachFlag{Breached: true}
+	var renamed []string
+	c.OnRename = func(old, nw string) { renamed = append(renamed, old+">"+nw) }
 	c.Enumerated(st, map[string]Presence{"mlx5_0": {ib, "0000:3b:00.0"}}, "/x")
 	var all []event.Spec
 	for i := 0; i < 5; i++ {
@@ -221,8 +221,8 @@ func TestLinkState_7_2_RenameIsNotADisappearance(t *testing.T) {
 	if len(all) != 1 || all[0].Kind != event.KindDeviceReappeared || !all[0].IsHealthy || all[0].Device != "mlx5_0" {
 		t.Fatalf("events %+v", all)
 	}
-	if _, ok := st.PortStates["mlx5_9_1"]; !ok || !st.BreachFlags["mlx5_9:1:link_downed"].Breached {
-		t.Fatalf("state not migrated: %+v %+v", st.PortStates, st.BreachFlags)
+	if _, ok := st.PortStates["mlx5_9_1"]; !ok || len(renamed) != 1 || renamed[0] != "mlx5_0>mlx5_9" {
+		t.Fatalf("state not migrated: %+v, other checks told %v", st.PortStates, renamed)
 	}
 	if len(st.KnownDevices) != 1 || st.KnownDevices[0] != "mlx5_9" || len(st.Disappeared) != 0 {
 		t.Fatalf("known %v disappeared %v", st.KnownDevices, st.Disappeared)

@@ -30,7 +30,7 @@ func cadenceMonitor(t *testing.T, poll time.Duration) (*Monitor, *sim.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMonitor(cfg, persist.NewState("boot"), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := m.Discover(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +169,7 @@ func TestCounters_10_4_DeltaRateOverTheTickAfterLongQuiet(t *testing.T) {
 func TestCounters_10_4_Step8_StateWritesPerQuietHour_dgxH100(t *testing.T) {
 	m, _ := cadenceMonitor(t, time.Second)
 	store := persist.NewStore(filepath.Join(t.TempDir(), "state.json"))
+	st := persist.NewState("boot")
 	t0 := time.Unix(1_700_000_000, 0)
 	writes := 0
 	for i := 0; i <= 3600; i++ {
@@ -176,7 +177,10 @@ func TestCounters_10_4_Step8_StateWritesPerQuietHour_dgxH100(t *testing.T) {
 		if !changed && len(specs) == 0 {
 			continue
 		}
-		wrote, err := store.SaveIfChanged(m.State())
+		if err := StoreMemory(st, m.Memory()); err != nil {
+			t.Fatal(err)
+		}
+		wrote, err := store.SaveIfChanged(st)
 		if err != nil {
 			t.Fatal(err)
 		}

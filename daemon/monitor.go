@@ -30,7 +30,7 @@ import (
 type Monitor struct {
 	cfg   *config.Config
 	log   *slog.Logger
-	st    *persist.State
+	mem   *Memory
 	start checks.Start
 	boot  persist.BootStatus
 	rd    *reader.Reader
@@ -127,11 +127,11 @@ type counterRead struct {
 	lastAt time.Time
 }
 
-// NewMonitor prepares a monitor over st. bootStatus says what the first
-// poll knows (seed 3.4 step 4).
-func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
+// NewMonitor prepares a monitor over the checks' memory. bootStatus says
+// what the first poll knows (seed 3.4 step 4).
+func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
 	m := &Monitor{
-		cfg: cfg, log: log, st: st,
+		cfg: cfg, log: log, mem: mem,
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
@@ -139,6 +139,12 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
 		planOf:        map[*topology.Port]*portPlan{},
+	}
+	// A device renamed under its PCI address keeps everything every check
+	// remembers of it.
+	m.stateChk.OnRename = func(old, nw string) {
+		mem.Counters.Rename(old, nw)
+		mem.Sanity.Rename(old, nw)
 	}
 	m.boot = bootStatus
 	if bootStatus.Baseline() {
@@ -156,7 +162,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 	// its latch forever: reconcile the persisted state with the table now.
 	var all []counters.Definition
 	all, m.defs = counterTables(cfg)
-	m.pendingSpecs = m.eval.Reconcile(st, all)
+	m.pendingSpecs = m.eval.Reconcile(mem.Counters, all)
 	return m
 }
 
@@ -173,8 +179,8 @@ func counterTables(cfg *config.Config) (all, enabled []counters.Definition) {
 // Devices returns the devices of the last discovery.
 func (m *Monitor) Devices() []*topology.Device { return m.devices }
 
-// State returns the persisted state the monitor works on.
-func (m *Monitor) State() *persist.State { return m.st }
+// Memory returns what the checks remember (the daemon saves it).
+func (m *Monitor) Memory() *Memory { return m.mem }
 
 // Discover runs discovery and role classification and rebuilds the read
 // plan. It fails when classification is impossible (DESIGN.md difference 7):
@@ -446,7 +452,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
 	if enumErr == nil {
-		ss, ch := m.stateChk.Enumerated(m.st, m.present, m.cfg.Paths.ClassInfiniBand)
+		ss, ch := m.stateChk.Enumerated(m.mem.Ports, m.present, m.cfg.Paths.ClassInfiniBand)
 		specs = append(specs, ss...)
 		changed = changed || ch
 	} else if !m.unreadable["*enumeration*"] {
@@ -475,7 +481,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			if first {
 				start = m.start
 			}
-			s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card])
+			s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
 			// A torn state/phys_state pair is held one poll: the same pair
 			// next poll must be judged, not skipped as unchanged.
 			p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
@@ -578,7 +584,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 					// nothing with it, so neither do we.
 					continue
 				}
-				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
+				ss, ch := m.eval.Evaluate(m.mem.Counters, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
 					PortRateGbps: p.rateGbps, Now: now, Since: since,
@@ -705,7 +711,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 	anomalous, active := m.anomalous, m.active
 	clear(anomalous)
 	rejudge := m.cycles == 0 || m.devicesSetChanged || m.activeChanged
-	if len(m.st.CardAnomalies) == 0 && !rejudge {
+	if len(m.mem.Cards.Anomalies) == 0 && !rejudge {
 		// Nothing latched and nothing new to judge: the common steady poll.
 		return anomalous
 	}
@@ -715,9 +721,9 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 			active[p.dev.Card]++
 		}
 	}
-	for card, a := range m.st.CardAnomalies {
+	for card, a := range m.mem.Cards.Anomalies {
 		if active[card] >= a.Expected {
-			delete(m.st.CardAnomalies, card)
+			delete(m.mem.Cards.Anomalies, card)
 			*changed = true
 			*specs = append(*specs, event.Spec{
 				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
@@ -737,10 +743,10 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
 		anomalous[an.Card] = true
-		if _, ok := m.st.CardAnomalies[an.Card]; ok {
+		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
 			continue
 		}
-		m.st.CardAnomalies[an.Card] = persist.CardAnomaly{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
+		m.mem.Cards.Anomalies[an.Card] = cards.Latched{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
 		*changed = true
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
@@ -780,7 +786,7 @@ func (m *Monitor) cardCheck(card string) string {
 // that says why.
 func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	all, defs := counterTables(cfg)
-	specs := m.eval.Reconcile(m.st, all)
+	specs := m.eval.Reconcile(m.mem.Counters, all)
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath

@@ -30,8 +30,8 @@ func CheckOnce(cfg *config.Config, log *slog.Logger) (snap *health.Snapshot, not
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := persist.NewState("")
-	m := NewMonitor(cfg, st, persist.BootSame, log)
+	mem := NewMemory()
+	m := NewMonitor(cfg, mem, persist.BootSame, log)
 	defer m.Close()
 	m.unclassifiedOK = true
 	if err := m.Discover(); err != nil {
@@ -43,12 +43,12 @@ func CheckOnce(cfg *config.Config, log *slog.Logger) (snap *health.Snapshot, not
 		m.cfg.Sanity.RateVsPeers = false
 	}
 	for _, p := range m.ports {
-		st.PortStates[checks.PortKey(p.dev.Name, p.port.Num)] = persist.PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp",
+		mem.Ports.PortStates[checks.PortKey(p.dev.Name, p.port.Num)] = checks.PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp",
 			Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer}
 	}
 	for _, d := range m.devices {
 		if d.Monitored() {
-			st.KnownDevices = append(st.KnownDevices, d.Name)
+			mem.Ports.KnownDevices = append(mem.Ports.KnownDevices, d.Name)
 		}
 	}
 	now := time.Now()

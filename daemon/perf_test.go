@@ -73,7 +73,7 @@ func perfMonitor(tb testing.TB, shape string, keepOpen bool) (*Monitor, *sim.Hos
 func perfMonitorOn(tb testing.TB, h *sim.Host, keepOpen bool) *Monitor {
 	tb.Helper()
 	cfg := perfConfig(tb, h)
-	m := NewMonitor(cfg, persist.NewState(filepath.Join(h.Root, "state.json")), persist.BootFresh,
+	m := NewMonitor(cfg, NewMemory(), persist.BootFresh,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if keepOpen {
 		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: true})

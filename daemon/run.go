@@ -57,9 +57,12 @@ type Daemon struct {
 	opts  Options
 	log   *slog.Logger
 	store *persist.Store
-	ob    *outbox.Outbox
-	nt    *notify.Notifier
-	wd    *notify.ProgressWatchdog
+	// st is the state file's envelope: each check's memory is stored into
+	// it just before a save.
+	st *persist.State
+	ob *outbox.Outbox
+	nt *notify.Notifier
+	wd *notify.ProgressWatchdog
 
 	mu         sync.Mutex // guards everything below and the monitor
 	cfg        *config.Config
@@ -179,7 +182,11 @@ func New(opts Options) (*Daemon, error) {
 		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", rep.Dropped)
 	}
 	bs := persist.ApplyBoot(st, bootID)
-	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", len(st.KnownDevices))
+	mem, dropped := RestoreMemory(st)
+	if len(dropped) > 0 {
+		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", dropped)
+	}
+	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", len(mem.Ports.KnownDevices))
 
 	ob, err := outbox.Open(filepath.Join(filepath.Dir(opts.StateFile), "outbox"), outbox.Options{
 		MaxBytes: cfg.OutboxMaxBytes, Logger: log,
@@ -187,13 +194,13 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
-	model, merr := restoreModel(st, cfg.Counters)
+	model, merr := restoreModel(st, mem)
 	if merr != nil {
 		log.Warn("state file", "file", opts.StateFile, "detail", merr.Error())
 	}
 	replayed := 0
 	if bs == persist.BootSame {
-		n, err := replayOutbox(st, model, ob, cfg.Counters)
+		n, err := replayOutbox(&st.OutboxSeq, mem, model, ob, cfg.Counters)
 		replayed = n
 		if err != nil {
 			ob.Close()
@@ -208,7 +215,7 @@ func New(opts Options) (*Daemon, error) {
 		st.OutboxSeq = last
 	}
 	d := &Daemon{
-		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
+		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4),
 		metrics:  metrics.New(),
 		model:    model,
@@ -216,7 +223,7 @@ func New(opts Options) (*Daemon, error) {
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
 	}
-	d.mon = NewMonitor(cfg, st, bs, log)
+	d.mon = NewMonitor(cfg, mem, bs, log)
 	if err := d.mon.Discover(); err != nil {
 		ob.Close()
 		return nil, err
@@ -409,7 +416,7 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 			}
 		}
 		if len(seqs) > 0 {
-			d.mon.State().OutboxSeq = seqs[len(seqs)-1]
+			d.st.OutboxSeq = seqs[len(seqs)-1]
 		}
 		// Durable now: signal D-Bus listeners before the state save (a
 		// few ms of fsyncs). Publish is safe under d.mu; Refresh is not,
@@ -417,12 +424,12 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		d.announce(out)
 	}
 	if d.modelDirty {
-		storeModel(d.mon.State(), d.model)
+		storeModel(d.st, d.model)
 		d.modelDirty = false
 		changed = true
 	}
 	if changed || len(specs) > 0 {
-		if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
+		if _, err := d.saveIfChanged(); err != nil {
 			if d.saveErr != err.Error() {
 				d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
 			}
@@ -460,12 +467,21 @@ func (d *Daemon) publish(evs []emitted) {
 	}
 }
 
+// saveIfChanged stores every check's memory into the state and saves it
+// when the bytes differ from the last save. Caller holds d.mu.
+func (d *Daemon) saveIfChanged() (bool, error) {
+	if err := StoreMemory(d.st, d.mon.Memory()); err != nil {
+		return false, err
+	}
+	return d.store.SaveIfChanged(d.st)
+}
+
 func (d *Daemon) statusLocked() string { return d.publishSnapshotLocked().Status() }
 
 func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.nt.Stopping()
 	d.mu.Lock()
-	if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
+	if _, err := d.saveIfChanged(); err != nil {
 		d.log.Error("cannot save state at shutdown", "err", err)
 	}
 	d.mu.Unlock()

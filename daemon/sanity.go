@@ -85,9 +85,6 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 
 	clear(m.sanity)
 	seen := map[string]bool{}
-	if m.st.Sanity == nil {
-		m.st.Sanity = map[string]string{}
-	}
 	for _, f := range findings {
 		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
 		seen[key] = true
@@ -102,10 +99,10 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 				}
 			}
 		}
-		if _, reported := m.st.Sanity[key]; reported {
+		if _, reported := m.mem.Sanity.Reported[key]; reported {
 			continue
 		}
-		m.st.Sanity[key] = f.Message
+		m.mem.Sanity.Reported[key] = f.Message
 		*changed = true
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
@@ -113,11 +110,11 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
 		})
 	}
-	for key, msg := range m.st.Sanity {
+	for key, msg := range m.mem.Sanity.Reported {
 		if seen[key] {
 			continue
 		}
-		delete(m.st.Sanity, key)
+		delete(m.mem.Sanity.Reported, key)
 		*changed = true
 		parts := strings.SplitN(key, "|", 3)
 		if len(parts) != 3 {

@@ -24,7 +24,7 @@ import (
 // before the model has no conditions recorded: they are rebuilt from what
 // the checks remember, so an upgrade does not turn a latched breach or a
 // missing NIC into "healthy" in the views.
-func restoreModel(st *persist.State, defs []counters.Definition) (*health.Model, error) {
+func restoreModel(st *persist.State, mem *Memory) (*health.Model, error) {
 	m := health.NewModel()
 	if len(st.Health) > 0 {
 		var cs []health.Condition
@@ -34,20 +34,20 @@ func restoreModel(st *persist.State, defs []counters.Definition) (*health.Model,
 		m.Restore(cs)
 		return m, nil
 	}
-	for _, e := range eventsFromState(st, defs) {
+	for _, e := range eventsFromMemory(mem) {
 		m.Apply(&e)
 	}
 	return m, nil
 }
 
-// eventsFromState restates, as events, the conditions a state file from
-// before the health model implies.
-func eventsFromState(st *persist.State, defs []counters.Definition) []event.Event {
+// eventsFromMemory restates, as events, the conditions the checks'
+// memory implies (a state file from before the health model).
+func eventsFromMemory(mem *Memory) []event.Event {
 	var out []event.Event
 	add := func(s event.Spec, since time.Time) {
 		out = append(out, event.New(s, event.Stamp{Now: since}))
 	}
-	for _, ps := range st.PortStates {
+	for _, ps := range mem.Ports.PortStates {
 		o, ok := checks.ObservationOf(ps)
 		if !ok {
 			continue
@@ -57,7 +57,7 @@ func eventsFromState(st *persist.State, defs []counters.Definition) []event.Even
 				Message: checks.Message(o, v), Device: o.Device, Port: o.Port}, time.Time{})
 		}
 	}
-	for k, fl := range st.BreachFlags {
+	for k, fl := range mem.Counters.BreachFlags {
 		dev, port, name, ok := counters.ParseKey(k)
 		if !ok || !fl.Breached {
 			continue
@@ -66,15 +66,14 @@ func eventsFromState(st *persist.State, defs []counters.Definition) []event.Even
 			ErrorCode: []string{name}, Metadata: map[string]string{"counter": name},
 			Message: fmt.Sprintf("Port %s port %d: %s breach latched", dev, port, name)}, fl.Since)
 	}
-	for card, a := range st.CardAnomalies {
+	for card, a := range mem.Cards.Anomalies {
 		add(event.Spec{Kind: event.KindCardAnomaly, CheckName: event.InfiniBandStateCheck, IsFatal: true, Card: card,
 			Message: fmt.Sprintf("Card %s (%s) has %d active ports, expected %d", card, a.Role, a.Active, a.Expected)}, a.Since)
 	}
-	for _, dev := range st.Disappeared {
+	for _, dev := range mem.Ports.Disappeared {
 		add(event.Spec{Kind: event.KindDeviceDisappeared, CheckName: event.InfiniBandStateCheck, IsFatal: true, Device: dev,
 			Message: fmt.Sprintf("NIC %s disappeared - hardware failure", dev)}, time.Time{})
 	}
-	_ = defs
 	return out
 }
 
@@ -112,14 +111,14 @@ func (m *Monitor) portInfos() []health.PortInfo {
 		pi.Counters = m.counterInfos(p)
 		out = append(out, pi)
 	}
-	for _, dev := range m.st.KnownDevices {
+	for _, dev := range m.mem.Ports.KnownDevices {
 		if seen[dev] {
 			continue
 		}
 		for _, ps := range m.missingPorts(dev) {
 			out = append(out, health.PortInfo{
 				Device: event.Clean(dev), Port: ps.Port, LinkLayer: ps.LinkLayer, State: "MISSING", Missing: true,
-				PCIAddress: m.st.DeviceAddrs[dev], Card: cardOfAddress(m.st.DeviceAddrs[dev]),
+				PCIAddress: m.mem.Ports.DeviceAddrs[dev], Card: cardOfAddress(m.mem.Ports.DeviceAddrs[dev]),
 				HealthyMessage: fmt.Sprintf("NIC %s is not in the last enumeration of %s/", event.Clean(dev), m.cfg.Paths.ClassInfiniBand),
 			})
 		}
@@ -149,14 +148,14 @@ func healthyMessage(o checks.Observation) string {
 
 // missingPorts lists the last known ports of a device absent from
 // discovery.
-func (m *Monitor) missingPorts(dev string) []persist.PortState {
-	var out []persist.PortState
-	for _, ps := range m.st.PortStates {
+func (m *Monitor) missingPorts(dev string) []checks.PortState {
+	var out []checks.PortState
+	for _, ps := range m.mem.Ports.PortStates {
 		if ps.Device == dev {
 			out = append(out, ps)
 		}
 	}
-	slices.SortFunc(out, func(a, b persist.PortState) int { return a.Port - b.Port })
+	slices.SortFunc(out, func(a, b checks.PortState) int { return a.Port - b.Port })
 	return out
 }
 
@@ -176,7 +175,7 @@ func (m *Monitor) counterInfos(p *portPlan) []health.Counter {
 		}
 	}
 	m.viewDefs = defs
-	views := m.eval.View(m.st, p.dev.Name, p.port.Num, defs)
+	views := m.eval.View(m.mem.Counters, p.dev.Name, p.port.Num, defs)
 	out := make([]health.Counter, 0, len(views))
 	for _, cv := range views {
 		out = append(out, health.Counter{

@@ -1,11 +1,11 @@
 package persist
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 )
 
 // DefaultBootIDPath is where the kernel publishes the current boot's ID.
@@ -76,16 +76,8 @@ func ApplyBoot(st *State, bootID string) BootStatus {
 // ClearObservations forgets everything seen on the hardware (seed 6.5's
 // "clear ALL persisted state") and keeps only the version and boot ID.
 func (s *State) ClearObservations() {
-	s.CounterSnapshots = map[string]CounterSnapshot{}
-	s.BreachFlags = map[string]BreachFlag{}
-	s.PortStates = map[string]PortState{}
-	s.KnownDevices = []string{}
-	s.CardAnomalies = map[string]CardAnomaly{}
+	s.Checks = map[string]json.RawMessage{}
 	s.Health = nil
-	s.Saturated = map[string]time.Time{}
-	s.Disappeared = nil
-	s.Sanity = nil
-	s.DeviceAddrs = nil
 }
 
 // ReadBootID reads the kernel's boot ID from path (normally

@@ -143,7 +143,7 @@ func TestState_6_6_SaveStepFailureKeepsOldFile(t *testing.T) {
 			before, _ := os.ReadFile(path)
 			o := &orderFS{dir: dir, failOn: step, failErr: boom}
 			st := sampleState()
-			st.KnownDevices = append(st.KnownDevices, "mlx5_9")
+			st.OutboxSeq++
 			b, _ := Encode(st)
 			if err := writeFileAtomic(o, path, b, 0o600); !errors.Is(err, boom) {
 				t.Fatalf("error = %v, want the injected one", err)

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // maxStateBytes bounds what Load reads. A real state file of the largest
@@ -92,7 +91,8 @@ type Report struct {
 //     the daemon must not start, because saving would destroy it.
 //
 // A version of 0 or a missing version is read as version 1 (files written
-// by the seed's implementation). The returned state never has nil maps.
+// by the seed's implementation) and migrated to sections. The returned
+// state never has a nil section map.
 func Load(path string) (*State, LoadStatus, error) {
 	st, rep, _, err := load(path)
 	return st, rep.Status, err
@@ -185,26 +185,64 @@ func decode(path string, raw []byte) (st *State, dropped []string, reason string
 		return nil, nil, "", &NewerSchemaError{Path: path, Version: ver}
 	}
 	var s State
-	if e := json.Unmarshal(trimmed, &s); e != nil {
+	if ver < 2 {
+		if why := migrateV1(trimmed, &s); why != "" {
+			return nil, nil, why, nil
+		}
+	} else if e := json.Unmarshal(trimmed, &s); e != nil {
 		return nil, nil, "does not match the state schema: " + e.Error(), nil
 	}
 	s.Version = SchemaVersion
+	if s.Checks == nil {
+		s.Checks = map[string]json.RawMessage{}
+	}
 	dropped = s.validate()
 	return &s, dropped, "", nil
+}
+
+// migrateV1 reads a version 1 file: the envelope as it is, and each
+// check's top-level keys gathered into its section.
+func migrateV1(raw []byte, s *State) string {
+	var top map[string]json.RawMessage
+	if e := json.Unmarshal(raw, &top); e != nil {
+		return "does not match the state schema: " + e.Error()
+	}
+	if e := json.Unmarshal(raw, s); e != nil {
+		return "does not match the state schema: " + e.Error()
+	}
+	s.Checks = map[string]json.RawMessage{}
+	for _, ls := range legacySections {
+		sec := map[string]json.RawMessage{}
+		for _, k := range ls.keys {
+			if v, ok := top[k]; ok && string(v) != "null" {
+				sec[k] = v
+			}
+		}
+		if len(sec) == 0 {
+			continue
+		}
+		sec["version"] = json.RawMessage("1")
+		b, err := json.Marshal(sec)
+		if err != nil {
+			return "section " + ls.section + ": " + err.Error()
+		}
+		s.Checks[ls.section] = b
+	}
+	return ""
 }
 
 // parseVersion reads the raw version; missing/null/0 mean 1.
 func parseVersion(raw json.RawMessage) (int64, string) {
 	t := strings.TrimSpace(string(raw))
 	if t == "" || t == "null" {
-		return SchemaVersion, ""
+		return 1, "" // the seed's files carry no version: the flat layout
 	}
 	if v, err := strconv.ParseInt(t, 10, 64); err == nil {
 		if v < 0 {
 			return 0, fmt.Sprintf("version %d is negative", v)
 		}
 		if v == 0 {
-			return SchemaVersion, ""
+			return 1, ""
 		}
 		return v, ""
 	}
@@ -215,197 +253,30 @@ func parseVersion(raw json.RawMessage) (int64, string) {
 			if f > float64(1<<62) {
 				return 1 << 62, ""
 			}
-			return int64(f), ""
+			return int64(f) + 1, "" // 2.5 is above 2
 		}
 		return 0, fmt.Sprintf("version %s is not a whole number", t)
 	}
 	return 0, fmt.Sprintf("version %s is not a number", t)
 }
 
-// validate drops entries that no check could have written, so that one bad
-// entry (hand edit, bug in an older build) costs that entry, not the file.
+// validate checks the envelope. What is inside the sections is the checks'
+// to validate when they restore it.
 func (s *State) validate() []string {
 	var dropped []string
-	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
-
 	s.BootID = strings.ToLower(strings.TrimSpace(s.BootID))
 	if s.BootID != "" && !validBootID(s.BootID) {
 		// Without a trustworthy boot ID the stored observations cannot be
 		// tied to this boot; ApplyBoot then treats the state as fresh.
-		drop("boot_id %q: not a UUID", s.BootID)
+		dropped = append(dropped, fmt.Sprintf("boot_id %q: not a UUID", s.BootID))
 		s.BootID = ""
 	}
-	if s.CounterSnapshots == nil {
-		s.CounterSnapshots = map[string]CounterSnapshot{}
-	}
-	for k, v := range s.CounterSnapshots {
-		if why := checkCounterKey(k); why != "" {
-			drop("counter_snapshots[%q]: %s", k, why)
-			delete(s.CounterSnapshots, k)
-		} else if v.Timestamp.IsZero() {
-			// A zero timestamp would make a velocity window look decades
-			// long; dropping it only costs a fresh baseline.
-			drop("counter_snapshots[%q]: no timestamp", k)
-			delete(s.CounterSnapshots, k)
+	for name, raw := range s.Checks {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			dropped = append(dropped, fmt.Sprintf("checks[%q]: not a JSON object", name))
+			delete(s.Checks, name)
 		}
-	}
-	if s.BreachFlags == nil {
-		s.BreachFlags = map[string]BreachFlag{}
-	}
-	for k := range s.BreachFlags {
-		if why := checkCounterKey(k); why != "" {
-			drop("breach_flags[%q]: %s", k, why)
-			delete(s.BreachFlags, k)
-		}
-	}
-	if s.PortStates == nil {
-		s.PortStates = map[string]PortState{}
-	}
-	for k, v := range s.PortStates {
-		nv, why := checkPortState(k, v)
-		if why != "" {
-			drop("port_states[%q]: %s", k, why)
-			delete(s.PortStates, k)
-			continue
-		}
-		s.PortStates[k] = nv
-	}
-	s.KnownDevices = cleanDevices(s.KnownDevices, "known_devices", drop)
-	if s.CardAnomalies == nil {
-		s.CardAnomalies = map[string]CardAnomaly{}
-	}
-	for k, v := range s.CardAnomalies {
-		switch {
-		case !cleanText(k):
-			drop("card_anomalies[%q]: empty or unprintable key", k)
-			delete(s.CardAnomalies, k)
-		case v.Active < 0 || v.Expected < 0:
-			drop("card_anomalies[%q]: negative port count", k)
-			delete(s.CardAnomalies, k)
-		}
-	}
-	if s.Saturated == nil {
-		s.Saturated = map[string]time.Time{}
-	}
-	for k := range s.Saturated {
-		if why := checkCounterKey(k); why != "" {
-			drop("saturated[%q]: %s", k, why)
-			delete(s.Saturated, k)
-		}
-	}
-	if len(s.Disappeared) > 0 {
-		s.Disappeared = cleanDevices(s.Disappeared, "disappeared", drop)
 	}
 	sort.Strings(dropped)
 	return dropped
-}
-
-func cleanDevices(in []string, field string, drop func(string, ...any)) []string {
-	out := make([]string, 0, len(in))
-	seen := make(map[string]bool, len(in))
-	for _, d := range in {
-		switch {
-		case !validDevice(d):
-			drop("%s: %q is not a device name", field, d)
-		case seen[d]:
-			// Duplicates are harmless; drop them silently.
-		default:
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// checkCounterKey validates "<device>:<port>:<counter>" (seed 6.6).
-func checkCounterKey(k string) string {
-	dev, rest, ok := strings.Cut(k, ":")
-	if !ok {
-		return "key is not <device>:<port>:<counter>"
-	}
-	p, counter, ok := strings.Cut(rest, ":")
-	if !ok {
-		return "key is not <device>:<port>:<counter>"
-	}
-	if !validDevice(dev) {
-		return "bad device name"
-	}
-	if _, why := parsePort(p); why != "" {
-		return why
-	}
-	if !cleanText(counter) {
-		return "empty or unprintable counter name"
-	}
-	return ""
-}
-
-// checkPortState validates a "<device>_<port>" entry against its value and
-// fills a device or port the value left out.
-func checkPortState(k string, v PortState) (PortState, string) {
-	i := strings.LastIndexByte(k, '_')
-	if i <= 0 {
-		return v, "key is not <device>_<port>"
-	}
-	dev := k[:i]
-	port, why := parsePort(k[i+1:])
-	if why != "" {
-		return v, why
-	}
-	if !validDevice(dev) {
-		return v, "bad device name"
-	}
-	if v.Port < 0 {
-		return v, "negative port"
-	}
-	if v.Device == "" {
-		v.Device = dev
-	}
-	if v.Port == 0 {
-		v.Port = port
-	}
-	if v.Device != dev || v.Port != port {
-		return v, fmt.Sprintf("key does not match device %q port %d", v.Device, v.Port)
-	}
-	return v, ""
-}
-
-func parsePort(s string) (int, string) {
-	if strings.HasPrefix(s, "-") {
-		return 0, "negative port"
-	}
-	if s == "" || s[0] < '0' || s[0] > '9' {
-		return 0, "bad port number"
-	}
-	n, err := strconv.ParseUint(s, 10, 16)
-	if err != nil {
-		return 0, "bad port number"
-	}
-	return int(n), ""
-}
-
-// validDevice accepts kernel IB device names (at most 64 bytes) and rejects
-// anything that could escape a sysfs path or break the key formats.
-func validDevice(d string) bool {
-	if d == "" || len(d) > 64 || d == "." || d == ".." {
-		return false
-	}
-	for i := 0; i < len(d); i++ {
-		c := d[i]
-		if c <= ' ' || c == 0x7f || c == '/' || c == ':' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-func cleanText(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for _, r := range s {
-		if r < ' ' || r == 0x7f || r == '\uFFFD' {
-			return false
-		}
-	}
-	return true
 }

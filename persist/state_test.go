@@ -1,6 +1,8 @@
 package persist
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +11,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nichealth/nichealthd/internal/component"
 )
@@ -27,20 +28,32 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // sampleState is a realistic mid-life state: a latched fatal counter, a
-// down port, a velocity snapshot and a card anomaly.
+// down port, a velocity snapshot and a card anomaly, each in its check's
+// section (persist treats sections as opaque JSON).
 func sampleState() *State {
-	ts := time.Date(2025, 6, 15, 10, 30, 0, 0, time.UTC)
 	st := NewState(bootA)
-	st.CounterSnapshots["mlx5_0:1:link_downed"] = CounterSnapshot{Value: 3, Timestamp: ts}
-	st.CounterSnapshots["mlx5_0:1:symbol_error"] = CounterSnapshot{Value: 1500000, Timestamp: ts}
-	st.BreachFlags["mlx5_0:1:link_downed"] = BreachFlag{Breached: true, CheckName: "InfiniBandDegradationCheck", IsFatal: true, Since: ts.Add(-5 * time.Minute), Definition: "delta>0"}
-	st.PortStates["mlx5_0_1"] = PortState{State: "1: DOWN", PhysicalState: "3: Disabled", Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand"}
-	st.PortStates["mlx5_1_1"] = PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp", Device: "mlx5_1", Port: 1, LinkLayer: "InfiniBand"}
-	st.KnownDevices = []string{"mlx5_0", "mlx5_1"}
-	st.CardAnomalies["0000:3b:00"] = CardAnomaly{Role: "compute", Active: 0, Expected: 1, Since: ts}
-	st.Saturated["mlx5_1:1:port_xmit_wait"] = ts
-	st.Disappeared = []string{"mlx5_7"}
+	st.SetSection("counters", []byte(`{"version":1,"counter_snapshots":{"mlx5_0:1:link_downed":{"value":3,"timestamp":"2025-06-15T10:30:00Z"},`+
+		`"mlx5_0:1:symbol_error":{"value":1500000,"timestamp":"2025-06-15T10:30:00Z"}},`+
+		`"breach_flags":{"mlx5_0:1:link_downed":{"breached":true,"check_name":"InfiniBandDegradationCheck","is_fatal":true,"since":"2025-06-15T10:25:00Z","definition":"delta>0"}},`+
+		`"saturated":{"mlx5_1:1:port_xmit_wait":"2025-06-15T10:30:00Z"}}`))
+	st.SetSection("ports", []byte(`{"version":1,"port_states":{"mlx5_0_1":{"state":"1: DOWN","physical_state":"3: Disabled","device":"mlx5_0","port":1,"link_layer":"InfiniBand"},`+
+		`"mlx5_1_1":{"state":"4: ACTIVE","physical_state":"5: LinkUp","device":"mlx5_1","port":1,"link_layer":"InfiniBand"}},`+
+		`"known_devices":["mlx5_0","mlx5_1"],"disappeared":["mlx5_7"]}`))
+	st.SetSection("cards", []byte(`{"version":1,"card_anomalies":{"0000:3b:00":{"role":"compute","active":0,"expected":1,"since":"2025-06-15T10:30:00Z"}}}`))
+	st.OutboxSeq = 42
 	return st
+}
+
+// section decodes one section of st as a generic map.
+func section(t *testing.T, st *State, name string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if raw := st.Section(name); raw != nil {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("section %s: %v", name, err)
+		}
+	}
+	return m
 }
 
 func TestState_6_6_MissingFileIsFresh(t *testing.T) {
@@ -48,9 +61,8 @@ func TestState_6_6_MissingFileIsFresh(t *testing.T) {
 	if err != nil || status != LoadFresh {
 		t.Fatalf("Load = %v, %v; want LoadFresh, nil", status, err)
 	}
-	if st.CounterSnapshots == nil || st.BreachFlags == nil || st.PortStates == nil || st.KnownDevices == nil ||
-		st.CardAnomalies == nil || st.Saturated == nil {
-		t.Fatalf("fresh state has nil maps: %+v", st)
+	if st.Checks == nil || len(st.Checks) != 0 {
+		t.Fatalf("fresh state sections: %+v", st.Checks)
 	}
 	if st.BootID != "" || st.Version != SchemaVersion {
 		t.Fatalf("fresh state = %+v", st)
@@ -79,17 +91,23 @@ func TestState_9_2_SeedShapedFileLoads(t *testing.T) {
 	if err != nil || rep.Status != LoadLoaded || len(rep.Dropped) != 0 {
 		t.Fatalf("LoadDetailed = %+v, %v", rep, err)
 	}
-	if got := st.CounterSnapshots["mlx5_2:1:link_downed"].Value; got != 7 {
-		t.Errorf("snapshot value = %d", got)
+	// Version 1 is migrated: each check's keys, unchanged, in its section.
+	if st.Version != SchemaVersion {
+		t.Errorf("version %d, want %d", st.Version, SchemaVersion)
 	}
-	if !st.BreachFlags["mlx5_2:1:link_downed"].Breached || st.PortStates["mlx5_2_1"].PhysicalState != "2: Polling" {
-		t.Errorf("state = %+v", st)
+	c := section(t, st, "counters")
+	snap, _ := c["counter_snapshots"].(map[string]any)["mlx5_2:1:link_downed"].(map[string]any)
+	flag, _ := c["breach_flags"].(map[string]any)["mlx5_2:1:link_downed"].(map[string]any)
+	if snap["value"] != 7.0 || flag["breached"] != true || c["version"] != 1.0 {
+		t.Errorf("counters section = %v", c)
 	}
-	if !reflect.DeepEqual(st.KnownDevices, []string{"mlx5_2", "mlx5_3"}) {
-		t.Errorf("known devices = %v", st.KnownDevices)
+	p := section(t, st, "ports")
+	ps, _ := p["port_states"].(map[string]any)["mlx5_2_1"].(map[string]any)
+	if ps["physical_state"] != "2: Polling" || !reflect.DeepEqual(p["known_devices"], []any{"mlx5_2", "mlx5_3"}) {
+		t.Errorf("ports section = %v", p)
 	}
-	if st.CardAnomalies == nil || st.Saturated == nil {
-		t.Errorf("optional maps not normalised")
+	if st.Section("cards") != nil || st.Section("sanity") != nil {
+		t.Errorf("sections for keys the file did not have: %v", st.Checks)
 	}
 }
 
@@ -98,7 +116,7 @@ func TestState_6_6_VersionZeroOrMissingIsOne(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.json")
 		writeFile(t, path, body)
 		st, status, err := Load(path)
-		if err != nil || status != LoadLoaded || st.Version != 1 {
+		if err != nil || status != LoadLoaded || st.Version != SchemaVersion {
 			t.Errorf("%s: Load = %v, %v, version %v", body, status, err, st)
 		}
 	}
@@ -112,7 +130,8 @@ func TestState_6_6_CorruptFileStartsFreshAndIsKept(t *testing.T) {
 		{"truncated", `{"version":1,"boot_id":"` + bootA[:10], "invalid JSON"},
 		{"null", "null", "not a JSON object"},
 		{"array", "[]", "not a JSON object"},
-		{"wrong types", `{"version":1,"counter_snapshots":"oops"}`, "state schema"},
+		{"wrong types", `{"version":2,"checks":"oops"}`, "state schema"},
+		{"wrong types, version 1", `{"version":1,"boot_id":5}`, "state schema"},
 		{"trailing data", `{"version":1} {"version":1}`, "invalid JSON"},
 		{"negative version", `{"version":-1}`, "negative"},
 		{"fractional version", `{"version":0.5}`, "whole number"},
@@ -129,7 +148,7 @@ func TestState_6_6_CorruptFileStartsFreshAndIsKept(t *testing.T) {
 			if rep.Status != LoadCorrupt || !strings.Contains(rep.Reason, c.reason) {
 				t.Fatalf("report = %+v; want corrupt with %q", rep, c.reason)
 			}
-			if st == nil || st.BootID != "" || len(st.PortStates) != 0 || st.PortStates == nil {
+			if st == nil || st.BootID != "" || len(st.Checks) != 0 || st.Checks == nil {
 				t.Fatalf("state = %+v; want empty", st)
 			}
 			if rep.Preserved != path+CorruptSuffix {
@@ -149,7 +168,7 @@ func TestState_6_6_CorruptFileStartsFreshAndIsKept(t *testing.T) {
 func TestState_NewerSchemaIsRefused(t *testing.T) {
 	cases := []struct{ name, body string }{
 		{"version 3", `{"version":3,"boot_id":"x"}`},
-		{"incompatible fields", `{"version":2,"counter_snapshots":[1,2,3]}`},
+		{"incompatible fields", `{"version":3,"checks":[1,2,3]}`},
 		{"upper-case key", `{"VERSION":3}`},
 		{"exponent", `{"version":1e3}`},
 		{"fraction above", `{"version":2.5}`},
@@ -170,7 +189,7 @@ func TestState_NewerSchemaIsRefused(t *testing.T) {
 	}
 	path := "/var/lib/nichealthd/state.json"
 	err := (&NewerSchemaError{Path: path, Version: 3}).Error()
-	want := "state file /var/lib/nichealthd/state.json has schema version 3, newer than this nichealthd understands (1); refusing to overwrite it: upgrade nichealthd or move the file away"
+	want := "state file /var/lib/nichealthd/state.json has schema version 3, newer than this nichealthd understands (2); refusing to overwrite it: upgrade nichealthd or move the file away"
 	if err != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}
@@ -187,35 +206,11 @@ func TestState_6_6_UnreadableFileIsAnError(t *testing.T) {
 	}
 }
 
-func TestState_6_6_ValidationDropsBadEntries(t *testing.T) {
+// The envelope is validated here; each check validates its own section
+// when the daemon restores it (daemon's TestState_6_6_ValidationDropsBadEntries).
+func TestState_6_6_EnvelopeValidation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	writeFile(t, path, `{
-  "version": 1,
-  "boot_id": "`+strings.ToUpper(bootA)+`",
-  "counter_snapshots": {
-    "mlx5_0:1:link_downed": {"value": 1, "timestamp": "2025-01-01T00:00:00Z"},
-    "mlx5_0:-1:link_downed": {"value": 1, "timestamp": "2025-01-01T00:00:00Z"},
-    "mlx5_0:x:link_downed": {"value": 1, "timestamp": "2025-01-01T00:00:00Z"},
-    "mlx5_0:1": {"value": 1, "timestamp": "2025-01-01T00:00:00Z"},
-    "../etc:1:c": {"value": 1, "timestamp": "2025-01-01T00:00:00Z"},
-    "mlx5_0:1:symbol_error": {"value": 1}
-  },
-  "breach_flags": {
-    "mlx5_0:1:link_downed": {"breached": true},
-    "nonsense": {"breached": true}
-  },
-  "port_states": {
-    "mlx5_0_1": {"state": "4: ACTIVE", "physical_state": "5: LinkUp", "device": "mlx5_0", "port": 1},
-    "mlx5_0_2": {"state": "4: ACTIVE", "physical_state": "5: LinkUp"},
-    "mlx5_0_3": {"state": "4: ACTIVE", "device": "mlx5_0", "port": -3},
-    "mlx5_0_4": {"state": "4: ACTIVE", "device": "mlx5_9", "port": 4},
-    "noport": {"state": "4: ACTIVE"}
-  },
-  "known_devices": ["mlx5_0", "", "mlx5_0", "a/b", "mlx5_1"],
-  "card_anomalies": {"0000:3b:00": {"role": "compute", "active": -1, "expected": 2}, "0000:5e:00": {"role": "storage", "active": 0, "expected": 1}},
-  "saturated": {"mlx5_0:1:link_downed": "2025-01-01T00:00:00Z", "bad": "2025-01-01T00:00:00Z"},
-  "disappeared": ["mlx5_5", "x y"]
-}`)
+	writeFile(t, path, `{"version":2,"boot_id":"`+strings.ToUpper(bootA)+`","checks":{"ports":{"version":1},"counters":[1,2],"cards":"x"}}`)
 	st, rep, err := LoadDetailed(path)
 	if err != nil || rep.Status != LoadLoaded {
 		t.Fatalf("LoadDetailed = %+v, %v", rep, err)
@@ -223,44 +218,11 @@ func TestState_6_6_ValidationDropsBadEntries(t *testing.T) {
 	if st.BootID != bootA {
 		t.Errorf("boot ID not normalised: %q", st.BootID)
 	}
-	keys := func(m any) []string {
-		var out []string
-		for _, k := range reflect.ValueOf(m).MapKeys() {
-			out = append(out, k.String())
-		}
-		return sorted(out)
+	if st.Section("ports") == nil || st.Section("counters") != nil || st.Section("cards") != nil {
+		t.Errorf("sections kept = %v", st.Checks)
 	}
-	if got := keys(st.CounterSnapshots); !reflect.DeepEqual(got, []string{"mlx5_0:1:link_downed"}) {
-		t.Errorf("snapshots kept = %v", got)
-	}
-	if got := keys(st.BreachFlags); !reflect.DeepEqual(got, []string{"mlx5_0:1:link_downed"}) {
-		t.Errorf("breach flags kept = %v", got)
-	}
-	if got := keys(st.PortStates); !reflect.DeepEqual(got, []string{"mlx5_0_1", "mlx5_0_2"}) {
-		t.Errorf("port states kept = %v", got)
-	}
-	if ps := st.PortStates["mlx5_0_2"]; ps.Device != "mlx5_0" || ps.Port != 2 {
-		t.Errorf("port state not completed from its key: %+v", ps)
-	}
-	if !reflect.DeepEqual(st.KnownDevices, []string{"mlx5_0", "mlx5_1"}) {
-		t.Errorf("known devices = %v", st.KnownDevices)
-	}
-	if got := keys(st.CardAnomalies); !reflect.DeepEqual(got, []string{"0000:5e:00"}) {
-		t.Errorf("card anomalies kept = %v", got)
-	}
-	if got := keys(st.Saturated); !reflect.DeepEqual(got, []string{"mlx5_0:1:link_downed"}) {
-		t.Errorf("saturated kept = %v", got)
-	}
-	if !reflect.DeepEqual(st.Disappeared, []string{"mlx5_5"}) {
-		t.Errorf("disappeared = %v", st.Disappeared)
-	}
-	if len(rep.Dropped) != 14 {
-		t.Errorf("dropped %d entries:\n%s", len(rep.Dropped), strings.Join(rep.Dropped, "\n"))
-	}
-	for _, want := range []string{`port_states["mlx5_0_3"]: negative port`, `counter_snapshots["mlx5_0:-1:link_downed"]: negative port`, `counter_snapshots["mlx5_0:1:symbol_error"]: no timestamp`} {
-		if !contains(rep.Dropped, want) {
-			t.Errorf("dropped list lacks %q:\n%s", want, strings.Join(rep.Dropped, "\n"))
-		}
+	if len(rep.Dropped) != 2 || !contains(rep.Dropped, `checks["counters"]: not a JSON object`) {
+		t.Errorf("dropped = %v", rep.Dropped)
 	}
 }
 
@@ -271,8 +233,8 @@ func TestState_6_6_BadBootIDMakesStateFresh(t *testing.T) {
 	if err != nil || rep.Status != LoadLoaded || len(rep.Dropped) != 1 {
 		t.Fatalf("LoadDetailed = %+v, %v", rep, err)
 	}
-	if got := ApplyBoot(st, bootA); got != BootFresh || len(st.PortStates) != 0 {
-		t.Fatalf("ApplyBoot = %v, ports %v; want fresh and cleared", got, st.PortStates)
+	if got := ApplyBoot(st, bootA); got != BootFresh || len(st.Checks) != 0 {
+		t.Fatalf("ApplyBoot = %v, sections %v; want fresh and cleared", got, st.Checks)
 	}
 }
 
@@ -301,13 +263,15 @@ func TestState_6_5_BootIDHandling(t *testing.T) {
 			if st.BootID != strings.ToLower(strings.TrimSpace(c.current)) {
 				t.Errorf("boot ID = %q", st.BootID)
 			}
-			empty := len(st.CounterSnapshots) == 0 && len(st.BreachFlags) == 0 && len(st.PortStates) == 0 &&
-				len(st.KnownDevices) == 0 && len(st.CardAnomalies) == 0 && len(st.Saturated) == 0 && len(st.Disappeared) == 0
+			empty := len(st.Checks) == 0 && st.Health == nil
 			if empty != c.cleared {
 				t.Errorf("cleared = %v; want %v: %+v", empty, c.cleared, st)
 			}
-			if c.cleared && (st.CounterSnapshots == nil || st.PortStates == nil || st.KnownDevices == nil) {
-				t.Errorf("cleared state has nil maps")
+			if st.OutboxSeq != 42 {
+				t.Errorf("outbox sequence %d not kept across the clear", st.OutboxSeq)
+			}
+			if c.cleared && st.Checks == nil {
+				t.Errorf("cleared state has a nil section map")
 			}
 		})
 	}
@@ -363,8 +327,14 @@ func TestState_6_6_SaveLoadRoundTrip(t *testing.T) {
 	if err != nil || status != LoadLoaded {
 		t.Fatalf("Load = %v, %v", status, err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+	// Sections are written indented: compare their content, not layout.
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	var gb, wb bytes.Buffer
+	json.Compact(&gb, g)
+	json.Compact(&wb, w)
+	if gb.String() != wb.String() {
+		t.Fatalf("round trip:\n got %s\nwant %s", gb.String(), wb.String())
 	}
 	assertNoTemps(t, filepath.Dir(path))
 }
@@ -381,13 +351,11 @@ func TestState_6_6_SaveOnlyWhenChanged(t *testing.T) {
 		{"first save", func() {}, true},
 		{"unchanged", func() {}, false},
 		{"counter advanced", func() {
-			c := st.CounterSnapshots["mlx5_0:1:symbol_error"]
-			c.Value++
-			st.CounterSnapshots["mlx5_0:1:symbol_error"] = c
+			st.SetSection("counters", []byte(`{"version":1,"counter_snapshots":{"mlx5_0:1:symbol_error":{"value":1500001,"timestamp":"2025-06-15T10:30:01Z"}}}`))
 		}, true},
 		{"unchanged again", func() {}, false},
 		{"port recovered", func() {
-			st.PortStates["mlx5_0_1"] = PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp", Device: "mlx5_0", Port: 1}
+			st.SetSection("ports", []byte(`{"version":1,"port_states":{"mlx5_0_1":{"state":"4: ACTIVE","physical_state":"5: LinkUp","device":"mlx5_0","port":1}}}`))
 		}, true},
 	}
 	for _, step := range steps {
@@ -434,7 +402,7 @@ func TestState_6_6_SaveErrorLeavesOldFile(t *testing.T) {
 		}
 		defer os.Chmod(ro, 0o700)
 		st := sampleState()
-		st.KnownDevices = append(st.KnownDevices, "mlx5_9")
+		st.OutboxSeq++
 		err := Save(path, st)
 		if err == nil || !strings.Contains(err.Error(), "permission denied") {
 			t.Fatalf("Save into read-only dir = %v", err)
@@ -469,7 +437,7 @@ func saveIntoImmutableDir(t *testing.T, dir string) {
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", ro).Run() })
 	st := sampleState()
-	st.KnownDevices = append(st.KnownDevices, "mlx5_9")
+	st.OutboxSeq++
 	err := Save(path, st)
 	if err == nil || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), ro) {
 		t.Fatalf("Save into an immutable dir = %v; want permission denied naming %s", err, ro)
@@ -515,19 +483,21 @@ func contains(list []string, s string) bool {
 
 // bigState is the largest realistic state: 13 ports with 14 counters each.
 func bigState() *State {
-	ts := time.Date(2025, 6, 15, 10, 30, 0, 0, time.UTC)
 	st := NewState(bootA)
 	counters := []string{"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
 		"port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
 		"port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
 		"excessive_buffer_overrun_errors", "port_xmit_wait", "rnr_nak_retry_err", "roce_slow_restart"}
+	var ports, snaps, known []string
 	for d := 0; d < 13; d++ {
 		dev := fmt.Sprintf("mlx5_%d", d)
-		st.KnownDevices = append(st.KnownDevices, dev)
-		st.PortStates[dev+"_1"] = PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp", Device: dev, Port: 1, LinkLayer: "InfiniBand"}
+		known = append(known, fmt.Sprintf("%q", dev))
+		ports = append(ports, fmt.Sprintf(`"%s_1":{"state":"4: ACTIVE","physical_state":"5: LinkUp","device":%q,"port":1,"link_layer":"InfiniBand"}`, dev, dev))
 		for i, c := range counters {
-			st.CounterSnapshots[fmt.Sprintf("%s:1:%s", dev, c)] = CounterSnapshot{Value: uint64(d*1000 + i), Timestamp: ts}
+			snaps = append(snaps, fmt.Sprintf(`"%s:1:%s":{"value":%d,"timestamp":"2025-06-15T10:30:00Z"}`, dev, c, d*1000+i))
 		}
 	}
+	st.SetSection("ports", []byte(`{"version":1,"port_states":{`+strings.Join(ports, ",")+`},"known_devices":[`+strings.Join(known, ",")+`]}`))
+	st.SetSection("counters", []byte(`{"version":1,"counter_snapshots":{`+strings.Join(snaps, ",")+`}}`))
 	return st
 }

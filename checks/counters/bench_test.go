@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -15,7 +14,7 @@ import (
 // so that b.N increments cannot saturate it.)
 func BenchmarkEvaluate_PerCounter(b *testing.B) {
 	ev := NewEvaluator(Options{})
-	st := persist.NewState("boot")
+	st := NewMemory()
 	d := def("out_of_sequence")
 	s := Sample{Device: "mlx5_0", Port: 1, LinkLayer: topology.LinkLayerInfiniBand, Def: d, Now: t0}
 	ev.Evaluate(st, s, false) // first sight allocates the key once
@@ -37,7 +36,7 @@ func BenchmarkEvaluate_PerCounter(b *testing.B) {
 // every default counter, in steady state.
 func BenchmarkEvaluate_DGXH100AllCounters(b *testing.B) {
 	ev := NewEvaluator(Options{})
-	st := persist.NewState("boot")
+	st := NewMemory()
 	plan := PlanFor(Defaults())
 	var samples []Sample
 	for p := 0; p < 13; p++ {

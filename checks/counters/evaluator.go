@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -66,7 +65,7 @@ type Sample struct {
 // Evaluator applies seed section 10.4 to one reading at a time. It keeps
 // in memory what the seed keeps in memory (the last value read per counter,
 // step 7) plus the last computed rate for the D-Bus view; everything that
-// must survive a restart lives in the *persist.State the caller passes.
+// must survive a restart lives in the Memory the caller passes.
 //
 // All methods are safe for concurrent use with each other. The caller owns
 // the state: it must not read or write st from another goroutine while a
@@ -146,12 +145,12 @@ func (e *Evaluator) entry(device string, port int, name string) *memEntry {
 	return m
 }
 
-func ensureMaps(st *persist.State) {
+func ensureMaps(st *Memory) {
 	if st.CounterSnapshots == nil {
-		st.CounterSnapshots = map[string]persist.CounterSnapshot{}
+		st.CounterSnapshots = map[string]CounterSnapshot{}
 	}
 	if st.BreachFlags == nil {
-		st.BreachFlags = map[string]persist.BreachFlag{}
+		st.BreachFlags = map[string]BreachFlag{}
 	}
 	if st.Saturated == nil {
 		st.Saturated = map[string]time.Time{}
@@ -206,7 +205,7 @@ func ensureMaps(st *persist.State) {
 //
 // Evaluate does not allocate unless it returns a spec or meets a counter
 // for the first time.
-func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (specs []event.Spec, changed bool) {
+func (e *Evaluator) Evaluate(st *Memory, s Sample, rebootDetected bool) (specs []event.Spec, changed bool) {
 	d := s.Def
 	if d == nil || st == nil || !d.Enabled || !d.AppliesTo(s.LinkLayer) {
 		return nil, false
@@ -230,7 +229,7 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 		if !hasSnap || snap.Value != cur {
 			changed = true
 		}
-		st.CounterSnapshots[key] = persist.CounterSnapshot{Value: cur, Timestamp: now}
+		st.CounterSnapshots[key] = CounterSnapshot{Value: cur, Timestamp: now}
 	}
 
 	switch {
@@ -289,12 +288,12 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 const PersistWindowFrom = time.Minute
 
 // judge is step 5 and 6 for a counter that is neither reset nor latched.
-func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap persist.CounterSnapshot) (*event.Spec, bool) {
+func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnapshot) (*event.Spec, bool) {
 	d := s.Def
 	cur, now := s.Value, s.Now
 	delta := cur - snap.Value
 	elapsed := now.Sub(snap.Timestamp)
-	next := persist.CounterSnapshot{Value: cur, Timestamp: now}
+	next := CounterSnapshot{Value: cur, Timestamp: now}
 	changed := cur != snap.Value
 
 	var rate, perSec float64
@@ -346,7 +345,7 @@ func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap pers
 		return nil, changed
 	}
 	check := DegradationCheckName(s.LinkLayer)
-	st.BreachFlags[ent.key] = persist.BreachFlag{
+	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,
 		CheckName:  check,
 		IsFatal:    d.IsFatal,
@@ -359,7 +358,7 @@ func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap pers
 
 // saturation reports a classic PMA counter stuck at its maximum once per
 // file, and forgets the report when the value drops again (a reset).
-func (e *Evaluator) saturation(st *persist.State, s *Sample, ent *memEntry) (*event.Spec, bool) {
+func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spec, bool) {
 	limit, bits, ok := SaturationLimit(s.Def.Path)
 	if !ok {
 		return nil, false

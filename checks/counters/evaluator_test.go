@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -396,7 +395,7 @@ func TestCounters_6_5_RebootTimeline(t *testing.T) {
 	r.none(ld, 0)
 	r.at(time.Second).one(ld, 3)
 	// Host reboots: the daemon clears the state for the new boot ID.
-	r.st = persist.NewState("boot-b")
+	r.st = NewMemory()
 	r.restart()
 	r.reboot = true
 	sp := r.at(time.Hour).one(ld, 0)
@@ -615,7 +614,7 @@ func TestCounters_ClockSteppedBack(t *testing.T) {
 
 func TestCounters_NilAndDisabled(t *testing.T) {
 	ev := NewEvaluator(Options{})
-	st := persist.NewState("b")
+	st := NewMemory()
 	if specs, ch := ev.Evaluate(st, Sample{Device: "d", Port: 1, Now: t0}, false); specs != nil || ch {
 		t.Fatal("nil definition judged")
 	}
@@ -629,7 +628,7 @@ func TestCounters_NilAndDisabled(t *testing.T) {
 	}
 	// A state decoded from a file with missing maps still works.
 	d.Enabled = true
-	if _, ch := ev.Evaluate(&persist.State{}, Sample{Device: "d", Port: 1, Def: &d, Now: t0}, false); !ch {
+	if _, ch := ev.Evaluate(&Memory{}, Sample{Device: "d", Port: 1, Def: &d, Now: t0}, false); !ch {
 		t.Fatal("state without maps not initialised")
 	}
 }

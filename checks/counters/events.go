@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one
@@ -49,14 +48,14 @@ func baselineSpec(name, device string, port int, check string, value uint64, fre
 
 // recoveryCheck is the check a recovery must carry: the one the breach was
 // reported under (seed 11.1), so it clears the right condition.
-func recoveryCheck(flag persist.BreachFlag, fallback string) string {
+func recoveryCheck(flag BreachFlag, fallback string) string {
 	if flag.CheckName != "" {
 		return flag.CheckName
 	}
 	return fallback
 }
 
-func resetRecoverySpec(name, device string, port int, flag persist.BreachFlag, check string, from, to uint64) event.Spec {
+func resetRecoverySpec(name, device string, port int, flag BreachFlag, check string, from, to uint64) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
 		CheckName: recoveryCheck(flag, check),
@@ -76,7 +75,7 @@ func resetRecoverySpec(name, device string, port int, flag persist.BreachFlag, c
 	}
 }
 
-func reasonRecoverySpec(name, device string, port int, flag persist.BreachFlag, message, reason string) event.Spec {
+func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message, reason string) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
 		CheckName: recoveryCheck(flag, event.InfiniBandDegradationCheck),

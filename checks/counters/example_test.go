@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -27,7 +26,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	st := persist.NewState("boot-1")
+	st := counters.NewMemory()
 	ev := counters.NewEvaluator(counters.Options{})
 	ev.Reconcile(st, defs)
 

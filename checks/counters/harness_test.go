@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -15,7 +14,7 @@ var t0 = time.Date(2025, 6, 15, 10, 0, 0, 0, time.UTC)
 type rig struct {
 	t      *testing.T
 	ev     *Evaluator
-	st     *persist.State
+	st     *Memory
 	dev    string
 	port   int
 	ll     string
@@ -25,7 +24,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T) *rig {
-	return &rig{t: t, ev: NewEvaluator(Options{}), st: persist.NewState("boot-a"),
+	return &rig{t: t, ev: NewEvaluator(Options{}), st: NewMemory(),
 		dev: "mlx5_0", port: 1, ll: topology.LinkLayerInfiniBand, now: t0}
 }
 

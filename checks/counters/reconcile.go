@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // Errors of Acknowledge.
@@ -40,7 +39,7 @@ var (
 //
 // Saturation marks of files no enabled counter reads are dropped too.
 // Specs come in key order, so the result is deterministic.
-func (e *Evaluator) Reconcile(st *persist.State, newDefs []Definition) []event.Spec {
+func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 	if st == nil {
 		return nil
 	}
@@ -124,7 +123,7 @@ func (e *Evaluator) Reconcile(st *persist.State, newDefs []Definition) []event.S
 //   - nil, ErrNotLatched: the counter is known but not latched, or the port
 //     has no latched counter;
 //   - nil, ErrNoSuchCounter: the counter was never seen on that port.
-func (e *Evaluator) Acknowledge(st *persist.State, device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+func (e *Evaluator) Acknowledge(st *Memory, device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
 	if st == nil {
 		return nil, fmt.Errorf("acknowledge %s port %d: %w", device, port, ErrNoSuchCounter)
 	}
@@ -165,9 +164,9 @@ func (e *Evaluator) Acknowledge(st *persist.State, device string, port int, coun
 			ent.hasRate = false
 		}
 		if st.CounterSnapshots == nil {
-			st.CounterSnapshots = map[string]persist.CounterSnapshot{}
+			st.CounterSnapshots = map[string]CounterSnapshot{}
 		}
-		st.CounterSnapshots[key] = persist.CounterSnapshot{Value: value, Timestamp: now}
+		st.CounterSnapshots[key] = CounterSnapshot{Value: value, Timestamp: now}
 		delete(st.BreachFlags, key)
 		specs = append(specs, reasonRecoverySpec(name, device, port, flag,
 			fmt.Sprintf("Counter %s recovered on port %s port %d (breach acknowledged by %s)", name, device, port, who),

@@ -2,8 +2,6 @@ package counters
 
 import (
 	"time"
-
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // CounterView is one counter of one port as D-Bus and nichealthctl show it.
@@ -33,7 +31,7 @@ type CounterView struct {
 
 // View describes the counters defs of one port (normally the port's plan:
 // enabled definitions that apply to its link layer), in defs order.
-func (e *Evaluator) View(st *persist.State, device string, port int, defs []Definition) []CounterView {
+func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition) []CounterView {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]CounterView, 0, len(defs))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/persist"
 
 	"github.com/nichealth/nichealthd/internal/component"
@@ -43,9 +44,15 @@ func (n *node) killHard(round int) {
 	}
 }
 
+// memoryOf reads the checks' sections of a state file as the daemon does.
+func memoryOf(st *persist.State) *daemon.Memory {
+	m, _ := daemon.RestoreMemory(st)
+	return m
+}
+
 func latched(st *persist.State) []string {
 	var out []string
-	for k, f := range st.BreachFlags {
+	for k, f := range memoryOf(st).Counters.BreachFlags {
 		if f.Breached {
 			out = append(out, k)
 		}
@@ -354,11 +361,11 @@ func TestIntegration_Crash_DeviceRenamed(t *testing.T) {
 	}
 	n.waitEventAfter(before, "recovery under the new name", portEvent("mlx5_30", event.KindPortRecovered))
 	n.stop()
-	st := loadState(t, n.state, 0)
+	ports := memoryOf(loadState(t, n.state, 0)).Ports
 	t.Logf("events after renaming mlx5_3 to mlx5_30:%s\nstate: known %v, disappeared %v",
-		summary(n.read()[before:]), st.KnownDevices, st.Disappeared)
-	if !slices.Contains(st.KnownDevices, "mlx5_30") {
-		t.Fatalf("mlx5_30 not a known device: %v", st.KnownDevices)
+		summary(n.read()[before:]), ports.KnownDevices, ports.Disappeared)
+	if !slices.Contains(ports.KnownDevices, "mlx5_30") {
+		t.Fatalf("mlx5_30 not a known device: %v", ports.KnownDevices)
 	}
 }
 

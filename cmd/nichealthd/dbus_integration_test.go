@@ -465,7 +465,7 @@ func TestIntegration_DBus_AcknowledgeResetEndToEnd(t *testing.T) {
 	if err != nil || status != persist.LoadLoaded {
 		t.Fatalf("state file: %v %v", status, err)
 	}
-	if f, ok := st.BreachFlags[key]; ok && f.Breached {
+	if f, ok := memoryOf(st).Counters.BreachFlags[key]; ok && f.Breached {
 		t.Fatalf("state file still latches %s: %+v", key, f)
 	}
 

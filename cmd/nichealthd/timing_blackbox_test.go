@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
@@ -314,13 +315,17 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, ok := st.CounterSnapshots[key]
+	mem := memoryOf(st)
+	snap, ok := mem.Counters.CounterSnapshots[key]
 	if !ok {
 		t.Fatalf("no snapshot %s in %s", key, n.state)
 	}
 	old := time.Now().Add(-170 * time.Second)
 	snap.Timestamp = old
-	st.CounterSnapshots[key] = snap
+	mem.Counters.CounterSnapshots[key] = snap
+	if err := daemon.StoreMemory(st, mem); err != nil {
+		t.Fatal(err)
+	}
 	if err := persist.Save(n.state, st); err != nil {
 		t.Fatal(err)
 	}
@@ -331,8 +336,8 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 	var rolled time.Time
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if st, _, err := persist.Load(n.state); err == nil && st.CounterSnapshots[key].Timestamp.After(old.Add(time.Minute)) {
-			rolled = st.CounterSnapshots[key].Timestamp
+		if st, _, err := persist.Load(n.state); err == nil && memoryOf(st).Counters.CounterSnapshots[key].Timestamp.After(old.Add(time.Minute)) {
+			rolled = memoryOf(st).Counters.CounterSnapshots[key].Timestamp
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

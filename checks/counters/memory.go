@@ -1,0 +1,180 @@
+package counters
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/topology"
+)
+
+// MemoryVersion is the version of the counter check's section of the
+// state file this build writes.
+const MemoryVersion = 1
+
+// Memory is what the counter checks remember across restarts (seed 6.6):
+// the snapshot each delta or velocity is measured from, the latched
+// breaches, and the counters reported saturated. Keys are
+// "<device>:<port>:<counter>" (Key). The daemon stores it as the
+// "counters" section of the state file; nothing else writes it.
+type Memory struct {
+	Version          int                        `json:"version"`
+	CounterSnapshots map[string]CounterSnapshot `json:"counter_snapshots"`
+	BreachFlags      map[string]BreachFlag      `json:"breach_flags"`
+	// Saturated counters, so a restart does not re-announce them.
+	Saturated map[string]time.Time `json:"saturated,omitempty"`
+}
+
+// CounterSnapshot is a counter reading and when it was taken. For velocity
+// counters it is held for the whole window (seed 10.4 step 5).
+type CounterSnapshot struct {
+	Value     uint64    `json:"value"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// BreachFlag is a latched breach (seed 6.6).
+type BreachFlag struct {
+	Breached  bool      `json:"breached"`
+	CheckName string    `json:"check_name"`
+	IsFatal   bool      `json:"is_fatal"`
+	Since     time.Time `json:"since"`
+	// Definition is the fingerprint of the counter definition that
+	// latched, so a reload can tell whether the definition changed.
+	Definition string `json:"definition,omitempty"`
+}
+
+// NewMemory returns an empty memory.
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, CounterSnapshots: map[string]CounterSnapshot{},
+		BreachFlags: map[string]BreachFlag{}, Saturated: map[string]time.Time{}}
+}
+
+// Validate makes a memory read from a state file usable: missing maps are
+// made, and entries no check could have written are dropped and listed,
+// so one bad entry (a hand edit, an older build's bug) costs that entry.
+func (m *Memory) Validate() (dropped []string) {
+	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
+	m.Version = MemoryVersion
+	if m.CounterSnapshots == nil {
+		m.CounterSnapshots = map[string]CounterSnapshot{}
+	}
+	for k, v := range m.CounterSnapshots {
+		if why := checkKey(k); why != "" {
+			drop("counter_snapshots[%q]: %s", k, why)
+			delete(m.CounterSnapshots, k)
+		} else if v.Timestamp.IsZero() {
+			// A zero timestamp would make a velocity window look decades
+			// long; dropping it only costs a fresh baseline.
+			drop("counter_snapshots[%q]: no timestamp", k)
+			delete(m.CounterSnapshots, k)
+		}
+	}
+	if m.BreachFlags == nil {
+		m.BreachFlags = map[string]BreachFlag{}
+	}
+	for k := range m.BreachFlags {
+		if why := checkKey(k); why != "" {
+			drop("breach_flags[%q]: %s", k, why)
+			delete(m.BreachFlags, k)
+		}
+	}
+	if m.Saturated == nil {
+		m.Saturated = map[string]time.Time{}
+	}
+	for k := range m.Saturated {
+		if why := checkKey(k); why != "" {
+			drop("saturated[%q]: %s", k, why)
+			delete(m.Saturated, k)
+		}
+	}
+	sort.Strings(dropped)
+	return dropped
+}
+
+// checkKey validates "<device>:<port>:<counter>" (seed 6.6).
+func checkKey(k string) string {
+	dev, rest, ok := strings.Cut(k, ":")
+	if !ok {
+		return "key is not <device>:<port>:<counter>"
+	}
+	p, counter, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "key is not <device>:<port>:<counter>"
+	}
+	if !topology.ValidDeviceName(dev) {
+		return "bad device name"
+	}
+	if _, why := topology.ParsePortNumber(p); why != "" {
+		return why
+	}
+	if !topology.PrintableName(counter) {
+		return "empty or unprintable counter name"
+	}
+	return ""
+}
+
+// Rename moves every entry of device old to nw: a NIC renamed under the
+// same PCI address keeps its windows and latches.
+func (m *Memory) Rename(old, nw string) {
+	rekey := func(k string) (string, bool) {
+		if rest, ok := strings.CutPrefix(k, old+":"); ok {
+			return nw + ":" + rest, true
+		}
+		return "", false
+	}
+	for k, v := range m.CounterSnapshots {
+		if nk, ok := rekey(k); ok {
+			delete(m.CounterSnapshots, k)
+			m.CounterSnapshots[nk] = v
+		}
+	}
+	for k, v := range m.BreachFlags {
+		if nk, ok := rekey(k); ok {
+			delete(m.BreachFlags, k)
+			m.BreachFlags[nk] = v
+		}
+	}
+	for k, v := range m.Saturated {
+		if nk, ok := rekey(k); ok {
+			delete(m.Saturated, k)
+			m.Saturated[nk] = v
+		}
+	}
+}
+
+// Replay applies an event this check emitted but whose effect the saved
+// memory may not include: events are made durable before the state, so a
+// crash in between leaves the outbox ahead of the memory. defs names the
+// definitions, for a replayed latch's fingerprint.
+func (m *Memory) Replay(e *event.Event, defs []Definition) {
+	dev := e.Device()
+	port, _ := strconv.Atoi(e.Port())
+	name := e.Metadata["counter"]
+	if name == "" && len(e.ErrorCode) == 1 {
+		name = e.ErrorCode[0]
+	}
+	if name == "" || dev == "" {
+		return
+	}
+	key := Key(dev, port, name)
+	switch e.Kind {
+	case event.KindCounterBreach:
+		fp := ""
+		if i := slices.IndexFunc(defs, func(d Definition) bool { return d.Name == name }); i >= 0 {
+			fp = defs[i].Fingerprint()
+		}
+		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: e.GeneratedTimestamp, Definition: fp}
+	case event.KindCounterRecovered:
+		// Reset, acknowledgement or removal: the latch is gone, and the
+		// snapshot is dropped so the counter re-baselines at its current
+		// value instead of re-breaching against the old one.
+		delete(m.BreachFlags, key)
+		delete(m.CounterSnapshots, key)
+	case event.KindCounterSaturated:
+		m.Saturated[key] = e.GeneratedTimestamp
+	}
+}
