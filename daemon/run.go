@@ -71,6 +71,10 @@ type Daemon struct {
 	pollDur    time.Duration
 	ready      bool
 	saveErr    string
+	saveFails  int
+	// appendFails counts consecutive polls whose events the outbox
+	// could not take.
+	appendFails int
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
@@ -353,9 +357,17 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 			// back to the front of the next cycle, so a full or read-only
 			// disk delays events but never loses them (and a crash in the
 			// meantime re-detects them from the unsaved state).
-			d.log.Error("cannot append events to the outbox; retrying next poll", "err", err, "events", len(evs))
+			// One line per episode: a full disk lasts many polls.
+			if d.appendFails == 0 {
+				d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
+			}
+			d.appendFails++
 			d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
 			return nil
+		}
+		if d.appendFails > 0 {
+			d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
+			d.appendFails = 0
 		}
 		for i := range evs {
 			out = append(out, emitted{evs[i], seqs[i]})
@@ -370,13 +382,17 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 	}
 	if changed || len(specs) > 0 {
 		if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
-			if d.saveErr != err.Error() {
+			// The error names a fresh temporary file each time; one line
+			// per episode, not per poll.
+			if d.saveErr == "" {
 				d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
 			}
 			d.saveErr = err.Error()
+			d.saveFails++
 		} else if d.saveErr != "" {
-			d.log.Info("state saved again", "file", d.opts.StateFile)
+			d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
 			d.saveErr = ""
+			d.saveFails = 0
 		}
 	}
 	return out

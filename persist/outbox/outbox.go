@@ -107,6 +107,7 @@ type Outbox struct {
 	bytes     int64
 	nextSeq   uint64
 	cursors   map[string]uint64 // registered sinks only
+	unsaved   map[string]bool   // sinks whose cursor file lags behind cursors
 	notify    chan struct{}
 	recent    []Record
 	dropped   uint64
@@ -139,7 +140,7 @@ func Open(dir string, opts Options) (*Outbox, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create outbox directory %s: %w (%s)", dir, err, persist.FixHint(dir, err))
 	}
-	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}}
+	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}, unsaved: map[string]bool{}}
 	if err := o.takeLock(); err != nil {
 		return nil, err
 	}
@@ -333,6 +334,11 @@ func (o *Outbox) setSinks(names []string) error {
 		next[n] = c
 	}
 	o.cursors = next
+	for n := range o.unsaved {
+		if _, ok := next[n]; !ok {
+			delete(o.unsaved, n)
+		}
+	}
 	return nil
 }
 
@@ -604,9 +610,21 @@ func removeSeqs(ents []entry, seqs []uint64) []entry {
 	return kept
 }
 
-// Ack records durably that sink has delivered everything up to seq, and
+// ErrCursorNotSaved is wrapped by Ack's error when the delivery itself is
+// recorded (Read no longer returns those records) but the cursor file could
+// not be written (a full or read-only disk). Only a restart before a later
+// Ack succeeds would send them again; the caller should back off and Ack
+// again, which retries the write.
+var ErrCursorNotSaved = errors.New("outbox cursor not saved")
+
+// Ack records that sink has delivered everything up to seq, durably, and
 // deletes segments that every sink has passed. Acknowledging a seq at or
-// below the cursor is a no-op; beyond the last appended seq is an error.
+// below the cursor is a no-op unless an earlier save failed, in which case
+// the save is retried; beyond the last appended seq is an error.
+//
+// The position moves in memory even when its file cannot be written: a
+// sink that re-sent what it has just delivered because the disk is full
+// would spin, sending the same batch thousands of times a second.
 func (o *Outbox) Ack(sink string, seq uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -620,15 +638,18 @@ func (o *Outbox) Ack(sink string, seq uint64) error {
 	if seq >= o.nextSeq {
 		return fmt.Errorf("outbox: sink %s acknowledged seq %d, beyond the last appended (%d)", sink, seq, o.nextSeq-1)
 	}
-	if seq <= cur {
+	if seq <= cur && !o.unsaved[sink] {
 		return nil
 	}
-	p := o.cursorPath(sink)
-	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
-		return fmt.Errorf("save outbox cursor %s: %w (%s)", p, err, persist.FixHint(o.dir, err))
-	}
+	seq = max(seq, cur)
 	o.cursors[sink] = seq
 	o.collect()
+	p := o.cursorPath(sink)
+	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
+		o.unsaved[sink] = true
+		return fmt.Errorf("save outbox cursor %s: %w (%s): %w", p, err, persist.FixHint(o.dir, err), ErrCursorNotSaved)
+	}
+	delete(o.unsaved, sink)
 	return nil
 }
 

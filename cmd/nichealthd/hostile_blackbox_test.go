@@ -1,0 +1,186 @@
+package main
+
+// Black-box tests of hostile hosts: a full state disk, a bounded outbox
+// behind a dead connector, damaged sequence numbers. The promise (DESIGN.md
+// section 3): these delay events, never drop them, and the poll loop never
+// stops.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+// mountTmpfs mounts a fresh tmpfs of size on dir. Without root (or mount)
+// the test is skipped, except under CI=true, where a missing real
+// component must fail rather than pass silently.
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	miss := func(format string, a ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, a...)
+		}
+		t.Skipf(format, a...)
+	}
+	if os.Geteuid() != 0 {
+		miss("mounting a tmpfs needs root")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", dir).CombinedOutput(); err != nil {
+		miss("mount tmpfs on %s: %v %s", dir, err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+}
+
+// fillDisk writes path until the filesystem refuses with ENOSPC.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			break
+		}
+	}
+	// Small writes too, so that not even a page is left.
+	for {
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+}
+
+// nonEventLines counts the daemon's log lines that are not the one line
+// per durable event.
+func nonEventLines(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if l == "" || strings.Contains(l, "msg=event ") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// TestHostile_FullStateDiskDelaysWithoutHotLoop: the state directory is a
+// tmpfs that fills up while ports flap for 10 s. The daemon keeps polling,
+// writes a bounded number of log lines (not one per poll or per retry), and
+// once space returns every durable event reaches the JSON-lines file
+// exactly once.
+func TestHostile_FullStateDiskDelaysWithoutHotLoop(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "dgx-h100", "")
+	stateDir := filepath.Dir(n.state)
+	mountTmpfs(t, stateDir, "4m")
+	n.writeIntegConfig(integConfig{})
+	n.start()
+	n.waitReadyLog()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	fill := filepath.Join(stateDir, "fill")
+	fillDisk(t, fill)
+	logBefore := len(nonEventLines(n.stderr.String()))
+
+	flapped := []string{"mlx5_1", "mlx5_2", "mlx5_4"}
+	end := time.Now().Add(10 * time.Second)
+	for i := 0; time.Now().Before(end); i++ {
+		for _, dev := range flapped {
+			st, phys := "DOWN", "Disabled"
+			if i%2 == 1 {
+				st, phys = "ACTIVE", "LinkUp"
+			}
+			if err := n.h.SetPortState(dev, 1, st, phys); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Paces the stimulus (two polls per flap), not an assertion.
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, dev := range flapped {
+		if err := n.h.SetPortState(dev, 1, "ACTIVE", "LinkUp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	during := nonEventLines(n.stderr.String())[logBefore:]
+	if len(during) > 36 {
+		t.Fatalf("%d log lines while the disk was full, want at most a few dozen:\n%s", len(during), strings.Join(during, "\n"))
+	}
+	t.Logf("%d log lines while the disk was full:\n%s", len(during), strings.Join(during, "\n"))
+	if !strings.Contains(strings.Join(during, "\n"), "no space left on device") {
+		t.Fatal("the daemon never met the full disk: the test did not test anything")
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	// Space is back: every port's last word is its recovery.
+	n.waitLastWord(flapped, func(e event.Event) bool { return e.IsHealthy })
+	n.stop()
+
+	evs := n.read()
+	seen := map[string]int{}
+	for _, e := range evs {
+		seen[e.ID]++
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("event %s written %d times", id, c)
+		}
+	}
+	durable := strings.Count(n.stderr.String(), "msg=event ")
+	if len(evs) != durable {
+		t.Errorf("%d events in the JSON-lines file, %d made durable (logged): %s", len(evs), durable, summary(evs))
+	}
+
+}
+
+// lastStateEvent is dev's newest port-state event in evs.
+func lastStateEvent(evs []event.Event, dev string) (event.Event, bool) {
+	var last event.Event
+	found := false
+	for _, e := range evs {
+		if e.Device() == dev && (e.CheckName == event.InfiniBandStateCheck || e.CheckName == event.EthernetStateCheck) {
+			last, found = e, true
+		}
+	}
+	return last, found
+}
+
+// waitLastWord waits until the newest port-state event of every dev in the
+// JSON-lines file satisfies f.
+func (n *node) waitLastWord(devs []string, f func(e event.Event) bool) {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs := n.read()
+		ok := true
+		for _, dev := range devs {
+			if e, found := lastStateEvent(evs, dev); !found || !f(e) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("the last word on %v never arrived; events: %s\nstderr:\n%s", devs, summary(evs), n.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
