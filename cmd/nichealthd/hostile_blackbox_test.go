@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,5 +184,82 @@ func (n *node) waitLastWord(devs []string, f func(e event.Event) bool) {
 			n.t.Fatalf("the last word on %v never arrived; events: %s\nstderr:\n%s", devs, summary(evs), n.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var seqRe = regexp.MustCompile(`msg=event seq=(\d+)`)
+
+// loggedSeqs are the sequence numbers of the events the daemon made
+// durable since its last start.
+func loggedSeqs(t *testing.T, log string) []uint64 {
+	t.Helper()
+	var out []uint64
+	for _, m := range seqRe.FindAllStringSubmatch(log, -1) {
+		v, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestHostile_DamagedCursorPast2To62: the JSON-lines sink's cursor file is
+// damaged to a number past 2^62. The daemon warns once, re-sends the
+// retained events once, keeps handing out small, fresh sequence numbers,
+// and the next starts re-send nothing.
+func TestHostile_DamagedCursorPast2To62(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.stop()
+	seen := map[uint64]bool{}
+	for _, s := range loggedSeqs(t, n.stderr.String()) {
+		seen[s] = true
+	}
+	first := len(n.read())
+	cursor := filepath.Join(filepath.Dir(n.state), "outbox", "cursor.jsonl")
+	if err := os.WriteFile(cursor, []byte("4611686018427387904\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for round := 1; round <= 3; round++ {
+		before := len(n.read())
+		n.start()
+		n.waitReadyLog()
+		if err := n.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled"); err != nil {
+			t.Fatal(err)
+		}
+		n.waitEventAfter(before, "fatal", portEvent("mlx5_0", event.KindPortFatal))
+		if err := n.h.SetPortState("mlx5_0", 1, "ACTIVE", "LinkUp"); err != nil {
+			t.Fatal(err)
+		}
+		n.waitEventAfter(before, "recovery", portEvent("mlx5_0", event.KindPortRecovered))
+		n.stop()
+		log := n.stderr.String()
+		warned := strings.Count(log, "cursor.jsonl is damaged")
+		if want := map[bool]int{true: 1, false: 0}[round == 1]; warned != want {
+			t.Fatalf("round %d: %d warnings about the damaged cursor, want %d\n%s", round, warned, want, log)
+		}
+		seqs := loggedSeqs(t, log)
+		if len(seqs) != 2 {
+			t.Fatalf("round %d: %d events made durable, want 2\n%s", round, len(seqs), log)
+		}
+		for _, s := range seqs {
+			if s >= 1<<62 || seen[s] {
+				t.Fatalf("round %d: sequence number %d handed out (seen before: %v)", round, s, seen[s])
+			}
+			seen[s] = true
+		}
+		got := len(n.read()) - before
+		resent := 0
+		if round == 1 {
+			resent = first
+		}
+		if got != 2+resent {
+			t.Fatalf("round %d: %d lines written, want the 2 new events plus %d re-sent: %s", round, got, resent, summary(n.read()[before:]))
+		}
 	}
 }

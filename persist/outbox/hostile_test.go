@@ -2,8 +2,11 @@ package outbox
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,5 +46,95 @@ func TestOutbox_UnsavedCursorDoesNotResend(t *testing.T) {
 	defer o.Close()
 	if recs := readAll(t, o, "a"); len(recs) != 0 {
 		t.Fatalf("after restart %d records resent; the retried save did not persist", len(recs))
+	}
+}
+
+// TestOutbox_DamagedCursorPast2To62IsRebasedOnce: a cursor file with a
+// number no Append handed out (at or past 2^62, or merely far beyond the
+// segments) neither drags the next sequence number up (where the next
+// Open would refuse it and hand it out again) nor makes the sink re-send
+// everything at every start: it is rebased to 0 once, on disk.
+func TestOutbox_DamagedCursorPast2To62IsRebasedOnce(t *testing.T) {
+	for _, bad := range []string{"4611686018427387903", "4611686018427387904", "18446744073709551615", "99999999999", "-1", "fifo"} {
+		t.Run(bad, func(t *testing.T) {
+			dir := t.TempDir()
+			o := mustOpen(t, dir, Options{Sinks: []string{"a", "b"}})
+			mustAppend(t, o, mkEvents(fatal, 0, 3))
+			if err := o.Ack("a", 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Ack("b", 3); err != nil {
+				t.Fatal(err)
+			}
+			o.Close()
+			p := filepath.Join(dir, "cursor.a")
+			os.Remove(p)
+			if bad == "fifo" {
+				if err := syscall.Mkfifo(p, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(p, []byte(bad+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			log := &captured{}
+			o = mustOpen(t, dir, Options{Sinks: []string{"a", "b"}, Logger: slog.New(log)})
+			if w := log.warnings(); len(w) != 1 || !strings.Contains(w[0], "cursor.a") {
+				t.Fatalf("warnings = %q, want one naming cursor.a", w)
+			}
+			// Re-sent once: a duplicate is better than a loss.
+			if got := seqsOf(readAll(t, o, "a")); !equalSeqs(got, seqRange(1, 3)) {
+				t.Fatalf("sink a reads %v after the rebase, want 1..3", got)
+			}
+			if got := readAll(t, o, "b"); len(got) != 0 {
+				t.Fatalf("the healthy sink b re-reads %v", seqsOf(got))
+			}
+			if seqs := mustAppend(t, o, mkEvents(fatal, 3, 1)); seqs[0] != 4 {
+				t.Fatalf("next seq %d, want 4", seqs[0])
+			}
+			o.Close()
+			// Not acknowledged yet: the next start re-sends again, but
+			// without a second warning, from the rebased file.
+			log = &captured{}
+			o = mustOpen(t, dir, Options{Sinks: []string{"a", "b"}, Logger: slog.New(log)})
+			if w := log.warnings(); len(w) != 0 {
+				t.Fatalf("warnings at the second start: %q", w)
+			}
+			if got := seqsOf(readAll(t, o, "a")); !equalSeqs(got, seqRange(1, 4)) {
+				t.Fatalf("sink a reads %v, want 1..4", got)
+			}
+			if err := o.Ack("a", 4); err != nil {
+				t.Fatal(err)
+			}
+			if seqs := mustAppend(t, o, mkEvents(fatal, 4, 1)); seqs[0] != 5 {
+				t.Fatalf("next seq %d, want 5", seqs[0])
+			}
+			o.Close()
+			o = mustOpen(t, dir, Options{Sinks: []string{"a", "b"}})
+			defer o.Close()
+			if got := seqsOf(readAll(t, o, "a")); !equalSeqs(got, []uint64{5}) {
+				t.Fatalf("third start: sink a reads %v, want only 5", got)
+			}
+		})
+	}
+}
+
+// TestOutbox_SegmentNamedPast2To62IsIgnored: a segment file whose name is
+// at or past 2^62 does not set the next sequence number.
+func TestOutbox_SegmentNamedPast2To62IsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	o := mustOpen(t, dir, Options{Sinks: []string{"a"}})
+	mustAppend(t, o, mkEvents(fatal, 0, 2))
+	o.Close()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(maxSeq)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &captured{}
+	o = mustOpen(t, dir, Options{Sinks: []string{"a"}, Logger: slog.New(log)})
+	defer o.Close()
+	if seqs := mustAppend(t, o, mkEvents(fatal, 2, 1)); seqs[0] != 3 {
+		t.Fatalf("next seq %d, want 3", seqs[0])
+	}
+	if w := log.warnings(); len(w) != 1 {
+		t.Fatalf("warnings = %q, want one", w)
 	}
 }

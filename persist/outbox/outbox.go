@@ -178,7 +178,7 @@ func (o *Outbox) load() error {
 	if err != nil {
 		return fmt.Errorf("read outbox directory %s: %w", o.dir, err)
 	}
-	var maxCursor uint64
+	var cursorFiles []string
 	for _, de := range names {
 		n := de.Name()
 		switch {
@@ -186,14 +186,13 @@ func (o *Outbox) load() error {
 			// A compaction or cursor write that never reached its rename.
 			os.Remove(filepath.Join(o.dir, n))
 		case strings.HasPrefix(n, "cursor."):
-			// Every cursor, registered or not, bounds the next seq: a
-			// number a sink has acknowledged must never be reused.
-			if c, err := parseCursor(filepath.Join(o.dir, n)); err == nil && c > maxCursor {
-				maxCursor = c
-			}
+			cursorFiles = append(cursorFiles, filepath.Join(o.dir, n))
 		case strings.HasSuffix(n, ".log") && len(n) == 24 && de.Type().IsRegular():
 			base, err := strconv.ParseUint(n[:20], 10, 64)
 			if err != nil || base >= maxSeq {
+				o.corrupt++
+				o.log.Warn(fmt.Sprintf("outbox segment %s: the name is not a valid sequence number; ignoring the file (move it away)", filepath.Join(o.dir, n)),
+					"segment", filepath.Join(o.dir, n))
 				continue
 			}
 			o.segs = append(o.segs, &segment{base: base, path: filepath.Join(o.dir, n)})
@@ -205,6 +204,20 @@ func (o *Outbox) load() error {
 	for i, s := range o.segs {
 		if err := o.index(s, i == len(o.segs)-1, &last); err != nil {
 			return err
+		}
+	}
+	// The highest number the segments show was handed out.
+	evidence := last
+	if n := len(o.segs); n > 0 && o.segs[n-1].base > 0 {
+		evidence = max(evidence, o.segs[n-1].base-1)
+	}
+	// Every plausible cursor, registered or not, bounds the next seq: a
+	// number a sink has acknowledged must never be reused, or the sink
+	// would skip the new event that gets it.
+	var maxCursor uint64
+	for _, p := range cursorFiles {
+		if c, ok := o.checkCursor(p, evidence); ok {
+			maxCursor = max(maxCursor, c)
 		}
 	}
 	o.nextSeq = max(last+1, maxCursor+1)
@@ -224,6 +237,40 @@ func (o *Outbox) load() error {
 	o.collect()
 	o.loadRecent()
 	return nil
+}
+
+// cursorSlack is how far a cursor may lie beyond the highest sequence
+// number the segments show. A sink can only acknowledge numbers that were
+// handed out, so a cursor beyond them means the newest records were lost
+// with their segment; within this slack it is still believed (and keeps
+// those numbers from being reused), beyond it the file is damage.
+const cursorSlack = 1 << 20
+
+// checkCursor validates one cursor file at Open. A damaged one (not a
+// number, or a number no Append handed out, such as one past 2^62) would
+// otherwise either push the next sequence number towards the end of the
+// range, where numbers are refused at the next start and handed out again,
+// or make the sink re-send everything on every start; it is rebased to 0
+// on disk, once, with one warning: the sink re-sends what is retained
+// (a duplicate is better than a loss), and the next Ack stores a valid
+// number.
+func (o *Outbox) checkCursor(p string, evidence uint64) (uint64, bool) {
+	c, err := parseCursor(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false
+	}
+	if err == nil && c > evidence+cursorSlack {
+		err = fmt.Errorf("%d is beyond the last sequence number handed out (%d)", c, evidence)
+	}
+	if err == nil {
+		return c, true
+	}
+	o.log.Warn(fmt.Sprintf("outbox cursor %s is damaged (%v): rebased to 0, so the sink re-sends the retained events once", p, err),
+		"file", p)
+	if werr := persist.WriteFileAtomic(p, []byte("0\n"), 0o600); werr != nil {
+		o.log.Warn("outbox: could not rewrite the damaged cursor; it is rebased in memory only", "file", p, "err", werr)
+	}
+	return 0, false
 }
 
 // index reads a segment, keeps its valid records in sequence order and
@@ -280,6 +327,10 @@ func (o *Outbox) readCursor(sink string) (uint64, bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false
 	}
+	if err == nil && c >= o.nextSeq {
+		// Open rebases the cursors it finds; this one appeared later.
+		err = fmt.Errorf("%d is beyond the last sequence number handed out (%d)", c, o.nextSeq-1)
+	}
 	if err == nil {
 		return c, true
 	}
@@ -288,8 +339,11 @@ func (o *Outbox) readCursor(sink string) (uint64, bool) {
 	return 0, false
 }
 
+// maxCursorBytes bounds a cursor file: a number and a newline.
+const maxCursorBytes = 64
+
 func parseCursor(p string) (uint64, error) {
-	b, err := os.ReadFile(p)
+	b, err := persist.ReadRegular(p, maxCursorBytes)
 	if err != nil {
 		return 0, err
 	}
@@ -414,6 +468,12 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	defer o.mu.Unlock()
 	if o.closed {
 		return nil, ErrClosed
+	}
+	if o.nextSeq+uint64(len(evs)) >= maxSeq {
+		// Unreachable after Open's checks (a million events a second
+		// for 146 000 years); refusing beats handing out a number the
+		// next Open rejects.
+		return nil, fmt.Errorf("outbox %s: sequence numbers exhausted at %d: move the directory away to start a new outbox", o.dir, o.nextSeq)
 	}
 	buf := make([]byte, 0, 512*len(evs))
 	seqs := make([]uint64, len(evs))
