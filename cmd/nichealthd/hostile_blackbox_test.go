@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/sink/connector"
+	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
 )
 
 // mountTmpfs mounts a fresh tmpfs of size on dir. Without root (or mount)
@@ -262,4 +264,87 @@ func TestHostile_DamagedCursorPast2To62(t *testing.T) {
 			t.Fatalf("round %d: %d lines written, want the 2 new events plus %d re-sent: %s", round, got, resent, summary(n.read()[before:]))
 		}
 	}
+}
+
+// TestHostile_120FlapsThrough64KiBBound: with the connector down and the
+// outbox bound at its minimum (64 KiB), 120 INIT<->ACTIVE flaps overflow
+// it. The bound folds superseded events instead of dropping the news, so
+// when the connector comes back its last word on every port is the
+// JSON-lines file's last word, non-fatal ones included.
+func TestHostile_120FlapsThrough64KiBBound(t *testing.T) {
+	t.Parallel()
+	sock := connectorSocket(t)
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{connector: sock, batch: "100ms", tables: "[outbox]\nmaxBytes = 65536\n"})
+	n.start()
+	n.waitReadyLog()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	var devs []string
+	for _, e := range n.read() {
+		if e.Kind == event.KindPortBaseline && e.Port() == "1" && e.CheckName == event.InfiniBandStateCheck && len(devs) < 6 {
+			devs = append(devs, e.Device())
+		}
+	}
+	if len(devs) < 6 {
+		t.Fatalf("want 6 InfiniBand ports, got %v: %s", devs, summary(n.read()))
+	}
+	set := func(devs []string, st, phys string, kind event.Kind) {
+		t.Helper()
+		before := len(n.read())
+		for _, dev := range devs {
+			if err := n.h.SetPortState(dev, 1, st, phys); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, dev := range devs {
+			n.waitEventAfter(before, string(kind)+" "+dev, portEvent(dev, kind))
+		}
+	}
+	flaps := 0
+	for flaps < 120 {
+		set(devs, "INIT", "LinkUp", event.KindPortNonFatal)
+		set(devs, "ACTIVE", "LinkUp", event.KindPortRecovered)
+		flaps += len(devs)
+	}
+	// The last word differs per port: half end degraded (non-fatal).
+	set(devs[:3], "INIT", "LinkUp", event.KindPortNonFatal)
+	want := n.read()
+
+	pc := startConnector(t, sock, nil)
+	lastIDs := make([]string, len(devs))
+	for i, dev := range devs {
+		e, _ := lastStateEvent(want, dev)
+		lastIDs[i] = e.ID
+	}
+	acc := firstSeen(pc.waitDelivered(n, lastIDs))
+	n.stop()
+	for i, dev := range devs {
+		var last string
+		for _, e := range acc {
+			if pbDevice(e) == dev && e.GetCheckName() == event.InfiniBandStateCheck {
+				last = e.GetId()
+			}
+		}
+		if last != lastIDs[i] {
+			t.Errorf("%s: the connector's last word is %s, the JSON-lines file's %s", dev, last, lastIDs[i])
+		}
+	}
+	if len(acc) >= len(want) {
+		t.Fatalf("the connector received all %d events: the bound was never reached", len(acc))
+	}
+	t.Logf("%d events in the JSON-lines file, %d reached the connector after folding", len(want), len(acc))
+	for _, dev := range devs[:3] {
+		if !slicesContainsKind(acc, dev, "port-nonfatal") {
+			t.Errorf("%s: no non-fatal event reached the connector", dev)
+		}
+	}
+}
+
+func slicesContainsKind(evs []*pb.HealthEvent, dev, kind string) bool {
+	for _, e := range evs {
+		if pbDevice(e) == dev && e.GetMetadata()[connector.KindMetadataKey] == kind {
+			return true
+		}
+	}
+	return false
 }

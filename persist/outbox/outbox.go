@@ -38,8 +38,9 @@ var ErrClosed = errors.New("outbox is closed")
 // Options tune an Outbox; the zero value is usable.
 type Options struct {
 	// MaxBytes bounds the segments on disk (default 64 MiB). Over it,
-	// undelivered non-fatal unhealthy events are dropped oldest first;
-	// fatal and recovery events never are.
+	// delivered records are removed first, then undelivered events that a
+	// newer event of the same check and entity supersedes (folded), oldest
+	// first; the latest event of every check and entity is never removed.
 	MaxBytes int64
 	// SegmentBytes is the size at which a new segment is started (default
 	// 4 MiB; at most MaxBytes). A batch never straddles two segments.
@@ -62,12 +63,16 @@ type Stats struct {
 	Records  int    // records retained on disk
 	Bytes    int64  // bytes of all segments
 	Segments int
-	// Dropped counts non-fatal events discarded by the size bound since
-	// Open; Corrupt counts damaged regions skipped since Open.
+	// Folded counts undelivered events removed by the size bound since
+	// Open because a newer event of the same check and entity superseded
+	// them. Dropped counts events removed without such a successor; the
+	// bound no longer does that, so it stays 0. Corrupt counts damaged
+	// regions skipped since Open.
+	Folded  uint64
 	Dropped uint64
 	Corrupt uint64
-	// OverBound: the bound is exceeded because only fatal and recovery
-	// events remain undelivered.
+	// OverBound: the bound is exceeded because only the latest event of
+	// each check and entity remains undelivered.
 	OverBound bool
 	Sinks     map[string]SinkStats
 }
@@ -111,6 +116,7 @@ type Outbox struct {
 	notify    chan struct{}
 	recent    []Record
 	dropped   uint64
+	folded    uint64
 	corrupt   uint64
 	overBound bool
 }
@@ -487,7 +493,11 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 		seqs[i] = o.nextSeq + uint64(i)
 		sizes[i] = len(buf) - before
 	}
-	o.makeRoom(int64(len(buf)))
+	keys := make([]uint64, len(evs))
+	for i := range evs {
+		keys[i] = foldKey(&evs[i])
+	}
+	o.makeRoom(int64(len(buf)), keys)
 	if err := o.ensureActive(); err != nil {
 		return nil, fmt.Errorf("append to outbox: %w", err)
 	}
@@ -503,7 +513,7 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	}
 	off := s.size
 	for i := range evs {
-		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i])})
+		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i]), key: keys[i]})
 		off += int64(sizes[i])
 		o.remember(Record{Seq: seqs[i], Event: evs[i]})
 	}
@@ -812,6 +822,7 @@ func (o *Outbox) Stats() Stats {
 		LastSeq:   o.nextSeq - 1,
 		Bytes:     o.bytes,
 		Segments:  len(o.segs),
+		Folded:    o.folded,
 		Dropped:   o.dropped,
 		Corrupt:   o.corrupt,
 		OverBound: o.overBound,

@@ -1,0 +1,20 @@
+package metrics
+
+// Families about delivery under pressure, kept apart from the main table
+// in collect.go; their indexes follow it.
+const (
+	mOutboxFolded = numFamilies + iota
+	numAllFamilies
+)
+
+func deliveryDescriptors() []desc {
+	const p = "nichealth_"
+	return []desc{
+		mOutboxFolded - numFamilies: {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+	}
+}
+
+func fillDelivery(e *encoder, s *snapshot) {
+	none := e.labels()
+	e.add(mOutboxFolded, none, uval(s.ob.Folded))
+}
