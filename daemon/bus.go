@@ -110,7 +110,7 @@ func (b backend) Manager() dbusapi.ManagerView {
 		Version: Version, NodeName: d.cfg.NodeName, BootID: d.bootID,
 		PollIntervalUSec: uint64(d.cfg.PollInterval.Microseconds()), LastPollUSec: usec(d.lastPoll),
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: d.reloadErr,
-		Ready: d.ready, FatalPorts: []string{},
+		Ready: d.ready, FatalPorts: []string{}, RejectedEvents: uint32(d.ob.Rejected()),
 	}
 	nics := map[string]bool{}
 	for _, p := range d.mon.ports {

@@ -21,6 +21,20 @@ type drainer struct {
 	batch time.Duration // non-urgent events may wait this long to share a call
 
 	sent, failed atomic.Uint64
+	// retry asks for the parked (rejected) events to be offered again.
+	retry chan struct{}
+}
+
+func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
+	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1)}
+}
+
+// requestRetry makes the drainer offer its parked events again soon.
+func (d *drainer) requestRetry() {
+	select {
+	case d.retry <- struct{}{}:
+	default:
+	}
 }
 
 const (
@@ -85,6 +99,13 @@ func (d *drainer) run(ctx context.Context) {
 	readEp := episode{min: backoffMin, max: backoffMax}
 	sendEp := episode{min: backoffMin, max: backoffMax}
 	for {
+		select {
+		case <-d.retry:
+			if !d.retryParked(ctx) {
+				return
+			}
+		default:
+		}
 		wake := d.ob.Wait()
 		recs, err := d.ob.Read(name, drainBatch)
 		if err != nil {
@@ -105,6 +126,10 @@ func (d *drainer) run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-d.retry:
+				if !d.retryParked(ctx) {
+					return
+				}
 			}
 			continue
 		}
@@ -137,12 +162,21 @@ func (d *drainer) run(ctx context.Context) {
 			}
 		case sink.IsPermanent(err):
 			d.failed.Add(uint64(len(evs)))
-			for _, e := range evs {
-				d.log.Error("sink rejected event permanently; moving past it", "sink", name,
-					"event_id", e.ID, "check", e.CheckName, "message", e.Message, "err", err)
-			}
-			if !d.ack(ctx, last) {
+			done, err := d.isolate(ctx, recs, err)
+			if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
 				return
+			}
+			if err != nil {
+				// Transient trouble half-way, or the dead-letter file
+				// could not be written: the rest stays queued.
+				first, wait := sendEp.fail()
+				if first {
+					d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+						"sink", name, "pending_from_seq", recs[done].Seq, "err", err)
+				}
+				if !sleep(ctx, wait) {
+					return
+				}
 			}
 		default:
 			if ctx.Err() != nil {
@@ -201,4 +235,99 @@ func anyUrgent(recs []outbox.Record) bool {
 		}
 	}
 	return false
+}
+
+// isolate handles a batch the sink rejected as invalid. The rejection may
+// concern one event of many, so each is offered alone: delivered ones are
+// done, each one rejected again is parked in the dead-letter file (with
+// the sink's reason) and logged with its id; never silently acknowledged.
+// It returns how many leading records are settled (delivered or parked);
+// err is set when it stopped early (transient failure, or the dead letter
+// could not be saved), and the remaining records stay queued.
+func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr error) (int, error) {
+	name := d.sink.Name()
+	for i := range recs {
+		err := batchErr
+		if len(recs) > 1 {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
+			cancel()
+		}
+		switch {
+		case err == nil:
+			d.sent.Add(1)
+			continue
+		case !sink.IsPermanent(err):
+			return i, err
+		}
+		e := &recs[i].Event
+		if perr := d.ob.Park(name, recs[i:i+1], err.Error()); perr != nil {
+			return i, perr
+		}
+		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
+			"sink", name, "event_id", e.ID, "seq", recs[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
+			"message", e.Message, "reason", err)
+	}
+	return len(recs), nil
+}
+
+// retryParked offers the sink's parked events again, one by one, oldest
+// first: delivered ones leave the dead letters, ones rejected again stay.
+// A transient failure keeps the request pending and backs off. It returns
+// false when ctx is done.
+func (d *drainer) retryParked(ctx context.Context) bool {
+	name := d.sink.Name()
+	parked := d.ob.Parked(name)
+	if len(parked) == 0 {
+		return true
+	}
+	var delivered []string
+	again := 0
+	var transient error
+	for _, p := range parked {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := d.sink.Send(sctx, []event.Event{p.Event})
+		cancel()
+		if err == nil {
+			d.sent.Add(1)
+			delivered = append(delivered, p.Event.ID)
+			continue
+		}
+		d.failed.Add(1)
+		if !sink.IsPermanent(err) {
+			transient = err
+			break
+		}
+		again++
+	}
+	if err := d.ob.Unpark(name, delivered); err != nil {
+		// Delivered but still listed: the next retry sends them again,
+		// which a receiver drops by id.
+		d.log.Error("cannot update the rejected events file", "sink", name, "err", err)
+	}
+	d.log.Info("retried rejected events", "sink", name, "delivered", len(delivered), "rejected_again", again,
+		"not_tried", len(parked)-len(delivered)-again)
+	if transient != nil {
+		d.log.Warn("sink unavailable while retrying rejected events; retrying again with backoff", "sink", name, "err", transient)
+		d.requestRetry()
+		return sleep(ctx, backoffMax/4)
+	}
+	return ctx.Err() == nil
+}
+
+// RetryRejected asks every running sink to offer its parked (rejected as
+// invalid) events again, and returns how many are parked. Reload does it
+// too: the usual fix for a rejection is a configuration change.
+func (d *Daemon) RetryRejected() int {
+	n := d.ob.Rejected()
+	for _, dr := range d.drainerList() {
+		dr.requestRetry()
+	}
+	return n
+}
+
+func (b backend) RetryRejected(uid uint32) (uint32, error) {
+	n := b.d.RetryRejected()
+	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
+	return uint32(n), nil
 }

@@ -500,7 +500,7 @@ func (d *Daemon) startSinks(parent context.Context, cfg *config.Config) error {
 		if _, ok := s.(*connector.Sink); ok {
 			batch = cfg.ConnectorBatch
 		}
-		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
+		dr := newDrainer(d.ob, s, d.log, batch)
 		set.drainers = append(set.drainers, dr)
 		set.wg.Add(1)
 		go func() { defer set.wg.Done(); dr.run(ctx) }()
@@ -608,5 +608,6 @@ func (d *Daemon) reload() error {
 	d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
 		"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
 	go d.publish(evs)
+	d.RetryRejected()
 	return nil
 }

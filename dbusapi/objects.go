@@ -35,6 +35,7 @@ func (s *Server) rootIfaces() []ifaceDef {
 			{name: "ListEvents", in: []string{"since"}, out: []string{"events"}, fn: s.listEvents},
 			{name: "AcknowledgeReset", in: []string{"device", "port", "counter"}, fn: s.acknowledgeReset},
 			{name: "GetPort", in: []string{"device", "port"}, out: []string{"object_path"}, fn: s.getPort},
+			{name: "RetryRejected", out: []string{"parked"}, fn: s.retryRejected},
 		}},
 	}
 }
@@ -318,6 +319,19 @@ func (s *Server) acknowledgeReset(sender dbus.Sender, device string, port uint32
 	s.log.Info("reset acknowledged over D-Bus", "device", device, "port", port, "counter", counter, "uid", uid)
 	s.Refresh()
 	return nil
+}
+
+func (s *Server) retryRejected(sender dbus.Sender) (uint32, *dbus.Error) {
+	uid, derr := s.authorize(sender, "RetryRejected")
+	if derr != nil {
+		return 0, derr
+	}
+	n, err := s.b.RetryRejected(uid)
+	if err != nil {
+		return 0, toDBusError(err, errFailed)
+	}
+	s.log.Info("retry of rejected events requested over D-Bus", "parked", n, "uid", uid)
+	return n, nil
 }
 
 // toDBusError maps the sentinel errors to their D-Bus names; anything else

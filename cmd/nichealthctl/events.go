@@ -25,6 +25,7 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	since := fs.Uint64("since", 0, "show only events with a sequence number above SEQ")
 	follow := fs.Bool("follow", false, "keep running and print new events as they happen (Ctrl-C stops)")
 	fs.BoolVar(follow, "f", false, "short for --follow")
+	retry := fs.Bool("retry-rejected", false, "offer the events a sink rejected as invalid to it again (root or the admin group)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -37,6 +38,9 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer c.Close()
+	if *retry {
+		return retryRejected(c, cf.json, stdout, stderr)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -151,4 +155,21 @@ func entity(ev event.Event) string {
 		return dev
 	}
 	return dev + "/" + port
+}
+
+func retryRejected(c *dbusapi.Client, asJSON bool, stdout, stderr io.Writer) int {
+	ctx, cancel := callCtx()
+	defer cancel()
+	n, err := c.RetryRejected(ctx)
+	if err != nil {
+		return fail(stderr, "events --retry-rejected", err)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, map[string]any{"retried": n}); err != nil {
+			return fail(stderr, "events --retry-rejected", err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "Offering %d rejected events to their sinks again; nichealthctl status shows how many stay rejected.\n", n)
+	return exitOK
 }

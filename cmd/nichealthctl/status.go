@@ -93,4 +93,8 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 		poll += fmt.Sprintf(" (every %s)", time.Duration(m.PollIntervalUSec)*time.Microsecond)
 	}
 	row("Last poll", poll)
+	if m.RejectedEvents > 0 {
+		row("Rejected", p.red(fmt.Sprintf("%d events rejected as invalid by a sink and parked", m.RejectedEvents))+
+			" (journalctl -u nichealthd says why; nichealthctl events --retry-rejected offers them again)")
+	}
 }

@@ -6,6 +6,7 @@ package main
 // stops.
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -16,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
@@ -347,4 +351,100 @@ func slicesContainsKind(evs []*pb.HealthEvent, dev, kind string) bool {
 		}
 	}
 	return false
+}
+
+// parkedIDs reads the connector's dead-letter file the way an operator
+// would look at it: one JSON object per rejected event.
+func parkedIDs(t *testing.T, n *node) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(n.state), "outbox", "rejected.platform-connector"))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var p struct {
+			Reason string      `json:"reason"`
+			Event  event.Event `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("dead-letter line %q: %v", line, err)
+		}
+		out[p.Event.ID] = p.Reason
+	}
+	return out
+}
+
+// TestHostile_ConnectorInvalidArgumentParksNotDrops: the connector answers
+// InvalidArgument to everything for a while, while ports flap. No event is
+// acknowledged silently: each is delivered after the connector recovers or
+// parked with the server's reason, logged with its id; a reload offers the
+// parked ones again and then every event has reached the connector.
+func TestHostile_ConnectorInvalidArgumentParksNotDrops(t *testing.T) {
+	t.Parallel()
+	sock := connectorSocket(t)
+	pc := startConnector(t, sock, &platformConnector{})
+	rejecting := true
+	pc.setRefuse(func(int, *pb.HealthEvents) error {
+		if rejecting {
+			return status.Error(codes.InvalidArgument, "nodeName not registered yet")
+		}
+		return nil
+	})
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{connector: sock, batch: "100ms"})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	togglePorts(n, "mlx5_1", "mlx5_2", "mlx5_3")
+	during := n.read()
+	// Every event of the rejecting period is parked (none acknowledged).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		parked := parkedIDs(t, n)
+		missing := 0
+		for _, e := range during {
+			if _, ok := parked[e.ID]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events neither delivered nor parked\n%s", missing, len(during), n.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for id, reason := range parkedIDs(t, n) {
+		if !strings.Contains(reason, "nodeName not registered yet") {
+			t.Errorf("parked %s without the server's reason: %q", id, reason)
+		}
+		if !strings.Contains(n.stderr.String(), id) {
+			t.Errorf("parked %s without a log line naming it", id)
+		}
+	}
+	pc.mu.Lock()
+	rejecting = false
+	pc.mu.Unlock()
+	// After recovery new events flow at once...
+	togglePorts(n, "mlx5_4")
+	after := n.read()[len(during):]
+	pc.waitDelivered(n, ids(after))
+	// ...and a reload offers the parked ones again.
+	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	pc.waitDelivered(n, ids(n.read()))
+	n.waitLog("the retry", func(l string) bool { return strings.Contains(l, "retried rejected events") })
+	deadline = time.Now().Add(10 * time.Second)
+	for len(parkedIDs(t, n)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still parked after a successful retry: %v", parkedIDs(t, n))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.stop()
 }

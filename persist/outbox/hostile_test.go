@@ -138,3 +138,52 @@ func TestOutbox_SegmentNamedPast2To62IsIgnored(t *testing.T) {
 		t.Fatalf("warnings = %q, want one", w)
 	}
 }
+
+// TestOutbox_ParkedEventsPersistUntilUnparked: events a sink rejected as
+// invalid stay in its dead-letter file across restarts, are counted in
+// Stats, and leave it only when Unpark says they were delivered.
+func TestOutbox_ParkedEventsPersistUntilUnparked(t *testing.T) {
+	dir := t.TempDir()
+	o := mustOpen(t, dir, Options{Sinks: []string{"connector", "jsonl"}})
+	evs := mkEvents(fatal, 0, 3)
+	seqs := mustAppend(t, o, evs)
+	recs := readAll(t, o, "connector")
+	if err := o.Park("connector", recs[1:3], "rpc error: code = InvalidArgument desc = entity NIC mlx5_1 unknown"); err != nil {
+		t.Fatal(err)
+	}
+	// Parking twice (a retry rejected again) keeps one copy.
+	if err := o.Park("connector", recs[2:3], "again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Ack("connector", seqs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.Stats(); st.Rejected != 2 || st.Sinks["connector"].Rejected != 2 || st.Sinks["jsonl"].Rejected != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	o.Close()
+	o = mustOpen(t, dir, Options{Sinks: []string{"connector", "jsonl"}})
+	p := o.Parked("connector")
+	if len(p) != 2 || p[0].Event.ID != evs[1].ID || p[1].Event.ID != evs[2].ID || p[0].Seq != seqs[1] ||
+		!strings.Contains(p[0].Reason, "InvalidArgument") {
+		t.Fatalf("parked after restart: %+v", p)
+	}
+	if o.Rejected() != 2 {
+		t.Fatalf("Rejected() = %d", o.Rejected())
+	}
+	if err := o.Unpark("connector", []string{evs[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	o = mustOpen(t, dir, Options{Sinks: []string{"connector", "jsonl"}})
+	if p := o.Parked("connector"); len(p) != 1 || p[0].Event.ID != evs[2].ID {
+		t.Fatalf("parked after unpark and restart: %+v", p)
+	}
+	if err := o.Unpark("connector", []string{evs[2].ID}); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if _, err := os.Stat(filepath.Join(dir, "rejected.connector")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dead-letter file left behind empty: %v", err)
+	}
+}

@@ -74,13 +74,17 @@ type Stats struct {
 	// OverBound: the bound is exceeded because only the latest event of
 	// each check and entity remains undelivered.
 	OverBound bool
+	// Rejected is the number of events parked because a sink rejected
+	// them as invalid, over every sink.
+	Rejected int
 	Sinks     map[string]SinkStats
 }
 
 // SinkStats is one sink's position.
 type SinkStats struct {
-	Cursor uint64 // last acknowledged sequence number
-	Depth  int    // retained records after the cursor
+	Cursor   uint64 // last acknowledged sequence number
+	Depth    int    // retained records after the cursor
+	Rejected int    // events parked as rejected by this sink
 }
 
 type segment struct {
@@ -113,6 +117,7 @@ type Outbox struct {
 	nextSeq   uint64
 	cursors   map[string]uint64 // registered sinks only
 	unsaved   map[string]bool   // sinks whose cursor file lags behind cursors
+	parked    map[string][]Parked
 	notify    chan struct{}
 	recent    []Record
 	dropped   uint64
@@ -146,7 +151,7 @@ func Open(dir string, opts Options) (*Outbox, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create outbox directory %s: %w (%s)", dir, err, persist.FixHint(dir, err))
 	}
-	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}, unsaved: map[string]bool{}}
+	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}, unsaved: map[string]bool{}, parked: map[string][]Parked{}}
 	if err := o.takeLock(); err != nil {
 		return nil, err
 	}
@@ -188,9 +193,12 @@ func (o *Outbox) load() error {
 	for _, de := range names {
 		n := de.Name()
 		switch {
-		case strings.HasSuffix(n, ".log.tmp") || strings.HasPrefix(n, "cursor.") && strings.Contains(n, ".tmp-"):
-			// A compaction or cursor write that never reached its rename.
+		case strings.HasSuffix(n, ".log.tmp") || (strings.HasPrefix(n, "cursor.") || strings.HasPrefix(n, "rejected.")) && strings.Contains(n, ".tmp-"):
+			// A compaction, cursor or dead-letter write that never
+			// reached its rename.
 			os.Remove(filepath.Join(o.dir, n))
+		case strings.HasPrefix(n, "rejected."):
+			o.loadParked(filepath.Join(o.dir, n))
 		case strings.HasPrefix(n, "cursor."):
 			cursorFiles = append(cursorFiles, filepath.Join(o.dir, n))
 		case strings.HasSuffix(n, ".log") && len(n) == 24 && de.Type().IsRegular():
@@ -826,13 +834,14 @@ func (o *Outbox) Stats() Stats {
 		Dropped:   o.dropped,
 		Corrupt:   o.corrupt,
 		OverBound: o.overBound,
+		Rejected:  o.rejectedCount(),
 		Sinks:     make(map[string]SinkStats, len(o.cursors)),
 	}
 	for _, s := range o.segs {
 		st.Records += len(s.ents)
 	}
 	for name, c := range o.cursors {
-		st.Sinks[name] = SinkStats{Cursor: c, Depth: o.depth(c)}
+		st.Sinks[name] = SinkStats{Cursor: c, Depth: o.depth(c), Rejected: len(o.parked[name])}
 	}
 	return st
 }
