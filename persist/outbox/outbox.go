@@ -77,7 +77,7 @@ type Stats struct {
 	// Rejected is the number of events parked because a sink rejected
 	// them as invalid, over every sink.
 	Rejected int
-	Sinks     map[string]SinkStats
+	Sinks    map[string]SinkStats
 }
 
 // SinkStats is one sink's position.
