@@ -246,6 +246,10 @@ func anyUrgent(recs []outbox.Record) bool {
 // could not be saved), and the remaining records stay queued.
 func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr error) (int, error) {
 	name := d.sink.Name()
+	var rejected []outbox.Record
+	var reasons []string
+	done := len(recs)
+	var stop error
 	for i := range recs {
 		err := batchErr
 		if len(recs) > 1 {
@@ -253,22 +257,31 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
 			cancel()
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			d.sent.Add(1)
 			continue
-		case !sink.IsPermanent(err):
-			return i, err
 		}
-		e := &recs[i].Event
-		if perr := d.ob.Park(name, recs[i:i+1], err.Error()); perr != nil {
-			return i, perr
+		if !sink.IsPermanent(err) {
+			done, stop = i, err
+			break
 		}
-		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
-			"sink", name, "event_id", e.ID, "seq", recs[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
-			"message", e.Message, "reason", err)
+		rejected = append(rejected, recs[i])
+		reasons = append(reasons, err.Error())
 	}
-	return len(recs), nil
+	// One durable write for the whole batch: a connector that rejects
+	// everything must not cost one fsync per event.
+	if err := d.ob.Park(name, rejected, reasons); err != nil {
+		// Not parked: nothing of the batch is settled; what was
+		// delivered is sent again later (a receiver drops repeats by id).
+		return 0, err
+	}
+	for i := range rejected {
+		e := &rejected[i].Event
+		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
+			"sink", name, "event_id", e.ID, "seq", rejected[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
+			"message", e.Message, "reason", reasons[i])
+	}
+	return done, stop
 }
 
 // retryParked offers the sink's parked events again, one by one, oldest

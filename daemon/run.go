@@ -79,8 +79,11 @@ type Daemon struct {
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
 
-	sinkMu   sync.Mutex
-	sinks    *sinkSet
+	sinkMu sync.Mutex
+	sinks  *sinkSet
+	// startMu serialises replacing the sink set (reload, and the retry
+	// after a reload that could not start it).
+	startMu  sync.Mutex
 	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
@@ -231,7 +234,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.nt = notify.New(d.log)
 	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: 5 * d.cfg.PollInterval, Logger: d.log})
 
-	if err := d.startSinks(ctx, d.cfg); err != nil {
+	if err := d.startSinks(ctx, d.cfg, false); err != nil {
 		return err
 	}
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
@@ -477,8 +480,8 @@ func sinkKey(c *config.Config) string {
 // startSinks opens the configured sinks and starts one drainer each. The
 // outbox keeps each sink's cursor by name, so a restarted sink resumes
 // where it stopped.
-func (d *Daemon) startSinks(parent context.Context, cfg *config.Config) error {
-	sinks, err := d.buildSinksFor(cfg)
+func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient bool) error {
+	sinks, err := d.buildSinksFor(cfg, lenient)
 	if err != nil {
 		return err
 	}
@@ -546,6 +549,37 @@ func (d *Daemon) pending() int {
 	return n
 }
 
+// retryStartSinks starts the sinks of configuration generation gen after
+// a reload could not, with backoff, until it succeeds, a later reload
+// takes over, or the daemon stops.
+func (d *Daemon) retryStartSinks(cfg *config.Config, gen uint64) {
+	ep := episode{min: backoffMin, max: backoffMax}
+	for {
+		_, wait := ep.fail()
+		if !sleep(d.runCtx, wait) {
+			return
+		}
+		d.mu.Lock()
+		current := d.generation == gen
+		d.mu.Unlock()
+		d.startMu.Lock()
+		d.sinkMu.Lock()
+		running := d.sinks != nil
+		d.sinkMu.Unlock()
+		if !current || running {
+			d.startMu.Unlock()
+			return
+		}
+		err := d.startSinks(d.runCtx, cfg, true)
+		d.startMu.Unlock()
+		if err == nil {
+			n, lasted := ep.recovered()
+			d.log.Info("sinks started", "attempts", n, "lasted", lasted)
+			return
+		}
+	}
+}
+
 // RequestReload asks the loop to reload and waits for the outcome.
 func (d *Daemon) RequestReload() error {
 	reply := make(chan error, 1)
@@ -586,20 +620,28 @@ func (d *Daemon) reload() error {
 	}
 	specs := d.mon.Reconfigure(cfg, time.Now())
 	d.sinkMu.Lock()
-	sinksChanged := d.sinks != nil && sinkKey(cfg) != d.sinks.key
+	// No running set (an earlier reload could not start one) counts as a
+	// change, so a fixed configuration starts them.
+	sinksChanged := d.sinks == nil || sinkKey(cfg) != d.sinks.key
 	d.sinkMu.Unlock()
 	if sinksChanged {
 		// Sinks are restarted outside d.mu: drainers never take it, but a
 		// slow Close must not hold up D-Bus readers.
 		d.mu.Unlock()
+		d.startMu.Lock()
 		d.stopSinks()
-		err := d.startSinks(d.runCtx, cfg)
+		err := d.startSinks(d.runCtx, cfg, true)
+		d.startMu.Unlock()
 		d.mu.Lock()
 		if err != nil {
-			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox", "err", err)
+			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
+			go d.retryStartSinks(cfg, d.generation+1)
 		} else {
 			d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
 		}
+	} else {
+		// SIGHUP is how logrotate says "reopen your files".
+		d.reopenSinks()
 	}
 	d.cfg = cfg
 	d.generation++

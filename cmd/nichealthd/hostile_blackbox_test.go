@@ -320,7 +320,9 @@ func TestHostile_120FlapsThrough64KiBBound(t *testing.T) {
 		e, _ := lastStateEvent(want, dev)
 		lastIDs[i] = e.ID
 	}
-	acc := firstSeen(pc.waitDelivered(n, lastIDs))
+	// After a long outage the drainer's backoff (capped at 30 s, with
+	// jitter) may be longer than waitDelivered's patience.
+	acc := firstSeen(waitDeliveredWithin(pc, n, lastIDs, 90*time.Second))
 	n.stop()
 	for i, dev := range devs {
 		var last string
@@ -401,7 +403,7 @@ func TestHostile_ConnectorInvalidArgumentParksNotDrops(t *testing.T) {
 	togglePorts(n, "mlx5_1", "mlx5_2", "mlx5_3")
 	during := n.read()
 	// Every event of the rejecting period is parked (none acknowledged).
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		parked := parkedIDs(t, n)
 		missing := 0
@@ -447,4 +449,30 @@ func TestHostile_ConnectorInvalidArgumentParksNotDrops(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	n.stop()
+}
+
+// waitDeliveredWithin is platformConnector.waitDelivered with a deadline.
+func waitDeliveredWithin(p *platformConnector, n *node, ids []string, d time.Duration) []*pb.HealthEvent {
+	n.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		_, acc, _ := p.snapshot()
+		got := map[string]bool{}
+		for _, e := range acc {
+			got[e.GetId()] = true
+		}
+		missing := 0
+		for _, id := range ids {
+			if !got[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return acc
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("connector never received %d of %d events; received %d\nstderr:\n%s", missing, len(ids), len(acc), n.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -89,9 +89,13 @@ func (o *Outbox) saveParked(sink string, list []Parked) error {
 	return nil
 }
 
-// Park stores recs durably as rejected by sink for reason. Only after it
-// succeeds may the sink acknowledge them; on error nothing is parked.
-func (o *Outbox) Park(sink string, recs []Record, reason string) error {
+// Park stores recs durably as rejected by sink, reasons[i] being why
+// recs[i] was. Only after it succeeds may the sink acknowledge them; on
+// error nothing is parked. An event parked already keeps its first entry.
+func (o *Outbox) Park(sink string, recs []Record, reasons []string) error {
+	if len(reasons) != len(recs) {
+		return fmt.Errorf("outbox: %d reasons for %d rejected events", len(reasons), len(recs))
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -101,9 +105,9 @@ func (o *Outbox) Park(sink string, recs []Record, reason string) error {
 		return ErrClosed
 	}
 	list := slices.Clone(o.parked[sink])
-	for _, r := range recs {
+	for i, r := range recs {
 		if !slices.ContainsFunc(list, func(p Parked) bool { return p.Event.ID == r.Event.ID }) {
-			list = append(list, Parked{Seq: r.Seq, Reason: reason, Event: r.Event})
+			list = append(list, Parked{Seq: r.Seq, Reason: reasons[i], Event: r.Event})
 		}
 	}
 	if err := o.saveParked(sink, list); err != nil {

@@ -148,11 +148,12 @@ func TestOutbox_ParkedEventsPersistUntilUnparked(t *testing.T) {
 	evs := mkEvents(fatal, 0, 3)
 	seqs := mustAppend(t, o, evs)
 	recs := readAll(t, o, "connector")
-	if err := o.Park("connector", recs[1:3], "rpc error: code = InvalidArgument desc = entity NIC mlx5_1 unknown"); err != nil {
+	why := "rpc error: code = InvalidArgument desc = entity NIC mlx5_1 unknown"
+	if err := o.Park("connector", recs[1:3], []string{why, why}); err != nil {
 		t.Fatal(err)
 	}
 	// Parking twice (a retry rejected again) keeps one copy.
-	if err := o.Park("connector", recs[2:3], "again"); err != nil {
+	if err := o.Park("connector", recs[2:3], []string{"again"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Ack("connector", seqs[2]); err != nil {
