@@ -476,3 +476,176 @@ func waitDeliveredWithin(p *platformConnector, n *node, ids []string, d time.Dur
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// flap takes dev's port 1 down and up and waits for both events in the
+// JSON-lines file at path (which may differ from n.events after a reload).
+func (n *node) flapInto(path, dev string) (down, up event.Event) {
+	n.t.Helper()
+	saved := n.events
+	n.events = path
+	defer func() { n.events = saved }()
+	before := len(n.read())
+	if err := n.h.SetPortState(dev, 1, "DOWN", "Disabled"); err != nil {
+		n.t.Fatal(err)
+	}
+	down = n.waitEventAfter(before, "fatal "+dev+" in "+path, portEvent(dev, event.KindPortFatal))
+	if err := n.h.SetPortState(dev, 1, "ACTIVE", "LinkUp"); err != nil {
+		n.t.Fatal(err)
+	}
+	up = n.waitEventAfter(before, "recovery "+dev+" in "+path, portEvent(dev, event.KindPortRecovered))
+	return down, up
+}
+
+// TestHostile_JSONLRotatedByMoveAndDelete: logrotate-style rotation (mv,
+// later rm) and a SIGHUP: each time the next events go to a new file at
+// the configured path, none to the moved or deleted inode.
+func TestHostile_JSONLRotatedByMoveAndDelete(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	rotated := n.events + ".1"
+	if err := os.Rename(n.events, rotated); err != nil {
+		t.Fatal(err)
+	}
+	before := len(readEvents(t, rotated))
+	n.flapInto(n.events, "mlx5_0")
+	if got := len(readEvents(t, rotated)); got != before {
+		t.Fatalf("%d events went to the rotated file", got-before)
+	}
+	if err := os.Remove(n.events); err != nil {
+		t.Fatal(err)
+	}
+	n.flapInto(n.events, "mlx5_0")
+	if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog("the reload", func(l string) bool { return strings.Contains(l, "configuration applied") })
+	n.flapInto(n.events, "mlx5_0")
+	if got := len(n.read()); got != 4 {
+		t.Fatalf("%d events at the path after delete and SIGHUP, want 4: %s", got, summary(n.read()))
+	}
+	n.stop()
+}
+
+func readEvents(t *testing.T, path string) []event.Event {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []event.Event
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var e event.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestHostile_ReloadJSONLPathProblems: a reload whose JSON-lines path is a
+// directory is refused naming file, key and line, and the running sinks
+// keep delivering; a path whose directory does not exist yet is accepted,
+// its events wait, and they arrive as soon as the directory is created.
+func TestHostile_ReloadJSONLPathProblems(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	orig := n.events
+
+	dir := filepath.Join(n.dir, "a-directory")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.events = dir
+	n.writeIntegConfig(integConfig{})
+	n.events = orig
+	n.waitLog("the refusal", func(l string) bool {
+		return strings.Contains(l, "configuration refused") && strings.Contains(l, "sinks.jsonl.path") &&
+			strings.Contains(l, n.cfg+":") && strings.Contains(l, "is a directory")
+	})
+	n.flapInto(orig, "mlx5_0")
+
+	later := filepath.Join(n.dir, "not-yet", "events.jsonl")
+	n.events = later
+	n.writeIntegConfig(integConfig{})
+	n.events = orig
+	n.waitLog("the new path applied", func(l string) bool { return strings.Contains(l, "cannot open its file") })
+	if err := n.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog("the fault detected", func(l string) bool { return strings.Count(l, "state DOWN") >= 2 })
+	if err := os.Mkdir(filepath.Dir(later), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.events = later
+	n.waitEvent("the fault in the new file", portEvent("mlx5_0", event.KindPortFatal))
+	n.events = orig
+	n.stop()
+}
+
+// TestHostile_FIFOAndDevZeroConfigRefusedWhilePolling: the configuration
+// file is replaced by a FIFO, then by a symlink to /dev/zero. Each reload
+// is refused with the file named, polling goes on (a fault is reported),
+// and SIGTERM still stops the daemon. At start-up both are one-line errors.
+func TestHostile_FIFOAndDevZeroConfigRefusedWhilePolling(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	good, err := os.ReadFile(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, replace := range []func(tmp string) error{
+		func(tmp string) error { return syscall.Mkfifo(tmp, 0o644) },
+		func(tmp string) error { return os.Symlink("/dev/zero", tmp) },
+	} {
+		tmp := n.cfg + ".new"
+		os.Remove(tmp)
+		if err := replace(tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, n.cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		n.waitLog("the refusal", func(l string) bool {
+			return strings.Count(l, "not a regular file") >= i+1 && strings.Contains(l, n.cfg)
+		})
+		n.flapInto(n.events, "mlx5_0")
+	}
+	n.stop()
+
+	// At start-up: one line naming the file, exit 1, no hang.
+	for _, target := range []string{"fifo", "/dev/zero"} {
+		os.Remove(n.cfg)
+		if target == "fifo" {
+			if err := syscall.Mkfifo(n.cfg, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Symlink(target, n.cfg); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(daemonBin, "--config", n.cfg, "--state-file", n.state, "--node-name", "bb-node")
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "not a regular file") {
+			t.Fatalf("start with %s config: %v\n%s", target, err, out)
+		}
+	}
+	os.Remove(n.cfg)
+	if err := os.WriteFile(n.cfg, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
