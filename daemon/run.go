@@ -549,6 +549,16 @@ func (d *Daemon) pending() int {
 	return n
 }
 
+// restartOnly refuses a reload that changes a key the running daemon
+// cannot apply, naming the key, rather than appearing to apply it.
+func restartOnly(old, cfg *config.Config) error {
+	if cfg.DBusEnabled != old.DBusEnabled {
+		return &config.Error{File: cfg.Path, Key: "dbus.enabled",
+			Reason: fmt.Sprintf("changing it from %v to %v needs a restart (systemctl restart nichealthd); the running configuration stays", old.DBusEnabled, cfg.DBusEnabled)}
+	}
+	return nil
+}
+
 // retryStartSinks starts the sinks of configuration generation gen after
 // a reload could not, with backoff, until it succeeds, a later reload
 // takes over, or the daemon stops.
@@ -599,6 +609,11 @@ func (d *Daemon) reload() error {
 	}()
 	cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
 	if err == nil {
+		d.mu.Lock()
+		err = restartOnly(d.cfg, cfg)
+		d.mu.Unlock()
+	}
+	if err == nil {
 		// Before taking d.mu: stopping the old endpoint waits for its
 		// in-flight scrapes, which read the daemon's views under d.mu.
 		d.mu.Lock()
@@ -619,6 +634,14 @@ func (d *Daemon) reload() error {
 		return err
 	}
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
+	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
+	if cfg.AdminGroup != d.cfg.AdminGroup {
+		if s, ok := d.currentBus().(interface{ SetAdminGroup(string) }); ok {
+			s.SetAdminGroup(cfg.AdminGroup)
+		}
+		d.log.Info("D-Bus admin group changed", "from", d.cfg.AdminGroup, "to", cfg.AdminGroup)
+	}
 	d.sinkMu.Lock()
 	// No running set (an earlier reload could not start one) counts as a
 	// change, so a fixed configuration starts them.

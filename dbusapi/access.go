@@ -99,17 +99,30 @@ func allowed(c credentials, adminGID uint32, adminExists bool) bool {
 	return adminExists && slices.Contains(c.gids, adminGID)
 }
 
+// SetAdminGroup changes the group that may call the mutating methods
+// besides root, from the next call on (a configuration reload; revoking a
+// group's rights must not wait for a restart). "" is the default group.
+func (s *Server) SetAdminGroup(name string) {
+	if name == "" {
+		name = DefaultGroup
+	}
+	s.adminGroup.Store(&name)
+}
+
+func (s *Server) adminGroupName() string { return *s.adminGroup.Load() }
+
 // authorize enforces the access rule for a mutating method inside the
 // daemon, so that a permissive or mistaken bus policy cannot open it up.
 // It returns the caller's uid (for the audit trail in events).
 func (s *Server) authorize(sender dbus.Sender, method string) (uint32, *dbus.Error) {
-	denied := newError(ErrNameAccessDenied, "access denied: %s needs root or membership in group %s (try sudo)", method, s.opts.AdminGroup)
+	group := s.adminGroupName()
+	denied := newError(ErrNameAccessDenied, "access denied: %s needs root or membership in group %s (try sudo)", method, group)
 	c, err := s.callerCredentials(string(sender))
 	if err != nil {
 		s.log.Warn("cannot identify D-Bus caller; denying", "method", method, "sender", string(sender), "err", err)
 		return 0, denied
 	}
-	gid, exists := groupID(s.opts.AdminGroup)
+	gid, exists := groupID(group)
 	if c.gids == nil && c.uid != 0 && exists {
 		if g, err := userGroups(c.uid); err == nil {
 			c.gids = g
@@ -118,7 +131,7 @@ func (s *Server) authorize(sender dbus.Sender, method string) (uint32, *dbus.Err
 		}
 	}
 	if !allowed(c, gid, exists) {
-		s.log.Warn("D-Bus call denied", "method", method, "sender", string(sender), "uid", c.uid, "group", s.opts.AdminGroup)
+		s.log.Warn("D-Bus call denied", "method", method, "sender", string(sender), "uid", c.uid, "group", group)
 		return c.uid, denied
 	}
 	return c.uid, nil

@@ -38,6 +38,8 @@ type Server struct {
 	prtDefs []propDef[PortView]
 	mgrMeta []propMeta
 	prtMeta []propMeta
+	// adminGroup is Options.AdminGroup until SetAdminGroup changes it.
+	adminGroup atomic.Pointer[string]
 
 	// refreshMu serialises Refresh, Close and the exports they do, so
 	// signals leave in the order the state changed.
@@ -93,6 +95,7 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		ports: map[dbus.ObjectPath]*portObj{},
 		ring:  newRing(opts.RingSize),
 	}
+	s.SetAdminGroup(opts.AdminGroup)
 	s.mgrMeta = metaOf(s.mgrDefs)
 	s.prtMeta = metaOf(s.prtDefs)
 

@@ -855,6 +855,18 @@ func (o *Outbox) depth(cur uint64) int {
 	return n
 }
 
+// SetMaxBytes changes the size bound (configuration reload); it applies
+// from the next Append. <= 0 is the default.
+func (o *Outbox) SetMaxBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxBytes
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.opts.MaxBytes = n
+	o.opts.SegmentBytes = min(o.opts.SegmentBytes, n)
+}
+
 // Close releases the files and the lock and wakes every Wait. Records are
 // already durable; Close writes nothing.
 func (o *Outbox) Close() error {
