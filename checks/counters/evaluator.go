@@ -111,6 +111,9 @@ func (e *Evaluator) SetXmitWaitBytesPerTick(v float64) {
 	e.bytesPerTick = v
 }
 
+// XmitWaitBytesPerTick is the port_xmit_wait conversion in use.
+func (e *Evaluator) XmitWaitBytesPerTick() float64 { return e.bytesPerTick }
+
 // NewEvaluator returns an Evaluator with empty memory.
 func NewEvaluator(opts Options) *Evaluator {
 	e := &Evaluator{
