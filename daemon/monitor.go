@@ -289,6 +289,13 @@ func (m *Monitor) buildPlan() {
 					if path == "" {
 						continue
 					}
+					resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
+					if !ok {
+						m.log.Warn("counter file resolves outside its device directory through a symlink; not read",
+							"device", d.Name, "port", port.Num, "counter", def.Name, "path", path, "resolves_to", resolved)
+						continue
+					}
+					path = resolved
 					if j, ok := byFile[path]; ok {
 						pp.counters[j].defs = append(pp.counters[j].defs, i)
 						continue

@@ -649,3 +649,44 @@ func TestHostile_FIFOAndDevZeroConfigRefusedWhilePolling(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHostile_CounterSymlinkOutsideDeviceNotRead: a counter file replaced
+// by a symlink to a file outside the device directory (here one whose
+// content would be a fatal link_downed breach) is not read: the check is
+// made on the resolved path when the plan is built, not on the text of the
+// configured path.
+func TestHostile_CounterSymlinkOutsideDeviceNotRead(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	p, err := n.h.PortPath("mlx5_0", 1, "counters/link_downed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(n.dir, "secret")
+	if err := os.WriteFile(secret, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, p); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	n.waitReadyLog()
+	n.waitLog("the refusal", func(l string) bool {
+		return strings.Contains(l, "resolves outside its device directory") && strings.Contains(l, "counter=link_downed") && strings.Contains(l, secret)
+	})
+	// Were it read, this would latch a fatal breach.
+	if err := os.WriteFile(secret, []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.flapInto(n.events, "mlx5_0") // two polls later at least
+	n.stop()
+	if c := count(n.read(), func(e event.Event) bool {
+		return e.Kind == event.KindCounterBreach && e.Metadata["counter"] == "link_downed"
+	}); c != 0 {
+		t.Fatalf("the file behind the symlink was read: %s", summary(n.read()))
+	}
+}
