@@ -12,7 +12,8 @@ import (
 // confineCounterPath resolves the symlinks of a counter file's path when
 // the read plan is built and checks that the file is still inside the
 // directory the configured path is relative to (the port's, or the
-// netdev's), itself resolved. The configuration check is lexical; without
+// netdev's), itself resolved. The plan keeps reading the class path (the
+// kernel's own symlinks, which every message and metric names). The configuration check is lexical; without
 // this a symlink planted in the sysfs tree would make the daemon read any
 // file it can, and publish its content as a counter value. A file that
 // does not exist yet keeps its lexical path (it is missing, and read as

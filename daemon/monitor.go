@@ -295,7 +295,6 @@ func (m *Monitor) buildPlan() {
 							"device", d.Name, "port", port.Num, "counter", def.Name, "path", path, "resolves_to", resolved)
 						continue
 					}
-					path = resolved
 					if j, ok := byFile[path]; ok {
 						pp.counters[j].defs = append(pp.counters[j].defs, i)
 						continue

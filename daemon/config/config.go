@@ -153,14 +153,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	file := e.File
-	if e.Line > 0 {
-		file = fmt.Sprintf("%s:%d", e.File, e.Line)
+	switch {
+	case e.Key == "":
+		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	case e.Line > 0:
+		return fmt.Sprintf("%s: %s: line %d: %s", e.File, e.Key, e.Line, e.Reason)
 	}
-	if e.Key == "" {
-		return fmt.Sprintf("%s: %s", file, e.Reason)
-	}
-	return fmt.Sprintf("%s: %s: %s", file, e.Key, e.Reason)
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Reason)
 }
 
 // DefaultExclusion is NVSentinel's default nicExclusionRegex.
@@ -255,15 +254,6 @@ func Parse(path string, b []byte) (*Config, error) {
 		if errors.As(err, &de) {
 			row, col := de.Position()
 			key := strings.Join(de.Key(), ".")
-			if key == "" {
-				// Syntax errors (invalid UTF-8 in a string) carry only
-				// the position.
-				for k, kl := range keyLines(b) {
-					if kl.line == row {
-						key = k
-					}
-				}
-			}
 			return nil, &Error{File: path, Key: key, Reason: fmt.Sprintf("line %d column %d: %s", row, col, de.Error())}
 		}
 		if e := durationError(path, keyLines(b)); e != nil {

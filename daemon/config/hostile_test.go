@@ -23,7 +23,7 @@ func TestValidationGapsNameFileKeyAndLine(t *testing.T) {
 		{"XmitWaitInf", "[counterDetection]\nxmitWaitBytesPerTick = inf", "counterDetection.xmitWaitBytesPerTick", 2, "positive"},
 		{"XmitWaitZero", "[counterDetection]\nxmitWaitBytesPerTick = 0.0", "counterDetection.xmitWaitBytesPerTick", 2, "positive"},
 		{"NodeNameNUL", "\n\nnodeName = \"gpu\\u0000node\"", "nodeName", 3, "control character"},
-		{"NodeNameInvalidUTF8", "nodeName = \"gpu\xffnode\"", "nodeName", 0, ""},
+		{"NodeNameInvalidUTF8", "nodeName = \"gpu\xffnode\"", "", 0, "line 1 column"},
 		{"JSONLPathDirectory", "[sinks.jsonl]\npath = \"" + dir + "\"", "sinks.jsonl.path", 2, "is a directory"},
 		{"PollingIntervalInteger", "readTimeout = \"1s\"\npollingInterval = 5", "pollingInterval", 2, "quoted duration"},
 	} {
@@ -33,9 +33,9 @@ func TestValidationGapsNameFileKeyAndLine(t *testing.T) {
 				t.Fatalf("%q accepted", tc.doc)
 			}
 			msg := err.Error()
-			want := "/etc/nichealthd/config.toml"
+			want := "/etc/nichealthd/config.toml: " + tc.key
 			if tc.line > 0 {
-				want += ":" + string(rune('0'+tc.line))
+				want += ": line " + string(rune('0'+tc.line)) + ": "
 			}
 			if !strings.Contains(msg, want) || !strings.Contains(msg, tc.key) || !strings.Contains(msg, tc.reason) {
 				t.Fatalf("message %q: want %q, key %q, reason %q", msg, want, tc.key, tc.reason)
