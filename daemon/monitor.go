@@ -43,10 +43,12 @@ type Monitor struct {
 	matrix    *gpumeta.Matrix
 	ports     []*portPlan
 	planOf    map[*topology.Port]*portPlan // the plan entry of each monitored port
-	files     []*reader.File
-	defs      []counters.Definition
-	stateChk  *checks.PortStateCheck
-	eval      *counters.Evaluator
+	// availLogged is the counter availability last logged per device.
+	availLogged map[string]string
+	files       []*reader.File
+	defs        []counters.Definition
+	stateChk    *checks.PortStateCheck
+	eval        *counters.Evaluator
 
 	unreadable        map[string]bool // per device: core files unreadable, logged once
 	stuckBuf          []*reader.File
@@ -115,6 +117,7 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
 		planOf:        map[*topology.Port]*portPlan{},
+		availLogged:   map[string]string{},
 	}
 	m.boot = bootStatus
 	if bootStatus.Baseline() {
@@ -316,8 +319,14 @@ func (m *Monitor) buildPlan() {
 		}
 		if m.cfg.CountersEnabled {
 			// Seed 7.1: log availability once per device, at start and when
-			// a device appears; missing counters then fail open silently.
-			m.log.Info("counter availability", "device", d.Name, "available", uniq(present), "missing", uniq(missing))
+			// a device appears or its counters change; missing counters
+			// then fail open silently. A reload or rediscovery that
+			// changes nothing for a device logs nothing for it.
+			avail, miss := uniq(present), uniq(missing)
+			if key := fmt.Sprint(avail, miss); m.availLogged[d.Name] != key {
+				m.availLogged[d.Name] = key
+				m.log.Info("counter availability", "device", d.Name, "available", avail, "missing", miss)
+			}
 		}
 	}
 }

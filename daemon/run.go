@@ -72,6 +72,8 @@ type Daemon struct {
 	ready      bool
 	saveErr    string
 	saveFails  int
+	// reloadLogs collapses repeated reload outcomes in the log.
+	reloadLogs repeats
 	// appendFails counts consecutive polls whose events the outbox
 	// could not take.
 	appendFails int
@@ -200,8 +202,8 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
-		reloadCh: make(chan chan error, 4),
-		metrics:  metrics.New(),
+		reloadCh: make(chan chan error, 4), reloadLogs: repeats{window: time.Minute},
+		metrics: metrics.New(),
 	}
 	d.mon = NewMonitor(cfg, st, bs, log)
 	if err := d.mon.Discover(); err != nil {
@@ -627,12 +629,15 @@ func (d *Daemon) reload() error {
 	defer d.mu.Unlock()
 	if err != nil {
 		d.reloadErr = err.Error()
-		d.log.Error("configuration refused; the running configuration stays", "err", err)
+		if ok, n := d.reloadLogs.note("refused "+err.Error(), time.Now()); ok {
+			d.log.Error("configuration refused; the running configuration stays", "err", err, "repeats", n)
+		}
 		if b := d.currentBus(); b != nil {
 			go b.Refresh()
 		}
 		return err
 	}
+	unchanged := cfg.Digest == d.cfg.Digest
 	specs := d.mon.Reconfigure(cfg, time.Now())
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
@@ -670,8 +675,15 @@ func (d *Daemon) reload() error {
 	d.generation++
 	d.reloadErr = ""
 	evs := d.commitLocked(specs, true, time.Now())
-	d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
-		"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+	// A reload of the same file (a script calling Reload in a loop) is
+	// logged once per window with a count; every change is logged.
+	if !unchanged {
+		d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
+			"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+	} else if ok, n := d.reloadLogs.note("unchanged", time.Now()); ok {
+		d.log.Info("configuration applied (file unchanged)", "file", d.opts.ConfigPath, "generation", d.generation,
+			"repeats", n)
+	}
 	go d.publish(evs)
 	d.RetryRejected()
 	return nil

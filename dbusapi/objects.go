@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -296,7 +297,9 @@ func (s *Server) reload(sender dbus.Sender) *dbus.Error {
 	// returns see the outcome without waiting for the next poll.
 	s.Refresh()
 	if err != nil {
-		s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err)
+		if ok, n := s.denials.note("Reload refused "+err.Error(), time.Now()); ok {
+			s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err, "repeats", n)
+		}
 		return toDBusError(err, ErrNameConfigRefused)
 	}
 	return nil

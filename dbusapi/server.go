@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -40,6 +41,8 @@ type Server struct {
 	prtMeta []propMeta
 	// adminGroup is Options.AdminGroup until SetAdminGroup changes it.
 	adminGroup atomic.Pointer[string]
+	// denials collapses repeated denied and refused calls in the log.
+	denials logRepeats
 
 	// refreshMu serialises Refresh, Close and the exports they do, so
 	// signals leave in the order the state changed.
@@ -95,6 +98,7 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		ports: map[dbus.ObjectPath]*portObj{},
 		ring:  newRing(opts.RingSize),
 	}
+	s.denials.window = time.Minute
 	s.SetAdminGroup(opts.AdminGroup)
 	s.mgrMeta = metaOf(s.mgrDefs)
 	s.prtMeta = metaOf(s.prtDefs)

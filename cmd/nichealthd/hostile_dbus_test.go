@@ -54,3 +54,45 @@ func TestHostile_AdminGroupAppliesOnReload(t *testing.T) {
 	}
 	b.stop()
 }
+
+// TestHostile_ReloadFloodAndDeniedCallsAreQuiet: 1,000 Reload calls by
+// root of an unchanged file, and denied calls by a user in a loop, cost a
+// handful of log lines with a count, not thousands; counter availability
+// is logged only for a device whose counters changed.
+func TestHostile_ReloadFloodAndDeniedCallsAreQuiet(t *testing.T) {
+	t.Parallel()
+	needBusctl(t)
+	b := newBusNode(t, "minimal", integConfig{}, dbustest.Options{ExtraPolicies: []string{dbustest.PermissivePolicy}})
+	b.start()
+	b.waitReady()
+	b.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
+	before := len(strings.Split(b.stderr.String(), "\n"))
+	for i := 0; i < 1000; i++ {
+		if err := b.cl.Reload(ctxT(t)); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+	}
+	if m := b.waitReady(); m.ConfigGeneration != 1001 {
+		t.Fatalf("generation %d after 1000 reloads, want 1001", m.ConfigGeneration)
+	}
+	lines := strings.Split(b.stderr.String(), "\n")[before-1:]
+	if len(lines) > 20 {
+		t.Fatalf("1000 reloads logged %d lines, want a handful:\n%s", len(lines), strings.Join(lines[:40], "\n"))
+	}
+	if c := strings.Count(strings.Join(lines, "\n"), "counter availability"); c != 0 {
+		t.Fatalf("%d counter availability lines for reloads that changed nothing", c)
+	}
+	if os.Getuid() == 0 {
+		before = len(strings.Split(b.stderr.String(), "\n"))
+		for i := 0; i < 30; i++ {
+			if _, errOut, err := b.busctl(true, "call", dbusapi.BusName, string(dbusapi.RootPath), dbusapi.ManagerIface, "Reload"); err == nil {
+				t.Fatalf("nobody reloaded: %s", errOut)
+			}
+		}
+		denied := strings.Count(strings.Join(strings.Split(b.stderr.String(), "\n")[before-1:], "\n"), "D-Bus call denied")
+		if denied != 1 {
+			t.Fatalf("30 denied calls logged %d lines, want 1", denied)
+		}
+	}
+	b.stop()
+}

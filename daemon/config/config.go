@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -109,7 +111,10 @@ type LinkSanity struct {
 
 // Config is the validated, defaulted configuration the daemon runs with.
 type Config struct {
-	Path           string
+	Path string
+	// Digest identifies the file's bytes: a reload of an unchanged file
+	// is told apart from a change.
+	Digest         string
 	Paths          topology.Paths
 	MetadataPath   string
 	TopologySource string
@@ -264,6 +269,10 @@ func Parse(path string, b []byte) (*Config, error) {
 	c, err := fromFile(path, &f)
 	if e, ok := err.(*Error); ok && e.Key != "" && e.Line == 0 {
 		e.Line = keyLines(b)[e.Key].line
+	}
+	if c != nil {
+		sum := sha256.Sum256(b)
+		c.Digest = hex.EncodeToString(sum[:])
 	}
 	return c, err
 }
