@@ -90,6 +90,7 @@ type Daemon struct {
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
 	reloadCh chan chan error
+	loadedCh chan loaded
 	ackSeq   atomic.Uint64
 }
 
@@ -202,7 +203,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
-		reloadCh: make(chan chan error, 4), reloadLogs: repeats{window: time.Minute},
+		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats{window: time.Minute},
 		metrics: metrics.New(),
 	}
 	d.mon = NewMonitor(cfg, st, bs, log)
@@ -265,15 +266,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return d.shutdown(cancel)
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				d.reload()
+				d.beginReload(nil)
 				continue
 			}
 			d.log.Info("stopping", "signal", s.String())
 			return d.shutdown(cancel)
 		case reply := <-d.reloadCh:
-			err := d.reload()
-			if reply != nil {
-				reply <- err
+			d.beginReload(reply)
+		case l := <-d.loadedCh:
+			err := d.applyReload(l.cfg, l.err)
+			if l.reply != nil {
+				l.reply <- err
 			}
 		case <-timer.C:
 			start := time.Now()
@@ -599,17 +602,41 @@ func (d *Daemon) RequestReload() error {
 	return <-reply
 }
 
-// reload applies a new configuration between poll cycles. An invalid file
-// is refused with one log line and the running configuration stays.
-func (d *Daemon) reload() error {
+// loaded is a configuration read for a reload, off the poll loop.
+type loaded struct {
+	cfg   *config.Config
+	err   error
+	reply chan error
+}
+
+// beginReload reads the configuration on a goroutine of its own, so that
+// polling goes on while it is read (bounded by config.Load's deadline),
+// and hands the result to the loop, which applies it between cycles.
+func (d *Daemon) beginReload(reply chan error) {
 	d.nt.Reloading()
+	ctx := d.runCtx
+	go func() {
+		cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+		select {
+		case d.loadedCh <- loaded{cfg, err, reply}:
+		case <-ctx.Done():
+			if reply != nil {
+				reply <- fmt.Errorf("reload: the daemon is stopping")
+			}
+		}
+	}()
+}
+
+// applyReload applies a loaded configuration between poll cycles, on the
+// loop's goroutine. An invalid file is refused with one log line and the
+// running configuration stays.
+func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	defer func() {
 		d.mu.Lock()
 		st := d.statusLocked()
 		d.mu.Unlock()
 		d.nt.Ready(st)
 	}()
-	cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
 	if err == nil {
 		d.mu.Lock()
 		err = restartOnly(d.cfg, cfg)
