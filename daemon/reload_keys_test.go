@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
@@ -22,6 +23,7 @@ func TestDaemon_ReloadAppliesEveryKeyOrRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	edited := strings.Replace(string(orig), "[dbus]\n", "[counterDetection]\nxmitWaitBytesPerTick = 32.0\n[outbox]\nmaxBytes = 131072\n[dbus]\n", 1)
+	edited = strings.Replace(edited, `pollingInterval = "50ms"`, `pollingInterval = "2s"`, 1)
 	if err := os.WriteFile(cfg, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +35,9 @@ func TestDaemon_ReloadAppliesEveryKeyOrRefuses(t *testing.T) {
 	d.mu.Unlock()
 	if got != 32 {
 		t.Fatalf("xmitWaitBytesPerTick after reload = %v, want 32", got)
+	}
+	if s := d.wd.StallAfter(); s != 10*time.Second {
+		t.Fatalf("stall threshold after pollingInterval 50ms -> 2s is %v, want 10s", s)
 	}
 
 	if err := os.WriteFile(cfg, []byte(strings.Replace(edited, "enabled = false\n", "enabled = true\n", 1)), 0o644); err != nil {

@@ -668,6 +668,9 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	specs := d.mon.Reconfigure(cfg, time.Now())
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
+	// /healthz and the watchdog judge a stall against the poll interval
+	// in force, not the one the daemon started with.
+	d.wd.SetStallAfter(5 * cfg.PollInterval)
 	if cfg.AdminGroup != d.cfg.AdminGroup {
 		if s, ok := d.currentBus().(interface{ SetAdminGroup(string) }); ok {
 			s.SetAdminGroup(cfg.AdminGroup)
