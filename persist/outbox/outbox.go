@@ -291,7 +291,10 @@ func (o *Outbox) checkCursor(p string, evidence uint64) (uint64, bool) {
 // reports each damaged region once. A torn tail of the newest segment is
 // cut off so that the next append starts on a record boundary.
 func (o *Outbox) index(s *segment, newest bool, last *uint64) error {
-	b, err := os.ReadFile(s.path)
+	// Bounded: a file put there under a segment's name must not exhaust
+	// memory. A real segment holds at most SegmentBytes plus one batch,
+	// under the largest bound it was written with.
+	b, err := persist.ReadRegular(s.path, 2*max(o.opts.MaxBytes, DefaultMaxBytes))
 	if err != nil {
 		return fmt.Errorf("read outbox segment %s: %w (move the file away to start without it)", s.path, err)
 	}
