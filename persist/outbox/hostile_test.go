@@ -188,3 +188,24 @@ func TestOutbox_ParkedEventsPersistUntilUnparked(t *testing.T) {
 		t.Fatalf("dead-letter file left behind empty: %v", err)
 	}
 }
+
+// BenchmarkAppend_AtBoundFolding: appends to an outbox held at its 64 KiB
+// minimum bound by a sink that never drains, so compaction folds
+// superseded events (eight entities) as it goes.
+func BenchmarkAppend_AtBoundFolding(b *testing.B) {
+	o := mustOpen(b, b.TempDir(), Options{Sinks: []string{"connector"}, MaxBytes: 64 << 10})
+	defer o.Close()
+	evs := mkEvents(nonFatal, 0, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := o.Append(evs[i%64 : i%64+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if st := o.Stats(); st.Bytes > 64<<10 {
+		b.Fatalf("%d bytes above the bound", st.Bytes)
+	}
+	b.ReportMetric(float64(o.Stats().Folded)/float64(b.N), "folded/op")
+}
