@@ -100,7 +100,10 @@ func usec(t time.Time) uint64 {
 // Manager and Ports read the published snapshot: no lock the poll loop
 // holds, and the same verdict every other view shows.
 func (b backend) Manager() dbusapi.ManagerView {
-	return dbusapi.ManagerViewOf(b.d.Snapshot(), b.d.LastPoll())
+	mv := dbusapi.ManagerViewOf(b.d.Snapshot(), b.d.LastPoll())
+	// Parked events are a delivery matter, not part of the verdict.
+	mv.RejectedEvents = uint32(b.d.ob.Rejected())
+	return mv
 }
 
 func (b backend) Ports() []dbusapi.PortView { return dbusapi.PortViewsOf(b.d.Snapshot()) }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -20,39 +21,125 @@ type drainer struct {
 	batch time.Duration // non-urgent events may wait this long to share a call
 
 	sent, failed atomic.Uint64
+	// retry asks for the parked (rejected) events to be offered again.
+	retry chan struct{}
+}
+
+func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
+	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1)}
+}
+
+// requestRetry makes the drainer offer its parked events again soon.
+func (d *drainer) requestRetry() {
+	select {
+	case d.retry <- struct{}{}:
+	default:
+	}
 }
 
 const (
 	backoffMin = 200 * time.Millisecond
 	backoffMax = 30 * time.Second
-	drainBatch = 256
+	// A cursor that cannot be saved is a local disk problem, usually
+	// fixed by an operator freeing space; retrying it more often than a
+	// remote destination costs one small write.
+	saveBackoffMax = 5 * time.Second
+	drainBatch     = 256
 )
 
+// episode is one run of consecutive failures of one kind. It backs off
+// exponentially (capped, jittered) and tells the caller when to log, so an
+// outage of any length costs two log lines: when it starts and when it
+// ends, with the number of failures in between.
+type episode struct {
+	min, max time.Duration
+	next     time.Duration
+	fails    uint64
+	start    time.Time
+}
+
+// fail records one failure; first reports whether it opened the episode,
+// wait is how long to back off before the next attempt.
+func (e *episode) fail() (first bool, wait time.Duration) {
+	if e.fails == 0 {
+		e.start = time.Now()
+		e.next = e.min
+	}
+	e.fails++
+	base := e.next
+	e.next = min(2*e.next, e.max)
+	// Jitter keeps a fleet of nodes from retrying in lockstep when a
+	// shared connector comes back.
+	return e.fails == 1, base/2 + time.Duration(rand.Int64N(int64(base)))
+}
+
+// recovered closes the episode; fails is 0 when there was none.
+func (e *episode) recovered() (fails uint64, lasted time.Duration) {
+	fails, e.fails = e.fails, 0
+	if fails == 0 {
+		return 0, 0
+	}
+	return fails, time.Since(e.start).Round(time.Millisecond)
+}
+
+// sleep waits d or until ctx is done; false means stop.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 func (d *drainer) run(ctx context.Context) {
-	backoff := backoffMin
+	name := d.sink.Name()
+	readEp := episode{min: backoffMin, max: backoffMax}
+	sendEp := episode{min: backoffMin, max: backoffMax}
 	for {
-		recs, err := d.ob.Read(d.sink.Name(), drainBatch)
-		if err != nil {
-			d.log.Error("cannot read the outbox; retrying", "sink", d.sink.Name(), "err", err)
+		select {
+		case <-d.retry:
+			if !d.retryParked(ctx) {
+				return
+			}
+		default:
 		}
-		if len(recs) == 0 || err != nil {
+		wake := d.ob.Wait()
+		recs, err := d.ob.Read(name, drainBatch)
+		if err != nil {
+			first, wait := readEp.fail()
+			if first {
+				d.log.Error("cannot read the outbox; retrying with backoff", "sink", name, "err", err)
+			}
+			if !sleep(ctx, wait) {
+				return
+			}
+			continue
+		}
+		if n, lasted := readEp.recovered(); n > 0 {
+			d.log.Info("outbox readable again", "sink", name, "failures", n, "lasted", lasted)
+		}
+		if len(recs) == 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-d.ob.Wait():
-			case <-time.After(time.Second):
+			case <-wake:
+			case <-d.retry:
+				if !d.retryParked(ctx) {
+					return
+				}
 			}
 			continue
 		}
 		if d.batch > 0 && !anyUrgent(recs) && len(recs) < drainBatch {
 			// Seed 11.2: fatal and recovery events go at once; non-fatal
 			// ones may share a call within a short interval.
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, d.batch) {
 				return
-			case <-time.After(d.batch):
 			}
-			if more, err := d.ob.Read(d.sink.Name(), drainBatch); err == nil {
+			if more, err := d.ob.Read(name, drainBatch); err == nil && len(more) > 0 {
 				recs = more
 			}
 		}
@@ -67,34 +154,76 @@ func (d *drainer) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			d.sent.Add(uint64(len(evs)))
-			backoff = backoffMin
-			if err := d.ob.Ack(d.sink.Name(), last); err != nil {
-				d.log.Error("cannot record delivery in the outbox; events may be sent again after a restart", "sink", d.sink.Name(), "err", err)
+			if n, lasted := sendEp.recovered(); n > 0 {
+				d.log.Info("sink delivering again", "sink", name, "failed_attempts", n, "lasted", lasted)
+			}
+			if !d.ack(ctx, last) {
+				return
 			}
 		case sink.IsPermanent(err):
 			d.failed.Add(uint64(len(evs)))
-			for _, e := range evs {
-				d.log.Error("sink rejected event permanently; moving past it", "sink", d.sink.Name(),
-					"event_id", e.ID, "check", e.CheckName, "message", e.Message, "err", err)
+			done, err := d.isolate(ctx, recs, err)
+			if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
+				return
 			}
-			if err := d.ob.Ack(d.sink.Name(), last); err != nil {
-				d.log.Error("cannot record delivery in the outbox", "sink", d.sink.Name(), "err", err)
+			if err != nil {
+				// Transient trouble half-way, or the dead-letter file
+				// could not be written: the rest stays queued.
+				first, wait := sendEp.fail()
+				if first {
+					d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+						"sink", name, "pending_from_seq", recs[done].Seq, "err", err)
+				}
+				if !sleep(ctx, wait) {
+					return
+				}
 			}
 		default:
-			d.failed.Add(uint64(len(evs)))
-			if backoff == backoffMin {
-				d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-					"sink", d.sink.Name(), "pending_from_seq", recs[0].Seq, "err", err)
-			}
-			// Full jitter keeps a fleet of nodes from retrying in lockstep
-			// when a shared connector comes back.
-			wait := time.Duration(rand.Int64N(int64(backoff))) + backoff/2
-			select {
-			case <-ctx.Done():
+			if ctx.Err() != nil {
 				return
-			case <-time.After(wait):
 			}
-			backoff = min(backoff*2, backoffMax)
+			d.failed.Add(uint64(len(evs)))
+			first, wait := sendEp.fail()
+			if first {
+				d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+					"sink", name, "pending_from_seq", recs[0].Seq, "err", err)
+			}
+			if !sleep(ctx, wait) {
+				return
+			}
+		}
+	}
+}
+
+// ack records delivery up to seq. While the cursor cannot be saved (a full
+// or read-only state disk) delivery pauses and the save is retried with
+// backoff: the outbox already knows the batch is delivered, so nothing is
+// sent twice unless the daemon restarts before the save succeeds. It
+// returns false when ctx is done.
+func (d *drainer) ack(ctx context.Context, seq uint64) bool {
+	name := d.sink.Name()
+	ep := episode{min: backoffMin, max: saveBackoffMax}
+	for {
+		err := d.ob.Ack(name, seq)
+		if err == nil {
+			if n, lasted := ep.recovered(); n > 0 {
+				d.log.Info("sink delivery position saved again", "sink", name, "failed_saves", n, "lasted", lasted)
+			}
+			return true
+		}
+		if !errors.Is(err, outbox.ErrCursorNotSaved) {
+			// Closed, or the sink was removed by a reload: the drainer
+			// is being stopped.
+			d.log.Warn("cannot record delivery in the outbox", "sink", name, "err", err)
+			return ctx.Err() == nil
+		}
+		first, wait := ep.fail()
+		if first {
+			d.log.Error("cannot save the sink's delivery position; delivery pauses and the save is retried with backoff",
+				"sink", name, "err", err)
+		}
+		if !sleep(ctx, wait) {
+			return false
 		}
 	}
 }
@@ -106,4 +235,112 @@ func anyUrgent(recs []outbox.Record) bool {
 		}
 	}
 	return false
+}
+
+// isolate handles a batch the sink rejected as invalid. The rejection may
+// concern one event of many, so each is offered alone: delivered ones are
+// done, each one rejected again is parked in the dead-letter file (with
+// the sink's reason) and logged with its id; never silently acknowledged.
+// It returns how many leading records are settled (delivered or parked);
+// err is set when it stopped early (transient failure, or the dead letter
+// could not be saved), and the remaining records stay queued.
+func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr error) (int, error) {
+	name := d.sink.Name()
+	var rejected []outbox.Record
+	var reasons []string
+	done := len(recs)
+	var stop error
+	for i := range recs {
+		err := batchErr
+		if len(recs) > 1 {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
+			cancel()
+		}
+		if err == nil {
+			d.sent.Add(1)
+			continue
+		}
+		if !sink.IsPermanent(err) {
+			done, stop = i, err
+			break
+		}
+		rejected = append(rejected, recs[i])
+		reasons = append(reasons, err.Error())
+	}
+	// One durable write for the whole batch: a connector that rejects
+	// everything must not cost one fsync per event.
+	if err := d.ob.Park(name, rejected, reasons); err != nil {
+		// Not parked: nothing of the batch is settled; what was
+		// delivered is sent again later (a receiver drops repeats by id).
+		return 0, err
+	}
+	for i := range rejected {
+		e := &rejected[i].Event
+		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
+			"sink", name, "event_id", e.ID, "seq", rejected[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
+			"message", e.Message, "reason", reasons[i])
+	}
+	return done, stop
+}
+
+// retryParked offers the sink's parked events again, one by one, oldest
+// first: delivered ones leave the dead letters, ones rejected again stay.
+// A transient failure keeps the request pending and backs off. It returns
+// false when ctx is done.
+func (d *drainer) retryParked(ctx context.Context) bool {
+	name := d.sink.Name()
+	parked := d.ob.Parked(name)
+	if len(parked) == 0 {
+		return true
+	}
+	var delivered []string
+	again := 0
+	var transient error
+	for _, p := range parked {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := d.sink.Send(sctx, []event.Event{p.Event})
+		cancel()
+		if err == nil {
+			d.sent.Add(1)
+			delivered = append(delivered, p.Event.ID)
+			continue
+		}
+		d.failed.Add(1)
+		if !sink.IsPermanent(err) {
+			transient = err
+			break
+		}
+		again++
+	}
+	if err := d.ob.Unpark(name, delivered); err != nil {
+		// Delivered but still listed: the next retry sends them again,
+		// which a receiver drops by id.
+		d.log.Error("cannot update the rejected events file", "sink", name, "err", err)
+	}
+	d.log.Info("retried rejected events", "sink", name, "delivered", len(delivered), "rejected_again", again,
+		"not_tried", len(parked)-len(delivered)-again)
+	if transient != nil {
+		d.log.Warn("sink unavailable while retrying rejected events; retrying again with backoff", "sink", name, "err", transient)
+		d.requestRetry()
+		return sleep(ctx, backoffMax/4)
+	}
+	return ctx.Err() == nil
+}
+
+// RetryRejected asks every running sink to offer its parked (rejected as
+// invalid) events again, and returns how many are parked. Reload does it
+// too: the usual fix for a rejection is a configuration change.
+func (d *Daemon) RetryRejected() int {
+	n := d.ob.Rejected()
+	for _, dr := range d.drainerList() {
+		dr.requestRetry()
+	}
+	return n
+}
+
+func (b backend) RetryRejected(uid uint32) (uint32, error) {
+	n := b.d.RetryRejected()
+	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
+	return uint32(n), nil
 }

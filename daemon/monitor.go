@@ -43,10 +43,12 @@ type Monitor struct {
 	matrix    *gpumeta.Matrix
 	ports     []*portPlan
 	planOf    map[*topology.Port]*portPlan // the plan entry of each monitored port
-	files     []*reader.File
-	defs      []counters.Definition
-	stateChk  *checks.PortStateCheck
-	eval      *counters.Evaluator
+	// availLogged is the counter availability last logged per device.
+	availLogged map[string]string
+	files       []*reader.File
+	defs        []counters.Definition
+	stateChk    *checks.PortStateCheck
+	eval        *counters.Evaluator
 
 	unreadable        map[string]bool // per device: core files unreadable, logged once
 	stuckBuf          []*reader.File
@@ -88,8 +90,6 @@ type Monitor struct {
 	nextStatePoll   time.Time
 	nextCounterTick time.Time
 	counterTicks    uint64
-	// availLogged is the counter availability last logged per device.
-	availLogged map[string]string
 }
 
 type portPlan struct {
@@ -139,6 +139,7 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
 		planOf:        map[*topology.Port]*portPlan{},
+		availLogged:   map[string]string{},
 	}
 	// A device renamed under its PCI address keeps everything every check
 	// remembers of it.
@@ -338,6 +339,12 @@ func (m *Monitor) buildPlan() {
 					}
 					path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
 					if path == "" {
+						continue
+					}
+					resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
+					if !ok {
+						m.log.Warn("counter file resolves outside its device directory through a symlink; not read",
+							"device", d.Name, "port", port.Num, "counter", def.Name, "path", path, "resolves_to", resolved)
 						continue
 					}
 					if j, ok := byFile[path]; ok {

@@ -83,16 +83,26 @@ type Daemon struct {
 	snap         atomic.Pointer[health.Snapshot]
 	lastPollNano atomic.Int64
 	statusSent   string
+	saveFails    int
+	// reloadLogs collapses repeated reload outcomes in the log.
+	reloadLogs repeats
+	// appendFails counts consecutive polls whose events the outbox
+	// could not take.
+	appendFails int
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
 
-	sinkMu   sync.Mutex
-	sinks    *sinkSet
+	sinkMu sync.Mutex
+	sinks  *sinkSet
+	// startMu serialises replacing the sink set (reload, and the retry
+	// after a reload that could not start it).
+	startMu  sync.Mutex
 	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
 	reloadCh chan chan error
+	loadedCh chan loaded
 	ackSeq   atomic.Uint64
 }
 
@@ -216,9 +226,9 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
-		reloadCh: make(chan chan error, 4),
-		metrics:  metrics.New(),
-		model:    model,
+		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats{window: time.Minute},
+		metrics: metrics.New(),
+		model:   model,
 		// A replay or a model rebuilt from an older state file is saved
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
@@ -255,7 +265,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.nt = notify.New(d.log)
 	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: 5 * d.cfg.PollInterval, Logger: d.log})
 
-	if err := d.startSinks(ctx, d.cfg); err != nil {
+	if err := d.startSinks(ctx, d.cfg, false); err != nil {
 		return err
 	}
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
@@ -284,15 +294,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return d.shutdown(cancel)
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				d.reload()
+				d.beginReload(nil)
 				continue
 			}
 			d.log.Info("stopping", "signal", s.String())
 			return d.shutdown(cancel)
 		case reply := <-d.reloadCh:
-			err := d.reload()
-			if reply != nil {
-				reply <- err
+			d.beginReload(reply)
+		case l := <-d.loadedCh:
+			err := d.applyReload(l.cfg, l.err)
+			if l.reply != nil {
+				l.reply <- err
 			}
 		case <-timer.C:
 			start := time.Now()
@@ -405,9 +417,17 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 			// back to the front of the next cycle, so a full or read-only
 			// disk delays events but never loses them (and a crash in the
 			// meantime re-detects them from the unsaved state).
-			d.log.Error("cannot append events to the outbox; retrying next poll", "err", err, "events", len(evs))
+			// One line per episode: a full disk lasts many polls.
+			if d.appendFails == 0 {
+				d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
+			}
+			d.appendFails++
 			d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
 			return nil
+		}
+		if d.appendFails > 0 {
+			d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
+			d.appendFails = 0
 		}
 		for i := range evs {
 			out = append(out, emitted{evs[i], seqs[i]})
@@ -430,13 +450,17 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 	}
 	if changed || len(specs) > 0 {
 		if _, err := d.saveIfChanged(); err != nil {
-			if d.saveErr != err.Error() {
+			// The error names a fresh temporary file each time; one line
+			// per episode, not per poll.
+			if d.saveErr == "" {
 				d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
 			}
 			d.saveErr = err.Error()
+			d.saveFails++
 		} else if d.saveErr != "" {
-			d.log.Info("state saved again", "file", d.opts.StateFile)
+			d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
 			d.saveErr = ""
+			d.saveFails = 0
 		}
 	}
 	return out
@@ -516,8 +540,8 @@ func sinkKey(c *config.Config) string {
 // startSinks opens the configured sinks and starts one drainer each. The
 // outbox keeps each sink's cursor by name, so a restarted sink resumes
 // where it stopped.
-func (d *Daemon) startSinks(parent context.Context, cfg *config.Config) error {
-	sinks, err := d.buildSinksFor(cfg)
+func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient bool) error {
+	sinks, err := d.buildSinksFor(cfg, lenient)
 	if err != nil {
 		return err
 	}
@@ -539,7 +563,7 @@ func (d *Daemon) startSinks(parent context.Context, cfg *config.Config) error {
 		if _, ok := s.(*connector.Sink); ok {
 			batch = cfg.ConnectorBatch
 		}
-		dr := &drainer{ob: d.ob, sink: s, log: d.log, batch: batch}
+		dr := newDrainer(d.ob, s, d.log, batch)
 		set.drainers = append(set.drainers, dr)
 		set.wg.Add(1)
 		go func() { defer set.wg.Done(); dr.run(ctx) }()
@@ -585,6 +609,47 @@ func (d *Daemon) pending() int {
 	return n
 }
 
+// restartOnly refuses a reload that changes a key the running daemon
+// cannot apply, naming the key, rather than appearing to apply it.
+func restartOnly(old, cfg *config.Config) error {
+	if cfg.DBusEnabled != old.DBusEnabled {
+		return &config.Error{File: cfg.Path, Key: "dbus.enabled",
+			Reason: fmt.Sprintf("changing it from %v to %v needs a restart (systemctl restart nichealthd); the running configuration stays", old.DBusEnabled, cfg.DBusEnabled)}
+	}
+	return nil
+}
+
+// retryStartSinks starts the sinks of configuration generation gen after
+// a reload could not, with backoff, until it succeeds, a later reload
+// takes over, or the daemon stops.
+func (d *Daemon) retryStartSinks(cfg *config.Config, gen uint64) {
+	ep := episode{min: backoffMin, max: backoffMax}
+	for {
+		_, wait := ep.fail()
+		if !sleep(d.runCtx, wait) {
+			return
+		}
+		d.mu.Lock()
+		current := d.generation == gen
+		d.mu.Unlock()
+		d.startMu.Lock()
+		d.sinkMu.Lock()
+		running := d.sinks != nil
+		d.sinkMu.Unlock()
+		if !current || running {
+			d.startMu.Unlock()
+			return
+		}
+		err := d.startSinks(d.runCtx, cfg, true)
+		d.startMu.Unlock()
+		if err == nil {
+			n, lasted := ep.recovered()
+			d.log.Info("sinks started", "attempts", n, "lasted", lasted)
+			return
+		}
+	}
+}
+
 // RequestReload asks the loop to reload and waits for the outcome.
 func (d *Daemon) RequestReload() error {
 	reply := make(chan error, 1)
@@ -592,17 +657,46 @@ func (d *Daemon) RequestReload() error {
 	return <-reply
 }
 
-// reload applies a new configuration between poll cycles. An invalid file
-// is refused with one log line and the running configuration stays.
-func (d *Daemon) reload() error {
+// loaded is a configuration read for a reload, off the poll loop.
+type loaded struct {
+	cfg   *config.Config
+	err   error
+	reply chan error
+}
+
+// beginReload reads the configuration on a goroutine of its own, so that
+// polling goes on while it is read (bounded by config.Load's deadline),
+// and hands the result to the loop, which applies it between cycles.
+func (d *Daemon) beginReload(reply chan error) {
 	d.nt.Reloading()
+	ctx := d.runCtx
+	go func() {
+		cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+		select {
+		case d.loadedCh <- loaded{cfg, err, reply}:
+		case <-ctx.Done():
+			if reply != nil {
+				reply <- fmt.Errorf("reload: the daemon is stopping")
+			}
+		}
+	}()
+}
+
+// applyReload applies a loaded configuration between poll cycles, on the
+// loop's goroutine. An invalid file is refused with one log line and the
+// running configuration stays.
+func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	defer func() {
 		d.mu.Lock()
 		st := d.statusLocked()
 		d.mu.Unlock()
 		d.nt.Ready(st)
 	}()
-	cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+	if err == nil {
+		d.mu.Lock()
+		err = restartOnly(d.cfg, cfg)
+		d.mu.Unlock()
+	}
 	if err == nil {
 		// Before taking d.mu: stopping the old endpoint waits for its
 		// in-flight scrapes, which read the daemon's views under d.mu.
@@ -617,35 +711,65 @@ func (d *Daemon) reload() error {
 	defer d.mu.Unlock()
 	if err != nil {
 		d.reloadErr = err.Error()
-		d.log.Error("configuration refused; the running configuration stays", "err", err)
+		if ok, n := d.reloadLogs.note("refused "+err.Error(), time.Now()); ok {
+			d.log.Error("configuration refused; the running configuration stays", "err", err, "repeats", n)
+		}
 		d.publishSnapshotLocked()
 		d.publish(nil)
 		return err
 	}
+	unchanged := cfg.Digest == d.cfg.Digest
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
+	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
+	// /healthz and the watchdog judge a stall against the poll interval
+	// in force, not the one the daemon started with.
+	d.wd.SetStallAfter(5 * cfg.PollInterval)
+	if cfg.AdminGroup != d.cfg.AdminGroup {
+		if s, ok := d.currentBus().(interface{ SetAdminGroup(string) }); ok {
+			s.SetAdminGroup(cfg.AdminGroup)
+		}
+		d.log.Info("D-Bus admin group changed", "from", d.cfg.AdminGroup, "to", cfg.AdminGroup)
+	}
 	d.sinkMu.Lock()
-	sinksChanged := d.sinks != nil && sinkKey(cfg) != d.sinks.key
+	// No running set (an earlier reload could not start one) counts as a
+	// change, so a fixed configuration starts them.
+	sinksChanged := d.sinks == nil || sinkKey(cfg) != d.sinks.key
 	d.sinkMu.Unlock()
 	if sinksChanged {
 		// Sinks are restarted outside d.mu: drainers never take it, but a
 		// slow Close must not hold up D-Bus readers.
 		d.mu.Unlock()
+		d.startMu.Lock()
 		d.stopSinks()
-		err := d.startSinks(d.runCtx, cfg)
+		err := d.startSinks(d.runCtx, cfg, true)
+		d.startMu.Unlock()
 		d.mu.Lock()
 		if err != nil {
-			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox", "err", err)
+			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
+			go d.retryStartSinks(cfg, d.generation+1)
 		} else {
 			d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
 		}
+	} else {
+		// SIGHUP is how logrotate says "reopen your files".
+		d.reopenSinks()
 	}
 	d.cfg = cfg
 	d.generation++
 	d.reloadErr = ""
 	evs := d.commitLocked(specs, true, time.Now())
 	d.publishSnapshotLocked()
-	d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
-		"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+	// A reload of the same file (a script calling Reload in a loop) is
+	// logged once per window with a count; every change is logged.
+	if !unchanged {
+		d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
+			"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+	} else if ok, n := d.reloadLogs.note("unchanged", time.Now()); ok {
+		d.log.Info("configuration applied (file unchanged)", "file", d.opts.ConfigPath, "generation", d.generation,
+			"repeats", n)
+	}
 	d.publish(evs)
+	d.RetryRejected()
 	return nil
 }

@@ -1,25 +1,41 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"sync"
 
+	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
+	"github.com/nichealth/nichealthd/daemon/sink/jsonl"
 	"github.com/nichealth/nichealthd/systemd/journal"
 )
 
-// buildSinks opens every configured destination. The journal is used only
-// where journald listens (run by systemd); elsewhere the daemon's own log on
-// stderr already carries each event.
-func (d *Daemon) buildSinksFor(cfg *config.Config) ([]sink.Sink, error) {
+// buildSinksFor opens every configured destination. The journal is used
+// only where journald listens (run by systemd); elsewhere the daemon's own
+// log on stderr already carries each event.
+//
+// At start-up (lenient false) a destination that cannot be opened is an
+// error that stops the daemon with a message saying what to fix. On a
+// reload it must not take the other sinks down with it: it becomes a
+// pendingSink that the drainer retries with backoff, and its events wait
+// in the outbox until it opens.
+func (d *Daemon) buildSinksFor(cfg *config.Config, lenient bool) ([]sink.Sink, error) {
 	var out []sink.Sink
 	if cfg.JSONLPath != "" {
-		s, err := newJSONLSink(cfg.JSONLPath)
-		if err != nil {
+		path := cfg.JSONLPath
+		s, err := jsonl.New(path)
+		switch {
+		case err == nil:
+			out = append(out, s)
+		case lenient:
+			d.log.Error("JSON-lines sink cannot open its file; its events stay queued and opening is retried with backoff", "err", err)
+			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path) }})
+		default:
 			return nil, err
 		}
-		out = append(out, s)
 	}
 	if cfg.JournalEnabled {
 		s, err := journal.New(d.log)
@@ -39,4 +55,70 @@ func (d *Daemon) buildSinksFor(cfg *config.Config) ([]sink.Sink, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// pendingSink is a destination that could not be opened yet: every Send
+// tries to open it, and fails (transiently, so the drainer backs off)
+// until it does.
+type pendingSink struct {
+	name string
+	open func() (sink.Sink, error)
+
+	mu sync.Mutex // Send on the drainer, Reopen on the reload path
+	s  sink.Sink
+}
+
+func (p *pendingSink) Name() string { return p.name }
+
+func (p *pendingSink) Send(ctx context.Context, evs []event.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.s == nil {
+		s, err := p.open()
+		if err != nil {
+			return err
+		}
+		p.s = s
+	}
+	return p.s.Send(ctx, evs)
+}
+
+// Reopen passes SIGHUP on to the opened sink.
+func (p *pendingSink) Reopen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.s.(reopener); ok {
+		return r.Reopen()
+	}
+	return nil
+}
+
+func (p *pendingSink) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.s != nil {
+		return p.s.Close()
+	}
+	return nil
+}
+
+// reopener is a sink that reopens its file on SIGHUP and reload, for
+// logrotate.
+type reopener interface{ Reopen() error }
+
+// reopenSinks asks every running sink that writes a file to reopen it.
+func (d *Daemon) reopenSinks() {
+	d.sinkMu.Lock()
+	set := d.sinks
+	d.sinkMu.Unlock()
+	if set == nil {
+		return
+	}
+	for _, s := range set.sinks {
+		if r, ok := s.(reopener); ok {
+			if err := r.Reopen(); err != nil {
+				d.log.Warn("cannot reopen the sink's file; retried before its next write", "sink", s.Name(), "err", err)
+			}
+		}
+	}
 }

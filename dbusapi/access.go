@@ -6,6 +6,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -99,17 +100,30 @@ func allowed(c credentials, adminGID uint32, adminExists bool) bool {
 	return adminExists && slices.Contains(c.gids, adminGID)
 }
 
+// SetAdminGroup changes the group that may call the mutating methods
+// besides root, from the next call on (a configuration reload; revoking a
+// group's rights must not wait for a restart). "" is the default group.
+func (s *Server) SetAdminGroup(name string) {
+	if name == "" {
+		name = DefaultGroup
+	}
+	s.adminGroup.Store(&name)
+}
+
+func (s *Server) adminGroupName() string { return *s.adminGroup.Load() }
+
 // authorize enforces the access rule for a mutating method inside the
 // daemon, so that a permissive or mistaken bus policy cannot open it up.
 // It returns the caller's uid (for the audit trail in events).
 func (s *Server) authorize(sender dbus.Sender, method string) (uint32, *dbus.Error) {
-	denied := newError(ErrNameAccessDenied, "access denied: %s needs root or membership in group %s (try sudo)", method, s.opts.AdminGroup)
+	group := s.adminGroupName()
+	denied := newError(ErrNameAccessDenied, "access denied: %s needs root or membership in group %s (try sudo)", method, group)
 	c, err := s.callerCredentials(string(sender))
 	if err != nil {
 		s.log.Warn("cannot identify D-Bus caller; denying", "method", method, "sender", string(sender), "err", err)
 		return 0, denied
 	}
-	gid, exists := groupID(s.opts.AdminGroup)
+	gid, exists := groupID(group)
 	if c.gids == nil && c.uid != 0 && exists {
 		if g, err := userGroups(c.uid); err == nil {
 			c.gids = g
@@ -118,8 +132,54 @@ func (s *Server) authorize(sender dbus.Sender, method string) (uint32, *dbus.Err
 		}
 	}
 	if !allowed(c, gid, exists) {
-		s.log.Warn("D-Bus call denied", "method", method, "sender", string(sender), "uid", c.uid, "group", s.opts.AdminGroup)
+		// A client retrying in a loop (with a permissive bus policy,
+		// every call reaches us) gets one line per minute, with a count.
+		if ok, n := s.denials.note(fmt.Sprintf("%s/%d", method, c.uid), time.Now()); ok {
+			s.log.Warn("D-Bus call denied", "method", method, "sender", string(sender), "uid", c.uid, "group", group, "repeats", n)
+		}
 		return c.uid, denied
 	}
 	return c.uid, nil
+}
+
+// logRepeats collapses a log line that keeps coming back: the first of a
+// kind is logged, repeats within window are only counted, and the first
+// one after the window is logged with that count.
+type logRepeats struct {
+	window time.Duration
+
+	mu   sync.Mutex
+	seen map[string]*logRepeat
+}
+
+type logRepeat struct {
+	at time.Time
+	n  int
+}
+
+// note reports whether a line of kind key should be logged now, and how
+// many were suppressed since the last one that was.
+func (r *logRepeats) note(key string, now time.Time) (log bool, suppressed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]*logRepeat{}
+	}
+	e := r.seen[key]
+	if e != nil && now.Sub(e.at) < r.window {
+		e.n++
+		return false, 0
+	}
+	if e != nil {
+		suppressed = e.n
+	}
+	if len(r.seen) > 256 {
+		for k, v := range r.seen {
+			if now.Sub(v.at) >= r.window {
+				delete(r.seen, k)
+			}
+		}
+	}
+	r.seen[key] = &logRepeat{at: now}
+	return true, suppressed
 }

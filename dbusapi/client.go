@@ -179,6 +179,16 @@ func (c *Client) AcknowledgeReset(ctx context.Context, device string, port int, 
 	return c.mapError(c.call(ctx, RootPath, ManagerIface+".AcknowledgeReset", device, uint32(port), counter).Err)
 }
 
+// RetryRejected asks the daemon to offer the events its sinks rejected as
+// invalid to them again; it returns how many were parked.
+func (c *Client) RetryRejected(ctx context.Context) (uint32, error) {
+	var n uint32
+	if err := c.call(ctx, RootPath, ManagerIface+".RetryRejected").Store(&n); err != nil {
+		return 0, c.mapError(err)
+	}
+	return n, nil
+}
+
 // Reload asks the daemon to re-read its configuration. An error wrapping
 // ErrConfigRefused carries the validation message; the old config stays.
 func (c *Client) Reload(ctx context.Context) error {
@@ -288,6 +298,7 @@ func decodeManager(raw map[string]dbus.Variant) ManagerView {
 		MonitoredPorts:   get[uint32](m, "MonitoredPorts"),
 		MonitoredNICs:    get[uint32](m, "MonitoredNICs"),
 		Ready:            get[bool](m, "Ready"),
+		RejectedEvents:   get[uint32](m, "RejectedEvents"),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -35,6 +36,7 @@ func (s *Server) rootIfaces() []ifaceDef {
 			{name: "ListEvents", in: []string{"since"}, out: []string{"events"}, fn: s.listEvents},
 			{name: "AcknowledgeReset", in: []string{"device", "port", "counter"}, fn: s.acknowledgeReset},
 			{name: "GetPort", in: []string{"device", "port"}, out: []string{"object_path"}, fn: s.getPort},
+			{name: "RetryRejected", out: []string{"parked"}, fn: s.retryRejected},
 		}},
 	}
 }
@@ -295,7 +297,9 @@ func (s *Server) reload(sender dbus.Sender) *dbus.Error {
 	// returns see the outcome without waiting for the next poll.
 	s.Refresh()
 	if err != nil {
-		s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err)
+		if ok, n := s.denials.note("Reload refused "+err.Error(), time.Now()); ok {
+			s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err, "repeats", n)
+		}
 		return toDBusError(err, ErrNameConfigRefused)
 	}
 	return nil
@@ -318,6 +322,19 @@ func (s *Server) acknowledgeReset(sender dbus.Sender, device string, port uint32
 	s.log.Info("reset acknowledged over D-Bus", "device", device, "port", port, "counter", counter, "uid", uid)
 	s.Refresh()
 	return nil
+}
+
+func (s *Server) retryRejected(sender dbus.Sender) (uint32, *dbus.Error) {
+	uid, derr := s.authorize(sender, "RetryRejected")
+	if derr != nil {
+		return 0, derr
+	}
+	n, err := s.b.RetryRejected(uid)
+	if err != nil {
+		return 0, toDBusError(err, errFailed)
+	}
+	s.log.Info("retry of rejected events requested over D-Bus", "parked", n, "uid", uid)
+	return n, nil
 }
 
 // toDBusError maps the sentinel errors to their D-Bus names; anything else

@@ -105,6 +105,7 @@ func managerProps() []propDef[ManagerView] {
 		{"MonitoredPorts", "u", true, func(m *ManagerView) any { return m.MonitoredPorts }},
 		{"MonitoredNICs", "u", true, func(m *ManagerView) any { return m.MonitoredNICs }},
 		{"Ready", "b", true, func(m *ManagerView) any { return m.Ready }},
+		{"RejectedEvents", "u", true, func(m *ManagerView) any { return m.RejectedEvents }},
 	}
 }
 

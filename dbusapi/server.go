@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -38,6 +39,10 @@ type Server struct {
 	prtDefs []propDef[PortView]
 	mgrMeta []propMeta
 	prtMeta []propMeta
+	// adminGroup is Options.AdminGroup until SetAdminGroup changes it.
+	adminGroup atomic.Pointer[string]
+	// denials collapses repeated denied and refused calls in the log.
+	denials logRepeats
 
 	// refreshMu serialises Refresh, Close and the exports they do, so
 	// signals leave in the order the state changed.
@@ -96,6 +101,8 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		ring:  newRing(opts.RingSize),
 		out:   newSender(),
 	}
+	s.denials.window = time.Minute
+	s.SetAdminGroup(opts.AdminGroup)
 	s.mgrMeta = metaOf(s.mgrDefs)
 	s.prtMeta = metaOf(s.prtDefs)
 

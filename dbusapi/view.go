@@ -81,6 +81,9 @@ type ManagerView struct {
 	MonitoredPorts   uint32          `json:"monitoredPorts"`
 	MonitoredNICs    uint32          `json:"monitoredNICs"`
 	Ready            bool            `json:"ready"`
+	// RejectedEvents is the number of events a sink rejected as invalid
+	// and the daemon parked for an operator's retry.
+	RejectedEvents uint32 `json:"rejectedEvents"`
 }
 
 // Backend is the daemon's side of the API. Its methods are called from
@@ -98,6 +101,9 @@ type Backend interface {
 	// counter when counter is "") on device/port remediated, on behalf of
 	// uid. Errors wrap ErrNoSuchPort, ErrNotLatched or ErrInvalidArgument.
 	AcknowledgeReset(device string, port int, counter string, uid uint32) error
+	// RetryRejected offers the events sinks rejected as invalid to them
+	// again, on behalf of uid, and returns how many were parked.
+	RetryRejected(uid uint32) (uint32, error)
 }
 
 // Sentinel errors. The backend wraps them, the server maps them to D-Bus

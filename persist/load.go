@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // maxStateBytes bounds what Load reads. A real state file of the largest
@@ -112,7 +113,7 @@ func load(path string) (*State, Report, []byte, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return NewState(""), Report{Status: LoadFresh}, nil, nil
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, errTooLarge), errors.Is(err, errNotRegular):
 		return corrupt(path, err.Error())
 	case err != nil:
 		return nil, Report{}, nil, fmt.Errorf("read state file %s: %w (make it readable by the user nichealthd runs as, or move it away to start fresh)", path, err)
@@ -129,12 +130,21 @@ func load(path string) (*State, Report, []byte, error) {
 
 var errTooLarge = fmt.Errorf("file is larger than %d bytes", maxStateBytes)
 
+var errNotRegular = errors.New("not a regular file")
+
+// readBounded reads the state file without blocking on a FIFO (non-blocking
+// open, type checked on the open file) and without reading more than the
+// largest plausible state. A directory stays an error to fix, not a file
+// to set aside.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fi.Mode().Type())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
 	if err != nil {
 		return nil, err

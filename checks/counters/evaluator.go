@@ -113,6 +113,18 @@ type memEntry struct {
 	lowerBound bool
 }
 
+// SetXmitWaitBytesPerTick changes the port_xmit_wait conversion on a
+// configuration reload, keeping every window and latch (<= 0: default).
+func (e *Evaluator) SetXmitWaitBytesPerTick(v float64) {
+	if v <= 0 {
+		v = DefaultXmitWaitBytesPerTick
+	}
+	e.bytesPerTick = v
+}
+
+// XmitWaitBytesPerTick is the port_xmit_wait conversion in use.
+func (e *Evaluator) XmitWaitBytesPerTick() float64 { return e.bytesPerTick }
+
 // NewEvaluator returns an Evaluator with empty memory.
 func NewEvaluator(opts Options) *Evaluator {
 	e := &Evaluator{

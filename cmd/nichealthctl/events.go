@@ -26,6 +26,7 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	since := fs.Uint64("since", 0, "show only events with a sequence number above SEQ (with --follow: all of them, not just the last 10)")
 	follow := fs.Bool("follow", false, "print the last 10 events, then new ones as they happen (Ctrl-C stops), as journalctl -f does")
 	fs.BoolVar(follow, "f", false, "short for --follow")
+	retry := fs.Bool("retry-rejected", false, "offer the events a sink rejected as invalid to it again (root or the admin group)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -38,6 +39,9 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer c.Close()
+	if *retry {
+		return retryRejected(c, cf.json, stdout, stderr)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -168,4 +172,21 @@ func entity(ev event.Event) string {
 		return dev
 	}
 	return dev + "/" + port
+}
+
+func retryRejected(c *dbusapi.Client, asJSON bool, stdout, stderr io.Writer) int {
+	ctx, cancel := callCtx()
+	defer cancel()
+	n, err := c.RetryRejected(ctx)
+	if err != nil {
+		return fail(stderr, "events --retry-rejected", err)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, map[string]any{"retried": n}); err != nil {
+			return fail(stderr, "events --retry-rejected", err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "Offering %d rejected events to their sinks again; nichealthctl status shows how many stay rejected.\n", n)
+	return exitOK
 }

@@ -100,4 +100,8 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 		}
 		row(label, fmt.Sprintf("%s %s", sev, c.Message))
 	}
+	if m.RejectedEvents > 0 {
+		row("Rejected", p.red(fmt.Sprintf("%d events rejected as invalid by a sink and parked", m.RejectedEvents))+
+			" (journalctl -u nichealthd says why; nichealthctl events --retry-rejected offers them again)")
+	}
 }

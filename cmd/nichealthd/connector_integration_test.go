@@ -339,7 +339,7 @@ func TestIntegration_Connector_InvalidArgumentMovesPast(t *testing.T) {
 	}
 	bad := n.waitEvent("fatal mlx5_3", portEvent("mlx5_3", event.KindPortFatal))
 	n.waitLog("the permanent refusal", func(l string) bool {
-		return strings.Contains(l, "rejected event permanently") && strings.Contains(l, bad.ID)
+		return strings.Contains(l, "rejected event as invalid") && strings.Contains(l, bad.ID)
 	})
 	if err := n.h.SetPortState("mlx5_4", 1, "DOWN", "Disabled"); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,19 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -62,7 +68,7 @@ type File struct {
 
 	CounterDetection struct {
 		Enabled              *bool               `toml:"enabled"`
-		XmitWaitBytesPerTick float64             `toml:"xmitWaitBytesPerTick"`
+		XmitWaitBytesPerTick *float64            `toml:"xmitWaitBytesPerTick"`
 		Counters             []counters.Override `toml:"counters"`
 	} `toml:"counterDetection"`
 
@@ -105,7 +111,10 @@ type LinkSanity struct {
 
 // Config is the validated, defaulted configuration the daemon runs with.
 type Config struct {
-	Path           string
+	Path string
+	// Digest identifies the file's bytes: a reload of an unchanged file
+	// is told apart from a change.
+	Digest         string
 	Paths          topology.Paths
 	MetadataPath   string
 	TopologySource string
@@ -141,14 +150,19 @@ type SanityConfig struct {
 	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, Fatal bool
 }
 
-// Error names the file, the key and the reason.
+// Error names the file, the key, the line where the key is set (0 when
+// unknown) and the reason.
 type Error struct {
 	File, Key, Reason string
+	Line              int
 }
 
 func (e *Error) Error() string {
-	if e.Key == "" {
+	switch {
+	case e.Key == "":
 		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	case e.Line > 0:
+		return fmt.Sprintf("%s: %s: line %d: %s", e.File, e.Key, e.Line, e.Reason)
 	}
 	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Reason)
 }
@@ -161,7 +175,7 @@ const DefaultExclusion = "^veth.*,^docker.*,^br-.*,^lo$"
 // delete it); a missing file anywhere else is an error, because a typo in
 // --config must not silently run with defaults.
 func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := readConfig(path, readDeadline)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
 			b = nil
@@ -170,6 +184,64 @@ func Load(path string) (*Config, error) {
 		}
 	}
 	return Parse(path, b)
+}
+
+// Bounds on reading the configuration file.
+const (
+	maxConfigBytes = 1 << 20
+	readDeadline   = 5 * time.Second
+)
+
+// readConfig reads a configuration file that anyone with write access to
+// its directory may have replaced: only a regular file (or a symlink to
+// one, as ConfigMaps are) of at most 1 MiB is read. A FIFO would block the
+// read forever and /dev/zero would exhaust memory; the non-blocking open
+// and the type check on the open file refuse both at once. A regular file
+// on a hung network filesystem is abandoned after deadline.
+func readConfig(path string, deadline time.Duration) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := readRegular(path)
+		ch <- result{b, err}
+	}()
+	t := time.NewTimer(deadline)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.b, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
+	}
+}
+
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): the configuration must be a file or a symlink to one", fi.Mode().Type())
+	}
+	if fi.Size() > maxConfigBytes {
+		return nil, fmt.Errorf("%d bytes, above the limit of %d", fi.Size(), maxConfigBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfigBytes {
+		return nil, fmt.Errorf("grew above the limit of %d bytes while being read", maxConfigBytes)
+	}
+	return b, nil
 }
 
 // Parse validates a TOML document; path is only used in messages.
@@ -189,9 +261,46 @@ func Parse(path string, b []byte) (*Config, error) {
 			key := strings.Join(de.Key(), ".")
 			return nil, &Error{File: path, Key: key, Reason: fmt.Sprintf("line %d column %d: %s", row, col, de.Error())}
 		}
+		if e := durationError(path, keyLines(b)); e != nil {
+			return nil, e
+		}
 		return nil, &Error{File: path, Reason: err.Error()}
 	}
-	return fromFile(path, &f)
+	c, err := fromFile(path, &f)
+	if e, ok := err.(*Error); ok && e.Key != "" && e.Line == 0 {
+		e.Line = keyLines(b)[e.Key].line
+	}
+	if c != nil {
+		sum := sha256.Sum256(b)
+		c.Digest = hex.EncodeToString(sum[:])
+	}
+	return c, err
+}
+
+// durationKeys take a duration string ("1s", "250ms").
+var durationKeys = []string{"pollingInterval", "readTimeout", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+
+// durationError names the key and line of a duration written as something
+// else (pollingInterval = 5), which the decoder reports without either.
+func durationError(path string, lines map[string]keyLine) *Error {
+	for _, k := range durationKeys {
+		kl, ok := lines[k]
+		if !ok {
+			continue
+		}
+		raw := kl.raw
+		if i := strings.Index(raw, " #"); i >= 0 {
+			raw = strings.TrimSpace(raw[:i])
+		}
+		if len(raw) >= 2 && (raw[0] == '"' || raw[0] == '\'') && raw[len(raw)-1] == raw[0] {
+			if _, err := time.ParseDuration(raw[1 : len(raw)-1]); err == nil {
+				continue
+			}
+		}
+		return &Error{File: path, Key: k, Line: kl.line,
+			Reason: fmt.Sprintf("%s is not a duration: write a quoted duration such as \"1s\" or \"250ms\"", raw)}
+	}
+	return nil
 }
 
 func boolOr(p *bool, d bool) bool {
@@ -267,6 +376,11 @@ func fromFile(path string, f *File) (*Config, error) {
 		return nil, bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
 	c.NodeName = f.NodeName
+	if !utf8.ValidString(c.NodeName) || strings.ContainsFunc(c.NodeName, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		// It goes into every event, journal field and gRPC string, where
+		// invalid UTF-8 fails to marshal and a NUL truncates.
+		return nil, bad("nodeName", "%q contains a control character or invalid UTF-8: use the node's Kubernetes name", c.NodeName)
+	}
 	c.Strategy = event.StrategyExecuteRemediation
 	if f.ProcessingStrategy != "" {
 		if c.Strategy, err = event.ParseProcessingStrategy(f.ProcessingStrategy); err != nil {
@@ -284,12 +398,12 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 
 	c.CountersEnabled = boolOr(f.CounterDetection.Enabled, true)
-	c.XmitWaitBytesPerTick = f.CounterDetection.XmitWaitBytesPerTick
-	if c.XmitWaitBytesPerTick == 0 {
-		c.XmitWaitBytesPerTick = 8
+	c.XmitWaitBytesPerTick = 8
+	if p := f.CounterDetection.XmitWaitBytesPerTick; p != nil {
+		c.XmitWaitBytesPerTick = *p
 	}
-	if c.XmitWaitBytesPerTick < 0 || c.XmitWaitBytesPerTick > 1<<20 {
-		return nil, bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive", c.XmitWaitBytesPerTick)
+	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
+		return nil, bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
 	}
 	if c.Counters, err = counters.Merge(counters.Defaults(), f.CounterDetection.Counters); err != nil {
 		return nil, &Error{File: path, Reason: err.Error()}
@@ -304,6 +418,14 @@ func fromFile(path string, f *File) (*Config, error) {
 
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
 	c.JSONLPath = f.Sinks.JSONL.Path
+	if c.JSONLPath != "" && c.JSONLPath != "-" {
+		if fi, err := os.Stat(c.JSONLPath); err == nil && !fi.Mode().IsRegular() {
+			if fi.IsDir() {
+				return nil, bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
+			}
+			return nil, bad("sinks.jsonl.path", "%s is not a regular file (%s): name a file, or \"-\" for stdout", c.JSONLPath, fi.Mode().Type())
+		}
+	}
 	c.ConnectorSocket = f.Sinks.Connector.Socket
 	c.ConnectorBatch = f.Sinks.Connector.BatchInterval.Duration
 	if c.ConnectorBatch == 0 {
@@ -312,6 +434,11 @@ func fromFile(path string, f *File) (*Config, error) {
 	c.ConnectorTimeout = f.Sinks.Connector.Timeout.Duration
 	if c.ConnectorTimeout == 0 {
 		c.ConnectorTimeout = 5 * time.Second
+	}
+	if c.ConnectorTimeout < 10*time.Millisecond || c.ConnectorTimeout > 5*time.Minute {
+		// Below a few ms every call fails before the connector can
+		// answer, and events would wait forever.
+		return nil, bad("sinks.connector.timeout", "%v is outside 10ms..5m", c.ConnectorTimeout)
 	}
 	if c.ConnectorBatch < 0 || c.ConnectorBatch > time.Minute {
 		return nil, bad("sinks.connector.batchInterval", "%v is outside 0..1m", c.ConnectorBatch)

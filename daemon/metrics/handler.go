@@ -35,13 +35,13 @@ const defaultScrapeTimeout = 10 * time.Second
 func (m *Metrics) Handler(src Source) http.Handler {
 	h := &handler{m: m, src: src}
 	ds := descriptors()
-	h.descs = ds[:]
-	h.order = make([]int, numFamilies)
+	h.descs = append(ds[:], deliveryDescriptors()...)
+	h.order = make([]int, numAllFamilies)
 	for i := range h.order {
 		h.order[i] = i
 	}
-	slices.SortFunc(h.order, func(a, b int) int { return compareStrings(ds[a].name, ds[b].name) })
-	h.pool.New = func() any { return newEncoder(numFamilies) }
+	slices.SortFunc(h.order, func(a, b int) int { return compareStrings(h.descs[a].name, h.descs[b].name) })
+	h.pool.New = func() any { return newEncoder(numAllFamilies) }
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", h.metrics)
@@ -153,6 +153,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 func (h *handler) render(e *encoder, s *snapshot) {
 	e.reset()
 	fill(e, s)
+	fillDelivery(e, s)
 	var counts [numBounds + 1]uint64
 	for _, i := range h.order {
 		if i == mPollDuration {

@@ -18,8 +18,11 @@ type Sink interface {
 	Name() string
 	// Send delivers a batch (one or more events). Outcomes:
 	//   nil                 - every event was delivered;
-	//   Permanent(err)      - the destination rejected the batch for good
-	//                         (e.g. gRPC InvalidArgument): log and move past;
+	//   Permanent(err)      - the destination rejected the batch as invalid
+	//                         (e.g. gRPC InvalidArgument): the drainer offers
+	//                         each event alone and parks the ones rejected
+	//                         again (dead letters, retried on operator
+	//                         request), never acknowledging them silently;
 	//   any other error     - transient (socket missing, Unavailable): keep
 	//                         the events and retry later.
 	Send(ctx context.Context, events []event.Event) error

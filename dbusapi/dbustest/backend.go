@@ -89,6 +89,13 @@ func (b *Backend) Reload() error {
 	return nil
 }
 
+// RetryRejected reports the manager view's RejectedEvents; nothing is parked here.
+func (b *Backend) RetryRejected(uint32) (uint32, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mgr.RejectedEvents, nil
+}
+
 func (b *Backend) AcknowledgeReset(device string, port int, counter string, uid uint32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

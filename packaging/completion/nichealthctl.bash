@@ -18,7 +18,7 @@ _nichealthctl() {
     fi
 
     local commands="status ports port events ack reload check wait-ready validate topology"
-    local flags="--json --bus-address --since --follow --timeout --perfdata --offline --config --root --help --version"
+    local flags="--json --bus-address --since --follow --retry-rejected --timeout --perfdata --offline --config --root --help --version"
     # Counter names of the built-in table; custom ones can still be typed.
     local counters="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
@@ -60,7 +60,7 @@ _nichealthctl() {
                 2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$counters" ;;
             esac
             ;;
-        events) _nichealthctl_reply -W "--since --follow -f --json" ;;
+        events) _nichealthctl_reply -W "--since --follow -f --retry-rejected --json" ;;
         check) _nichealthctl_reply -W "--perfdata --offline --config --root --json" ;;
         wait-ready) _nichealthctl_reply -W "--timeout --json" ;;
         validate) _nichealthctl_reply -f ;;

@@ -33,7 +33,7 @@ func uncomment(s string) string {
 // regular expressions are compared through their source text).
 func comparable(c *daemonconfig.Config) daemonconfig.Config {
 	v := *c
-	v.Path = ""
+	v.Path, v.Digest = "", ""
 	v.Filter = topology.Filter{}
 	return v
 }

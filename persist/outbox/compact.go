@@ -8,14 +8,17 @@ import (
 )
 
 // makeRoom keeps the segments within MaxBytes before need more bytes are
-// appended. Oldest segment first, it rewrites segments without the records
-// every sink has delivered (free) and without undelivered non-fatal
-// unhealthy records (counted as dropped), oldest first, until there is
-// room plus a margin of MaxBytes/16, so that a sustained overflow does not
-// rewrite a segment on every append. Fatal and recovery events are never
-// removed before delivery; when only they remain, the bound is exceeded
-// and one warning says so.
-func (o *Outbox) makeRoom(need int64) {
+// appended; incoming are the fold keys of the events about to be appended.
+// Oldest segment first, it rewrites segments without the records every
+// sink has delivered (free) and without undelivered events that a newer
+// one of the same check and entity supersedes (folded into it, counted),
+// until there is room plus a margin of MaxBytes/16, so that a sustained
+// overflow does not rewrite a segment on every append. The latest event of
+// every check and entity survives, so each consumer's last word on every
+// port is right when the destination comes back (DESIGN.md section 3);
+// when only such events remain, the bound is exceeded and one warning
+// says so.
+func (o *Outbox) makeRoom(need int64, incoming []uint64) {
 	excess := o.bytes + need - o.opts.MaxBytes
 	if excess <= 0 {
 		o.overBound = false
@@ -28,19 +31,20 @@ func (o *Outbox) makeRoom(need int64) {
 		// pressure every record is fair game, oldest first.
 		delivered = o.nextSeq - 1
 	}
+	newest := o.newestByKey(delivered, incoming)
 	var freed int64
 	for k := 0; k < len(o.segs) && freed < target; k++ {
 		s := o.segs[k]
 		var keep []entry
-		var dropped uint64
+		var folded uint64
 		var gain int64
 		for _, e := range s.ents {
 			switch {
 			case e.seq <= delivered:
 				gain += int64(e.size)
-			case e.droppable() && freed+gain < target:
+			case e.key != 0 && e.seq < newest[e.key] && freed+gain < target:
 				gain += int64(e.size)
-				dropped++
+				folded++
 			default:
 				keep = append(keep, e)
 			}
@@ -55,7 +59,7 @@ func (o *Outbox) makeRoom(need int64) {
 				"segment", s.path, "err", err)
 			break
 		}
-		o.dropped += dropped
+		o.folded += folded
 		freed += before - s.size
 		if removed {
 			k--
@@ -67,9 +71,61 @@ func (o *Outbox) makeRoom(need int64) {
 	}
 	if !o.overBound {
 		o.overBound = true
-		o.log.Warn(fmt.Sprintf("outbox %s holds %d bytes, above its bound of %d: only fatal and recovery events remain undelivered and they are never dropped; find out why sink %s is not draining",
+		o.log.Warn(fmt.Sprintf("outbox %s holds %d bytes, above its bound of %d: only the latest event of each check and entity remains undelivered and those are never dropped; find out why sink %s is not draining",
 			o.dir, o.bytes+need, o.opts.MaxBytes, o.slowestSink()),
 			"dir", o.dir, "bytes", o.bytes+need, "max_bytes", o.opts.MaxBytes)
+	}
+}
+
+// newestByKey maps each fold key to the highest undelivered sequence
+// number carrying it, counting the incoming events (which get the next
+// numbers). Records indexed at Open get their key here, once, by decoding
+// their segment; one that cannot be decoded keeps key 0 and is never
+// folded.
+func (o *Outbox) newestByKey(delivered uint64, incoming []uint64) map[uint64]uint64 {
+	newest := make(map[uint64]uint64)
+	for _, s := range o.segs {
+		if s.lastSeq() <= delivered {
+			continue
+		}
+		o.keySegment(s)
+		for _, e := range s.ents {
+			if e.seq > delivered && e.key != 0 {
+				newest[e.key] = max(newest[e.key], e.seq)
+			}
+		}
+	}
+	for i, k := range incoming {
+		newest[k] = o.nextSeq + uint64(i)
+	}
+	return newest
+}
+
+// keySegment fills in the fold keys of a segment's records that lack one.
+func (o *Outbox) keySegment(s *segment) {
+	missing := false
+	for _, e := range s.ents {
+		if e.key == 0 {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return
+	}
+	recs, err := o.readRange(s, 0, len(s.ents))
+	if err != nil {
+		o.log.Warn("outbox: could not read a segment to compact it", "segment", s.path, "err", err)
+		return
+	}
+	keys := make(map[uint64]uint64, len(recs))
+	for i := range recs {
+		keys[recs[i].Seq] = foldKey(&recs[i].Event)
+	}
+	for i := range s.ents {
+		if s.ents[i].key == 0 {
+			s.ents[i].key = keys[s.ents[i].seq]
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 
 	"github.com/nichealth/nichealthd/checks/event"
 )
@@ -42,13 +43,39 @@ type entry struct {
 	off   int64
 	size  int32 // header + payload
 	flags uint8
+	// key is foldKey of the event; 0 until known (records indexed at
+	// Open are keyed when compaction first needs it).
+	key uint64
 }
 
-// droppable: seed 11.2 dispatches fatal and recovery events at once and
-// lets non-fatal degradation events wait; under the size bound only the
-// latter may be sacrificed, because losing a fatal or a recovery would
-// leave the platform with a wrong picture of the node.
-func (e entry) droppable() bool { return e.flags&(flagFatal|flagHealthy) == 0 }
+// foldKey identifies what an event is the latest word on: its check and
+// the entities it is about, plus its error codes and its card or file (the counter, for counter
+// events), so that a breach of one counter never hides another's. Under
+// the size bound an undelivered event is folded into a newer one with the
+// same key (DESIGN.md section 3). Never 0.
+func foldKey(ev *event.Event) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(ev.CheckName))
+	for _, en := range ev.EntitiesImpacted {
+		h.Write([]byte{0})
+		h.Write([]byte(en.Type))
+		h.Write([]byte{'='})
+		h.Write([]byte(en.Value))
+	}
+	h.Write([]byte{1})
+	for _, c := range ev.ErrorCode {
+		h.Write([]byte(c))
+		h.Write([]byte{0})
+	}
+	// A card event names the ports below its peers with the same entities
+	// as their port events, and a hung read names its port: the card and
+	// the file keep them apart (the entity of checks/health's conditions).
+	for _, k := range []string{"card", "file"} {
+		h.Write([]byte{2})
+		h.Write([]byte(ev.Metadata[k]))
+	}
+	return max(h.Sum64(), 1)
+}
 
 func flagsOf(ev *event.Event) uint8 {
 	var f uint8

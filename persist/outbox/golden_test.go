@@ -55,7 +55,7 @@ func TestOutbox_GoldenRecord(t *testing.T) {
 		t.Fatalf("flags/reserved % x, want fatal (01) and zeros", b[20:24])
 	}
 	e, ok := parseAt(b, 0)
-	if !ok || e.seq != 7 || e.size != int32(len(b)) || e.flags != flagFatal || e.droppable() {
+	if !ok || e.seq != 7 || e.size != int32(len(b)) || e.flags != flagFatal {
 		t.Fatalf("parseAt = %+v, %v", e, ok)
 	}
 	r, err := decode(b, 0, e)

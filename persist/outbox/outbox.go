@@ -38,8 +38,9 @@ var ErrClosed = errors.New("outbox is closed")
 // Options tune an Outbox; the zero value is usable.
 type Options struct {
 	// MaxBytes bounds the segments on disk (default 64 MiB). Over it,
-	// undelivered non-fatal unhealthy events are dropped oldest first;
-	// fatal and recovery events never are.
+	// delivered records are removed first, then undelivered events that a
+	// newer event of the same check and entity supersedes (folded), oldest
+	// first; the latest event of every check and entity is never removed.
 	MaxBytes int64
 	// SegmentBytes is the size at which a new segment is started (default
 	// 4 MiB; at most MaxBytes). A batch never straddles two segments.
@@ -62,20 +63,28 @@ type Stats struct {
 	Records  int    // records retained on disk
 	Bytes    int64  // bytes of all segments
 	Segments int
-	// Dropped counts non-fatal events discarded by the size bound since
-	// Open; Corrupt counts damaged regions skipped since Open.
+	// Folded counts undelivered events removed by the size bound since
+	// Open because a newer event of the same check and entity superseded
+	// them. Dropped counts events removed without such a successor; the
+	// bound no longer does that, so it stays 0. Corrupt counts damaged
+	// regions skipped since Open.
+	Folded  uint64
 	Dropped uint64
 	Corrupt uint64
-	// OverBound: the bound is exceeded because only fatal and recovery
-	// events remain undelivered.
+	// OverBound: the bound is exceeded because only the latest event of
+	// each check and entity remains undelivered.
 	OverBound bool
-	Sinks     map[string]SinkStats
+	// Rejected is the number of events parked because a sink rejected
+	// them as invalid, over every sink.
+	Rejected int
+	Sinks    map[string]SinkStats
 }
 
 // SinkStats is one sink's position.
 type SinkStats struct {
-	Cursor uint64 // last acknowledged sequence number
-	Depth  int    // retained records after the cursor
+	Cursor   uint64 // last acknowledged sequence number
+	Depth    int    // retained records after the cursor
+	Rejected int    // events parked as rejected by this sink
 }
 
 type segment struct {
@@ -107,9 +116,12 @@ type Outbox struct {
 	bytes     int64
 	nextSeq   uint64
 	cursors   map[string]uint64 // registered sinks only
+	unsaved   map[string]bool   // sinks whose cursor file lags behind cursors
+	parked    map[string][]Parked
 	notify    chan struct{}
 	recent    []Record
 	dropped   uint64
+	folded    uint64
 	corrupt   uint64
 	overBound bool
 }
@@ -139,7 +151,7 @@ func Open(dir string, opts Options) (*Outbox, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create outbox directory %s: %w (%s)", dir, err, persist.FixHint(dir, err))
 	}
-	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}}
+	o := &Outbox{dir: dir, opts: opts, log: log, notify: make(chan struct{}), cursors: map[string]uint64{}, unsaved: map[string]bool{}, parked: map[string][]Parked{}}
 	if err := o.takeLock(); err != nil {
 		return nil, err
 	}
@@ -177,22 +189,24 @@ func (o *Outbox) load() error {
 	if err != nil {
 		return fmt.Errorf("read outbox directory %s: %w", o.dir, err)
 	}
-	var maxCursor uint64
+	var cursorFiles []string
 	for _, de := range names {
 		n := de.Name()
 		switch {
-		case strings.HasSuffix(n, ".log.tmp") || strings.HasPrefix(n, "cursor.") && strings.Contains(n, ".tmp-"):
-			// A compaction or cursor write that never reached its rename.
+		case strings.HasSuffix(n, ".log.tmp") || (strings.HasPrefix(n, "cursor.") || strings.HasPrefix(n, "rejected.")) && strings.Contains(n, ".tmp-"):
+			// A compaction, cursor or dead-letter write that never
+			// reached its rename.
 			os.Remove(filepath.Join(o.dir, n))
+		case strings.HasPrefix(n, "rejected."):
+			o.loadParked(filepath.Join(o.dir, n))
 		case strings.HasPrefix(n, "cursor."):
-			// Every cursor, registered or not, bounds the next seq: a
-			// number a sink has acknowledged must never be reused.
-			if c, err := parseCursor(filepath.Join(o.dir, n)); err == nil && c > maxCursor {
-				maxCursor = c
-			}
+			cursorFiles = append(cursorFiles, filepath.Join(o.dir, n))
 		case strings.HasSuffix(n, ".log") && len(n) == 24 && de.Type().IsRegular():
 			base, err := strconv.ParseUint(n[:20], 10, 64)
 			if err != nil || base >= maxSeq {
+				o.corrupt++
+				o.log.Warn(fmt.Sprintf("outbox segment %s: the name is not a valid sequence number; ignoring the file (move it away)", filepath.Join(o.dir, n)),
+					"segment", filepath.Join(o.dir, n))
 				continue
 			}
 			o.segs = append(o.segs, &segment{base: base, path: filepath.Join(o.dir, n)})
@@ -204,6 +218,20 @@ func (o *Outbox) load() error {
 	for i, s := range o.segs {
 		if err := o.index(s, i == len(o.segs)-1, &last); err != nil {
 			return err
+		}
+	}
+	// The highest number the segments show was handed out.
+	evidence := last
+	if n := len(o.segs); n > 0 && o.segs[n-1].base > 0 {
+		evidence = max(evidence, o.segs[n-1].base-1)
+	}
+	// Every plausible cursor, registered or not, bounds the next seq: a
+	// number a sink has acknowledged must never be reused, or the sink
+	// would skip the new event that gets it.
+	var maxCursor uint64
+	for _, p := range cursorFiles {
+		if c, ok := o.checkCursor(p, evidence); ok {
+			maxCursor = max(maxCursor, c)
 		}
 	}
 	o.nextSeq = max(last+1, maxCursor+1)
@@ -225,11 +253,48 @@ func (o *Outbox) load() error {
 	return nil
 }
 
+// cursorSlack is how far a cursor may lie beyond the highest sequence
+// number the segments show. A sink can only acknowledge numbers that were
+// handed out, so a cursor beyond them means the newest records were lost
+// with their segment; within this slack it is still believed (and keeps
+// those numbers from being reused), beyond it the file is damage.
+const cursorSlack = 1 << 20
+
+// checkCursor validates one cursor file at Open. A damaged one (not a
+// number, or a number no Append handed out, such as one past 2^62) would
+// otherwise either push the next sequence number towards the end of the
+// range, where numbers are refused at the next start and handed out again,
+// or make the sink re-send everything on every start; it is rebased to 0
+// on disk, once, with one warning: the sink re-sends what is retained
+// (a duplicate is better than a loss), and the next Ack stores a valid
+// number.
+func (o *Outbox) checkCursor(p string, evidence uint64) (uint64, bool) {
+	c, err := parseCursor(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false
+	}
+	if err == nil && c > evidence+cursorSlack {
+		err = fmt.Errorf("%d is beyond the last sequence number handed out (%d)", c, evidence)
+	}
+	if err == nil {
+		return c, true
+	}
+	o.log.Warn(fmt.Sprintf("outbox cursor %s is damaged (%v): rebased to 0, so the sink re-sends the retained events once", p, err),
+		"file", p)
+	if werr := persist.WriteFileAtomic(p, []byte("0\n"), 0o600); werr != nil {
+		o.log.Warn("outbox: could not rewrite the damaged cursor; it is rebased in memory only", "file", p, "err", werr)
+	}
+	return 0, false
+}
+
 // index reads a segment, keeps its valid records in sequence order and
 // reports each damaged region once. A torn tail of the newest segment is
 // cut off so that the next append starts on a record boundary.
 func (o *Outbox) index(s *segment, newest bool, last *uint64) error {
-	b, err := os.ReadFile(s.path)
+	// Bounded: a file put there under a segment's name must not exhaust
+	// memory. A real segment holds at most SegmentBytes plus one batch,
+	// under the largest bound it was written with.
+	b, err := persist.ReadRegular(s.path, 2*max(o.opts.MaxBytes, DefaultMaxBytes))
 	if err != nil {
 		return fmt.Errorf("read outbox segment %s: %w (move the file away to start without it)", s.path, err)
 	}
@@ -279,6 +344,10 @@ func (o *Outbox) readCursor(sink string) (uint64, bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false
 	}
+	if err == nil && c >= o.nextSeq {
+		// Open rebases the cursors it finds; this one appeared later.
+		err = fmt.Errorf("%d is beyond the last sequence number handed out (%d)", c, o.nextSeq-1)
+	}
 	if err == nil {
 		return c, true
 	}
@@ -287,8 +356,11 @@ func (o *Outbox) readCursor(sink string) (uint64, bool) {
 	return 0, false
 }
 
+// maxCursorBytes bounds a cursor file: a number and a newline.
+const maxCursorBytes = 64
+
 func parseCursor(p string) (uint64, error) {
-	b, err := os.ReadFile(p)
+	b, err := persist.ReadRegular(p, maxCursorBytes)
 	if err != nil {
 		return 0, err
 	}
@@ -333,6 +405,11 @@ func (o *Outbox) setSinks(names []string) error {
 		next[n] = c
 	}
 	o.cursors = next
+	for n := range o.unsaved {
+		if _, ok := next[n]; !ok {
+			delete(o.unsaved, n)
+		}
+	}
 	return nil
 }
 
@@ -409,6 +486,12 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	if o.closed {
 		return nil, ErrClosed
 	}
+	if o.nextSeq+uint64(len(evs)) >= maxSeq {
+		// Unreachable after Open's checks (a million events a second
+		// for 146 000 years); refusing beats handing out a number the
+		// next Open rejects.
+		return nil, fmt.Errorf("outbox %s: sequence numbers exhausted at %d: move the directory away to start a new outbox", o.dir, o.nextSeq)
+	}
 	buf := make([]byte, 0, 512*len(evs))
 	seqs := make([]uint64, len(evs))
 	sizes := make([]int, len(evs))
@@ -421,7 +504,11 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 		seqs[i] = o.nextSeq + uint64(i)
 		sizes[i] = len(buf) - before
 	}
-	o.makeRoom(int64(len(buf)))
+	keys := make([]uint64, len(evs))
+	for i := range evs {
+		keys[i] = foldKey(&evs[i])
+	}
+	o.makeRoom(int64(len(buf)), keys)
 	if err := o.ensureActive(); err != nil {
 		return nil, fmt.Errorf("append to outbox: %w", err)
 	}
@@ -437,7 +524,7 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	}
 	off := s.size
 	for i := range evs {
-		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i])})
+		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i]), key: keys[i]})
 		off += int64(sizes[i])
 		o.remember(Record{Seq: seqs[i], Event: evs[i]})
 	}
@@ -604,9 +691,21 @@ func removeSeqs(ents []entry, seqs []uint64) []entry {
 	return kept
 }
 
-// Ack records durably that sink has delivered everything up to seq, and
+// ErrCursorNotSaved is wrapped by Ack's error when the delivery itself is
+// recorded (Read no longer returns those records) but the cursor file could
+// not be written (a full or read-only disk). Only a restart before a later
+// Ack succeeds would send them again; the caller should back off and Ack
+// again, which retries the write.
+var ErrCursorNotSaved = errors.New("outbox cursor not saved")
+
+// Ack records that sink has delivered everything up to seq, durably, and
 // deletes segments that every sink has passed. Acknowledging a seq at or
-// below the cursor is a no-op; beyond the last appended seq is an error.
+// below the cursor is a no-op unless an earlier save failed, in which case
+// the save is retried; beyond the last appended seq is an error.
+//
+// The position moves in memory even when its file cannot be written: a
+// sink that re-sent what it has just delivered because the disk is full
+// would spin, sending the same batch thousands of times a second.
 func (o *Outbox) Ack(sink string, seq uint64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -620,15 +719,18 @@ func (o *Outbox) Ack(sink string, seq uint64) error {
 	if seq >= o.nextSeq {
 		return fmt.Errorf("outbox: sink %s acknowledged seq %d, beyond the last appended (%d)", sink, seq, o.nextSeq-1)
 	}
-	if seq <= cur {
+	if seq <= cur && !o.unsaved[sink] {
 		return nil
 	}
-	p := o.cursorPath(sink)
-	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
-		return fmt.Errorf("save outbox cursor %s: %w (%s)", p, err, persist.FixHint(o.dir, err))
-	}
+	seq = max(seq, cur)
 	o.cursors[sink] = seq
 	o.collect()
+	p := o.cursorPath(sink)
+	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
+		o.unsaved[sink] = true
+		return fmt.Errorf("save outbox cursor %s: %w (%s): %w", p, err, persist.FixHint(o.dir, err), ErrCursorNotSaved)
+	}
+	delete(o.unsaved, sink)
 	return nil
 }
 
@@ -731,16 +833,18 @@ func (o *Outbox) Stats() Stats {
 		LastSeq:   o.nextSeq - 1,
 		Bytes:     o.bytes,
 		Segments:  len(o.segs),
+		Folded:    o.folded,
 		Dropped:   o.dropped,
 		Corrupt:   o.corrupt,
 		OverBound: o.overBound,
+		Rejected:  o.rejectedCount(),
 		Sinks:     make(map[string]SinkStats, len(o.cursors)),
 	}
 	for _, s := range o.segs {
 		st.Records += len(s.ents)
 	}
 	for name, c := range o.cursors {
-		st.Sinks[name] = SinkStats{Cursor: c, Depth: o.depth(c)}
+		st.Sinks[name] = SinkStats{Cursor: c, Depth: o.depth(c), Rejected: len(o.parked[name])}
 	}
 	return st
 }
@@ -752,6 +856,18 @@ func (o *Outbox) depth(cur uint64) int {
 		n += len(s.ents) - i
 	}
 	return n
+}
+
+// SetMaxBytes changes the size bound (configuration reload); it applies
+// from the next Append. <= 0 is the default.
+func (o *Outbox) SetMaxBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxBytes
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.opts.MaxBytes = n
+	o.opts.SegmentBytes = min(o.opts.SegmentBytes, n)
 }
 
 // Close releases the files and the lock and wakes every Wait. Records are

@@ -425,16 +425,18 @@ func TestOutbox_DamagedCursorResendsRatherThanLoses(t *testing.T) {
 	}
 }
 
-// TestOutbox_11_2_BoundDropsNonFatalOldestFirst: under the size bound, the
-// batched (non-fatal) events of seed 11.2 give way, oldest first; the
-// immediate ones (fatal, recovery) are all kept.
-func TestOutbox_11_2_BoundDropsNonFatalOldestFirst(t *testing.T) {
+// TestOutbox_BoundFoldsSupersededKeepsLatestPerEntity: under the size
+// bound, undelivered events that a newer event of the same check and
+// entity supersedes are folded away, oldest first, whatever their
+// severity; the newest event of every entity always survives, so the
+// consumer's last word on each port is right (DESIGN.md section 3).
+func TestOutbox_BoundFoldsSupersededKeepsLatestPerEntity(t *testing.T) {
 	dir := t.TempDir()
 	one, _ := appendRecord(nil, 1, &[]event.Event{mkEvent(nonFatal, 100)}[0])
 	opts := Options{Sinks: []string{"connector"}, MaxBytes: int64(len(one)) * 40, SegmentBytes: int64(len(one)) * 8}
 	o := mustOpen(t, dir, opts)
-	kinds := map[uint64]sev{}
 	var appended []event.Event
+	latest := map[string]uint64{} // device -> seq of its newest event
 	for i := 0; i < 200; i++ {
 		s := nonFatal
 		switch i % 10 {
@@ -445,13 +447,13 @@ func TestOutbox_11_2_BoundDropsNonFatalOldestFirst(t *testing.T) {
 		}
 		ev := mkEvent(s, i)
 		seqs := mustAppend(t, o, []event.Event{ev})
-		kinds[seqs[0]] = s
+		latest[ev.Device()] = seqs[0]
 		appended = append(appended, ev)
 		if st := o.Stats(); st.Bytes > opts.MaxBytes && !st.OverBound {
 			t.Fatalf("after %d appends: %d bytes > bound %d", i+1, st.Bytes, opts.MaxBytes)
 		}
 	}
-	check := func(o *Outbox) {
+	check := func(o *Outbox, folded bool) {
 		t.Helper()
 		got := readAll(t, o, "connector")
 		present := map[uint64]bool{}
@@ -461,40 +463,44 @@ func TestOutbox_11_2_BoundDropsNonFatalOldestFirst(t *testing.T) {
 				t.Fatalf("seq %d carries event %s; want %s", r.Seq, r.Event.ID, want)
 			}
 		}
-		var missing uint64
-		seenKept := false
-		for q := uint64(1); q <= 200; q++ {
-			switch {
-			case kinds[q] != nonFatal && !present[q]:
-				t.Fatalf("seq %d (fatal or recovery) was dropped", q)
-			case kinds[q] == nonFatal && present[q]:
-				seenKept = true
-			case kinds[q] == nonFatal && !present[q]:
-				missing++
-				if seenKept {
-					t.Fatalf("non-fatal seq %d was dropped although an older non-fatal one was kept: not oldest first", q)
-				}
+		for dev, q := range latest {
+			if !present[q] {
+				t.Fatalf("%s: its newest event (seq %d) was removed", dev, q)
 			}
 		}
-		if missing == 0 {
-			t.Fatalf("nothing was dropped; the test did not reach the bound")
+		if len(got) >= 200 {
+			t.Fatalf("nothing was folded; the test did not reach the bound")
 		}
-		if d := o.Stats().Dropped; d != 0 && d != missing {
-			t.Fatalf("Dropped = %d; %d non-fatal events are missing", d, missing)
+		st := o.Stats()
+		if folded && st.Folded != uint64(200-len(got)) {
+			t.Fatalf("Folded = %d; %d events are missing", st.Folded, 200-len(got))
+		}
+		if st.Dropped != 0 {
+			t.Fatalf("Dropped = %d", st.Dropped)
 		}
 	}
-	check(o)
-	if o.Stats().Dropped == 0 {
-		t.Fatalf("Dropped not counted")
-	}
+	check(o, true)
 	o.Close()
 	// Compaction is durable: the same picture after a restart.
 	o = mustOpen(t, dir, opts)
 	defer o.Close()
-	check(o)
+	check(o, false)
+	// Keys of records indexed at Open are found when needed.
+	for i := 200; i < 240; i++ {
+		ev := mkEvent(nonFatal, i)
+		seqs := mustAppend(t, o, []event.Event{ev})
+		latest[ev.Device()] = seqs[0]
+		appended = append(appended, ev)
+	}
+	if st := o.Stats(); st.Bytes > opts.MaxBytes || st.Folded == 0 {
+		t.Fatalf("after restart: %+v", st)
+	}
 }
 
-func TestOutbox_BoundNeverDropsFatalOrRecovery(t *testing.T) {
+// TestOutbox_BoundNeverFoldsTheLatestWord: when every undelivered event is
+// the only one of its check and entity, nothing is removed: the bound is
+// exceeded with one warning naming the slow sink.
+func TestOutbox_BoundNeverFoldsTheLatestWord(t *testing.T) {
 	one, _ := appendRecord(nil, 1, &[]event.Event{mkEvent(fatal, 100)}[0])
 	log := &captured{}
 	opts := Options{Sinks: []string{"connector"}, MaxBytes: int64(len(one)) * 10, SegmentBytes: int64(len(one)) * 3, Logger: slog.New(log)}
@@ -505,10 +511,13 @@ func TestOutbox_BoundNeverDropsFatalOrRecovery(t *testing.T) {
 		if i%2 == 1 {
 			s = healthy
 		}
-		mustAppend(t, o, []event.Event{mkEvent(s, i)})
+		ev := mkEvent(s, i)
+		// Thirty distinct ports: no event supersedes another.
+		ev.EntitiesImpacted = []event.Entity{{Type: event.EntityNIC, Value: fmt.Sprintf("mlx5_%d", i)}, {Type: event.EntityNICPort, Value: "1"}}
+		mustAppend(t, o, []event.Event{ev})
 	}
 	st := o.Stats()
-	if st.Dropped != 0 || st.Records != 30 || !st.OverBound || st.Bytes <= opts.MaxBytes {
+	if st.Folded != 0 || st.Records != 30 || !st.OverBound || st.Bytes <= opts.MaxBytes {
 		t.Fatalf("stats = %+v", st)
 	}
 	if got := readAll(t, o, "connector"); len(got) != 30 {

@@ -63,6 +63,24 @@ func NewProgressWatchdog(n *Notifier, opts WatchdogOptions) *ProgressWatchdog {
 	return w
 }
 
+// SetStallAfter changes the stall threshold (a reload changed the poll
+// interval); <= 0 keeps the current one.
+func (w *ProgressWatchdog) SetStallAfter(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stallAfter = d
+}
+
+// StallAfter is the current stall threshold.
+func (w *ProgressWatchdog) StallAfter() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stallAfter
+}
+
 // Progress records that the poll loop completed a cycle. Call it after
 // every completed cycle, never from a timer.
 func (w *ProgressWatchdog) Progress() {

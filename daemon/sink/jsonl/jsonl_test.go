@@ -1,0 +1,110 @@
+package jsonl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+func ev(i int) event.Event {
+	return event.New(event.Spec{Kind: event.KindPortFatal, CheckName: event.InfiniBandStateCheck, IsFatal: true,
+		Message: "Port mlx5_3 port 1: state DOWN, phys_state Disabled", Device: "mlx5_3", Port: 1},
+		event.Stamp{NodeName: "gpu-node-7", Now: time.Date(2025, 6, 15, 10, 30, i, 0, time.UTC)})
+}
+
+func lines(t *testing.T, path string) []event.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []event.Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e event.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func send(t *testing.T, s *Sink, i int) event.Event {
+	t.Helper()
+	e := ev(i)
+	if err := s.Send(context.Background(), []event.Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestJSONL_ReopensAfterRotation: logrotate moves the file away (and
+// later deletes it); the next batch goes to a new file at the path, not to
+// the moved or deleted inode.
+func TestJSONL_ReopensAfterRotation(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "events.jsonl")
+	s, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e1 := send(t, s, 1)
+	if err := os.Rename(p, p+".1"); err != nil {
+		t.Fatal(err)
+	}
+	e2 := send(t, s, 2)
+	if got := lines(t, p+".1"); len(got) != 1 || got[0].ID != e1.ID {
+		t.Fatalf("rotated file holds %d events", len(got))
+	}
+	if got := lines(t, p); len(got) != 1 || got[0].ID != e2.ID {
+		t.Fatalf("new file holds %d events, want the one sent after the move", len(got))
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	e3 := send(t, s, 3)
+	if got := lines(t, p); len(got) != 1 || got[0].ID != e3.ID {
+		t.Fatalf("after delete the path holds %d events", len(got))
+	}
+	// Reopen (SIGHUP) keeps appending to the same path.
+	if err := s.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	send(t, s, 4)
+	if got := lines(t, p); len(got) != 2 {
+		t.Fatalf("after Reopen the path holds %d events, want 2", len(got))
+	}
+}
+
+// TestJSONL_RefusesDirectoryAndFIFO: neither blocks nor swallows events.
+func TestJSONL_RefusesDirectoryAndFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := New(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("directory: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := New(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo) {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a FIFO without a reader blocked")
+	}
+}
