@@ -110,7 +110,15 @@ func (s *Server) SetAdminGroup(name string) {
 	s.adminGroup.Store(&name)
 }
 
-func (s *Server) adminGroupName() string { return *s.adminGroup.Load() }
+func (s *Server) adminGroupName() string {
+	if g := s.adminGroup.Load(); g != nil {
+		return *g
+	}
+	if s.opts.AdminGroup != "" {
+		return s.opts.AdminGroup
+	}
+	return DefaultGroup
+}
 
 // authorize enforces the access rule for a mutating method inside the
 // daemon, so that a permissive or mistaken bus policy cannot open it up.
