@@ -317,17 +317,21 @@ func TestIntegration_Connector_InvalidArgumentMovesPast(t *testing.T) {
 	var rejectedID string
 	var once sync.Once
 	pc := startConnector(t, sock, &platformConnector{})
+	var mu sync.Mutex
+	// The server rejects the first fatal mlx5_3 event, and that event
+	// every time it is offered again (alone or in a batch): it is invalid.
 	pc.setRefuse(func(_ int, req *pb.HealthEvents) error {
-		var err error
+		mu.Lock()
+		defer mu.Unlock()
 		for _, e := range req.GetEvents() {
 			if pbDevice(e) == "mlx5_3" && e.GetIsFatal() {
-				once.Do(func() {
-					rejectedID = e.GetId()
-					err = status.Error(codes.InvalidArgument, "entity NIC mlx5_3 not known to this platform")
-				})
+				once.Do(func() { rejectedID = e.GetId() })
+			}
+			if e.GetId() == rejectedID {
+				return status.Error(codes.InvalidArgument, "entity NIC mlx5_3 not known to this platform")
 			}
 		}
-		return err
+		return nil
 	})
 	n := newNode(t, "dgx-h100", "")
 	n.writeIntegConfig(integConfig{connector: sock, batch: "200ms"})
@@ -349,6 +353,8 @@ func TestIntegration_Connector_InvalidArgumentMovesPast(t *testing.T) {
 	n.stop()
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
 	if rejectedID != bad.ID {
 		t.Fatalf("rejected %q, want the mlx5_3 fault %q", rejectedID, bad.ID)
 	}
