@@ -39,6 +39,8 @@ type snapshot struct {
 	ob      outbox.Stats
 	sinks   []SinkStats
 	stalled bool
+	// episodes[i] is ports[i]'s link-down episode total (episodes.go).
+	episodes []uint64
 }
 
 func gather(src Source) snapshot {
@@ -75,6 +77,7 @@ const (
 	mPortLastChange
 	mPortXmitWaitLostGbps
 	mPortXmitWaitLostPercent
+	mPortLinkDownEpisodes
 	mSanityFindings
 	mCounterValue
 	mCounterRate
@@ -123,6 +126,8 @@ func descriptors() [numFamilies]desc {
 			"Bandwidth the port lost waiting for transmit credits, estimated from port_xmit_wait, in Gb/s.", gauge},
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
+		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
+			"Link-down episodes of the port seen since nichealthd started (a link_downed step, a carrier_changes down+up pair or the state leaving ACTIVE, each episode counted once).", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "counter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
 		mCounterRate:      {p + "counter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
@@ -176,6 +181,9 @@ func fill(e *encoder, s *snapshot) {
 		}
 		short := e.labels("device", pv.Device, "port", port)
 		e.add(mSanityFindings, short, uval(uint64(len(pv.Sanity))))
+		if i < len(s.episodes) {
+			e.add(mPortLinkDownEpisodes, id, uval(s.episodes[i]))
+		}
 		if xw := xmitWait(pv.Counters); xw != nil {
 			e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
 			e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))

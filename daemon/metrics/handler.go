@@ -105,6 +105,7 @@ func (h *handler) start() *flight {
 			close(f.done)
 		}()
 		f.snap = gather(h.src)
+		f.snap.episodes = h.m.episodes.observe(f.snap.ports, nil)
 	}()
 	return f
 }
@@ -153,6 +154,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 func (h *handler) render(e *encoder, s *snapshot) {
 	e.reset()
 	fill(e, s)
+	e.writeGo() // go_* sorts before nichealth_*, process_* after
 	var counts [numBounds + 1]uint64
 	for _, i := range h.order {
 		if i == mPollDuration {
@@ -162,6 +164,7 @@ func (h *handler) render(e *encoder, s *snapshot) {
 		}
 		e.writeFamily(h.descs[i], e.samples[i])
 	}
+	e.writeProcess()
 }
 
 func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
