@@ -19,7 +19,7 @@ import (
 // miss a down-and-up that fits between two scrapes, and it matters only
 // when a port has neither counter (disabled, unreadable or saturated).
 // Fleet rules take increase() of this counter, which is why it exists
-// apart from nichealth_counter_value (a gauge: hardware counters reset,
+// apart from nichealth_hwcounter_value (a gauge: hardware counters reset,
 // saturate and can be disabled).
 
 type portKey struct {
