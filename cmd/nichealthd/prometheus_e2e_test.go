@@ -350,5 +350,60 @@ func TestPrometheus_6_2_6_3_FlapAndDropAlertsFire(t *testing.T) {
 	if as := firing(t, base); !hasAlert(as, "NICPortDrop", "mlx5_1") || hasAlert(as, "NICPortDrop", "mlx5_0") {
 		t.Fatalf("after the flap cleared: firing %s", alertNames(as))
 	}
+	checkDashboardQueries(t, base)
 	n.stop()
+}
+
+// checkDashboardQueries runs every query of the shipped Grafana dashboard
+// on the real engine, its variables set to match everything: each must
+// parse and evaluate, and the port health table must show the node's
+// ports.
+func checkDashboardQueries(t *testing.T, base string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "packaging", "grafana", "nichealthd.json"))
+	if err != nil {
+		t.Fatalf("read the shipped dashboard: %v", err)
+	}
+	type panel struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	}
+	var d struct {
+		Panels []panel `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer("$cluster", ".*", "$rack", ".*", "$instance", ".*", "$counter", ".*")
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			q := vars.Replace(tg.Expr)
+			resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+				Data   struct {
+					Result []json.RawMessage `json:"result"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if err != nil || r.Status != "success" {
+				t.Errorf("panel %q: query %s: %v %s %s", p.Title, q, err, r.Status, r.Error)
+			}
+			if p.Title == "Port health" && len(r.Data.Result) < 12 {
+				t.Errorf("port health query %s: %d series, want one per dgx-h100 monitored port", q, len(r.Data.Result))
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the dashboard has no queries")
+	}
 }
