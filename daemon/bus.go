@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // busRetry is how long to wait before reconnecting to a system bus that
@@ -102,94 +97,13 @@ func usec(t time.Time) uint64 {
 	return uint64(t.UnixMicro())
 }
 
+// Manager and Ports read the published snapshot: no lock the poll loop
+// holds, and the same verdict every other view shows.
 func (b backend) Manager() dbusapi.ManagerView {
-	d := b.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	mv := dbusapi.ManagerView{
-		Version: Version, NodeName: d.cfg.NodeName, BootID: d.bootID,
-		PollIntervalUSec: uint64(d.cfg.PollInterval.Microseconds()), LastPollUSec: usec(d.lastPoll),
-		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: d.reloadErr,
-		Ready: d.ready, FatalPorts: []string{},
-	}
-	nics := map[string]bool{}
-	for _, p := range d.mon.ports {
-		mv.MonitoredPorts++
-		nics[p.dev.Name] = true
-		if p.observed && checks.Judge(p.obs) == checks.Fatal {
-			mv.FatalPorts = append(mv.FatalPorts, fmt.Sprintf("%s/%d", p.dev.Name, p.port.Num))
-		}
-	}
-	for k, fl := range d.mon.st.BreachFlags {
-		if fl.Breached && fl.IsFatal {
-			if dev, port, _, ok := counters.ParseKey(k); ok {
-				key := fmt.Sprintf("%s/%d", dev, port)
-				if !slices.Contains(mv.FatalPorts, key) {
-					mv.FatalPorts = append(mv.FatalPorts, key)
-				}
-			}
-		}
-	}
-	sort.Strings(mv.FatalPorts)
-	mv.MonitoredNICs = uint32(len(nics))
-	mv.Healthy = len(mv.FatalPorts) == 0 && len(d.mon.st.CardAnomalies) == 0 && len(d.mon.st.Disappeared) == 0
-	return mv
+	return dbusapi.ManagerViewOf(b.d.Snapshot(), b.d.LastPoll())
 }
 
-func (b backend) Ports() []dbusapi.PortView {
-	d := b.d
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]dbusapi.PortView, 0, len(d.mon.ports))
-	for _, p := range d.mon.ports {
-		out = append(out, d.portViewLocked(p))
-	}
-	return out
-}
-
-func (d *Daemon) portViewLocked(p *portPlan) dbusapi.PortView {
-	pv := dbusapi.PortView{
-		Device: p.dev.Name, Port: int32(p.port.Num), LinkLayer: p.port.LinkLayer,
-		Role: string(p.dev.Role), RoleReason: p.dev.RoleReason, NetDev: p.netdev,
-		PCIAddress: p.dev.PCIAddress, NUMANode: int32(p.dev.NUMANode), Rate: p.port.Rate,
-		Counters: []dbusapi.CounterView{}, Sanity: []string{},
-	}
-	if p.rate.Err == nil && len(p.rate.Value()) > 0 {
-		pv.Rate = string(sysfs.TrimValue(p.rate.Value()))
-	}
-	if p.observed {
-		v := checks.Judge(p.obs)
-		pv.State, pv.PhysState = p.obs.State.Name, p.obs.Phys.Name
-		pv.Healthy = v == checks.Healthy || v == checks.Transient
-		pv.Fatal = v == checks.Fatal
-		pv.Message = checks.Message(p.obs, v)
-	}
-	if t, ok := d.mon.lastChange[checks.PortKey(p.dev.Name, p.port.Num)]; ok {
-		pv.LastChangeUSec = usec(t)
-	}
-	// Only the counters this port's link layer has (carrier_changes is a
-	// RoCE netdev counter, never shown on an IB port).
-	defs := d.mon.viewDefs[:0]
-	for _, def := range d.mon.defs {
-		if def.AppliesTo(p.port.LinkLayer) {
-			defs = append(defs, def)
-		}
-	}
-	d.mon.viewDefs = defs
-	for _, cv := range d.mon.eval.View(d.mon.st, p.dev.Name, p.port.Num, defs) {
-		pv.Counters = append(pv.Counters, dbusapi.CounterView{
-			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"), ThresholdType: cv.ThresholdType,
-			Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached, BreachedSinceUSec: usec(cv.BreachedSince),
-			Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
-		})
-		if cv.Breached && cv.Fatal {
-			pv.Healthy = false
-			pv.Fatal = true
-		}
-	}
-	pv.Sanity = append(pv.Sanity, d.mon.sanity[checks.PortKey(p.dev.Name, p.port.Num)]...)
-	return pv
-}
+func (b backend) Ports() []dbusapi.PortView { return dbusapi.PortViewsOf(b.d.Snapshot()) }
 
 func (b backend) Reload() error {
 	if err := b.d.RequestReload(); err != nil {
@@ -224,7 +138,8 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		return err
 	}
 	evs := d.commitLocked(specs, true, now)
+	d.publishSnapshotLocked()
 	d.mu.Unlock()
-	go d.publish(evs)
+	d.publish(evs)
 	return nil
 }

@@ -2,20 +2,21 @@ package daemon
 
 import (
 	"context"
+	"time"
 
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/metrics"
-	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
 // metricsSource is the daemon as the metrics endpoint sees it: the same
-// views D-Bus exports, so both always agree.
+// published snapshot D-Bus exports, so both always agree.
 type metricsSource struct{ d *Daemon }
 
-func (s metricsSource) Manager() dbusapi.ManagerView { return backend{s.d}.Manager() }
-func (s metricsSource) Ports() []dbusapi.PortView    { return backend{s.d}.Ports() }
-func (s metricsSource) Outbox() outbox.Stats         { return s.d.ob.Stats() }
-func (s metricsSource) Stalled() bool                { return s.d.wd != nil && s.d.wd.Stalled() }
+func (s metricsSource) Snapshot() *health.Snapshot { return s.d.Snapshot() }
+func (s metricsSource) LastPoll() time.Time        { return s.d.LastPoll() }
+func (s metricsSource) Outbox() outbox.Stats       { return s.d.ob.Stats() }
+func (s metricsSource) Stalled() bool              { return s.d.wd != nil && s.d.wd.Stalled() }
 
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats

@@ -70,6 +70,14 @@ type Monitor struct {
 	// Reused per cycle by card homogeneity.
 	anomalous map[string]bool
 	active    map[string]int
+	// unclassifiedOK (one-shot checks only): when roles cannot be
+	// classified, check every PF with an unknown role instead of failing;
+	// unclassifiedNote then says why.
+	unclassifiedOK   bool
+	unclassifiedNote string
+	// activeChanged: some port became or stopped being active this cycle,
+	// so card homogeneity must be judged again (DESIGN.md difference 9).
+	activeChanged bool
 }
 
 type portPlan struct {
@@ -212,15 +220,19 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	for _, n := range notes {
 		m.log.Warn("topology sources disagree", "detail", n)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		m.matrix = mx
+		dr, derr := roles.DefaultRouteDevices(m.cfg.Paths)
+		if derr != nil {
+			m.log.Warn("cannot read the default route; management NICs are recognised by NUMA and DPU type only", "err", derr)
+		}
+		err = roles.Classify(devs, mx, dr)
 	}
-	m.matrix = mx
-	dr, err := roles.DefaultRouteDevices(m.cfg.Paths)
-	if err != nil {
-		m.log.Warn("cannot read the default route; management NICs are recognised by NUMA and DPU type only", "err", err)
+	if err != nil && m.unclassifiedOK {
+		m.unclassifiedNote = classifyUnknown(devs, err)
+		return nil
 	}
-	return roles.Classify(devs, mx, dr)
+	return err
 }
 
 func roleByLinkLayer(d *topology.Device) topology.Role {
@@ -453,6 +465,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	m.cycles++
 	m.lastPoll = now
 	m.devicesSetChanged = false
+	m.activeChanged = false
 	return specs, changed
 }
 
@@ -502,7 +515,11 @@ func (m *Monitor) observe(p *portPlan) {
 			}
 		}
 	}
+	wasActive := p.active()
 	p.obs, p.observed = o, true
+	if p.active() != wasActive {
+		m.activeChanged = true
+	}
 }
 
 func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
@@ -538,22 +555,27 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 	}
 }
 
-// cards runs card homogeneity. New anomalies are judged on the first poll
-// and whenever the device set changes (seed 7.2 case 3); a latched anomaly
-// is checked for recovery on every poll.
+// cards runs card homogeneity. It is judged on the first poll, whenever
+// the device set changes (seed 7.2 case 3) and whenever a port becomes or
+// stops being active: seed 3.2 relies on it to escalate a port stuck in
+// INIT/ARMED/Polling/LinkErrorRecovery while its peers are ACTIVE, which is
+// a run-time condition (DESIGN.md difference 9). A latched anomaly is
+// checked for recovery on every poll. Steady polls with no such edge cost
+// nothing.
 func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
 	if m.anomalous == nil {
 		m.anomalous, m.active = map[string]bool{}, map[string]int{}
 	}
 	anomalous, active := m.anomalous, m.active
 	clear(anomalous)
-	if len(m.st.CardAnomalies) == 0 && m.cycles != 0 && !m.devicesSetChanged {
+	rejudge := m.cycles == 0 || m.devicesSetChanged || m.activeChanged
+	if len(m.st.CardAnomalies) == 0 && !rejudge {
 		// Nothing latched and nothing new to judge: the common steady poll.
 		return anomalous
 	}
 	clear(active)
 	for _, p := range m.ports {
-		if p.active() {
+		if p.activeOrUnread() {
 			active[p.dev.Card]++
 		}
 	}
@@ -563,18 +585,19 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 			*changed = true
 			*specs = append(*specs, event.Spec{
 				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
+				Ports:   m.cardPorts(card, false),
 				Message: cards.HealthyMessage(card, topology.Role(a.Role), active[card], a.Expected),
 			})
 			continue
 		}
 		anomalous[card] = true
 	}
-	if m.cycles != 0 && !m.devicesSetChanged {
+	if !rejudge {
 		return anomalous
 	}
 	isActive := func(d *topology.Device, port *topology.Port) bool {
 		p := m.planOf[port]
-		return p != nil && p.active()
+		return p != nil && p.activeOrUnread()
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
 		anomalous[an.Card] = true
@@ -585,11 +608,25 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 		*changed = true
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
+			Ports:    m.cardPorts(an.Card, true),
 			Message:  an.Message(),
 			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
 		})
 	}
 	return anomalous
+}
+
+// cardPorts lists the monitored ports of a card (only those not active
+// when inactiveOnly): a card event names them as NIC and NICPort entities
+// (seed 11.2), so the platform learns which cable or port to look at.
+func (m *Monitor) cardPorts(card string, inactiveOnly bool) []event.PortRef {
+	var out []event.PortRef
+	for _, p := range m.ports {
+		if p.dev.Card == card && (!inactiveOnly || !p.active()) {
+			out = append(out, event.PortRef{Device: p.dev.Name, Port: p.port.Num})
+		}
+	}
+	return out
 }
 
 func (m *Monitor) cardCheck(card string) string {
@@ -636,6 +673,12 @@ func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
 	v, err := sysfs.ParseCounter(cr.file.Value())
 	return v, err == nil
 }
+
+// activeOrUnread counts a port whose state was never read (a hung or
+// garbled file) as active for card homogeneity: its unreadability is
+// reported on its own, and a file that cannot be read is not evidence of a
+// failed port (DESIGN.md difference 3).
+func (p *portPlan) activeOrUnread() bool { return !p.observed || p.active() }
 
 // active reports whether the port was last seen ACTIVE/LinkUp.
 func (p *portPlan) active() bool {

@@ -8,6 +8,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -19,7 +20,7 @@ import (
 // remember. Replaying makes the state agree with what was said, so the
 // first poll corrects it if the hardware has moved on since (the fatal that
 // was sent gets its recovery, the recovery that was sent gets its fatal).
-func replayOutbox(st *persist.State, ob *outbox.Outbox, defs []counters.Definition) (int, error) {
+func replayOutbox(st *persist.State, model *health.Model, ob *outbox.Outbox, defs []counters.Definition) (int, error) {
 	n := 0
 	for {
 		recs, err := ob.ReadAfter(st.OutboxSeq, 512)
@@ -31,6 +32,7 @@ func replayOutbox(st *persist.State, ob *outbox.Outbox, defs []counters.Definiti
 		}
 		for i := range recs {
 			applyEvent(st, &recs[i].Event, defs)
+			model.Apply(&recs[i].Event)
 			st.OutboxSeq = recs[i].Seq
 			n++
 		}
@@ -77,10 +79,10 @@ func applyEvent(st *persist.State, e *event.Event, defs []counters.Definition) {
 			st.Saturated[counters.Key(dev, port, name)] = e.GeneratedTimestamp
 		}
 	case event.KindCardAnomaly, event.KindCardRecovered:
-		card := ""
+		card := e.Metadata["card"]
 		for _, en := range e.EntitiesImpacted {
 			if en.Type == event.EntityCard {
-				card = en.Value
+				card = en.Value // written before card events named their ports
 			}
 		}
 		if card == "" {

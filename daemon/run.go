@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
@@ -71,6 +71,15 @@ type Daemon struct {
 	pollDur    time.Duration
 	ready      bool
 	saveErr    string
+	// model is the health verdict (checks/health), fed with every durable
+	// event; snap is its latest published snapshot, read by every view
+	// without d.mu, and lastPollNano the end of the last poll (liveness,
+	// not verdict, so it does not rebuild the snapshot).
+	model        *health.Model
+	modelDirty   bool
+	snap         atomic.Pointer[health.Snapshot]
+	lastPollNano atomic.Int64
+	statusSent   string
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
@@ -95,8 +104,9 @@ func (d *Daemon) currentBus() busPublisher {
 
 // busPublisher is what the D-Bus side needs from the daemon's loop.
 type busPublisher interface {
-	Refresh()
-	Publish(ev event.Event, seq uint64)
+	// RefreshLater and Post must not block: the poll loop calls them.
+	RefreshLater()
+	Post(ev event.Event, seq uint64)
 	Close() error
 }
 
@@ -177,8 +187,14 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
+	model, merr := restoreModel(st, cfg.Counters)
+	if merr != nil {
+		log.Warn("state file", "file", opts.StateFile, "detail", merr.Error())
+	}
+	replayed := 0
 	if bs == persist.BootSame {
-		n, err := replayOutbox(st, ob, cfg.Counters)
+		n, err := replayOutbox(st, model, ob, cfg.Counters)
+		replayed = n
 		if err != nil {
 			ob.Close()
 			return nil, err
@@ -195,6 +211,10 @@ func New(opts Options) (*Daemon, error) {
 		opts: opts, log: log, store: store, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4),
 		metrics:  metrics.New(),
+		model:    model,
+		// A replay or a model rebuilt from an older state file is saved
+		// with the first poll.
+		modelDirty: replayed > 0 || len(st.Health) == 0,
 	}
 	d.mon = NewMonitor(cfg, st, bs, log)
 	if err := d.mon.Discover(); err != nil {
@@ -202,6 +222,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.logRoles()
+	d.publishSnapshotLocked()
 	return d, nil
 }
 
@@ -310,26 +331,48 @@ func (d *Daemon) poll(now time.Time) {
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
-	// The status line changes only with port health, which only changes
-	// with events (or a device-set change, which also produces them), so a
-	// quiet poll does not rebuild it.
-	var status string
-	if first || len(specs) > 0 {
-		status = d.statusLocked()
-	}
+	snap := d.publishSnapshotLocked()
+	d.lastPollNano.Store(time.Now().UnixNano())
 	d.mu.Unlock()
 
 	d.publish(evs)
 	d.wd.Progress()
+	// STATUS= is sent when the verdict's summary changes, not every poll.
+	status := snap.Status()
 	switch {
 	case first:
 		// Logged before READY=1, so the journal shows the first poll
 		// before systemd's "Started" line.
 		d.log.Info("first poll complete; ready", "status", status)
 		d.nt.Ready(status)
-	case status != "":
+		d.statusSent = status
+	case status != d.statusSent:
 		d.nt.Status(status)
+		d.statusSent = status
 	}
+}
+
+// publishSnapshotLocked builds the verdict from the model and the
+// monitor's observations and publishes it. Caller holds d.mu.
+func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
+	snap := health.Build(health.Node{
+		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
+		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
+	}, d.mon.portInfos(), d.model.Conditions())
+	d.snap.Store(snap)
+	return snap
+}
+
+// Snapshot returns the latest published verdict (never nil once New
+// returned).
+func (d *Daemon) Snapshot() *health.Snapshot { return d.snap.Load() }
+
+// LastPoll returns when the last poll completed (zero before the first).
+func (d *Daemon) LastPoll() time.Time {
+	if n := d.lastPollNano.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 type emitted struct {
@@ -359,6 +402,9 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		}
 		for i := range evs {
 			out = append(out, emitted{evs[i], seqs[i]})
+			if d.model.Apply(&evs[i]) {
+				d.modelDirty = true
+			}
 		}
 		if len(seqs) > 0 {
 			d.mon.State().OutboxSeq = seqs[len(seqs)-1]
@@ -367,6 +413,11 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		// few ms of fsyncs). Publish is safe under d.mu; Refresh is not,
 		// and runs after the caller unlocks.
 		d.announce(out)
+	}
+	if d.modelDirty {
+		storeModel(d.mon.State(), d.model)
+		d.modelDirty = false
+		changed = true
 	}
 	if changed || len(specs) > 0 {
 		if _, err := d.store.SaveIfChanged(d.mon.State()); err != nil {
@@ -394,34 +445,20 @@ func (d *Daemon) announce(evs []emitted) {
 	}
 	if b := d.currentBus(); b != nil {
 		for _, e := range evs {
-			b.Publish(e.ev, e.seq)
+			b.Post(e.ev, e.seq)
 		}
 	}
 }
 
-// publish refreshes D-Bus properties after a poll or commit; called
-// without d.mu (Refresh reads the daemon's views under it).
+// publish asks D-Bus to bring its properties in line with the published
+// snapshot; it returns at once (the bus may be frozen).
 func (d *Daemon) publish(evs []emitted) {
 	if b := d.currentBus(); b != nil {
-		b.Refresh()
+		b.RefreshLater()
 	}
 }
 
-func (d *Daemon) statusLocked() string {
-	ports, nics, fatal := 0, map[string]bool{}, 0
-	first := ""
-	for _, p := range d.mon.ports {
-		ports++
-		nics[p.dev.Name] = true
-		if p.observed && checks.Judge(p.obs) == checks.Fatal {
-			fatal++
-			if first == "" {
-				first = fmt.Sprintf("%s port %d %s", p.dev.Name, p.port.Num, p.obs.State.Name)
-			}
-		}
-	}
-	return notify.FormatStatus(ports, len(nics), fatal, first)
-}
+func (d *Daemon) statusLocked() string { return d.publishSnapshotLocked().Status() }
 
 func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.nt.Stopping()
@@ -563,9 +600,8 @@ func (d *Daemon) reload() error {
 	if err != nil {
 		d.reloadErr = err.Error()
 		d.log.Error("configuration refused; the running configuration stays", "err", err)
-		if b := d.currentBus(); b != nil {
-			go b.Refresh()
-		}
+		d.publishSnapshotLocked()
+		d.publish(nil)
 		return err
 	}
 	specs := d.mon.Reconfigure(cfg, time.Now())
@@ -589,8 +625,9 @@ func (d *Daemon) reload() error {
 	d.generation++
 	d.reloadErr = ""
 	evs := d.commitLocked(specs, true, time.Now())
+	d.publishSnapshotLocked()
 	d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
 		"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
-	go d.publish(evs)
+	d.publish(evs)
 	return nil
 }

@@ -71,8 +71,11 @@ func (cl counterList) wire() map[string]map[string]dbus.Variant {
 
 // wireValue turns a stored property value into what goes on the bus.
 func wireValue(v any) any {
-	if cl, ok := v.(counterList); ok {
-		return cl.wire()
+	switch l := v.(type) {
+	case counterList:
+		return l.wire()
+	case conditionList:
+		return l.wire()
 	}
 	return v
 }
@@ -92,7 +95,10 @@ func managerProps() []propDef[ManagerView] {
 		{"PollIntervalUSec", "t", true, func(m *ManagerView) any { return m.PollIntervalUSec }},
 		{"LastPollUSec", "t", false, func(m *ManagerView) any { return m.LastPollUSec }},
 		{"Healthy", "b", true, func(m *ManagerView) any { return m.Healthy }},
+		{"Verdict", "s", true, func(m *ManagerView) any { return m.Verdict }},
 		{"FatalPorts", "as", true, func(m *ManagerView) any { return nonNil(m.FatalPorts) }},
+		{"DegradedPorts", "as", true, func(m *ManagerView) any { return nonNil(m.DegradedPorts) }},
+		{"Conditions", conditionSig, true, func(m *ManagerView) any { return conditionList(m.Conditions) }},
 		{"ConfigPath", "s", true, func(m *ManagerView) any { return m.ConfigPath }},
 		{"ConfigGeneration", "t", true, func(m *ManagerView) any { return m.ConfigGeneration }},
 		{"LastReloadError", "s", true, func(m *ManagerView) any { return m.LastReloadError }},
@@ -117,6 +123,8 @@ func portProps() []propDef[PortView] {
 		{"PhysState", "s", true, func(p *PortView) any { return p.PhysState }},
 		{"Healthy", "b", true, func(p *PortView) any { return p.Healthy }},
 		{"Fatal", "b", true, func(p *PortView) any { return p.Fatal }},
+		{"Verdict", "s", true, func(p *PortView) any { return p.Verdict }},
+		{"Conditions", conditionSig, true, func(p *PortView) any { return conditionList(p.Conditions) }},
 		{"Message", "s", true, func(p *PortView) any { return p.Message }},
 		{"LastChangeUSec", "t", true, func(p *PortView) any { return p.LastChangeUSec }},
 		{"Counters", "a{sa{sv}}", false, func(p *PortView) any { return counterList(p.Counters) }},

@@ -56,6 +56,8 @@ type Server struct {
 	ports map[dbus.ObjectPath]*portObj
 	order []dbus.ObjectPath
 	ring  ring
+
+	out *sender
 }
 
 type portObj struct {
@@ -92,6 +94,7 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		mgrDefs: managerProps(), prtDefs: portProps(),
 		ports: map[dbus.ObjectPath]*portObj{},
 		ring:  newRing(opts.RingSize),
+		out:   newSender(),
 	}
 	s.mgrMeta = metaOf(s.mgrDefs)
 	s.prtMeta = metaOf(s.prtDefs)
@@ -131,12 +134,14 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 			opts.BusName, reply, opts.BusName)
 	}
 	log.Info("D-Bus API exported", "name", opts.BusName, "path", string(RootPath), "ports", len(added))
+	go s.runSender()
 	return s, nil
 }
 
 // Close releases the bus name and unexports every object. It does not close
 // the connection. Refresh and Publish do nothing afterwards.
 func (s *Server) Close() error {
+	s.out.stop()
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	if s.closed.Swap(true) {
@@ -270,24 +275,49 @@ func (s *Server) Remember(ev event.Event, seq uint64) {
 }
 
 func (s *Server) Publish(ev event.Event, seq uint64) {
-	b, err := json.Marshal(ev)
+	sg, ok := s.remember(ev, seq)
+	if !ok || s.closed.Load() {
+		return
+	}
+	s.publishMu.Lock()
+	defer s.publishMu.Unlock()
+	a := sg.ev
+	s.emit(RootPath, healthSignal, seq, a.check, a.device, a.port, a.fatal, a.healthy, a.message, a.asJSON)
+}
+
+// Post is Publish without waiting for the bus: the event enters the ring
+// at once (ListEvents sees it) and the signal is sent from the server's
+// own goroutine. It never blocks, also when the bus is frozen.
+func (s *Server) Post(ev event.Event, seq uint64) {
+	if sg, ok := s.remember(ev, seq); ok && !s.closed.Load() {
+		s.out.push(sg)
+	}
+}
+
+// RefreshLater asks for a Refresh from the server's own goroutine and
+// returns at once.
+func (s *Server) RefreshLater() {
+	if !s.closed.Load() {
+		s.out.wantRefresh()
+	}
+}
+
+func (s *Server) remember(ev event.Event, seq uint64) (queuedSignal, bool) {
+	j, err := encodeEvent(ev)
 	if err != nil {
 		s.log.Error("cannot encode event for D-Bus", "seq", seq, "err", err)
-		return
+		return queuedSignal{}, false
 	}
 	port := uint32(0)
 	if n, err := strconv.ParseUint(ev.Port(), 10, 32); err == nil {
 		port = uint32(n)
 	}
-	s.publishMu.Lock()
-	defer s.publishMu.Unlock()
+	rec := EventRecord{Seq: seq, JSON: j}
 	s.mu.Lock()
-	s.ring.add(EventRecord{Seq: seq, JSON: string(b)})
+	s.ring.add(rec)
 	s.mu.Unlock()
-	if s.closed.Load() {
-		return
-	}
-	s.emit(RootPath, healthSignal, seq, ev.CheckName, ev.Device(), port, ev.IsFatal, ev.IsHealthy, ev.Message, string(b))
+	return queuedSignal{rec: rec, ev: signalArgs{check: ev.CheckName, device: ev.Device(), port: port,
+		fatal: ev.IsFatal, healthy: ev.IsHealthy, message: ev.Message, asJSON: j}}, true
 }
 
 // export is one registration with godbus.

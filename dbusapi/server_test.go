@@ -389,7 +389,8 @@ func TestDBus_5_PropertiesChangedOnlyOnChange(t *testing.T) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	if want := []string{"Fatal", "Healthy", "LatchedBreaches", "PhysState", "State"}; !slices.Equal(names, want) {
+	// The verdict moves with them: Verdict and the port's Conditions.
+	if want := []string{"Conditions", "Fatal", "Healthy", "LatchedBreaches", "PhysState", "State", "Verdict"}; !slices.Equal(names, want) {
 		t.Errorf("changed = %v, want %v", names, want)
 	}
 	if lb := changed["LatchedBreaches"].Value().([]string); !slices.Equal(lb, []string{"link_downed"}) {
@@ -401,7 +402,8 @@ func TestDBus_5_PropertiesChangedOnlyOnChange(t *testing.T) {
 	})
 	f.srv.Refresh()
 	s = dbustest.WaitSignal(t, ch, func(*dbus.Signal) bool { return true })
-	if s.Path != dbusapi.RootPath || s.Body[0] != dbusapi.ManagerIface || len(s.Body[1].(map[string]dbus.Variant)) != 2 {
+	// Healthy, FatalPorts, Verdict and Conditions: the node's verdict.
+	if s.Path != dbusapi.RootPath || s.Body[0] != dbusapi.ManagerIface || len(s.Body[1].(map[string]dbus.Variant)) != 4 {
 		t.Errorf("manager change: %s %v", s.Path, s.Body)
 	}
 }

@@ -19,7 +19,11 @@ type PortView struct {
 	PhysState  string `json:"physState"`
 	Healthy    bool   `json:"healthy"`
 	Fatal      bool   `json:"fatal"`
-	Message    string `json:"message"`
+	// Verdict is "healthy", "degraded" or "fatal": the worst condition on
+	// the port, its NIC or its card (checks/health).
+	Verdict    string          `json:"verdict"`
+	Conditions []ConditionView `json:"conditions"`
+	Message    string          `json:"message"`
 	// LastChangeUSec is the realtime clock, in µs since the epoch, of the
 	// port's last healthy/unhealthy crossing (0 = none seen).
 	LastChangeUSec uint64        `json:"lastChangeUSec"`
@@ -66,13 +70,17 @@ type ManagerView struct {
 	PollIntervalUSec uint64   `json:"pollIntervalUSec"`
 	LastPollUSec     uint64   `json:"lastPollUSec"` // realtime µs of the last completed poll
 	Healthy          bool     `json:"healthy"`
+	Verdict          string   `json:"verdict"`    // "healthy", "degraded" or "fatal"
 	FatalPorts       []string `json:"fatalPorts"` // "mlx5_0/1" style
-	ConfigPath       string   `json:"configPath"`
-	ConfigGeneration uint64   `json:"configGeneration"`
-	LastReloadError  string   `json:"lastReloadError"`
-	MonitoredPorts   uint32   `json:"monitoredPorts"`
-	MonitoredNICs    uint32   `json:"monitoredNICs"`
-	Ready            bool     `json:"ready"`
+	DegradedPorts    []string `json:"degradedPorts"`
+	// Conditions are every active condition on the node, worst first.
+	Conditions       []ConditionView `json:"conditions"`
+	ConfigPath       string          `json:"configPath"`
+	ConfigGeneration uint64          `json:"configGeneration"`
+	LastReloadError  string          `json:"lastReloadError"`
+	MonitoredPorts   uint32          `json:"monitoredPorts"`
+	MonitoredNICs    uint32          `json:"monitoredNICs"`
+	Ready            bool            `json:"ready"`
 }
 
 // Backend is the daemon's side of the API. Its methods are called from

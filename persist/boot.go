@@ -81,6 +81,7 @@ func (s *State) ClearObservations() {
 	s.PortStates = map[string]PortState{}
 	s.KnownDevices = []string{}
 	s.CardAnomalies = map[string]CardAnomaly{}
+	s.Health = nil
 	s.Saturated = map[string]time.Time{}
 	s.Disappeared = nil
 	s.Sanity = nil

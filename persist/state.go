@@ -1,6 +1,9 @@
 package persist
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // SchemaVersion is the state-file schema this build writes. A file with a
 // higher version was written by a newer nichealthd and is refused rather
@@ -39,6 +42,12 @@ type State struct {
 	// renamed under the same address (rdma dev set … name …, udev naming
 	// changes) is recognised as the same NIC rather than a disappearance.
 	DeviceAddrs map[string]string `json:"device_addrs,omitempty"`
+
+	// Health holds the health model's active conditions (checks/health),
+	// opaque here: it is committed with the checks' state and the outbox
+	// sequence, so the model, the checks and what consumers were told
+	// agree after any restart. Absent in files from before the model.
+	Health json.RawMessage `json:"health,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity

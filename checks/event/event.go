@@ -50,6 +50,7 @@ const (
 	KindCardRecovered     Kind = "card-recovered"
 	KindCheckCleared      Kind = "check-cleared"
 	KindReadStuck         Kind = "read-stuck"
+	KindReadRecovered     Kind = "read-recovered"
 	KindLinkSanity        Kind = "link-sanity"
 	KindLinkSanityOK      Kind = "link-sanity-ok"
 )
@@ -214,8 +215,17 @@ type Spec struct {
 	ErrorCode []string
 	Device    string // NIC entity; empty for check-scoped events
 	Port      int    // NICPort entity when > 0
-	Card      string // NICCard entity (PCI bus:device) when set
-	Metadata  map[string]string
+	Card      string // the card (PCI bus:device) of a card event, as metadata "card"
+	// Ports are further (NIC, NICPort) entity pairs: the ports a card
+	// event is about.
+	Ports    []PortRef
+	Metadata map[string]string
+}
+
+// PortRef names one port.
+type PortRef struct {
+	Device string
+	Port   int
 }
 
 // Stamp carries what the daemon, not the check, knows.
@@ -237,33 +247,43 @@ func New(s Spec, st Stamp) Event {
 		action = *s.Action
 	}
 	var ents []Entity
-	if s.Card != "" {
-		ents = append(ents, Entity{Type: EntityCard, Value: s.Card})
-	}
 	if s.Device != "" {
-		ents = append(ents, Entity{Type: EntityNIC, Value: s.Device})
+		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(s.Device)})
 	}
 	if s.Port > 0 {
 		ents = append(ents, Entity{Type: EntityNICPort, Value: fmt.Sprint(s.Port)})
 	}
+	for _, p := range s.Ports {
+		// Seed 11.2 knows NIC and NICPort entities only: a card event names
+		// the ports it is about that way, and its card in metadata.
+		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+	}
 	if ents == nil {
 		ents = []Entity{}
+	}
+	md := s.Metadata
+	if s.Card != "" {
+		md = make(map[string]string, len(s.Metadata)+1)
+		for k, v := range s.Metadata {
+			md[k] = v
+		}
+		md["card"] = s.Card
 	}
 	return Event{
 		ID:                 NewID(),
 		Version:            SchemaVersion,
 		Agent:              Agent,
 		ComponentClass:     ComponentClass,
-		CheckName:          s.CheckName,
+		CheckName:          Clean(s.CheckName),
 		IsFatal:            s.IsFatal && !s.IsHealthy,
 		IsHealthy:          s.IsHealthy,
-		Message:            s.Message,
+		Message:            Clean(s.Message),
 		RecommendedAction:  action,
-		ErrorCode:          s.ErrorCode,
+		ErrorCode:          CleanAll(s.ErrorCode),
 		EntitiesImpacted:   ents,
-		Metadata:           s.Metadata,
+		Metadata:           cleanMap(md),
 		GeneratedTimestamp: st.Now.UTC(),
-		NodeName:           st.NodeName,
+		NodeName:           Clean(st.NodeName),
 		ProcessingStrategy: st.Strategy,
 		Kind:               s.Kind,
 	}

@@ -7,19 +7,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
-	"github.com/nichealth/nichealthd/topology/roles"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -286,133 +284,93 @@ func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
 	return res, true
 }
 
-// entryFromView judges one port from the daemon's view of it.
+// entryFromView renders one port of the daemon's verdict. It judges
+// nothing: the port's verdict and its conditions come from the health
+// snapshot that every view reads (DESIGN.md section 9).
 func entryFromView(pv dbusapi.PortView, perf bool) checkEntry {
 	e := checkEntry{Name: entryName(pv.Device, pv.NetDev, int(pv.Port)), Device: pv.Device, Port: int(pv.Port),
 		NetDev: pv.NetDev, Reasons: []string{}}
-	var fatalC, warnC []string
-	for _, c := range pv.Counters {
-		switch {
-		case c.Breached && c.Fatal:
-			fatalC = append(fatalC, c.Name)
-		case c.Breached:
-			warnC = append(warnC, c.Name)
-		}
-	}
-	msg := pv.Message
-	if msg == "" {
-		msg = fmt.Sprintf("Port %s port %d: state %s, phys_state %s", pv.Device, pv.Port, orDash(pv.State), orDash(pv.PhysState))
-	}
-	linkUp := pv.State == "ACTIVE" && pv.PhysState == "LinkUp"
 	switch {
-	case pv.State == "" && pv.PhysState == "":
+	case pv.State == "" && pv.PhysState == "" && len(pv.Conditions) == 0:
 		e.add(nagiosUnknown, fmt.Sprintf("Port %s port %d: state not read yet", pv.Device, pv.Port))
-	case pv.State == "DOWN" || pv.PhysState == "Disabled" || (pv.Fatal && len(fatalC) == 0):
-		e.add(nagiosCritical, msg)
-	case !pv.Healthy && !(len(fatalC) > 0 && linkUp):
-		// A fatal counter alone also clears Healthy; the link itself is
-		// only reported when it is what is wrong.
-		e.add(nagiosWarning, msg)
-	}
-	if len(fatalC) > 0 {
-		e.add(nagiosCritical, strings.Join(fatalC, ", ")+" latched")
-	}
-	if len(warnC) > 0 {
-		e.add(nagiosWarning, strings.Join(warnC, ", ")+" latched")
-	}
-	for _, s := range pv.Sanity {
-		e.add(nagiosWarning, s)
+	case len(pv.Conditions) > 0:
+		for _, c := range pv.Conditions {
+			st := nagiosWarning
+			if c.Fatal {
+				st = nagiosCritical
+			}
+			e.add(st, c.Message)
+		}
+	case pv.Fatal:
+		e.add(nagiosCritical, pv.Message)
+	case !pv.Healthy:
+		e.add(nagiosWarning, pv.Message)
 	}
 	if perf {
-		for _, c := range pv.Counters {
-			e.Perf = append(e.Perf, perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
-			if c.Unit == "" {
-				continue
-			}
-			d := perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), c.Name, "rate"), Value: perfNumber(c.Rate), Min: "0"}
-			if c.ThresholdType == counters.TypeVelocity {
-				if c.Fatal {
-					d.Crit = perfNumber(c.Threshold)
-				} else {
-					d.Warn = perfNumber(c.Threshold)
-				}
-			}
-			e.Perf = append(e.Perf, d)
-		}
-		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil && linkUp {
-			e.Perf = append(e.Perf, perfDatum{Label: perfLabel(pv.Device, strconv.Itoa(int(pv.Port)), "link_gbps"), Value: perfNumber(r.Gbps), Min: "0"})
-		}
+		e.Perf = perfOf(pv)
 	}
 	return e
 }
 
-// checkSysfs is the daemon-less check: the daemon's discovery and
-// classification, a single judgement of every port, and the link sanity
-// checks. An error means nothing could be checked (UNKNOWN).
+func perfOf(pv dbusapi.PortView) []perfDatum {
+	var out []perfDatum
+	num := strconv.Itoa(int(pv.Port))
+	for _, c := range pv.Counters {
+		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
+		if c.Unit == "" || c.ThresholdType != counters.TypeVelocity {
+			continue
+		}
+		d := perfDatum{Label: perfLabel(pv.Device, num, c.Name, "rate"), Value: perfNumber(c.Rate), Min: "0"}
+		if c.Fatal {
+			d.Crit = perfNumber(c.Threshold)
+		} else {
+			d.Warn = perfNumber(c.Threshold)
+		}
+		out = append(out, d)
+	}
+	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil && pv.State == "ACTIVE" && pv.PhysState == "LinkUp" {
+		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(r.Gbps), Min: "0"})
+	}
+	return out
+}
+
+// checkSysfs is the daemon-less check: the daemon's own checks over one
+// observation (daemon.CheckOnce), rendered exactly as the daemon's verdict
+// is. An error means nothing could be checked (UNKNOWN).
 func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	res := checkResult{Source: "sysfs", Ports: []checkEntry{}}
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return res, err
 	}
-	paths, metaPath := cfg.Paths, cfg.MetadataPath
 	if root != "" {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return res, fmt.Errorf("--root %s is not a directory", root)
 		}
-		paths = topology.Paths{SysfsRoot: filepath.Join(root, "sys"), ProcfsRoot: filepath.Join(root, "proc"),
+		cfg.Paths = topology.Paths{SysfsRoot: filepath.Join(root, "sys"), ProcfsRoot: filepath.Join(root, "proc"),
 			DevRoot: filepath.Join(root, "dev")}.WithDefaults()
-		metaPath = filepath.Join(root, gpumeta.DefaultMetadataPath)
+		cfg.MetadataPath = filepath.Join(root, gpumeta.DefaultMetadataPath)
 	}
-	devs, probs, err := topology.Discover(paths, cfg.Filter)
+	if !perf {
+		// Counters cannot be judged from one reading; read them only for
+		// perfdata.
+		cfg.CountersEnabled = false
+	}
+	snap, note, err := daemon.CheckOnce(cfg, nil)
 	if err != nil {
 		return res, fmt.Errorf("cannot list the RDMA devices: %w (is nichealthd's sysfsRoot right, and is the mlx5_ib module loaded?)", err)
 	}
-	for _, p := range probs {
-		res.Notes = append(res.Notes, "discovery: "+p.Error())
-	}
-	classified := true
-	if note := classifyOffline(cfg, paths, metaPath, devs); note != "" {
+	if note != "" {
 		res.Notes = append(res.Notes, note)
-		classified = false
 	}
-	if cfg.Sanity.Enabled {
-		// Without roles there are no peers: a management NIC would be
-		// measured against the fabric NICs.
-		res.Findings = sanity.Run(paths, devs, nil, sanity.Options{PCIe: cfg.Sanity.PCIe, RateVsPeers: cfg.Sanity.RateVsPeers && classified,
-			SMLID: cfg.Sanity.SMLID, CharDevices: cfg.Sanity.CharDevices, ISSM: cfg.Sanity.ISSM})
-	}
-	var defs []counters.Definition
-	if perf && cfg.CountersEnabled {
-		defs = counters.PlanFor(cfg.Counters)
-	}
-	for _, d := range devs {
-		if !d.Monitored() {
-			continue
+	for _, pv := range dbusapi.PortViewsOf(snap) {
+		e := entryFromView(pv, perf)
+		if pv.State == "" && pv.PhysState == "" && len(pv.Conditions) == 0 {
+			e.Reasons = []string{fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s/%s/ports/%d/",
+				pv.Device, pv.Port, cfg.Paths.ClassInfiniBand, pv.Device, pv.Port)}
 		}
-		for i := range d.Ports {
-			port := &d.Ports[i]
-			netdev := d.NetDevFor(port.Num)
-			e := checkEntry{Name: entryName(d.Name, netdev, port.Num), Device: d.Name, Port: port.Num, NetDev: netdev, Reasons: []string{}}
-			judgePort(&e, paths, d, port, netdev)
-			for _, f := range res.Findings {
-				if f.AppliesTo(d.Name, port.Num) {
-					e.add(nagiosWarning, f.Message)
-				}
-			}
-			if perf {
-				e.Perf = sysfsPerf(paths, d, port, netdev, defs)
-			}
-			res.Ports = append(res.Ports, e)
-		}
+		res.Ports = append(res.Ports, e)
 	}
-	sort.SliceStable(res.Ports, func(i, j int) bool {
-		a, b := res.Ports[i], res.Ports[j]
-		if a.Device != b.Device {
-			return naturalLess(a.Device, b.Device)
-		}
-		return a.Port < b.Port
-	})
 	res.finish(perf)
 	return res, nil
 }
@@ -448,103 +406,4 @@ func splitDigits(s string) (string, string) {
 		i++
 	}
 	return s[:i], s[i:]
-}
-
-// classifyOffline gives each device its role as the daemon would. When
-// that is impossible (no GPU topology) every Mellanox PF stays monitored
-// with an unknown role, which over-reports rather than hides, and the
-// returned note says so.
-func classifyOffline(cfg *config.Config, paths topology.Paths, metaPath string, devs []*topology.Device) string {
-	if cfg.Filter.Overridden() {
-		// nicInclusionRegexOverride: the operator pinned the list, and the
-		// daemon then skips classification too (seed 12.1).
-		for _, d := range devs {
-			if d.Mellanox && !d.IsVF {
-				d.Role = topology.RoleCompute
-				if d.LinkLayer() == topology.LinkLayerEthernet {
-					d.Role = topology.RoleStorage
-				}
-				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
-			}
-		}
-		return ""
-	}
-	var nics []*topology.Device
-	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
-			nics = append(nics, d)
-		}
-	}
-	if len(nics) == 0 {
-		return ""
-	}
-	m, _, err := gpumeta.Select(cfg.TopologySource, metaPath, paths, nics)
-	if err == nil {
-		routes, _ := roles.DefaultRouteDevices(paths)
-		err = roles.Classify(devs, m, routes)
-	}
-	if err != nil {
-		for _, d := range nics {
-			d.Role, d.RoleReason = topology.RoleUnknown, "not classified: no GPU topology"
-		}
-		return fmt.Sprintf("cannot classify NIC roles, so every Mellanox PF is checked (management NICs included) "+
-			"and rates are not compared between ports: %v", err)
-	}
-	return ""
-}
-
-// judgePort applies the daemon's port verdict (checks.Judge) to what
-// discovery read. There is no history here, so the first-poll and card
-// rules do not apply: a port that is down is reported, provisioned or not.
-func judgePort(e *checkEntry, paths topology.Paths, d *topology.Device, port *topology.Port, netdev string) {
-	st, err1 := sysfs.ParseState([]byte(port.State))
-	ph, err2 := sysfs.ParsePhysState([]byte(port.PhysState))
-	if err1 != nil || err2 != nil {
-		e.add(nagiosUnknown, fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s", d.Name, port.Num, port.Dir))
-		return
-	}
-	o := checks.Observation{Device: d.Name, Port: port.Num, LinkLayer: port.LinkLayer, State: st, Phys: ph}
-	if port.LinkLayer == topology.LinkLayerEthernet && netdev != "" {
-		if b, err := os.ReadFile(filepath.Join(paths.ClassNet, netdev, "operstate")); err == nil {
-			o.Operstate = string(sysfs.TrimValue(b))
-		}
-	}
-	switch v := checks.Judge(o); v {
-	case checks.Fatal:
-		e.add(nagiosCritical, checks.Message(o, v))
-	case checks.NonFatal:
-		e.add(nagiosWarning, checks.Message(o, v))
-	}
-	// checks.Transient (RoCE INIT/ARMED with the PHY up) is a sub-second
-	// training step that seed 3.2 says not to report: OK.
-}
-
-// sysfsPerf reads the enabled counters of a port for perfdata. Unreadable
-// counters are left out: a missing counter fails open (seed 7.1).
-func sysfsPerf(paths topology.Paths, d *topology.Device, port *topology.Port, netdev string, defs []counters.Definition) []perfDatum {
-	var out []perfDatum
-	num := strconv.Itoa(port.Num)
-	for i := range defs {
-		def := &defs[i]
-		if !def.AppliesTo(port.LinkLayer) {
-			continue
-		}
-		path := def.File(port.Dir, paths.ClassNet, netdev)
-		if path == "" {
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		v, err := sysfs.ParseCounter(b)
-		if err != nil {
-			continue
-		}
-		out = append(out, perfDatum{Label: perfLabel(d.Name, num, def.Name), Value: strconv.FormatUint(v, 10), UOM: "c"})
-	}
-	if g, active := sanity.DiscoveredRate(d, port); active && g > 0 {
-		out = append(out, perfDatum{Label: perfLabel(d.Name, num, "link_gbps"), Value: perfNumber(g), Min: "0"})
-	}
-	return out
 }

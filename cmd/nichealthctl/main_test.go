@@ -158,7 +158,7 @@ func TestCtl_Port(t *testing.T) {
 		p.LastChangeUSec = uint64(time.Now().Add(-time.Minute).UnixMicro())
 	})
 	out, errs, code := ctl(t, f.bus, nil, "port", "mlx5_0", "1")
-	for _, want := range []string{"mlx5_0 port 1: healthy", "ACTIVE / LinkUp", "Compute (NUMA 0 shared with GPU 0)", "PCIe link x8 of x16",
+	for _, want := range []string{"mlx5_0 port 1: degraded", "ACTIVE / LinkUp", "Compute (NUMA 0 shared with GPU 0)", "PCIe link x8 of x16",
 		"COUNTER", "link_downed", "delta > 1 (fatal)", "velocity > 10/second", "lost 12.50 Gb/s (3.1%)", "1m0s ago"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("port output lacks %q (code %d):\n%s%s", want, code, out, errs)

@@ -37,19 +37,7 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "status", err)
 	}
-	ports, err := c.Ports(ctx)
-	if err != nil {
-		return fail(stderr, "status", err)
-	}
-	st := statusJSON{ManagerView: m}
-	for _, p := range ports {
-		switch health(p) {
-		case "FATAL":
-			st.FatalPortCount++
-		case "degraded":
-			st.DegradedPortCount++
-		}
-	}
+	st := statusJSON{ManagerView: m, FatalPortCount: len(m.FatalPorts), DegradedPortCount: len(m.DegradedPorts)}
 	good := m.Healthy && m.Ready
 	if cf.json {
 		if err := writeJSON(stdout, st); err != nil {
@@ -71,10 +59,18 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 	switch {
 	case !m.Ready:
 		verdict, dot = p.yellow("starting (first poll not complete)"), p.yellow("●")
+	case m.Verdict == "degraded":
+		verdict, dot = p.yellow("DEGRADED"), p.yellow("●")
+		if len(m.DegradedPorts) > 0 {
+			verdict += " - degraded: " + strings.Join(m.DegradedPorts, ", ")
+		}
 	case !m.Healthy:
 		verdict, dot = p.red("UNHEALTHY"), p.red("●")
 		if len(m.FatalPorts) > 0 {
 			verdict += " - fatal: " + strings.Join(m.FatalPorts, ", ")
+		}
+		if len(m.DegradedPorts) > 0 {
+			verdict += "; degraded: " + strings.Join(m.DegradedPorts, ", ")
 		}
 	}
 	fmt.Fprintf(w, "%s nichealthd on %s: %s\n", dot, p.bold(orDash(m.NodeName)), verdict)
@@ -93,4 +89,15 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 		poll += fmt.Sprintf(" (every %s)", time.Duration(m.PollIntervalUSec)*time.Microsecond)
 	}
 	row("Last poll", poll)
+	for i, c := range m.Conditions {
+		label := ""
+		if i == 0 {
+			label = "Conditions"
+		}
+		sev := p.yellow("degraded")
+		if c.Fatal {
+			sev = p.red("FATAL")
+		}
+		row(label, fmt.Sprintf("%s %s", sev, c.Message))
+	}
 }

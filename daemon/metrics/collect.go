@@ -3,8 +3,9 @@ package metrics
 import (
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -15,8 +16,11 @@ import (
 // goroutine and must not take any lock the poll loop holds while polling,
 // because it has to answer precisely when that loop is wedged.
 type Source interface {
-	Manager() dbusapi.ManagerView
-	Ports() []dbusapi.PortView
+	// Snapshot is the published verdict (checks/health): the endpoint
+	// shows what every other view shows, and judges nothing itself.
+	Snapshot() *health.Snapshot
+	// LastPoll is when the last poll completed (zero before the first).
+	LastPoll() time.Time
 	Outbox() outbox.Stats
 	Sinks() []SinkStats
 	// Stalled reports whether the poll loop has made no progress for
@@ -34,22 +38,26 @@ type SinkStats struct {
 // snapshot is everything one scrape shows, gathered in one go so the page
 // is as consistent as the Source's own views.
 type snapshot struct {
-	mgr     dbusapi.ManagerView
-	ports   []dbusapi.PortView
-	ob      outbox.Stats
-	sinks   []SinkStats
-	stalled bool
-	// episodes[i] is ports[i]'s link-down episode total (episodes.go).
+	health   *health.Snapshot
+	lastPoll time.Time
+	ob       outbox.Stats
+	sinks    []SinkStats
+	stalled  bool
+	// episodes[i] is health.Ports[i]'s link-down episode total (episodes.go).
 	episodes []uint64
 }
 
 func gather(src Source) snapshot {
+	h := src.Snapshot()
+	if h == nil {
+		h = health.Build(health.Node{}, nil, nil)
+	}
 	return snapshot{
-		mgr:     src.Manager(),
-		ports:   src.Ports(),
-		ob:      src.Outbox(),
-		sinks:   src.Sinks(),
-		stalled: src.Stalled(),
+		health:   h,
+		lastPoll: src.LastPoll(),
+		ob:       src.Outbox(),
+		sinks:    src.Sinks(),
+		stalled:  src.Stalled(),
 	}
 }
 
@@ -63,6 +71,8 @@ const (
 	mMonitoredPorts
 	mMonitoredNICs
 	mFatalPorts
+	mDegradedPorts
+	mConditions
 	mConfigGeneration
 	mConfigReloadFailed
 	mPollInterval
@@ -70,6 +80,7 @@ const (
 	mPollDuration
 	mPortHealthy
 	mPortFatal
+	mPortVerdict
 	mPortState
 	mPortPhysState
 	mPortStateInfo
@@ -105,18 +116,21 @@ func descriptors() [numFamilies]desc {
 		mBuildInfo:          {p + "build_info", "Always 1; the version label is the running nichealthd version.", gauge},
 		mUp:                 {p + "up", "Always 1 while the daemon serves this endpoint.", gauge},
 		mReady:              {p + "ready", "1 once the first complete poll has run (systemd READY=1 was sent).", gauge},
-		mHealthy:            {p + "healthy", "1 when no port is fatal and no card anomaly or vanished device is known.", gauge},
+		mHealthy:            {p + "healthy", "1 when no condition is active on the node (nothing fatal or degraded).", gauge},
 		mPollStalled:        {p + "poll_stalled", "1 while the poll loop has made no progress for longer than the watchdog allows.", gauge},
 		mMonitoredPorts:     {p + "monitored_ports", "Number of monitored ports.", gauge},
 		mMonitoredNICs:      {p + "monitored_nics", "Number of monitored NIC devices.", gauge},
-		mFatalPorts:         {p + "fatal_ports", "Number of ports in a fatal state or with a latched fatal counter breach.", gauge},
+		mFatalPorts:         {p + "fatal_ports", "Number of ports whose verdict is fatal (a fatal condition on the port, its NIC or its card).", gauge},
+		mDegradedPorts:      {p + "degraded_ports", "Number of ports whose verdict is degraded (only non-fatal conditions).", gauge},
+		mConditions:         {p + "conditions", "Active conditions by check and severity (nichealthctl status lists them).", gauge},
 		mConfigGeneration:   {p + "config_generation", "Configuration generation; starts at 1 and grows by one per applied reload.", gauge},
 		mConfigReloadFailed: {p + "config_reload_failed", "1 when the last reload was refused and the previous configuration still runs.", gauge},
 		mPollInterval:       {p + "poll_interval_seconds", "Configured poll interval.", gauge},
 		mLastPoll:           {p + "last_poll_timestamp_seconds", "Unix time of the last completed poll (0 before the first).", gauge},
 		mPollDuration:       {p + "poll_duration_seconds", "Duration of poll cycles.", histogram},
-		mPortHealthy:        {p + "port_healthy", "1 when the port is healthy (state, phys_state and fatal counters).", gauge},
-		mPortFatal:          {p + "port_fatal", "1 when the port is in a fatal state or has a latched fatal counter breach.", gauge},
+		mPortHealthy:        {p + "port_healthy", "1 when no condition covers the port (its state, counters, NIC or card).", gauge},
+		mPortFatal:          {p + "port_fatal", "1 when a fatal condition covers the port (state, latched fatal counter, vanished NIC, card anomaly).", gauge},
+		mPortVerdict:        {p + "port_verdict", "The port's verdict: 0 healthy, 1 degraded, 2 fatal.", gauge},
 		mPortState:          {p + "port_state", "Logical port state id: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER; 0 not read yet or unreadable.", gauge},
 		mPortPhysState:      {p + "port_phys_state", "Physical port state id: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test; 0 not read yet or unreadable.", gauge},
 		mPortStateInfo:      {p + "port_state_info", "Always 1; state and phys_state labels carry the names sysfs prints.", gauge},
@@ -149,38 +163,59 @@ func descriptors() [numFamilies]desc {
 // fill turns a snapshot into samples. The histogram is written separately.
 func fill(e *encoder, s *snapshot) {
 	none := e.labels()
-	m := &s.mgr
-	e.add(mBuildInfo, e.labels("version", m.Version), uval(1))
+	h := s.health
+	n := &h.Node
+	e.add(mBuildInfo, e.labels("version", n.Version), uval(1))
 	e.add(mUp, none, uval(1))
-	e.add(mReady, none, bval(m.Ready))
-	e.add(mHealthy, none, bval(m.Healthy))
+	e.add(mReady, none, bval(n.Ready))
+	e.add(mHealthy, none, bval(h.Healthy()))
 	e.add(mPollStalled, none, bval(s.stalled))
-	e.add(mMonitoredPorts, none, uval(uint64(m.MonitoredPorts)))
-	e.add(mMonitoredNICs, none, uval(uint64(m.MonitoredNICs)))
-	e.add(mFatalPorts, none, uval(uint64(len(m.FatalPorts))))
-	e.add(mConfigGeneration, none, uval(m.ConfigGeneration))
-	e.add(mConfigReloadFailed, none, bval(m.LastReloadError != ""))
-	e.add(mPollInterval, none, fval(float64(m.PollIntervalUSec)/1e6))
-	e.add(mLastPoll, none, fval(float64(m.LastPollUSec)/1e6))
+	e.add(mMonitoredPorts, none, uval(uint64(len(h.Ports))))
+	e.add(mMonitoredNICs, none, uval(uint64(h.NICs)))
+	e.add(mFatalPorts, none, uval(uint64(len(h.FatalPorts))))
+	e.add(mDegradedPorts, none, uval(uint64(len(h.DegradedPorts))))
+	type condKey struct{ check, sev string }
+	conds := map[condKey]uint64{}
+	for _, c := range h.Conditions {
+		conds[condKey{c.Check, c.Severity.String()}]++
+	}
+	for k, v := range conds { // map order is fine: writeFamily sorts
+		e.add(mConditions, e.labels("check", k.check, "severity", k.sev), uval(v))
+	}
+	e.add(mConfigGeneration, none, uval(n.ConfigGeneration))
+	e.add(mConfigReloadFailed, none, bval(n.LastReloadError != ""))
+	e.add(mPollInterval, none, fval(n.PollInterval.Seconds()))
+	lp := 0.0
+	if !s.lastPoll.IsZero() {
+		lp = float64(s.lastPoll.UnixMicro()) / 1e6
+	}
+	e.add(mLastPoll, none, fval(lp))
 
 	var portBuf [12]byte
-	for i := range s.ports {
-		pv := &s.ports[i]
+	for i := range h.Ports {
+		pv := &h.Ports[i]
 		port := string(strconv.AppendInt(portBuf[:0], int64(pv.Port), 10))
 		id := e.labels("device", pv.Device, "port", port, "role", pv.Role, "link_layer", pv.LinkLayer)
-		e.add(mPortHealthy, id, bval(pv.Healthy))
-		e.add(mPortFatal, id, bval(pv.Fatal))
+		e.add(mPortHealthy, id, bval(pv.Verdict == health.Healthy))
+		e.add(mPortFatal, id, bval(pv.Verdict == health.Fatal))
+		e.add(mPortVerdict, id, uval(uint64(pv.Verdict)))
 		e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
 		e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
 		e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
 		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
 			e.add(mPortRate, id, fval(r.Gbps))
 		}
-		if pv.LastChangeUSec != 0 {
-			e.add(mPortLastChange, id, fval(float64(pv.LastChangeUSec)/1e6))
+		if !pv.LastChange.IsZero() {
+			e.add(mPortLastChange, id, fval(float64(pv.LastChange.UnixMicro())/1e6))
 		}
 		short := e.labels("device", pv.Device, "port", port)
-		e.add(mSanityFindings, short, uval(uint64(len(pv.Sanity))))
+		findings := 0
+		for _, c := range pv.Conditions {
+			if c.Entity.Kind == health.EntityFinding {
+				findings++
+			}
+		}
+		e.add(mSanityFindings, short, uval(uint64(findings)))
 		if i < len(s.episodes) {
 			e.add(mPortLinkDownEpisodes, id, uval(s.episodes[i]))
 		}
@@ -236,7 +271,7 @@ func stateID(name string, parse func([]byte) (sysfs.PortState, error)) uint64 {
 // xmitWait finds the port_xmit_wait counter, whose rate the daemon turns
 // into lost bandwidth (seeds/xmit-wait-congestion.txt). A renamed custom
 // counter reading the same file is recognised by a non-zero loss.
-func xmitWait(cs []dbusapi.CounterView) *dbusapi.CounterView {
+func xmitWait(cs []health.Counter) *health.Counter {
 	for i := range cs {
 		if cs[i].Name == "port_xmit_wait" {
 			return &cs[i]

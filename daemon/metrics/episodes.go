@@ -3,7 +3,7 @@ package metrics
 import (
 	"sync"
 
-	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/checks/health"
 )
 
 // A link-down episode is one loss of a port's link: the link_downed counter
@@ -24,7 +24,7 @@ import (
 
 type portKey struct {
 	device string
-	port   int32
+	port   int
 }
 
 // portEpisodes is what the tracker remembers of one port between scrapes.
@@ -53,12 +53,12 @@ type episodeTracker struct {
 	ports map[portKey]*portEpisodes
 }
 
-// observe folds one set of views into the totals and returns each port's
+// observe folds one snapshot's ports into the totals and returns each port's
 // total, indexed like ports. A port seen for the first time starts at 0:
 // its counters' current values are a baseline, not episodes this process
 // saw. A port missing from a view is forgotten, so a port that comes back
 // restarts from 0, which Prometheus reads as a counter reset.
-func (t *episodeTracker) observe(ports []dbusapi.PortView, out []uint64) []uint64 {
+func (t *episodeTracker) observe(ports []health.Port, out []uint64) []uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ports == nil {
@@ -90,7 +90,7 @@ func (t *episodeTracker) observe(ports []dbusapi.PortView, out []uint64) []uint6
 
 // step credits the episodes pv shows since the previous view. old is false
 // for a port's first view, which only sets the baseline.
-func (st *portEpisodes) step(pv *dbusapi.PortView, old bool) {
+func (st *portEpisodes) step(pv *health.Port, old bool) {
 	var byLD, byCC, byState uint64
 	for i := range pv.Counters {
 		c := &pv.Counters[i]

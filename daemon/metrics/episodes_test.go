@@ -3,19 +3,26 @@ package metrics
 import (
 	"testing"
 
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
 )
 
-// ibPort is an InfiniBand port view with its link_downed reading.
-func ibPort(state string, linkDowned uint64) dbusapi.PortView {
-	return dbusapi.PortView{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", State: state,
-		Counters: []dbusapi.CounterView{{Name: "link_downed", Value: linkDowned, ThresholdType: "delta"}}}
+// ibPort is an InfiniBand port with its link_downed reading.
+func ibPort(state string, linkDowned uint64) health.Port {
+	return health.Port{PortInfo: health.PortInfo{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", State: state,
+		Counters: []health.Counter{{Name: "link_downed", Value: linkDowned, ThresholdType: "delta"}}}}
 }
 
-// rocePort is a RoCE port view with its carrier_changes reading.
-func rocePort(state string, carrier uint64) dbusapi.PortView {
-	return dbusapi.PortView{Device: "mlx5_9", Port: 1, LinkLayer: "Ethernet", Role: "Compute", State: state,
-		Counters: []dbusapi.CounterView{{Name: "carrier_changes", Value: carrier, ThresholdType: "delta"}}}
+// rocePort is a RoCE port with its carrier_changes reading.
+func rocePort(state string, carrier uint64) health.Port {
+	return health.Port{PortInfo: health.PortInfo{Device: "mlx5_9", Port: 1, LinkLayer: "Ethernet", Role: "Compute", State: state,
+		Counters: []health.Counter{{Name: "carrier_changes", Value: carrier, ThresholdType: "delta"}}}}
+}
+
+// ibView is ibPort as the test source's view.
+func ibView(state string, linkDowned uint64) dbusapi.PortView {
+	return dbusapi.PortView{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", State: state, Healthy: state == "ACTIVE",
+		Counters: []dbusapi.CounterView{{Name: "link_downed", Value: linkDowned, ThresholdType: "delta"}}}
 }
 
 // Seed state 6.3 counts link_downed events per NICPort; issue 16 widens the
@@ -23,10 +30,12 @@ func rocePort(state string, carrier uint64) dbusapi.PortView {
 // counted once.
 func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
 	type step struct {
-		view dbusapi.PortView
+		view health.Port
 		want uint64
 	}
-	stateOnly := func(s string) dbusapi.PortView { return dbusapi.PortView{Device: "mlx5_1", Port: 2, State: s} }
+	stateOnly := func(s string) health.Port {
+		return health.Port{PortInfo: health.PortInfo{Device: "mlx5_1", Port: 2, State: s}}
+	}
 	cases := []struct {
 		name  string
 		steps []step
@@ -74,7 +83,7 @@ func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var tr episodeTracker
 			for i, s := range c.steps {
-				got := tr.observe([]dbusapi.PortView{s.view}, nil)
+				got := tr.observe([]health.Port{s.view}, nil)
 				if len(got) != 1 || got[0] != s.want {
 					t.Fatalf("step %d (%s): total %v, want %d", i, s.view.State, got, s.want)
 				}
@@ -87,23 +96,23 @@ func TestEpisodes_6_3_PortsAreSeparateAndForgottenWhenGone(t *testing.T) {
 	var tr episodeTracker
 	a, b := ibPort("ACTIVE", 0), ibPort("ACTIVE", 0)
 	b.Port = 2
-	tr.observe([]dbusapi.PortView{a, b}, nil)
+	tr.observe([]health.Port{a, b}, nil)
 	a.Counters[0].Value = 3
 	a.State = "DOWN"
 	// A view listing port 1 twice (an inconsistent view) counts it once.
-	if got := tr.observe([]dbusapi.PortView{a, b, a}, nil); got[0] != 3 || got[1] != 0 || got[2] != 3 {
+	if got := tr.observe([]health.Port{a, b, a}, nil); got[0] != 3 || got[1] != 0 || got[2] != 3 {
 		t.Fatalf("totals %v, want [3 0 3]", got)
 	}
 	// Port 1 vanishes, then returns: it starts again from 0 (a counter
 	// reset to Prometheus), with its current reading as the baseline.
-	tr.observe([]dbusapi.PortView{b}, nil)
-	if got := tr.observe([]dbusapi.PortView{a, b}, nil); got[0] != 0 {
+	tr.observe([]health.Port{b}, nil)
+	if got := tr.observe([]health.Port{a, b}, nil); got[0] != 0 {
 		t.Fatalf("returned port total %d, want 0", got[0])
 	}
 }
 
 func TestMetrics_6_3_EpisodesOnThePage(t *testing.T) {
-	src := &fakeSource{ports: []dbusapi.PortView{ibPort("ACTIVE", 10)}}
+	src := &fakeSource{ports: []dbusapi.PortView{ibView("ACTIVE", 10)}}
 	src.mgr.Ready = true
 	h := New().Handler(src)
 	_, page, _ := scrape(t, h)
@@ -116,9 +125,9 @@ func TestMetrics_6_3_EpisodesOnThePage(t *testing.T) {
 	}
 	// The seed's flow: three link_downed events on mlx5_0 port 1.
 	for _, ld := range []uint64{11, 12, 13} {
-		src.ports = []dbusapi.PortView{ibPort("DOWN", ld)}
+		src.ports = []dbusapi.PortView{ibView("DOWN", ld)}
 		scrape(t, h)
-		src.ports = []dbusapi.PortView{ibPort("ACTIVE", ld)}
+		src.ports = []dbusapi.PortView{ibView("ACTIVE", ld)}
 		scrape(t, h)
 	}
 	_, page, _ = scrape(t, h)

@@ -105,7 +105,7 @@ func (h *handler) start() *flight {
 			close(f.done)
 		}()
 		f.snap = gather(h.src)
-		f.snap.episodes = h.m.episodes.observe(f.snap.ports, nil)
+		f.snap.episodes = h.m.episodes.observe(f.snap.health.Ports, nil)
 	}()
 	return f
 }

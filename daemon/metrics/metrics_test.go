@@ -92,9 +92,16 @@ func TestMetrics_7_ValuesFromViews(t *testing.T) {
 		{"nichealth_poll_interval_seconds", nil, 0.5},
 		{"nichealth_last_poll_timestamp_seconds", nil, 1_700_000_000.25},
 		{"nichealth_port_healthy", id0, 0},
-		{"nichealth_port_healthy", id8, 1},
+		// mlx5_8's link is up, but its two sanity findings are non-fatal
+		// conditions: one verdict, degraded, as every other view says.
+		{"nichealth_port_healthy", id8, 0},
 		{"nichealth_port_fatal", id0, 1},
 		{"nichealth_port_fatal", id8, 0},
+		{"nichealth_port_verdict", id0, 2},
+		{"nichealth_port_verdict", id8, 1},
+		{"nichealth_degraded_ports", nil, 1},
+		{"nichealth_conditions", []string{"check", "InfiniBandStateCheck", "severity", "fatal"}, 1},
+		{"nichealth_conditions", []string{"check", "InfiniBandDegradationCheck", "severity", "degraded"}, 2},
 		{"nichealth_port_state", id0, 1},
 		{"nichealth_port_state", id8, 4},
 		{"nichealth_port_phys_state", id0, 3},

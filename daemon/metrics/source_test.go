@@ -4,16 +4,18 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
-// fakeSource is a Source with fixed views. block, when set, makes Manager
-// wait on it (a poll cycle holding the daemon's lock); panicMsg makes
-// Ports panic.
+// fakeSource is a Source built from fixed D-Bus-shaped views (test input
+// only: the endpoint itself reads the health snapshot). block, when set,
+// makes Snapshot wait on it (a slow source); panicMsg makes it panic.
 type fakeSource struct {
 	mu       sync.Mutex
 	mgr      dbusapi.ManagerView
@@ -27,7 +29,55 @@ type fakeSource struct {
 	panicMsg string
 }
 
-func (f *fakeSource) Manager() dbusapi.ManagerView {
+// Snapshot turns the fixed views into the verdict the daemon would
+// publish: a Fatal view is a fatal condition on its port, an unhealthy one
+// a non-fatal condition, every sanity line a finding.
+func (f *fakeSource) Snapshot() *health.Snapshot {
+	mgr := f.manager()
+	ports := f.Ports()
+	node := health.Node{Version: mgr.Version, NodeName: mgr.NodeName, BootID: mgr.BootID,
+		PollInterval: time.Duration(mgr.PollIntervalUSec) * time.Microsecond, ConfigPath: mgr.ConfigPath,
+		ConfigGeneration: mgr.ConfigGeneration, LastReloadError: mgr.LastReloadError, Ready: mgr.Ready}
+	var infos []health.PortInfo
+	var conds []health.Condition
+	for _, pv := range ports {
+		pi := health.PortInfo{Device: pv.Device, Port: int(pv.Port), LinkLayer: pv.LinkLayer, Role: pv.Role,
+			RoleReason: pv.RoleReason, NetDev: pv.NetDev, PCIAddress: pv.PCIAddress, NUMANode: int(pv.NUMANode),
+			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState}
+		if pv.LastChangeUSec != 0 {
+			pi.LastChange = time.UnixMicro(int64(pv.LastChangeUSec))
+		}
+		for _, c := range pv.Counters {
+			pi.Counters = append(pi.Counters, health.Counter{Name: c.Name, Value: c.Value, Rate: c.Rate, Unit: c.Unit,
+				ThresholdType: c.ThresholdType, Threshold: c.Threshold, Fatal: c.Fatal, Breached: c.Breached,
+				Saturated: c.Saturated, LostGbps: c.LostGbps, LostPercent: c.LostPercent})
+		}
+		infos = append(infos, pi)
+		port := health.Entity{Kind: health.EntityPort, Device: pv.Device, Port: int(pv.Port)}
+		switch {
+		case pv.Fatal:
+			conds = append(conds, health.Condition{Check: "InfiniBandStateCheck", Entity: port, Severity: health.Fatal, Message: "fatal"})
+		case !pv.Healthy:
+			conds = append(conds, health.Condition{Check: "InfiniBandStateCheck", Entity: port, Severity: health.NonFatal, Message: "degraded"})
+		}
+		for _, msg := range pv.Sanity {
+			conds = append(conds, health.Condition{Check: "InfiniBandDegradationCheck", Severity: health.NonFatal, Message: msg,
+				Entity: health.Entity{Kind: health.EntityFinding, Device: pv.Device, Port: int(pv.Port), Name: msg}})
+		}
+	}
+	return health.Build(node, infos, conds)
+}
+
+func (f *fakeSource) LastPoll() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mgr.LastPollUSec == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(f.mgr.LastPollUSec))
+}
+
+func (f *fakeSource) manager() dbusapi.ManagerView {
 	f.mu.Lock()
 	f.calls++
 	block, entered := f.block, f.entered

@@ -65,13 +65,15 @@ func (b *Backend) Reloads() int {
 func (b *Backend) Manager() dbusapi.ManagerView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return cloneManager(b.mgr)
+	m, _ := withVerdict(cloneManager(b.mgr), clonePorts(b.ports))
+	return m
 }
 
 func (b *Backend) Ports() []dbusapi.PortView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return clonePorts(b.ports)
+	_, ports := withVerdict(cloneManager(b.mgr), clonePorts(b.ports))
+	return ports
 }
 
 func (b *Backend) Reload() error {

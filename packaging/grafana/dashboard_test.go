@@ -193,7 +193,7 @@ func TestDashboard_QueriesNameServedMetrics(t *testing.T) {
 		}
 	}
 	// The views the dashboard promises are there.
-	for _, n := range []string{"nichealth_port_healthy", "nichealth_port_link_down_episodes_total", "nichealth_hwcounter_rate",
+	for _, n := range []string{"nichealth_port_verdict", "nichealth_port_link_down_episodes_total", "nichealth_hwcounter_rate",
 		"nichealth_port_xmit_wait_lost_gbps", "nichealth_events_sent_total", "nichealth_outbox_depth"} {
 		if !used[n] {
 			t.Errorf("no panel uses %s", n)

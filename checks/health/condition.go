@@ -1,0 +1,167 @@
+package health
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+// Severity orders verdicts: the worst one wins.
+type Severity int
+
+const (
+	Healthy Severity = iota
+	NonFatal
+	Fatal
+)
+
+func (s Severity) String() string {
+	switch s {
+	case NonFatal:
+		return "degraded"
+	case Fatal:
+		return "fatal"
+	}
+	return "healthy"
+}
+
+// EntityKind is what a condition is about.
+type EntityKind string
+
+const (
+	EntityNode    EntityKind = "node"
+	EntityCard    EntityKind = "card"
+	EntityNIC     EntityKind = "nic"
+	EntityPort    EntityKind = "port"
+	EntityCounter EntityKind = "counter" // Name: the counter
+	EntityFile    EntityKind = "file"    // Name: the sysfs file whose read hung
+	EntityFinding EntityKind = "finding" // Name: the link sanity finding kind
+)
+
+// Entity names the thing a condition is about. Device and Port are set for
+// every kind below a NIC; Card for a card.
+type Entity struct {
+	Kind   EntityKind `json:"kind"`
+	Device string     `json:"device,omitempty"`
+	Port   int        `json:"port,omitempty"`
+	Card   string     `json:"card,omitempty"`
+	Name   string     `json:"name,omitempty"`
+}
+
+func (e Entity) String() string {
+	switch e.Kind {
+	case EntityNode:
+		return "node"
+	case EntityCard:
+		return "card " + e.Card
+	case EntityNIC:
+		return e.Device
+	case EntityPort:
+		return fmt.Sprintf("%s/%d", e.Device, e.Port)
+	}
+	if e.Port > 0 {
+		return fmt.Sprintf("%s/%d %s", e.Device, e.Port, e.Name)
+	}
+	return fmt.Sprintf("%s %s", e.Device, e.Name)
+}
+
+// Key identifies a condition: one per (check, entity).
+type Key struct {
+	Check  string
+	Entity Entity
+}
+
+// PortRef names a port a card-level condition is about.
+type PortRef struct {
+	Device string `json:"device"`
+	Port   int    `json:"port"`
+}
+
+// Condition is one active finding.
+type Condition struct {
+	Check    string                  `json:"check"`
+	Entity   Entity                  `json:"entity"`
+	Severity Severity                `json:"severity"`
+	Kind     event.Kind              `json:"kind"`
+	Message  string                  `json:"message"`
+	Action   event.RecommendedAction `json:"action"`
+	Since    time.Time               `json:"since"`
+	EventID  string                  `json:"eventId,omitempty"`
+	// Ports are the ports a card condition names (below the peer mode).
+	Ports []PortRef `json:"ports,omitempty"`
+}
+
+// Key returns the condition's key.
+func (c *Condition) Key() Key { return Key{c.Check, c.Entity} }
+
+// Covers reports whether the condition bears on a port's verdict: it is
+// about the port itself (or one of its counters, files or findings), its
+// NIC, or its card.
+func (c *Condition) Covers(device string, port int, card string) bool {
+	switch c.Entity.Kind {
+	case EntityNode:
+		return false
+	case EntityCard:
+		return card != "" && c.Entity.Card == card
+	case EntityNIC:
+		return c.Entity.Device == device
+	}
+	return c.Entity.Device == device && (c.Entity.Port == port || c.Entity.Port == 0)
+}
+
+func compareConditions(a, b *Condition) int {
+	if c := cmp.Compare(b.Severity, a.Severity); c != 0 {
+		return c
+	}
+	if c := CompareDevices(a.Entity.Device, b.Entity.Device); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Entity.Port, b.Entity.Port); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Entity.Card, b.Entity.Card); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Entity.Kind, b.Entity.Kind); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Entity.Name, b.Entity.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Check, b.Check)
+}
+
+// CompareDevices orders device names so that mlx5_2 comes before mlx5_10,
+// as every view lists them.
+func CompareDevices(a, b string) int {
+	for a != "" && b != "" {
+		na, ra := leadingDigits(a)
+		nb, rb := leadingDigits(b)
+		if na != "" && nb != "" {
+			x, _ := strconv.ParseUint(strings.TrimLeft(na, "0")+"0", 10, 64)
+			y, _ := strconv.ParseUint(strings.TrimLeft(nb, "0")+"0", 10, 64)
+			if x != y {
+				return cmp.Compare(x, y)
+			}
+			a, b = ra, rb
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func leadingDigits(s string) (string, string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' && i < 18 {
+		i++
+	}
+	return s[:i], s[i:]
+}

@@ -1,0 +1,159 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+func ev(s event.Spec) *event.Event {
+	e := event.New(s, event.Stamp{NodeName: "n", Now: time.Unix(1_700_000_000, 0)})
+	return &e
+}
+
+// TestHealth_EveryRaiseHasItsClear walks each condition kind through raise
+// and clear, and checks that a port's verdict is the worst condition on the
+// port, its NIC or its card (DESIGN.md section 9).
+func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
+	ports := []PortInfo{
+		{Device: "mlx5_0", Port: 1, Card: "0000:3b:00", HealthyMessage: "ok0"},
+		{Device: "mlx5_1", Port: 1, Card: "0000:3c:00", HealthyMessage: "ok1"},
+	}
+	ib, deg := event.InfiniBandStateCheck, event.InfiniBandDegradationCheck
+	for _, tc := range []struct {
+		name         string
+		raise, clear event.Spec
+		verdict      Severity
+		entity       EntityKind
+	}{
+		{"port fatal",
+			event.Spec{Kind: event.KindPortFatal, CheckName: ib, IsFatal: true, Device: "mlx5_0", Port: 1, Message: "down"},
+			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
+			Fatal, EntityPort},
+		{"port non-fatal",
+			event.Spec{Kind: event.KindPortNonFatal, CheckName: ib, Device: "mlx5_0", Port: 1, Message: "init"},
+			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
+			NonFatal, EntityPort},
+		{"latched fatal counter, cleared by acknowledgement",
+			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
+			event.Spec{Kind: event.KindCounterRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
+			Fatal, EntityCounter},
+		{"latched non-fatal counter, cleared by reboot",
+			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
+			event.Spec{Kind: event.KindCheckCleared, CheckName: deg, IsHealthy: true},
+			NonFatal, EntityCounter},
+		{"card anomaly",
+			event.Spec{Kind: event.KindCardAnomaly, CheckName: ib, IsFatal: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
+			event.Spec{Kind: event.KindCardRecovered, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
+			Fatal, EntityCard},
+		{"disappeared NIC",
+			event.Spec{Kind: event.KindDeviceDisappeared, CheckName: ib, IsFatal: true, Device: "mlx5_0"},
+			event.Spec{Kind: event.KindDeviceReappeared, CheckName: ib, IsHealthy: true, Device: "mlx5_0"},
+			Fatal, EntityNIC},
+		{"stuck read",
+			event.Spec{Kind: event.KindReadStuck, CheckName: deg, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
+			event.Spec{Kind: event.KindReadRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
+			NonFatal, EntityFile},
+		{"sanity finding",
+			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
+			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
+			NonFatal, EntityFinding},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewModel()
+			if !m.Apply(ev(tc.raise)) {
+				t.Fatal("raise did not change the model")
+			}
+			cs := m.Conditions()
+			if len(cs) != 1 || cs[0].Entity.Kind != tc.entity {
+				t.Fatalf("conditions %+v, want one about a %s", cs, tc.entity)
+			}
+			s := Build(Node{}, ports, cs)
+			if got := s.Port("mlx5_0", 1).Verdict; got != tc.verdict {
+				t.Errorf("mlx5_0/1 verdict %v, want %v", got, tc.verdict)
+			}
+			if got := s.Port("mlx5_1", 1).Verdict; got != Healthy {
+				t.Errorf("mlx5_1/1 verdict %v, want healthy (not covered)", got)
+			}
+			if s.Verdict != tc.verdict || s.Healthy() {
+				t.Errorf("node verdict %v", s.Verdict)
+			}
+			wantFatal := 0
+			if tc.verdict == Fatal {
+				wantFatal = 1
+			}
+			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != 1 {
+				t.Errorf("fatal %v degraded %v", s.FatalPorts, s.DegradedPorts)
+			}
+			if !m.Apply(ev(tc.clear)) {
+				t.Fatal("clear did not change the model")
+			}
+			s = Build(Node{}, ports, m.Conditions())
+			if !s.Healthy() || s.Port("mlx5_0", 1).Message != "ok0" || len(s.FatalPorts)+len(s.DegradedPorts) != 0 {
+				t.Errorf("after clear: %+v", s)
+			}
+		})
+	}
+}
+
+func TestHealth_RegradeKeepsSinceAndCountsPortOnce(t *testing.T) {
+	m := NewModel()
+	ib := event.InfiniBandStateCheck
+	first := ev(event.Spec{Kind: event.KindPortNonFatal, CheckName: ib, Device: "mlx5_0", Port: 1, Message: "init"})
+	m.Apply(first)
+	later := event.New(event.Spec{Kind: event.KindPortFatal, CheckName: ib, IsFatal: true, Device: "mlx5_0", Port: 1, Message: "down"},
+		event.Stamp{Now: time.Unix(1_700_000_100, 0)})
+	m.Apply(&later)
+	m.Apply(ev(event.Spec{Kind: event.KindCounterBreach, CheckName: event.InfiniBandDegradationCheck, Device: "mlx5_0", Port: 1,
+		Metadata: map[string]string{"counter": "symbol_error"}}))
+	cs := m.Conditions()
+	if len(cs) != 2 || cs[0].Severity != Fatal || !cs[0].Since.Equal(first.GeneratedTimestamp) {
+		t.Fatalf("conditions %+v", cs)
+	}
+	s := Build(Node{}, []PortInfo{{Device: "mlx5_0", Port: 1}}, cs)
+	if len(s.FatalPorts) != 1 || len(s.DegradedPorts) != 0 || s.Port("mlx5_0", 1).Message != "down" {
+		t.Errorf("snapshot %+v", s)
+	}
+	if got := s.Status(); got != "1 port on 1 NIC monitored; 1 fatal: down (and 1 more condition)" {
+		t.Errorf("status %q", got)
+	}
+}
+
+func TestHealth_RenameMovesConditions(t *testing.T) {
+	m := NewModel()
+	m.Apply(ev(event.Spec{Kind: event.KindCounterBreach, CheckName: event.InfiniBandDegradationCheck, IsFatal: true,
+		Device: "mlx5_0", Port: 1, Metadata: map[string]string{"counter": "link_downed"}}))
+	m.Apply(ev(event.Spec{Kind: event.KindDeviceReappeared, CheckName: event.InfiniBandStateCheck, IsHealthy: true,
+		Device: "mlx5_0", Metadata: map[string]string{"newName": "ibp3s0"}}))
+	cs := m.Conditions()
+	if len(cs) != 1 || cs[0].Entity.Device != "ibp3s0" {
+		t.Fatalf("conditions after rename %+v", cs)
+	}
+}
+
+func TestHealth_SaturationIsNotACondition(t *testing.T) {
+	m := NewModel()
+	if m.Apply(ev(event.Spec{Kind: event.KindCounterSaturated, CheckName: event.InfiniBandDegradationCheck, Device: "mlx5_0", Port: 1,
+		Metadata: map[string]string{"counter": "link_downed"}})) || m.Len() != 0 {
+		t.Error("saturation raised a condition")
+	}
+}
+
+func TestHealth_MissingPortListedAndCountedOnce(t *testing.T) {
+	m := NewModel()
+	m.Apply(ev(event.Spec{Kind: event.KindDeviceDisappeared, CheckName: event.InfiniBandStateCheck, IsFatal: true, Device: "mlx5_7", Message: "gone"}))
+	s := Build(Node{}, []PortInfo{{Device: "mlx5_7", Port: 1, State: "MISSING", Missing: true}}, m.Conditions())
+	if p := s.Port("mlx5_7", 1); p == nil || p.Verdict != Fatal || p.Message != "gone" {
+		t.Fatalf("missing port %+v", p)
+	}
+	if len(s.FatalPorts) != 1 || s.FatalPorts[0] != "mlx5_7/1" {
+		t.Errorf("FatalPorts %v", s.FatalPorts)
+	}
+}
+
+func TestHealth_CompareDevicesNatural(t *testing.T) {
+	if CompareDevices("mlx5_2", "mlx5_10") >= 0 || CompareDevices("mlx5_10", "mlx5_2") <= 0 || CompareDevices("a", "a") != 0 {
+		t.Error("natural order broken")
+	}
+}

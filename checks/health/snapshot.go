@@ -1,0 +1,214 @@
+package health
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Node is what the daemon says about itself alongside the verdict.
+type Node struct {
+	Version          string        `json:"version"`
+	NodeName         string        `json:"nodeName"`
+	BootID           string        `json:"bootID"`
+	PollInterval     time.Duration `json:"pollInterval"`
+	ConfigPath       string        `json:"configPath"`
+	ConfigGeneration uint64        `json:"configGeneration"`
+	LastReloadError  string        `json:"lastReloadError"`
+	Ready            bool          `json:"ready"`
+}
+
+// Counter is one monitored counter of a port as last read and judged.
+type Counter struct {
+	Name          string    `json:"name"`
+	Value         uint64    `json:"value"`
+	Rate          float64   `json:"rate"`
+	Unit          string    `json:"unit"` // "sec", "min" or "hour"
+	ThresholdType string    `json:"thresholdType"`
+	Threshold     float64   `json:"threshold"`
+	Fatal         bool      `json:"fatal"`
+	Breached      bool      `json:"breached"`
+	BreachedSince time.Time `json:"breachedSince"`
+	Saturated     bool      `json:"saturated"`
+	LostGbps      float64   `json:"lostGbps"`
+	LostPercent   float64   `json:"lostPercent"`
+}
+
+// PortInfo is what the daemon observed of a port: identity and the last
+// reading, no verdict.
+type PortInfo struct {
+	Device     string
+	Port       int
+	Card       string
+	LinkLayer  string
+	Role       string
+	RoleReason string
+	NetDev     string
+	PCIAddress string
+	NUMANode   int
+	Rate       string
+	State      string // "" before the first reading
+	PhysState  string
+	// Missing: the port's NIC is absent from the last enumeration.
+	Missing bool
+	// HealthyMessage describes the port when no condition covers it.
+	HealthyMessage string
+	LastChange     time.Time
+	Counters       []Counter
+}
+
+// Port is a port with its verdict.
+type Port struct {
+	PortInfo
+	Verdict Severity `json:"verdict"`
+	// Message is the worst covering condition's message, or the healthy
+	// description.
+	Message    string      `json:"message"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// Key is "<device>/<port>", as FatalPorts lists ports.
+func (p *Port) Key() string { return fmt.Sprintf("%s/%d", p.Device, p.Port) }
+
+// Snapshot is one published verdict. It is never modified after Build.
+type Snapshot struct {
+	Node       Node        `json:"node"`
+	Verdict    Severity    `json:"verdict"`
+	Ports      []Port      `json:"ports"`
+	Conditions []Condition `json:"conditions"`
+	// FatalPorts and DegradedPorts are "<device>/<port>" keys, sorted.
+	FatalPorts    []string `json:"fatalPorts"`
+	DegradedPorts []string `json:"degradedPorts"`
+	NICs          int      `json:"nics"`
+}
+
+// Build judges every port by the conditions that cover it and the node by
+// all of them. Ports come in the caller's order; conditions on ports the
+// caller did not list still count for the node and name their port in
+// FatalPorts/DegradedPorts.
+func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
+	s := &Snapshot{Node: node, Ports: make([]Port, 0, len(ports)), Conditions: conds,
+		FatalPorts: []string{}, DegradedPorts: []string{}}
+	nics := map[string]bool{}
+	listed := map[string]bool{}
+	for _, pi := range ports {
+		p := Port{PortInfo: pi, Message: pi.HealthyMessage, Conditions: []Condition{}}
+		for i := range conds {
+			c := &conds[i]
+			if !c.Covers(pi.Device, pi.Port, pi.Card) {
+				continue
+			}
+			p.Conditions = append(p.Conditions, *c)
+			if c.Severity > p.Verdict {
+				p.Verdict, p.Message = c.Severity, c.Message
+			}
+		}
+		nics[pi.Device] = true
+		listed[p.Key()] = true
+		s.addPort(p.Key(), p.Verdict)
+		s.Ports = append(s.Ports, p)
+	}
+	for i := range conds {
+		c := &conds[i]
+		s.Verdict = max(s.Verdict, c.Severity)
+		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Port == 0 {
+			continue
+		}
+		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
+			s.addPort(k, c.Severity)
+		}
+	}
+	s.NICs = len(nics)
+	return s
+}
+
+func (s *Snapshot) addPort(key string, v Severity) {
+	var list *[]string
+	switch v {
+	case Fatal:
+		list = &s.FatalPorts
+	case NonFatal:
+		list = &s.DegradedPorts
+	default:
+		return
+	}
+	if i, found := slices.BinarySearchFunc(*list, key, CompareDevices); !found {
+		*list = slices.Insert(*list, i, key)
+	}
+	if v == Fatal {
+		// A port is counted once, under its worst verdict.
+		if i, found := slices.BinarySearchFunc(s.DegradedPorts, key, CompareDevices); found {
+			s.DegradedPorts = slices.Delete(s.DegradedPorts, i, i+1)
+		}
+	}
+}
+
+// Healthy reports whether nothing is wrong anywhere on the node.
+func (s *Snapshot) Healthy() bool { return s.Verdict == Healthy }
+
+// Port returns the port device/port, or nil.
+func (s *Snapshot) Port(device string, port int) *Port {
+	for i := range s.Ports {
+		if s.Ports[i].Device == device && s.Ports[i].Port == port {
+			return &s.Ports[i]
+		}
+	}
+	return nil
+}
+
+// Status is the one-line summary of STATUS= and `nichealthctl status`, e.g.
+//
+//	12 ports on 12 NICs monitored; all healthy
+//	12 ports on 12 NICs monitored; 1 fatal: mlx5_3 port 1: state DOWN, phys_state Disabled
+//	12 ports on 12 NICs monitored; 1 degraded: mlx5_5 port 1: symbol_error latched
+func (s *Snapshot) Status() string {
+	head := fmt.Sprintf("%d %s on %d %s monitored", len(s.Ports), plural(len(s.Ports), "port", "ports"), s.NICs, plural(s.NICs, "NIC", "NICs"))
+	nf, nd := len(s.FatalPorts), len(s.DegradedPorts)
+	if s.Verdict == Healthy {
+		return head + "; all healthy"
+	}
+	out := head
+	if nf > 0 || s.Verdict == Fatal {
+		out += fmt.Sprintf("; %d fatal", nf)
+	}
+	if nd > 0 {
+		out += fmt.Sprintf("; %d degraded", nd)
+	}
+	if w := s.worst(); w != nil {
+		out += ": " + oneLine(w.Message)
+		if extra := len(s.Conditions) - 1; extra > 0 {
+			out += fmt.Sprintf(" (and %d more %s)", extra, plural(extra, "condition", "conditions"))
+		}
+	}
+	return out
+}
+
+func (s *Snapshot) worst() *Condition {
+	if len(s.Conditions) == 0 {
+		return nil
+	}
+	return &s.Conditions[0] // sorted worst first by Model.Conditions
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func oneLine(s string) string {
+	const maxLen = 160
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' {
+			r = ' '
+		}
+		out = append(out, r)
+		if len(out) >= maxLen {
+			out = append(out, '…')
+			break
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,103 @@
+package nichealthd_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The data flow of DESIGN.md section 1,
+//
+//	topology → checks → checks/health → daemon → dbusapi / systemd / daemon/metrics
+//
+// as a rank per package tree: an import may only point to a lower rank (or
+// within its own tree). The views read the health snapshot and are driven
+// by the daemon, so the daemon imports them and they never import it; no
+// view imports another. persist is the state file and the outbox: only
+// the daemon tree imports it (persist/outbox's records carry
+// checks/event's events).
+var ranks = []struct {
+	prefix string
+	rank   int
+}{
+	{"topology", 0},
+	{"checks/health", 2},
+	{"checks", 1},
+	{"persist", 1},
+	{"daemon/metrics", 3},
+	{"dbusapi", 3},
+	{"systemd", 3},
+	{"daemon", 4},
+}
+
+// pendingArrows are arrows against the rules that are known and being
+// removed: the checks still keep their memory in persist.State. The test
+// fails when one of them disappears, so this list only shrinks.
+var pendingArrows = []string{
+	"checks -> persist",
+	"checks/counters -> persist",
+}
+
+const module = "github.com/nichealth/nichealthd/"
+
+func rankOf(pkg string) (int, string, bool) {
+	for _, r := range ranks {
+		if pkg == r.prefix || strings.HasPrefix(pkg, r.prefix+"/") {
+			return r.rank, r.prefix, true
+		}
+	}
+	return 0, "", false
+}
+
+func TestLayering_ImportsFollowTheFlow(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var bad, seenPending []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		from := strings.TrimPrefix(f[0], module)
+		fr, ftree, ok := rankOf(from)
+		if !ok {
+			continue // cmd/ and packaging/ tools may use anything
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			to := strings.TrimPrefix(imp, module)
+			tr, ttree, ok := rankOf(to)
+			if !ok {
+				bad = append(bad, from+" -> "+to+" (a library package imports a command)")
+				continue
+			}
+			arrow := from + " -> " + to
+			switch {
+			case ftree == ttree:
+				// within one tree
+			case ttree == "persist" && ftree != "daemon" && ftree != "daemon/metrics":
+				if slices.Contains(pendingArrows, arrow) {
+					seenPending = append(seenPending, arrow)
+					continue
+				}
+				bad = append(bad, arrow+" (only the daemon imports persist)")
+			case ftree == "daemon/metrics" && ttree == "dbusapi":
+				bad = append(bad, arrow+" (metrics reads the health snapshot, not the D-Bus views)")
+			case tr > fr:
+				bad = append(bad, arrow+" (against the flow topology → checks → health → daemon → dbusapi/systemd/metrics)")
+			case tr == fr && ftree != ttree && !(ttree == "persist" || ftree == "persist"):
+				bad = append(bad, arrow+" (sibling views do not import each other)")
+			}
+		}
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+	for _, p := range pendingArrows {
+		if !slices.Contains(seenPending, p) {
+			t.Errorf("%s is gone: remove it from pendingArrows so it cannot come back", p)
+		}
+	}
+}
