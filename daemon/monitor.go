@@ -400,7 +400,10 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	for _, p := range m.ports {
 		m.observe(p)
 	}
-	anomalous := m.cards(now, &specs, &changed)
+	// Card events follow the port events of the same cycle: the port
+	// crossed first, homogeneity escalates it.
+	var cardSpecs []event.Spec
+	anomalous := m.cards(now, &cardSpecs, &changed)
 
 	for _, p := range m.ports {
 		// The state check is edge-triggered: an observation equal to the
@@ -457,6 +460,8 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			}
 		}
 	}
+
+	specs = append(specs, cardSpecs...)
 
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)

@@ -162,11 +162,11 @@ func TestConnector_3_EveryFieldDecoded(t *testing.T) {
 		{"7 message", h.GetMessage(), e.Message},
 		{"8 recommendedAction", h.GetRecommendedAction(), pb.RecommendedAction_REPLACE_VM},
 		{"9 errorCode", strings.Join(h.GetErrorCode(), ","), "link_downed"},
-		{"10 entitiesImpacted", entities(h), "NICCard=0000:3b:00 NIC=mlx5_0 NICPort=1"},
+		{"10 entitiesImpacted", entities(h), "NIC=mlx5_0 NICPort=1"}, // the card travels as metadata "card" (seed 11.2 entities only)
 		{"11 metadata counter", h.GetMetadata()["counter"], "link_downed"},
 		{"11 metadata rate", h.GetMetadata()["rate"], "0.20"},
 		{"11 metadata kind", h.GetMetadata()[KindMetadataKey], "counter-breach"},
-		{"11 metadata size", len(h.GetMetadata()), 5},
+		{"11 metadata size", len(h.GetMetadata()), 6},
 		{"12 generatedTimestamp", h.GetGeneratedTimestamp().AsTime(), stamp.Now},
 		{"13 nodeName", h.GetNodeName(), "gpu-node-7"},
 		{"14 quarantineOverrides", h.GetQuarantineOverrides() == nil, true},
