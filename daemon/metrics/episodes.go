@@ -8,7 +8,7 @@ import (
 
 // A link-down episode is one loss of a port's link: the link_downed counter
 // stepping (InfiniBand), carrier_changes stepping by a down+up pair (RoCE),
-// or the logical state leaving ACTIVE. One episode usually shows in more
+// or the logical state falling from ACTIVE to DOWN. One episode usually shows in more
 // than one witness at once, so between two observations the port is
 // credited with the largest count any single witness shows, never their
 // sum: a flap counted by link_downed and by the state cycle is one episode.
@@ -113,10 +113,14 @@ func (st *portEpisodes) step(pv *health.Port, old bool) {
 			st.carrier, st.hasCC = c.Value, true
 		}
 	}
+	// The state witness counts a fall into DOWN after the link was ACTIVE:
+	// a logical INIT or ARMED with the link up (a subnet manager
+	// re-sweep) is not a link loss, and a port cycling between DOWN and
+	// INIT without ever coming up has dropped rather than flapped.
 	switch pv.State {
 	case "ACTIVE", "ACTIVE_DEFER":
 		st.up, st.known = true, true
-	case "DOWN", "INIT", "ARMED":
+	case "DOWN":
 		if old && st.known && st.up {
 			byState = 1
 		}
