@@ -8,7 +8,8 @@
 // within an hour escalate to CONTACT_SUPPORT).
 //
 // The engine is pure: it is given each cycle's port readings and the
-// health model's active conditions, and returns the conditions it raises
+// health model's active non-fatal conditions (as plain values: checks sit
+// below checks/health in the data flow), and returns the conditions it raises
 // and clears. Its windows are a State value the caller persists with the
 // rest of the daemon's state; a State from another boot is discarded, so
 // the windows clear on reboot as the counter windows do.

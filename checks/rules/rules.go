@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/checks/health"
 )
 
 // Check names of the rules' conditions.
@@ -100,11 +100,34 @@ type Port struct {
 	CarrierChanges Reading
 }
 
-// Change is a condition the rules raise (Raise) or clear (only the key
-// fields of Condition are set).
+// Condition is one rule's finding on a port, keyed by (Check, Device,
+// Port). The daemon raises it in the health model as a port condition.
+type Condition struct {
+	Check   string
+	Device  string
+	Port    int
+	Fatal   bool
+	Action  event.RecommendedAction
+	Message string
+	Since   time.Time
+}
+
+// Change is a condition the rules raise (Raise) or clear (only Check,
+// Device and Port are set).
 type Change struct {
 	Raise     bool
-	Condition health.Condition
+	Condition Condition
+}
+
+// Degraded is an active non-fatal condition of the health model on one of
+// a port's entities (the port, a counter, a finding), as the degradation
+// rule counts them: Key names the condition (its check and entity), Since
+// when it was raised, so a condition that stays active counts once.
+type Degraded struct {
+	Key    string
+	Device string
+	Port   int
+	Since  time.Time
 }
 
 // State is everything the rules remember; persist it with the daemon's
@@ -178,8 +201,8 @@ func (e *Engine) State() State {
 
 // Active returns the conditions the rules hold now, to restore the health
 // model after a restart.
-func (e *Engine) Active(now time.Time) []health.Condition {
-	var out []health.Condition
+func (e *Engine) Active(now time.Time) []Condition {
+	var out []Condition
 	for _, k := range e.sortedKeys() {
 		p := e.st.Ports[k]
 		dev, port := splitKey(k)
@@ -228,10 +251,11 @@ func (e *Engine) SetConfig(cfg Config) []Change {
 }
 
 // Cycle folds one poll cycle into the windows: ports are the monitored
-// ports as read at now, conds the health model's active conditions. It
+// ports as read at now, degraded the health model's active non-fatal
+// conditions (the rules' own excluded). It
 // returns the rule conditions raised and cleared, ports in order. A port
 // missing from ports is forgotten, and its rule conditions are cleared.
-func (e *Engine) Cycle(now time.Time, ports []Port, conds []health.Condition) []Change {
+func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Change {
 	var out []Change
 	seen := make(map[string]bool, len(ports))
 	for i := range ports {
@@ -250,7 +274,7 @@ func (e *Engine) Cycle(now time.Time, ports []Port, conds []health.Condition) []
 		out = append(out, e.flap(now, pt, p, n)...)
 		out = append(out, e.drop(now, pt, p, n)...)
 	}
-	out = append(out, e.degradation(now, conds, seen)...)
+	out = append(out, e.degradation(now, degraded, seen)...)
 	for _, k := range e.sortedKeys() {
 		if seen[k] {
 			continue
@@ -368,35 +392,34 @@ func (e *Engine) drop(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 // (a condition's start time identifies its raise, so a condition that
 // stays active counts once) and escalates at the threshold. The rules'
 // own conditions are not counted.
-func (e *Engine) degradation(now time.Time, conds []health.Condition, ports map[string]bool) []Change {
+func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[string]bool) []Change {
 	cfg := e.cfg.Degradation
 	if !cfg.Enabled {
 		return nil
 	}
 	active := map[string]map[string]bool{}
-	for i := range conds {
-		c := &conds[i]
-		if c.Severity != health.NonFatal || c.Entity.Device == "" || c.Entity.Port == 0 || isRule(c.Check) {
+	for i := range degraded {
+		d := &degraded[i]
+		if d.Device == "" || d.Port == 0 || isRule(d.Key) {
 			continue
 		}
-		k := key(c.Entity.Device, c.Entity.Port)
+		k := key(d.Device, d.Port)
 		p := e.st.Ports[k]
 		if p == nil || !ports[k] {
 			continue
 		}
-		ck := c.Check + "|" + c.Entity.String()
 		if active[k] == nil {
 			active[k] = map[string]bool{}
 		}
-		active[k][ck] = true
-		since := c.Since
+		active[k][d.Key] = true
+		since := d.Since
 		if since.IsZero() {
 			since = now
 		}
-		if prev, ok := p.Seen[ck]; ok && prev.Equal(since) {
+		if prev, ok := p.Seen[d.Key]; ok && prev.Equal(since) {
 			continue
 		}
-		p.Seen[ck] = since
+		p.Seen[d.Key] = since
 		p.NonFatal = append(p.NonFatal, since)
 	}
 	var out []Change
@@ -424,42 +447,45 @@ func (e *Engine) degradation(now time.Time, conds []health.Condition, ports map[
 	return out
 }
 
-func isRule(check string) bool {
-	return check == FlapCheck || check == DropCheck || check == DegradationCheck
-}
-
-func portEntity(dev string, port int) health.Entity {
-	return health.Entity{Kind: health.EntityPort, Device: dev, Port: port}
+// isRule reports whether a condition key is one of the rules' own: a
+// key starts with its check name.
+func isRule(key string) bool {
+	for _, c := range []string{FlapCheck, DropCheck, DegradationCheck} {
+		if key == c || strings.HasPrefix(key, c+" ") || strings.HasPrefix(key, c+"|") {
+			return true
+		}
+	}
+	return false
 }
 
 func clearChange(check, dev string, port int) Change {
-	return Change{Condition: health.Condition{Check: check, Entity: portEntity(dev, port)}}
+	return Change{Condition: Condition{Check: check, Device: dev, Port: port}}
 }
 
 // The messages follow the seed: "NIC port flapping detected" is the
 // analyzer's text for RepeatedNICLinkFlap.
-func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time) health.Condition {
+func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Flap
-	return health.Condition{Check: FlapCheck, Entity: portEntity(dev, port), Severity: health.Fatal,
+	return Condition{Check: FlapCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: NIC port flapping detected (%d link-down episodes within %s; held until stable for %s)",
 			dev, port, max(len(p.Episodes), cfg.Episodes), cfg.Window, cfg.Stabilization)}
 }
 
-func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time) health.Condition {
+func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	since := p.DownSince
 	if since.IsZero() {
 		since = now
 	}
-	return health.Condition{Check: DropCheck, Entity: portEntity(dev, port), Severity: health.Fatal,
+	return Condition{Check: DropCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: port dropped (DOWN since %s, %s or more, with no link_downed change)",
 			dev, port, since.UTC().Format(time.RFC3339), e.cfg.Drop.After)}
 }
 
-func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) health.Condition {
+func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Degradation
-	return health.Condition{Check: DegradationCheck, Entity: portEntity(dev, port), Severity: health.NonFatal,
+	return Condition{Check: DegradationCheck, Device: dev, Port: port,
 		Action: event.ActionContactSupport, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal events within %s)",
 			dev, port, max(len(p.NonFatal), cfg.Events), cfg.Window)}
@@ -485,7 +511,7 @@ func (e *Engine) sortedKeys() []string {
 	slices.SortFunc(ks, func(a, b string) int {
 		da, pa := splitKey(a)
 		db, pb := splitKey(b)
-		if c := health.CompareDevices(da, db); c != 0 {
+		if c := strings.Compare(da, db); c != 0 {
 			return c
 		}
 		return pa - pb

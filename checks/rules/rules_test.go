@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/checks/health"
 )
 
 var t0 = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
@@ -37,7 +36,7 @@ func run(t *testing.T, e *Engine, steps []step) [][]Change {
 	return out
 }
 
-func only(t *testing.T, cs []Change, raise bool, check string) health.Condition {
+func only(t *testing.T, cs []Change, raise bool, check string) Condition {
 	t.Helper()
 	if len(cs) != 1 || cs[0].Raise != raise || cs[0].Condition.Check != check {
 		t.Fatalf("changes %+v, want one %s raise=%v", cs, check, raise)
@@ -69,7 +68,7 @@ func TestRules_6_3_SeedFlapTimelineAndStabilization(t *testing.T) {
 		none(t, "before the third", c)
 	}
 	c := only(t, e.Cycle(at(7, 10), []Port{ib("DOWN", 3)}, nil), true, FlapCheck)
-	if c.Severity != health.Fatal || c.Action != event.ActionReplaceVM || c.Entity != (health.Entity{Kind: health.EntityPort, Device: "mlx5_0", Port: 1}) ||
+	if !c.Fatal || c.Action != event.ActionReplaceVM || c.Device != "mlx5_0" || c.Port != 1 ||
 		!strings.Contains(c.Message, "NIC port flapping detected") || !strings.HasPrefix(c.Message, "Port mlx5_0 port 1: ") {
 		t.Fatalf("flap condition %+v", c)
 	}
@@ -109,7 +108,7 @@ func TestRules_6_3_RoCECarrierChanges(t *testing.T) {
 	none(t, "up", e.Cycle(at(1, 10), []Port{roce(12)}, nil))                // same episode
 	none(t, "2nd", e.Cycle(at(2, 0), []Port{roce(14)}, nil))                // down and up between polls
 	c := only(t, e.Cycle(at(3, 0), []Port{roce(15)}, nil), true, FlapCheck) // 3rd
-	if c.Entity.Device != "mlx5_8" {
+	if c.Device != "mlx5_8" {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -123,7 +122,7 @@ func TestRules_6_2_SeedPortDrop(t *testing.T) {
 	none(t, "the fall", e.Cycle(at(2, 0), []Port{ib("DOWN", 6)}, nil))
 	none(t, "T+5:59", e.Cycle(at(5, 59), []Port{ib("DOWN", 6)}, nil))
 	c := only(t, e.Cycle(at(6, 0), []Port{ib("DOWN", 6)}, nil), true, DropCheck)
-	if c.Severity != health.Fatal || c.Action != event.ActionReplaceVM || !strings.Contains(c.Message, "port dropped") {
+	if !c.Fatal || c.Action != event.ActionReplaceVM || !strings.Contains(c.Message, "port dropped") {
 		t.Fatalf("drop condition %+v", c)
 	}
 	none(t, "still down", e.Cycle(at(9, 0), []Port{ib("DOWN", 6)}, nil))
@@ -151,33 +150,32 @@ func TestRules_6_2_SeedPortDrop(t *testing.T) {
 func TestRules_Degradation_ThreeNonFatalInAnHour(t *testing.T) {
 	e := New(Defaults(), State{}, "b")
 	p := []Port{ib("ACTIVE", 0)}
-	nf := func(check, counter string, since time.Time) health.Condition {
-		return health.Condition{Check: check, Severity: health.NonFatal, Since: since,
-			Entity: health.Entity{Kind: health.EntityCounter, Device: "mlx5_0", Port: 1, Name: counter}}
+	nf := func(check, counter string, since time.Time) Degraded {
+		return Degraded{Key: check + "|mlx5_0/1 " + counter, Device: "mlx5_0", Port: 1, Since: since}
 	}
-	none(t, "first", e.Cycle(at(0, 0), p, []health.Condition{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
+	none(t, "first", e.Cycle(at(0, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
 	// Still active next cycle: the same event, not a second one.
-	none(t, "same", e.Cycle(at(0, 1), p, []health.Condition{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
+	none(t, "same", e.Cycle(at(0, 1), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
 	none(t, "cleared", e.Cycle(at(10, 0), p, nil))
-	none(t, "second", e.Cycle(at(20, 0), p, []health.Condition{nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0))}))
-	c := only(t, e.Cycle(at(59, 0), p, []health.Condition{
+	none(t, "second", e.Cycle(at(20, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0))}))
+	c := only(t, e.Cycle(at(59, 0), p, []Degraded{
 		nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0)),
 		nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0)),
 	}), true, DegradationCheck)
-	if c.Severity != health.NonFatal || c.Action != event.ActionContactSupport {
+	if c.Fatal || c.Action != event.ActionContactSupport {
 		t.Fatalf("%+v", c)
 	}
 	// Cleared once fewer than 3 remain in the hour and none is active.
-	none(t, "still active", e.Cycle(at(61, 0), p, []health.Condition{nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0))}))
+	none(t, "still active", e.Cycle(at(61, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0))}))
 	only(t, e.Cycle(at(62, 0), p, nil), false, DegradationCheck)
 
-	// Spread over more than an hour: no escalation; fatal conditions and
-	// the rules' own do not count.
+	// Spread over more than an hour: no escalation; the rules' own
+	// conditions do not count.
 	s := New(Defaults(), State{}, "b")
 	for i, tm := range []time.Time{at(0, 0), at(40, 0), at(80, 0)} {
-		conds := []health.Condition{nf("X", fmt.Sprintf("c%d", i), tm),
-			{Check: "Y", Severity: health.Fatal, Since: tm, Entity: health.Entity{Kind: health.EntityPort, Device: "mlx5_0", Port: 1}},
-			{Check: FlapCheck, Severity: health.NonFatal, Since: tm, Entity: health.Entity{Kind: health.EntityPort, Device: "mlx5_0", Port: 1}}}
+		conds := []Degraded{nf("X", fmt.Sprintf("c%d", i), tm),
+			{Key: FlapCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm},
+			{Key: DegradationCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm}}
 		none(t, "spread", s.Cycle(tm, p, conds))
 	}
 }
