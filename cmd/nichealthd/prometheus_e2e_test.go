@@ -306,6 +306,7 @@ func waitQuery(t *testing.T, base, q string) {
 // been stable for the (shortened) stabilization window.
 func TestPrometheus_6_2_6_3_FlapAndDropAlertsFire(t *testing.T) {
 	requireTool(t, "prometheus")
+	promtool := requireTool(t, "promtool")
 	n, addr := metricsNode(t)
 	base := startPrometheus(t, addr, shortRules(t))
 	// A sample from before the faults: the episode counter's baseline.
@@ -330,6 +331,8 @@ func TestPrometheus_6_2_6_3_FlapAndDropAlertsFire(t *testing.T) {
 		n.waitEventAfter(skip, "mlx5_0 up", portEvent("mlx5_0", event.KindPortRecovered))
 	}
 	waitAlert(t, base, "RepeatedNICLinkFlap", "mlx5_0", true)
+	// Each flap was seen by link_downed and by the state: counted once.
+	waitQuery(t, base, `nichealth_port_link_down_episodes_total{device="mlx5_0",port="1"} == 3`)
 
 	// The port drops: down once (the fall itself steps link_downed) and
 	// never retrains.
@@ -351,6 +354,13 @@ func TestPrometheus_6_2_6_3_FlapAndDropAlertsFire(t *testing.T) {
 		t.Fatalf("after the flap cleared: firing %s", alertNames(as))
 	}
 	checkDashboardQueries(t, base)
+	// The page of a node with faults (fatal ports, latched breaches) still
+	// passes the real parser and linter.
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(httpGet(t, "http://"+addr+"/metrics"))
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Fatalf("promtool check metrics on the faulty node: %v\n%s", err, out)
+	}
 	n.stop()
 }
 
