@@ -148,11 +148,36 @@ type PortStateCheck struct {
 	// misses counts consecutive complete enumerations without a known
 	// device (DESIGN.md difference 3).
 	misses map[string]int
+	// torn holds the ports whose last observation was a torn pair that
+	// has not been judged yet (see Torn).
+	torn map[string]Observation
 }
 
 // NewPortStateCheck returns a check with empty memory.
 func NewPortStateCheck(log *slog.Logger) *PortStateCheck {
-	return &PortStateCheck{Log: log, misses: map[string]int{}}
+	return &PortStateCheck{Log: log, misses: map[string]int{}, torn: map[string]Observation{}}
+}
+
+// Torn reports a state/phys_state pair that a port does not hold for
+// long: the logical state DOWN with the physical link up, or ACTIVE with
+// the physical port disabled. state and phys_state are two files read one
+// after the other, and the kernel (or a simulator) updates them one after
+// the other, so a poll can land between the two changes; judging that pair
+// at once would report "DOWN, LinkUp" and then stay silent about the
+// settled "DOWN, Disabled" (both fatal), or flap fatal→healthy on a
+// recovery. Such a pair holds the previous verdict for one poll and is
+// judged only if the next poll sees it again.
+func Torn(o Observation) bool {
+	return (o.State.ID == sysfs.StateDown && o.Phys.ID == sysfs.PhysLinkUp) ||
+		(o.State.ID == sysfs.StateActive && o.Phys.ID == sysfs.PhysDisabled)
+}
+
+// Holding reports whether Evaluate held the last observation of a port as
+// a torn pair: the caller must evaluate the port again next poll even if
+// it reads the same values.
+func (c *PortStateCheck) Holding(device string, port int) bool {
+	_, ok := c.torn[PortKey(device, port)]
+	return ok
 }
 
 // Evaluate judges one port against what was persisted and returns the event
@@ -165,6 +190,13 @@ func (c *PortStateCheck) Evaluate(st *persist.State, o Observation, start Start,
 	}
 	key := PortKey(o.Device, o.Port)
 	prev, had := st.PortStates[key]
+	if Torn(o) && had && start != Baseline {
+		if held, ok := c.torn[key]; !ok || held != o {
+			c.torn[key] = o
+			return nil, false
+		}
+	}
+	delete(c.torn, key)
 	next := snapshotOf(o)
 	changed := !had || prev != next
 	st.PortStates[key] = next

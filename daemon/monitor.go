@@ -78,6 +78,18 @@ type Monitor struct {
 	// activeChanged: some port became or stopped being active this cycle,
 	// so card homogeneity must be judged again (DESIGN.md difference 9).
 	activeChanged bool
+
+	// stateFiles are read every state poll, counterFiles every counter
+	// tick; both alias entries of files.
+	stateFiles   []*reader.File
+	counterFiles []*reader.File
+	// nextStatePoll and nextCounterTick schedule the two cadences (see
+	// NextWake); counterTicks counts counter ticks since start.
+	nextStatePoll   time.Time
+	nextCounterTick time.Time
+	counterTicks    uint64
+	// availLogged is the counter availability last logged per device.
+	availLogged map[string]string
 }
 
 type portPlan struct {
@@ -109,6 +121,10 @@ type counterRead struct {
 	last    [24]byte
 	lastLen int
 	seen    bool
+	// lastAt is the tick of the last successful read: the snapshot of an
+	// unlatched delta counter holds the value read then, so a delta is
+	// measured over the tick since, not since the value last changed.
+	lastAt time.Time
 }
 
 // NewMonitor prepares a monitor over st. bootStatus says what the first
@@ -134,7 +150,8 @@ func NewMonitor(cfg *config.Config, st *persist.State, bootStatus persist.BootSt
 		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
 		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
 	})
-	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
+	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
+		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
 	// its latch forever: reconcile the persisted state with the table now.
 	var all []counters.Definition
@@ -163,7 +180,7 @@ func (m *Monitor) State() *persist.State { return m.st }
 // plan. It fails when classification is impossible (DESIGN.md difference 7):
 // the caller refuses to start.
 func (m *Monitor) Discover() error {
-	devs, probs, err := topology.Discover(m.cfg.Paths, m.cfg.Filter)
+	devs, probs, err := topology.DiscoverWith(m.cfg.Paths, m.cfg.Filter, m.readFile)
 	if err != nil {
 		return err
 	}
@@ -193,6 +210,13 @@ func (m *Monitor) Discover() error {
 	m.buildPlan()
 	m.devicesSetChanged = true
 	return nil
+}
+
+// readFile is the one-shot read of discovery and the sanity passes: the
+// poll's deadline, worker and stuck bookkeeping, so a hung attribute costs
+// one readTimeout and is never read again while its first read hangs.
+func (m *Monitor) readFile(path string) ([]byte, error) {
+	return m.rd.ReadFile(path, 0)
 }
 
 func (m *Monitor) classify(devs []*topology.Device) error {
@@ -256,6 +280,8 @@ func (m *Monitor) closePlan() {
 		f.Close()
 	}
 	m.files = m.files[:0]
+	m.stateFiles = m.stateFiles[:0]
+	m.counterFiles = m.counterFiles[:0]
 	m.ports = m.ports[:0]
 	clear(m.planOf)
 }
@@ -271,6 +297,13 @@ func (m *Monitor) buildPlan() {
 	add := func(path string) *reader.File {
 		f := reader.NewFile(path)
 		m.files = append(m.files, f)
+		m.stateFiles = append(m.stateFiles, f)
+		return f
+	}
+	addCounter := func(path string) *reader.File {
+		f := reader.NewFile(path)
+		m.files = append(m.files, f)
+		m.counterFiles = append(m.counterFiles, f)
 		return f
 	}
 	for _, d := range m.devices {
@@ -306,7 +339,7 @@ func (m *Monitor) buildPlan() {
 						continue
 					}
 					byFile[path] = len(pp.counters)
-					pp.counters = append(pp.counters, counterRead{file: add(path), defs: []int{i}})
+					pp.counters = append(pp.counters, counterRead{file: addCounter(path), defs: []int{i}})
 				}
 				var applicable []counters.Definition
 				for _, def := range m.defs {
@@ -321,11 +354,32 @@ func (m *Monitor) buildPlan() {
 			m.planOf[port] = pp
 		}
 		if m.cfg.CountersEnabled {
-			// Seed 7.1: log availability once per device, at start and when
-			// a device appears; missing counters then fail open silently.
-			m.log.Info("counter availability", "device", d.Name, "available", uniq(present), "missing", uniq(missing))
+			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
+}
+
+// logAvailability logs a device's counter availability once (seed 7.1), and
+// again only when it changes (a reload enabling other counters, a firmware
+// update): at start and when a device appears, not at every plan rebuild.
+// Missing counters are a warning (seed 10.5: "log warning, skip counter");
+// they then fail open silently.
+func (m *Monitor) logAvailability(dev string, present, missing []string) {
+	if m.availLogged == nil {
+		m.availLogged = map[string]string{}
+	}
+	key := strings.Join(present, ",") + "|" + strings.Join(missing, ",")
+	if m.availLogged[dev] == key {
+		return
+	}
+	m.availLogged[dev] = key
+	if len(missing) == 0 {
+		m.log.Info("counter availability", "device", dev, "available", present, "missing", missing)
+		return
+	}
+	m.log.Warn("counter files missing; those counters are skipped on this device", "device", dev,
+		"missing", missing, "available", present,
+		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
 }
 
 func uniq(s []string) []string {
@@ -341,12 +395,33 @@ func (m *Monitor) degradationEnabled(ll string) bool {
 	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
 }
 
-// Cycle is one poll: enumerate, read, judge. It returns the specs to emit
-// and whether the persisted state changed.
+// counterTick is the fixed cadence of counter sampling and judging, whatever
+// the state poll interval (seed state 12.1): a delta threshold means "per
+// 1 s tick", a 100 ms poll must not cut a burst into sub-threshold slices,
+// and a 10 s poll must not let one add up ten seconds of errors.
+const counterTick = time.Second
+
+// NextWake is when the run loop must call Cycle next: the earlier of the
+// next state poll and the next counter tick.
+func (m *Monitor) NextWake() time.Time {
+	if len(m.counterFiles) > 0 && m.nextCounterTick.Before(m.nextStatePoll) {
+		return m.nextCounterTick
+	}
+	return m.nextStatePoll
+}
+
+// Cycle is one wake of the run loop: a state poll (enumerate, read, judge)
+// when one is due, and the counter tick when it is due. It returns the
+// specs to emit and whether the persisted state changed.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	specs := m.pendingSpecs
 	m.pendingSpecs = nil
 	changed := len(specs) > 0
+	if m.cycles != 0 && now.Before(m.nextStatePoll) {
+		// Woken for the counter tick alone: the state poll is slower.
+		m.counterCycle(now, &specs, &changed)
+		return specs, changed
+	}
 	first := m.cycles == 0
 
 	setChanged, enumErr := m.lister.Changed(m.cfg.Filter)
@@ -366,23 +441,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		}
 	}
 
-	m.stuckBuf = m.rd.Read(m.files, m.stuckBuf[:0])
-	for _, f := range m.stuckBuf {
-		// Once per episode, keyed by path so a plan rebuilt by a reload
-		// does not re-announce a file that is still hanging.
-		if !m.stuckReported[f.Path] {
-			m.stuckReported[f.Path] = true
-			specs = append(specs, m.stuckSpec(f))
-		}
-	}
-	if len(m.stuckReported) > 0 {
-		for _, f := range m.files {
-			if m.stuckReported[f.Path] && f.Err == nil {
-				delete(m.stuckReported, f.Path)
-				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
-			}
-		}
-	}
+	m.read(m.stateFiles, &specs)
 
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
@@ -416,7 +475,11 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			if first {
 				start = m.start
 			}
-			if s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card]); s != nil || ch {
+			s, ch := m.stateChk.Evaluate(m.st, p.obs, start, anomalous[p.dev.Card])
+			// A torn state/phys_state pair is held one poll: the same pair
+			// next poll must be judged, not skipped as unchanged.
+			p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
+			if s != nil || ch {
 				changed = changed || ch
 				if s != nil {
 					m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)] = now
@@ -424,15 +487,80 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				}
 			}
 		}
+	}
+	specs = append(specs, cardSpecs...)
+	m.counterCycle(now, &specs, &changed)
+
+	if m.sanityDue(now) {
+		m.runSanity(now, &specs, &changed)
+	}
+
+	m.cycles++
+	m.lastPoll = now
+	m.nextStatePoll = now.Add(m.cfg.PollInterval)
+	m.devicesSetChanged = false
+	m.activeChanged = false
+	return specs, changed
+}
+
+// read reads files and reports each hung read once (read-stuck) and its
+// return (read-recovered).
+func (m *Monitor) read(files []*reader.File, specs *[]event.Spec) {
+	m.stuckBuf = m.rd.Read(files, m.stuckBuf[:0])
+	if m.rd.StuckCount() > 0 {
+		// Skipped because an earlier read of the path still hangs: one
+		// started by discovery, or by the plan before a reload rebuilt it.
+		for _, f := range files {
+			if f.Err == reader.ErrStuck && !m.stuckReported[f.Path] {
+				m.stuckBuf = append(m.stuckBuf, f)
+			}
+		}
+	}
+	for _, f := range m.stuckBuf {
+		// Once per episode, keyed by path so a plan rebuilt by a reload
+		// does not re-announce a file that is still hanging.
+		if !m.stuckReported[f.Path] {
+			m.stuckReported[f.Path] = true
+			*specs = append(*specs, m.stuckSpec(f))
+		}
+	}
+	if len(m.stuckReported) > 0 {
+		for _, f := range files {
+			if m.stuckReported[f.Path] && f.Err == nil {
+				delete(m.stuckReported, f.Path)
+				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
+				*specs = append(*specs, m.readRecoveredSpec(f))
+			}
+		}
+	}
+}
+
+// counterCycle samples and judges every counter when the counter tick is
+// due (see counterTick). Ticks keep a fixed phase; one that comes more
+// than a tick late (a stalled loop) restarts the phase from now.
+func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool) {
+	if len(m.counterFiles) == 0 || (m.counterTicks != 0 && now.Before(m.nextCounterTick)) {
+		return
+	}
+	first := m.counterTicks == 0
+	if next := m.nextCounterTick.Add(counterTick); first || !next.After(now) {
+		m.nextCounterTick = now.Add(counterTick)
+	} else {
+		m.nextCounterTick = next
+	}
+	m.counterTicks++
+	m.read(m.counterFiles, specs)
+	for _, p := range m.ports {
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
 			err := cr.file.Err
 			raw := cr.file.Value()
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
+			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
-				cr.seen = true
+				cr.seen, cr.lastAt = true, now
 			} else {
 				cr.seen = false
 			}
@@ -445,7 +573,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			for _, di := range cr.defs {
 				if unchanged && !first && m.defs[di].ThresholdType == counters.TypeDelta {
 					// A delta counter whose value did not move since the
-					// last poll has delta 0, which cannot breach (threshold
+					// last tick has delta 0, which cannot breach (threshold
 					// >= 0), reset, or change a latch: seed 10.4 would do
 					// nothing with it, so neither do we.
 					continue
@@ -453,25 +581,13 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 				ss, ch := m.eval.Evaluate(m.st, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
-					PortRateGbps: p.rateGbps, Now: now,
+					PortRateGbps: p.rateGbps, Now: now, Since: since,
 				}, first && m.start == checks.Baseline)
-				changed = changed || ch
-				specs = append(specs, ss...)
+				*changed = *changed || ch
+				*specs = append(*specs, ss...)
 			}
 		}
 	}
-
-	specs = append(specs, cardSpecs...)
-
-	if m.sanityDue(now) {
-		m.runSanity(now, &specs, &changed)
-	}
-
-	m.cycles++
-	m.lastPoll = now
-	m.devicesSetChanged = false
-	m.activeChanged = false
-	return specs, changed
 }
 
 func (m *Monitor) rediscover() {
@@ -544,14 +660,29 @@ func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
 		"device", p.dev.Name, "port", p.port.Num, "err", err)
 }
 
-func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
-	dev, port, ll := "", 0, ""
+// fileOwner returns the port whose plan reads f.
+func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 	for _, p := range m.ports {
 		if p.state == f || p.phys == f || p.rate == f || p.oper == f || slices.ContainsFunc(p.counters, func(c counterRead) bool { return c.file == f }) {
-			dev, port, ll = p.dev.Name, p.port.Num, p.port.LinkLayer
-			break
+			return p.dev.Name, p.port.Num, p.port.LinkLayer
 		}
 	}
+	return "", 0, ""
+}
+
+// readRecoveredSpec clears the read-stuck event of f: same check, device,
+// port and file, so a consumer keyed on them sees the condition end.
+func (m *Monitor) readRecoveredSpec(f *reader.File) event.Spec {
+	dev, port, ll := m.fileOwner(f)
+	return event.Spec{
+		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ll), IsHealthy: true, Device: dev, Port: port,
+		Message:  fmt.Sprintf("Port %s port %d: reading %s works again; the file is monitored again", dev, port, f.Path),
+		Metadata: map[string]string{"file": f.Path},
+	}
+}
+
+func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
+	dev, port, ll := m.fileOwner(f)
 	return event.Spec{
 		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; the file is skipped until the read returns and the rest of the node stays monitored. A sysfs read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
@@ -653,9 +784,14 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath
-	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads {
-		m.rd.Close()
-		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads || cfg.Paths.SysfsRoot != m.cfg.Paths.SysfsRoot {
+		// In place: a new reader would forget the reads still hung in the
+		// kernel, read those files again and strand one more thread on
+		// each at every reload.
+		m.rd.SetOptions(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+	}
+	if cfg.PollInterval != m.cfg.PollInterval {
+		m.nextStatePoll = now // the new cadence starts at the next wake
 	}
 	m.cfg = cfg
 	m.defs = defs

@@ -293,9 +293,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.Lock()
 			d.pollDur = time.Since(start)
 			d.metrics.ObservePoll(d.pollDur)
-			interval := d.cfg.PollInterval
+			// The next state poll or counter tick, whichever is first:
+			// counters keep their 1 s tick under a slower poll.
+			wake := d.mon.NextWake()
 			d.mu.Unlock()
-			next := interval - time.Since(start)
+			next := time.Until(wake)
 			if next < 0 {
 				next = 0
 			}

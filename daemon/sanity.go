@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,7 +52,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 			if p.LinkLayer != topology.LinkLayerInfiniBand {
 				continue
 			}
-			if b, err := os.ReadFile(filepath.Join(p.Dir, "sm_lid")); err == nil {
+			if b, err := m.readFile(filepath.Join(p.Dir, "sm_lid")); err == nil {
 				p.SMLID = string(sysfs.TrimValue(b))
 			}
 		}
@@ -70,6 +69,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 	charDue := s.CharDevices && (m.cycles == 0 || m.devicesSetChanged || now.Sub(m.lastCharDev) >= charDevEvery)
 	findings := sanity.Run(m.cfg.Paths, devs, live, sanity.Options{
 		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, ISSM: s.ISSM, CharDevices: charDue,
+		Read: m.readFile,
 	})
 	if charDue {
 		m.lastCharDev = now

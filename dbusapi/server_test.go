@@ -21,6 +21,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 type fixture struct {
@@ -67,15 +69,15 @@ func (f *fixture) subscribe(t testing.TB, opts ...dbus.MatchOption) chan *dbus.S
 func busctl(t testing.TB, f *fixture, asUser []string, args ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath("busctl"); err != nil {
-		t.Skip("busctl not installed")
+		component.Missing(t, "busctl not installed")
 	}
 	var cmd *exec.Cmd
 	if len(asUser) > 0 {
 		if _, err := exec.LookPath("setpriv"); err != nil {
-			t.Skip("setpriv not installed")
+			component.Missing(t, "setpriv not installed")
 		}
 		if os.Geteuid() != 0 {
-			t.Skip("running busctl as another user needs root")
+			component.Missing(t, "running busctl as another user needs root")
 		}
 		cmd = exec.Command("setpriv", append(append(asUser, "busctl", "--system"), args...)...)
 	} else {
@@ -90,7 +92,7 @@ var nobody = []string{"--reuid=nobody", "--regid=nogroup", "--clear-groups"}
 
 func asAdmin(t *testing.T) []string {
 	if adminUser == "" {
-		t.Skip("no admin test user (needs root and useradd): skipping the admin-group test")
+		component.Missing(t, "no admin test user (needs root and useradd): the admin-group rule cannot be exercised")
 	}
 	return []string{"--reuid=" + adminUser, "--regid=" + adminUser, "--init-groups"}
 }

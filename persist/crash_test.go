@@ -2,8 +2,10 @@ package persist
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // helperEnv selects what TestHelperProcess does when the test binary is
@@ -60,6 +64,8 @@ func TestState_6_6_CrashDuringSaveNeverCorrupts(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 		cmd.Env = append(os.Environ(), helperEnv+"=saveloop", "STATE_PATH="+path)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -67,18 +73,21 @@ func TestState_6_6_CrashDuringSaveNeverCorrupts(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
+		stdout := bufio.NewReader(out)
+		line, _ := stdout.ReadString('\n')
 		if strings.TrimSpace(line) != "ready" {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("child said %q", line)
+			t.Fatalf("child said %q; stderr: %s", line, stderr.String())
 		}
 		// The kill lands at a random point of the save loop: inside a
 		// write, between fsync and rename, or between rename and the
-		// directory fsync.
+		// directory fsync. The pause only spreads the kill points; no
+		// outcome depends on its length.
 		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		rest, _ := io.ReadAll(stdout)
+		assertKilled(t, fmt.Sprintf("kill %d", i), cmd.Wait(), line+string(rest), stderr.String())
 
 		st, rep, err := LoadDetailed(path)
 		if err != nil || rep.Status != LoadLoaded {
@@ -174,24 +183,46 @@ func fsFaults(dir string) {
 	fmt.Println("ok")
 }
 
+// assertKilled fails the test unless the child ended by the SIGKILL the
+// test sent: a child that panicked, exited on an error or was killed by
+// anything else broke the promise under test, and is not a reason to skip.
+func assertKilled(t *testing.T, what string, waitErr error, stdout, stderr string) {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return
+		}
+	}
+	t.Fatalf("%s: the child did not end by the test's SIGKILL (%v)\nstdout: %s\nstderr: %s", what, waitErr, stdout, stderr)
+}
+
 func TestState_6_6_FullAndReadOnlyFilesystem(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"=fsfaults", "MOUNT_DIR="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot run in a private mount namespace (needs CAP_SYS_ADMIN): %v %s", err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		// The unshare happens between fork and exec: without
+		// CAP_SYS_ADMIN the child never starts.
+		component.Missing(t, "cannot run in a private mount namespace (needs root or CAP_SYS_ADMIN): %v", err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	if err := cmd.Wait(); err != nil {
+		// The child started: any non-zero exit (a panic on a write error,
+		// an os.Exit on a path it should have survived) is a failure.
+		t.Fatalf("fault child failed: %v\n%s", err, out.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
 		switch {
 		case strings.HasPrefix(line, "ok"):
 			return
 		case strings.HasPrefix(line, "skip"):
-			t.Skip(line)
+			component.Missing(t, "%s", line)
 		case strings.HasPrefix(line, "fail"):
 			t.Fatal(line)
 		}
 	}
-	t.Fatalf("child output: %s", out)
+	t.Fatalf("child output: %s", out.String())
 }

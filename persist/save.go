@@ -144,13 +144,51 @@ func (s *Store) Save(st *State) error {
 // it, renames it over path and fsyncs the directory so the rename itself
 // is durable. On error the temporary file is removed.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(osFS{}, path, data, perm)
+}
+
+// fileSystem is every disk operation of writeFileAtomic. The order of the
+// calls is the durability argument (the data is on disk before the name
+// points at it; the new name is on disk before the save returns) and no
+// test of file contents can see it, since only a power cut tells the
+// orders apart; a test substitutes an implementation that records it.
+type fileSystem interface {
+	CreateExclusive(name string, perm os.FileMode) (syncFile, error)
+	Rename(oldpath, newpath string) error
+	Remove(name string) error
+	SyncDir(dir string) error
+}
+
+// syncFile is the part of *os.File that writeFileAtomic uses.
+type syncFile interface {
+	Write(b []byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// osFS is the real file system.
+type osFS struct{}
+
+func (osFS) CreateExclusive(name string, perm os.FileMode) (syncFile, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+func (osFS) Remove(name string) error             { return os.Remove(name) }
+func (osFS) SyncDir(dir string) error             { return SyncDir(dir) }
+
+func writeFileAtomic(fsys fileSystem, path string, data []byte, perm os.FileMode) error {
 	dir := dirOf(path)
-	var f *os.File
+	var f syncFile
 	var tmp string
 	var err error
 	for range 10 {
 		tmp = path + tempInfix + strconv.FormatUint(rand.Uint64(), 36)
-		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		f, err = fsys.CreateExclusive(tmp, perm)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -162,7 +200,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	defer func() {
 		if !ok {
 			f.Close()
-			os.Remove(tmp)
+			fsys.Remove(tmp)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -174,11 +212,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
 	ok = true
-	return SyncDir(dir)
+	return fsys.SyncDir(dir)
 }
 
 // SyncDir fsyncs a directory so that entries created or renamed in it

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 const (
@@ -441,7 +444,38 @@ func TestState_6_6_SaveErrorLeavesOldFile(t *testing.T) {
 			t.Fatalf("old file changed")
 		}
 	} else {
-		t.Log("running as root: the chmod sub-case cannot deny root; the full-disk and read-only cases run in a private mount namespace (TestState_6_6_FullAndReadOnlyFilesystem)")
+		saveIntoImmutableDir(t, dir)
+	}
+}
+
+// saveIntoImmutableDir is the read-only-directory case for root, whom a
+// chmod cannot stop: an immutable directory (chattr +i) refuses root too.
+func saveIntoImmutableDir(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("chattr"); err != nil {
+		component.Missing(t, "chattr not installed (apt-get install e2fsprogs): cannot deny root a directory")
+	}
+	ro := filepath.Join(dir, "immutable")
+	if err := os.Mkdir(ro, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(ro, "state.json")
+	if err := Save(path, sampleState()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if out, err := exec.Command("chattr", "+i", ro).CombinedOutput(); err != nil {
+		component.Missing(t, "cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", ro, err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", ro).Run() })
+	st := sampleState()
+	st.KnownDevices = append(st.KnownDevices, "mlx5_9")
+	err := Save(path, st)
+	if err == nil || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), ro) {
+		t.Fatalf("Save into an immutable dir = %v; want permission denied naming %s", err, ro)
+	}
+	if after, _ := os.ReadFile(path); string(before) != string(after) {
+		t.Fatalf("old file changed")
 	}
 }
 

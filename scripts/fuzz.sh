@@ -17,7 +17,7 @@
 #     kept corpus entry has already been replayed deterministically by
 #     `go test` in test-go.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 fuzztime=${1:-5s}
 go=${GO:-go}
@@ -25,18 +25,23 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 hiccups=0
 
+# corpus_files DIR TARGET: the names of TARGET's corpus files, one a line
+# (the fuzzing engine names them by hash: no white space).
+corpus_files() {
+  find "$1/testdata/fuzz/$2" -maxdepth 1 -type f -printf '%f\n' 2>/dev/null | sort
+}
+
 # new_inputs DIR TARGET BEFORE: corpus files of TARGET not listed in BEFORE.
 new_inputs() {
   local dir=$1 target=$2 before=$3
-  comm -13 <(printf '%s\n' "$before" | sort) \
-    <(ls "$dir/testdata/fuzz/$target" 2>/dev/null | sort) | grep -v '^$' || true
+  comm -13 <(printf '%s\n' "$before" | sort) <(corpus_files "$dir" "$target") | grep -v '^$' || true
 }
 
 # fuzz_once PKG DIR TARGET: 0 passed, 1 real failure, 2 engine hiccup.
 fuzz_once() {
   local pkg=$1 dir=$2 target=$3 before added f real=0 had_dir=0
   [ -d "$dir/testdata/fuzz/$target" ] && had_dir=1
-  before=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null)
+  before=$(corpus_files "$dir" "$target")
   if "$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
     return 0
   fi
@@ -58,6 +63,8 @@ fuzz_once() {
 
 for pkg in $("$go" list ./...); do
   dir=$("$go" list -f '{{.Dir}}' "$pkg")
+  # Go identifiers hold no white space, so word splitting is exact here.
+  # shellcheck disable=SC2013
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "fuzz $pkg $target ($fuzztime)"
     for attempt in 1 2; do

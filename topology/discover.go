@@ -113,10 +113,23 @@ type Problem struct {
 
 func (p Problem) Error() string { return fmt.Sprintf("%s: %s: %v", p.Device, p.File, p.Err) }
 
-// Discover describes every wanted device. It fails only when class/infiniband
+// ReadFunc reads one small attribute file. The daemon passes a deadline-
+// and size-bounded read (reader.Reader.ReadFile), so that an attribute
+// whose read hangs in the kernel costs one deadline and leaves only its
+// field unknown instead of holding discovery (and READY=1) until it answers.
+type ReadFunc func(path string) ([]byte, error)
+
+// Discover describes every wanted device, reading attributes with
+// os.ReadFile (offline tools). See DiscoverWith.
+func Discover(p Paths, f Filter) ([]*Device, []Problem, error) {
+	return DiscoverWith(p, f, nil)
+}
+
+// DiscoverWith describes every wanted device, reading every attribute file
+// with read (os.ReadFile when nil). It fails only when class/infiniband
 // itself cannot be listed; per-file problems are returned beside the
 // devices and leave only the affected fields empty.
-func Discover(p Paths, f Filter) ([]*Device, []Problem, error) {
+func DiscoverWith(p Paths, f Filter, read ReadFunc) ([]*Device, []Problem, error) {
 	p = p.WithDefaults()
 	names, err := ListNames(p.ClassInfiniBand, f)
 	if err != nil {
@@ -125,7 +138,7 @@ func Discover(p Paths, f Filter) ([]*Device, []Problem, error) {
 	devs := make([]*Device, 0, len(names))
 	var probs []Problem
 	for _, n := range names {
-		d, pr := DiscoverDevice(p, n)
+		d, pr := DiscoverDevice(p, n, read)
 		probs = append(probs, pr...)
 		if d != nil {
 			devs = append(devs, d)
@@ -134,10 +147,14 @@ func Discover(p Paths, f Filter) ([]*Device, []Problem, error) {
 	return devs, probs, nil
 }
 
-// DiscoverDevice describes one device. It returns nil only when the device
-// directory itself is gone (it vanished between listing and reading).
-func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
+// DiscoverDevice describes one device, reading attributes with read
+// (os.ReadFile when nil). It returns nil only when the device directory
+// itself is gone (it vanished between listing and reading).
+func DiscoverDevice(p Paths, name string, read ReadFunc) (*Device, []Problem) {
 	p = p.WithDefaults()
+	if read == nil {
+		read = os.ReadFile
+	}
 	dir := filepath.Join(p.ClassInfiniBand, name)
 	var probs []Problem
 	problem := func(file string, err error) {
@@ -148,7 +165,7 @@ func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
 	}
 	d := &Device{Name: name, Dir: dir, NUMANode: -1}
 	readStr := func(rel string, dst *string) {
-		b, err := os.ReadFile(filepath.Join(dir, rel))
+		b, err := read(filepath.Join(dir, rel))
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				problem(filepath.Join(dir, rel), err)
@@ -165,17 +182,21 @@ func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
 	devLink := filepath.Join(dir, "device")
 	if pciDir, err := filepath.EvalSymlinks(devLink); err == nil {
 		d.PCIDir = pciDir
-		d.PCIAddress = pciSlot(pciDir)
+		d.PCIAddress = pciSlot(pciDir, read)
 		d.Card = CardOf(d.PCIAddress)
-		if b, err := os.ReadFile(filepath.Join(pciDir, "numa_node")); err == nil {
+		if b, err := read(filepath.Join(pciDir, "numa_node")); err == nil {
 			if v, err := sysfs.ParseInt(b); err == nil {
 				d.NUMANode = v
 			} else {
 				problem(filepath.Join(pciDir, "numa_node"), err)
 			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			problem(filepath.Join(pciDir, "numa_node"), err)
 		}
-		if b, err := os.ReadFile(filepath.Join(pciDir, "vendor")); err == nil {
+		if b, err := read(filepath.Join(pciDir, "vendor")); err == nil {
 			d.Vendor = string(sysfs.TrimValue(b))
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			problem(filepath.Join(pciDir, "vendor"), err)
 		}
 		if t, err := os.Readlink(filepath.Join(pciDir, "driver")); err == nil {
 			d.Driver = filepath.Base(t)
@@ -215,7 +236,7 @@ func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
 			{"link_layer", &port.LinkLayer}, {"state", &port.State}, {"phys_state", &port.PhysState},
 			{"rate", &port.Rate}, {"lid", &port.LID}, {"sm_lid", &port.SMLID},
 		} {
-			b, err := os.ReadFile(filepath.Join(pd, f.rel))
+			b, err := read(filepath.Join(pd, f.rel))
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
 					problem(filepath.Join(pd, f.rel), err)
@@ -228,15 +249,15 @@ func DiscoverDevice(p Paths, name string) (*Device, []Problem) {
 	}
 	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	if len(d.NetDevs) > 1 {
-		d.NetDevs = orderNetDevs(p, d.NetDevs, d.Ports)
+		d.NetDevs = orderNetDevs(p, d.NetDevs, read)
 	}
 	return d, probs
 }
 
 // pciSlot takes the address from uevent's PCI_SLOT_NAME, falling back to
 // the directory name (they agree on real hosts).
-func pciSlot(pciDir string) string {
-	if b, err := os.ReadFile(filepath.Join(pciDir, "uevent")); err == nil {
+func pciSlot(pciDir string, read ReadFunc) string {
+	if b, err := read(filepath.Join(pciDir, "uevent")); err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "PCI_SLOT_NAME="); ok {
@@ -259,7 +280,7 @@ func CardOf(addr string) string {
 
 // orderNetDevs puts the netdev of port 1 first using dev_port, which is what
 // the kernel uses to map a multi-port device's netdevs to its ports.
-func orderNetDevs(p Paths, names []string, ports []Port) []string {
+func orderNetDevs(p Paths, names []string, read ReadFunc) []string {
 	type nd struct {
 		name string
 		port int
@@ -267,7 +288,7 @@ func orderNetDevs(p Paths, names []string, ports []Port) []string {
 	var out []nd
 	for _, n := range names {
 		dp := 1 << 30
-		if b, err := os.ReadFile(filepath.Join(p.ClassNet, n, "dev_port")); err == nil {
+		if b, err := read(filepath.Join(p.ClassNet, n, "dev_port")); err == nil {
 			if v, err := sysfs.ParseInt(b); err == nil {
 				dp = v
 			}

@@ -24,6 +24,10 @@ type Options struct {
 	// same unreadable file (default one hour), so a device that prints
 	// "N/A (no PMA)" forever does not flood the journal at the poll rate.
 	UnreadableLogEvery time.Duration
+	// FreshStart says the baselines of Evaluate(rebootDetected = true) are
+	// due to a first start without a usable state file on this boot, not
+	// to a reboot: their message then says so instead of "after reboot".
+	FreshStart bool
 }
 
 // Sample is one reading of one counter definition on one port.
@@ -50,6 +54,13 @@ type Sample struct {
 	// Now is the wall-clock time of the reading. Velocity windows are
 	// measured with it, so tests drive time by setting it.
 	Now time.Time
+	// Since is when the value the snapshot holds was last read again (the
+	// previous counter tick), zero when unknown. The caller may skip
+	// evaluating a delta counter whose value did not move, which leaves
+	// the snapshot's time behind; a delta's rate is then measured from
+	// Since, so a counter quiet for minutes that moves by one prints its
+	// rate over the last tick, not since its last change.
+	Since time.Time
 }
 
 // Evaluator applies seed section 10.4 to one reading at a time. It keeps
@@ -64,6 +75,7 @@ type Evaluator struct {
 	log          *slog.Logger
 	bytesPerTick float64
 	logEvery     time.Duration
+	freshStart   bool
 
 	mu         sync.Mutex
 	mem        map[memKey]*memEntry
@@ -108,6 +120,7 @@ func NewEvaluator(opts Options) *Evaluator {
 		log:          opts.Logger,
 		bytesPerTick: opts.XmitWaitBytesPerTick,
 		logEvery:     opts.UnreadableLogEvery,
+		freshStart:   opts.FreshStart,
 		mem:          map[memKey]*memEntry{},
 		unreadable:   map[fileKey]time.Time{},
 	}
@@ -178,12 +191,18 @@ func ensureMaps(st *persist.State) {
 // value yields one KindCounterSaturated spec per file until it drops.
 //
 // changed is true when a snapshot was created, deleted or took a new value,
-// or a breach flag or saturation mark changed. A snapshot whose timestamp
-// alone moved (a counter that did not move) is updated in memory but does
-// not by itself ask for a save: (value, older time) is still a true reading
-// of that counter, so after a restart the window is measured over a longer
-// real interval, never extrapolated. A healthy quiet node therefore never
-// rewrites its state file.
+// a velocity window of PersistWindowFrom or longer rolled over, or a breach
+// flag or saturation mark changed. Velocity windows survive a crash (SIGKILL
+// at any moment) without dilution: the persisted snapshot of a minute or
+// hour window is always the start of the window in progress, so after a
+// restart it is judged over the time it really covered. Had only value
+// changes been saved, a quiet counter's restored window would start where
+// the file was last written, hours back, and 6 errors of the last minute
+// would be averaged over all of them. Shorter windows are not persisted at
+// each rollover (that would be a write per second); a restored one older
+// than its unit is restarted instead of judged (see judge). Delta
+// snapshots whose timestamp alone moved are not saved either: a delta is a
+// difference of values, which the saved value still gives.
 //
 // Evaluate does not allocate unless it returns a spec or meets a counter
 // for the first time.
@@ -216,7 +235,7 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 
 	switch {
 	case rebootDetected && !ent.seen:
-		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur))
+		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur, e.freshStart))
 		setSnap()
 		ent.hasRate = false
 	case ent.seen && ent.path != d.Path:
@@ -263,6 +282,12 @@ func (e *Evaluator) Evaluate(st *persist.State, s Sample, rebootDetected bool) (
 	return specs, changed
 }
 
+// PersistWindowFrom is the shortest velocity window whose every rollover is
+// saved. With the default table that is link_error_recovery's minute (and
+// symbol_error_fatal's hour, which rolls on the same tick): about one state
+// write per minute on a quiet node.
+const PersistWindowFrom = time.Minute
+
 // judge is step 5 and 6 for a counter that is neither reset nor latched.
 func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap persist.CounterSnapshot) (*event.Spec, bool) {
 	d := s.Def
@@ -287,10 +312,25 @@ func (e *Evaluator) judge(st *persist.State, s *Sample, ent *memEntry, snap pers
 		if elapsed < window {
 			return nil, false // window not full: hold the snapshot
 		}
+		if window < PersistWindowFrom && !ent.seen && elapsed > window+window/2 {
+			// First reading in this process of a short window restored
+			// from the state file: its rollovers were not saved, so the
+			// snapshot may be far older than the window in progress when
+			// the daemon stopped, and averaging over it would dilute a
+			// burst. Start a fresh window; a lasting fault shows in it.
+			st.CounterSnapshots[ent.key] = next
+			return nil, changed
+		}
+		if window >= PersistWindowFrom {
+			changed = true // the window in progress must survive a crash
+		}
 		rate = float64(delta) * float64(window) / float64(elapsed)
 		perSec = float64(delta) / elapsed.Seconds()
 		breach = rate > d.Threshold
 	default: // TypeDelta
+		if s.Since.After(snap.Timestamp) && !s.Since.After(now) {
+			elapsed = now.Sub(s.Since)
+		}
 		if elapsed > 0 {
 			perSec = float64(delta) / elapsed.Seconds()
 		}

@@ -272,7 +272,8 @@ func TestCounters_10_4_Step5_VelocityWindowHeld(t *testing.T) {
 	sym := def("symbol_error")
 	r.none(sym, 0)
 	for ms := 100; ms < 1000; ms += 100 {
-		r.at(time.Duration(ms)*time.Millisecond).none(sym, uint64(ms/10))
+		// 1..9 errors: rising, so no poll takes the counter-reset path.
+		r.at(time.Duration(ms)*time.Millisecond).none(sym, uint64(ms/100))
 		if s := r.st.CounterSnapshots[r.key(sym)]; s.Value != 0 || !s.Timestamp.Equal(t0) {
 			t.Fatalf("snapshot moved inside the window: %+v", s)
 		}
@@ -281,6 +282,9 @@ func TestCounters_10_4_Step5_VelocityWindowHeld(t *testing.T) {
 	r.at(1100*time.Millisecond).none(sym, 11)
 	if s := r.st.CounterSnapshots[r.key(sym)]; s.Value != 11 || !s.Timestamp.Equal(t0.Add(1100*time.Millisecond)) {
 		t.Fatalf("snapshot not advanced after the window: %+v", s)
+	}
+	if v := r.ev.View(r.st, r.dev, r.port, []Definition{*sym})[0]; !v.HasRate || v.Rate < 9.999 || v.Rate > 10.001 {
+		t.Fatalf("rate after the window = %v (computed: %v), want 10/s: the window was not judged", v.Rate, v.HasRate)
 	}
 	r.at(2200*time.Millisecond).one(sym, 23)
 }

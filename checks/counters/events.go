@@ -24,19 +24,25 @@ func CheckClearedSpec(checkName string) event.Spec {
 	}
 }
 
-func baselineSpec(name, device string, port int, check string, value uint64) event.Spec {
+func baselineSpec(name, device string, port int, check string, value uint64, fresh bool) event.Spec {
+	msg := fmt.Sprintf("Counter %s healthy after reboot on port %s port %d", name, device, port)
+	reason := "reboot"
+	if fresh {
+		msg = fmt.Sprintf("Counter %s healthy on port %s port %d (first reading; no previous state)", name, device, port)
+		reason = "no-previous-state"
+	}
 	return event.Spec{
 		Kind:      event.KindCounterBaseline,
 		CheckName: check,
 		IsHealthy: true,
-		Message:   fmt.Sprintf("Counter %s healthy after reboot on port %s port %d", name, device, port),
+		Message:   msg,
 		ErrorCode: []string{name},
 		Device:    device,
 		Port:      port,
 		Metadata: map[string]string{
 			"counter": name,
 			"value":   strconv.FormatUint(value, 10),
-			"reason":  "reboot",
+			"reason":  reason,
 		},
 	}
 }

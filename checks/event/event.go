@@ -60,7 +60,7 @@ var Kinds = []Kind{
 	KindPortFatal, KindPortNonFatal, KindPortRecovered, KindPortBaseline,
 	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
-	KindCheckCleared, KindReadStuck, KindLinkSanity, KindLinkSanityOK,
+	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -32,7 +32,7 @@ const (
 // listClass reads every entry of a character-device class. Entries whose
 // ibdev cannot be read are skipped (they vanish when a device is
 // unbound); abi_version and other plain files are not entries.
-func listClass(dir string, withPort bool) ([]classEntry, classState) {
+func listClass(dir string, withPort bool, read topology.ReadFunc) ([]classEntry, classState) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -42,13 +42,13 @@ func listClass(dir string, withPort bool) ([]classEntry, classState) {
 	}
 	var out []classEntry
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "ibdev"))
+		b, err := read(filepath.Join(dir, e.Name(), "ibdev"))
 		if err != nil {
 			continue
 		}
 		ce := classEntry{name: e.Name(), ibdev: string(sysfs.TrimValue(b))}
 		if withPort {
-			pb, err := os.ReadFile(filepath.Join(dir, e.Name(), "port"))
+			pb, err := read(filepath.Join(dir, e.Name(), "port"))
 			if err != nil {
 				continue
 			}
@@ -96,13 +96,22 @@ func madKind(name string) string {
 // A /dev node is checked for existence only; its type is not, so test
 // trees can use plain files.
 func CharDevices(p topology.Paths, devs []*topology.Device, issm bool) []Finding {
+	return charDevicesWith(p, devs, issm, nil)
+}
+
+// charDevicesWith is CharDevices reading the class entries' attributes
+// with read (os.ReadFile when nil).
+func charDevicesWith(p topology.Paths, devs []*topology.Device, issm bool, read topology.ReadFunc) []Finding {
 	p = p.WithDefaults()
+	if read == nil {
+		read = os.ReadFile
+	}
 	classRoot := filepath.Dir(p.ClassInfiniBand)
 	devDir := filepath.Join(p.DevRoot, "infiniband")
 	verbsDir := filepath.Join(classRoot, "infiniband_verbs")
 	madDir := filepath.Join(classRoot, "infiniband_mad")
-	verbs, verbsState := listClass(verbsDir, false)
-	mads, madState := listClass(madDir, true)
+	verbs, verbsState := listClass(verbsDir, false, read)
+	mads, madState := listClass(madDir, true, read)
 
 	verbsOf := map[string][]string{}
 	for _, e := range verbs {

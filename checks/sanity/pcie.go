@@ -27,12 +27,12 @@ type pcieLink struct {
 // readLink reads the four link attributes of a PCI device directory.
 // Missing files leave their field unknown; a file that exists but cannot
 // be read or parsed is an error.
-func readLink(dir string) (pcieLink, error) {
+func readLink(dir string, readFile topology.ReadFunc) (pcieLink, error) {
 	var l pcieLink
 	var errs []error
 	read := func(name string) ([]byte, bool) {
 		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
+		b, err := readFile(p)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("read %s: %w", p, err))
@@ -120,11 +120,17 @@ func parseLinkWidth(b []byte) (int, error) {
 //     card is placement, not failure, and never changes at run time — or
 //     the attributes are missing or say "Unknown";
 //   - (nil, err): an attribute exists but cannot be read or parsed.
-func PCIe(dev *topology.Device) (*Finding, error) {
+func PCIe(dev *topology.Device) (*Finding, error) { return pcieWith(dev, nil) }
+
+// pcieWith is PCIe reading attributes with read (os.ReadFile when nil).
+func pcieWith(dev *topology.Device, read topology.ReadFunc) (*Finding, error) {
 	if dev == nil || dev.PCIDir == "" {
 		return nil, nil
 	}
-	hca, err := readLink(dev.PCIDir)
+	if read == nil {
+		read = os.ReadFile
+	}
+	hca, err := readLink(dev.PCIDir, read)
 	if err != nil {
 		return nil, fmt.Errorf("NIC %s PCIe link: %w", dev.Name, err)
 	}
@@ -132,7 +138,7 @@ func PCIe(dev *topology.Device) (*Finding, error) {
 		return nil, nil
 	}
 	// An unreadable bridge cannot excuse the card: treat it as no bridge.
-	bridge, berr := readLink(filepath.Dir(dev.PCIDir))
+	bridge, berr := readLink(filepath.Dir(dev.PCIDir), read)
 	if berr != nil {
 		bridge = pcieLink{}
 	}

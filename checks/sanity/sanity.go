@@ -39,6 +39,9 @@ func (f Finding) AppliesTo(device string, port int) bool {
 // platforms ship without issm nodes by design (DESIGN.md field facts).
 type Options struct {
 	PCIe, RateVsPeers, SMLID, CharDevices, ISSM bool
+	// Read reads attribute files; nil is os.ReadFile. The daemon passes
+	// its deadline-bounded reader, so a hung attribute costs one deadline.
+	Read topology.ReadFunc
 }
 
 // DiscoveredRate reads rate and activity from what discovery saw of the
@@ -80,7 +83,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		order[d.Name] = len(order)
 		monitored = append(monitored, d)
 		if opts.PCIe {
-			if f, err := PCIe(d); err == nil && f != nil {
+			if f, err := pcieWith(d, opts.Read); err == nil && f != nil {
 				out = append(out, *f)
 			}
 		}
@@ -99,7 +102,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		}
 	}
 	if opts.CharDevices {
-		out = append(out, CharDevices(p, monitored, opts.ISSM)...)
+		out = append(out, charDevicesWith(p, monitored, opts.ISSM, opts.Read)...)
 	}
 	if opts.RateVsPeers {
 		out = append(out, RateVsPeers(rates)...)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/nichealth/nichealthd/dbusapi"
 )
@@ -35,6 +37,16 @@ func runAck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := callCtx()
 	defer cancel()
 	if err := c.AcknowledgeReset(ctx, pos[0], num, counter); err != nil {
+		if errors.Is(err, dbusapi.ErrNotLatched) {
+			// The daemon's message repeats the sentinel around its own
+			// context; an operator needs one sentence and where to look.
+			what := "no counter of " + pos[0] + " port " + strconv.Itoa(num) + " has"
+			if counter != "" {
+				what = counter + " on " + pos[0] + " port " + strconv.Itoa(num) + " has"
+			}
+			fmt.Fprintf(stderr, "nichealthctl ack: %s no latched breach to acknowledge (already acknowledged, or never breached; nichealthctl port %s %d shows the latches).\n", what, pos[0], num)
+			return exitFailed
+		}
 		return fail(stderr, "ack", err)
 	}
 	if cf.json {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,8 @@ type eventLine struct {
 
 func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("events", "events [--since SEQ] [--follow] [--json]", stderr)
-	since := fs.Uint64("since", 0, "show only events with a sequence number above SEQ")
-	follow := fs.Bool("follow", false, "keep running and print new events as they happen (Ctrl-C stops)")
+	since := fs.Uint64("since", 0, "show only events with a sequence number above SEQ (with --follow: all of them, not just the last 10)")
+	follow := fs.Bool("follow", false, "print the last 10 events, then new ones as they happen (Ctrl-C stops), as journalctl -f does")
 	fs.BoolVar(follow, "f", false, "short for --follow")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -60,6 +61,11 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cancel()
 	if err != nil {
 		return fail(stderr, "events", err)
+	}
+	if *follow && !flagSet(fs, "since") && len(recs) > followBacklog {
+		// A long-running daemon keeps hundreds of events; someone following
+		// wants the recent context, as journalctl -f gives it.
+		recs = recs[len(recs)-followBacklog:]
 	}
 	for _, r := range recs {
 		pr.print(r)
@@ -100,6 +106,17 @@ func runEvents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+}
+
+// followBacklog is how many past events --follow shows before the live
+// ones when no --since is given: journalctl -f's 10 lines.
+const followBacklog = 10
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 type eventPrinter struct {

@@ -18,6 +18,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // ctlBin is the nichealthctl binary built once for the tests, so exit codes
@@ -264,6 +266,52 @@ func TestCtl_EventsFollow(t *testing.T) {
 	}
 }
 
+// Like journalctl -f: a daemon that has run for a while keeps hundreds of
+// events, and someone following wants the last 10, then the live ones.
+func TestCtl_EventsFollowShowsLastTen(t *testing.T) {
+	f := newFixture(t)
+	for seq := uint64(1); seq <= 12; seq++ {
+		publish(f, seq, fmt.Sprintf("event %d", seq), seq%2 == 0)
+	}
+	// follow reads lines until the one of sequence number until; onLine
+	// may publish more events meanwhile.
+	follow := func(until string, onLine func(string), args ...string) []string {
+		t.Helper()
+		cmd := exec.Command(ctlBin, append([]string{"events", "--follow"}, args...)...)
+		cmd.Env = f.bus.Env()
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		sc := bufio.NewScanner(stdout)
+		var got []string
+		for sc.Scan() {
+			got = append(got, sc.Text())
+			if strings.HasPrefix(sc.Text(), until) {
+				break
+			}
+			onLine(sc.Text())
+		}
+		return got
+	}
+	got := follow("#13 ", func(l string) {
+		if strings.HasPrefix(l, "#12 ") {
+			publish(f, 13, "live one", false)
+		}
+	})
+	if len(got) != 11 || !strings.HasPrefix(got[0], "#3 ") || !strings.HasPrefix(got[9], "#12 ") || !strings.Contains(got[10], "live one") {
+		t.Errorf("events --follow: want #3..#12 then the live #13, got %d lines:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	got = follow("#13 ", func(string) {}, "--since", "1")
+	if len(got) != 12 || !strings.HasPrefix(got[0], "#2 ") {
+		t.Errorf("events --follow --since 1: want #2..#13, got %d lines:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}
+
 func TestCtl_Ack(t *testing.T) {
 	f := newFixture(t)
 	f.update(func(_ *dbusapi.ManagerView, ports *[]dbusapi.PortView) { (*ports)[0].Counters[0].Breached = true })
@@ -275,8 +323,8 @@ func TestCtl_Ack(t *testing.T) {
 		t.Errorf("acks = %+v", acks)
 	}
 	_, errs, code = ctl(t, f.bus, nil, "ack", "mlx5_0", "1")
-	if code != exitFailed || !strings.Contains(errs, "no latched breach") {
-		t.Errorf("ack with nothing latched: code %d %s", code, errs)
+	if code != exitFailed || strings.Count(errs, "no latched breach") != 1 || strings.Count(errs, "\n") != 1 {
+		t.Errorf("ack with nothing latched: want one sentence naming the breach once, got code %d %q", code, errs)
 	}
 	_, errs, code = ctl(t, f.bus, nil, "ack", "mlx5_9", "1")
 	if code != exitFailed || !strings.Contains(errs, "not monitored") {
@@ -289,10 +337,10 @@ func TestCtl_Ack(t *testing.T) {
 
 func TestCtl_AckDeniedToOthers(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
+		component.Missing(t, "setpriv not installed")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("running nichealthctl as another user needs root")
+		component.Missing(t, "running nichealthctl as another user needs root")
 	}
 	f := newFixture(t)
 	for _, args := range [][]string{{"ack", "mlx5_0", "1"}, {"reload"}} {
@@ -343,6 +391,7 @@ func TestCtl_UsageAndVersion(t *testing.T) {
 		{nil, exitUsage, ""},
 		{[]string{"frobnicate"}, exitUsage, ""},
 		{[]string{"--help"}, exitOK, "Exit status:"},
+		{[]string{"--help"}, exitOK, "topology    collect, show or parse the GPU/NIC topology"},
 		{[]string{"--version"}, exitOK, "nichealthctl "},
 		{[]string{"status", "--help"}, exitOK, ""},
 		{[]string{"status", "extra"}, exitUsage, ""},

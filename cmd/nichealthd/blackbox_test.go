@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,7 +98,7 @@ func (n *node) writeConfig(extra string) {
 procfsRoot = %q
 devRoot = %q
 metadataPath = %q
-readTimeout = "200ms"
+readTimeout = "2s"
 [sinks.jsonl]
 path = %q
 [sinks.journal]
@@ -170,7 +171,7 @@ func (n *node) waitEvent(what string, f func(e event.Event) bool) event.Event {
 // waitEventAfter ignores the first skip events of the file.
 func (n *node) waitEventAfter(skip int, what string, f func(e event.Event) bool) event.Event {
 	n.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for time.Now().Before(deadline) {
 		evs := n.read()
 		if skip > len(evs) {
@@ -302,8 +303,11 @@ func TestBlackBox_RestartNewBootEmitsBaselines(t *testing.T) {
 
 func TestBlackBox_SIGKILLDuringSavesKeepsStateLoadable(t *testing.T) {
 	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
 	for i := 0; i < 6; i++ {
 		n.start()
+		// The pauses only spread the kills over start-up, polls and saves;
+		// what is checked (a loadable state file) holds whatever they are.
 		time.Sleep(time.Duration(150+i*70) * time.Millisecond)
 		st := "DOWN"
 		if i%2 == 1 {
@@ -323,7 +327,8 @@ func TestBlackBox_SIGKILLDuringSavesKeepsStateLoadable(t *testing.T) {
 	before := len(n.read())
 	n.h.SetPortState("mlx5_1", 1, "ACTIVE", "LinkUp")
 	n.start()
-	time.Sleep(500 * time.Millisecond)
+	// A whole poll has seen the port ACTIVE before it goes down.
+	n.waitPolls(2)
 	n.h.SetPortState("mlx5_1", 1, "DOWN", "Disabled")
 	n.waitEventAfter(before, "fatal mlx5_1 after the kills", portEvent("mlx5_1", event.KindPortFatal))
 	n.h.SetPortState("mlx5_1", 1, "ACTIVE", "LinkUp")
@@ -365,7 +370,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start()
-	ready, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") })
+	ready, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") })
 	if err != nil {
 		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
 	}
@@ -380,7 +385,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 	n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
 	n.waitEvent("fatal while a read hangs", portEvent("mlx5_3", event.KindPortFatal))
 	for i := 0; i < 3; i++ {
-		if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
+		if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("WATCHDOG", "1") }); err != nil {
 			t.Fatalf("watchdog not fed while a read hangs: %v", err)
 		}
 	}
@@ -390,17 +395,17 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 		w.Close()
 	}
 	n.cmd.Process.Signal(syscall.SIGHUP)
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool {
 		_, ok := m.Get("MONOTONIC_USEC")
 		return m.Has("RELOADING", "1") && ok
 	}); err != nil {
 		t.Fatal("no RELOADING=1 with MONOTONIC_USEC")
 	}
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 		t.Fatal("no READY after reload")
 	}
 	n.stop()
-	if _, err := l.WaitFor(5*time.Second, func(m notifytest.Message) bool { return m.Has("STOPPING", "1") }); err != nil {
+	if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("STOPPING", "1") }); err != nil {
 		t.Fatal("no STOPPING=1")
 	}
 	if c := count(n.read(), func(e event.Event) bool { return e.Kind == event.KindReadStuck }); c != 1 {
@@ -413,7 +418,7 @@ func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 	logHas := func(s string) bool {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(waitDeadline)
 		for time.Now().Before(deadline) {
 			if strings.Count(n.stderr.String(), s) > 0 {
 				return true
@@ -483,6 +488,7 @@ func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
 // saturation, unreadable values, and the netdev counter.
 func TestBlackBox_CounterEvents(t *testing.T) {
 	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindCounterBaseline))
 
@@ -494,10 +500,14 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 	}
 	// Latched: more increments emit nothing; an admin reset recovers.
 	n.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1)
-	time.Sleep(400 * time.Millisecond)
+	latched := n.counterFile("mlx5_1", 1, "counters/link_downed")
+	// The daemon has read the second increment (and, below, emitted
+	// nothing for it) before the reset.
+	n.waitCounterValue("mlx5_1", 1, "link_downed", float64(latched))
 	n.h.ResetCounters("mlx5_1", 1)
 	r := n.waitEvent("recovery on reset", portEvent("mlx5_1", event.KindCounterRecovered))
-	if !r.IsHealthy || r.CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r.Message, "link_downed") {
+	if !r.IsHealthy || r.CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r.Message, "link_downed") ||
+		r.Metadata["previousValue"] != strconv.FormatUint(latched, 10) {
 		t.Fatalf("recovery %+v", r)
 	}
 
@@ -519,7 +529,9 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 		t.Fatalf("carrier_changes %+v", c)
 	}
 	n.h.SetCounter("mlx5_5", 1, "counters/link_downed", 0)
-	time.Sleep(400 * time.Millisecond)
+	// Absence of events for mlx5_5 is checked after whole polls have read
+	// the value, not after a pause.
+	n.waitPolls(2)
 	n.stop()
 	evs := n.read()
 	if k := count(evs, portEvent("mlx5_1", event.KindCounterBreach)); k != 1 {

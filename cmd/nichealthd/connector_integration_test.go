@@ -287,7 +287,7 @@ func TestIntegration_Connector_UnavailableThenOK(t *testing.T) {
 	}
 	fatal := n.waitEvent("fatal", portEvent("mlx5_0", event.KindPortFatal))
 	// Let a few calls fail, including one that carries the fault.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		_, _, ref := pc.snapshot()
 		if slices.ContainsFunc(ref, func(e *pb.HealthEvent) bool { return e.GetId() == fatal.ID }) {

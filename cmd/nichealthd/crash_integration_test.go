@@ -23,6 +23,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // killHard SIGKILLs the daemon and fails the test if it had already exited
@@ -147,7 +149,7 @@ func TestIntegration_Crash_RandomSIGKILLs(t *testing.T) {
 
 	n.start()
 	n.waitReadyLog()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		evs := n.read()
 		var wrong []string
@@ -205,7 +207,7 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 		{"ReadOnly", func(t *testing.T, n *node) {
 			dir := filepath.Dir(n.state)
 			if out, err := exec.Command("chattr", "-R", "+i", dir).CombinedOutput(); err != nil {
-				t.Skipf("cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
+				component.Missing(t, "cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
 			}
 			t.Cleanup(func() { exec.Command("chattr", "-R", "-i", dir).Run() })
 		}, func(t *testing.T, n *node) {
@@ -216,7 +218,7 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 		{"DiskFull", func(t *testing.T, n *node) {
 			lim := unix.Rlimit{Cur: 1, Max: unix.RLIM_INFINITY}
 			if err := unix.Prlimit(n.cmd.Process.Pid, unix.RLIMIT_FSIZE, &lim, nil); err != nil {
-				t.Skipf("cannot limit the daemon's file size: %v", err)
+				component.Missing(t, "cannot limit the daemon's file size: %v", err)
 			}
 		}, func(t *testing.T, n *node) {
 			lim := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
@@ -227,15 +229,16 @@ func TestIntegration_Crash_StateDirRefusesWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath("chattr"); err != nil && tc.name == "ReadOnly" {
-				t.Skip("chattr not installed")
+				component.Missing(t, "chattr not installed")
 			}
 			n := newNode(t, "dgx-h100", "")
 			n.writeIntegConfig(integConfig{})
+			n.withMetrics()
 			n.start()
 			n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 			// Everything already emitted is written out before the block.
 			n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
-			time.Sleep(300 * time.Millisecond)
+			n.waitDrained()
 			tc.block(t, n)
 			before := len(n.read())
 			if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
@@ -266,6 +269,7 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
 	before := len(n.read())
@@ -278,8 +282,8 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	if err := n.h.WriteRaw("mlx5_2", 1, "counters/link_downed", "N/A (no PMA)\n"); err != nil {
 		t.Fatal(err)
 	}
-	// Sync point: a fault elsewhere is detected, so polls ran meanwhile.
-	time.Sleep(300 * time.Millisecond)
+	// Whole polls run without the files before anything else changes.
+	n.waitPolls(2)
 	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +295,9 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 	}
 
 	// Back again.
-	if err := n.h.WriteRaw("mlx5_0", 1, "counters/symbol_error", "0\n"); err != nil {
+	// A value no earlier reading had, so that the daemon reading it is
+	// observable (7 over a full window is below 10/s: no breach).
+	if err := n.h.WriteRaw("mlx5_0", 1, "counters/symbol_error", "7\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.h.WriteRaw("mlx5_1", 1, "state", "4: ACTIVE\n"); err != nil {
@@ -307,7 +313,9 @@ func TestIntegration_Crash_VanishingAndGarbledSysfsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitEventAfter(before, "fault on the restored state file", portEvent("mlx5_1", event.KindPortFatal))
-	time.Sleep(300 * time.Millisecond)
+	// The restored file is monitored again (its value read) before the
+	// burst; otherwise the burst would be the first reading, a baseline.
+	n.waitCounterValue("mlx5_0", 1, "symbol_error", 7)
 	if err := n.h.AddCounter("mlx5_0", 1, "counters/symbol_error", 50000); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +374,7 @@ func TestIntegration_Crash_DeviceRenamed(t *testing.T) {
 func TestIntegration_Crash_KillWhileStateUnsaved(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("chattr"); err != nil {
-		t.Skip("chattr not installed")
+		component.Missing(t, "chattr not installed")
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -393,7 +401,7 @@ func TestIntegration_Crash_KillWhileStateUnsaved(t *testing.T) {
 			dir := filepath.Dir(n.state)
 			// Not recursive: the outbox directory below stays writable.
 			if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-				t.Skipf("cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
+				component.Missing(t, "cannot make %s immutable (chattr needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", dir, err, out)
 			}
 			t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
 			n.start()

@@ -31,6 +31,8 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // integConfig is the configuration the integration tests give the daemon:
@@ -51,7 +53,7 @@ func (n *node) configText(c integConfig) string {
 procfsRoot = %q
 devRoot = %q
 metadataPath = %q
-readTimeout = "200ms"
+readTimeout = "2s"
 [sinks.jsonl]
 path = %q
 [sinks.journal]
@@ -79,7 +81,7 @@ func (n *node) writeIntegConfig(c integConfig) {
 // waitLog waits until the daemon's stderr (since its last start) satisfies f.
 func (n *node) waitLog(what string, f func(log string) bool) {
 	n.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for time.Now().Before(deadline) {
 		if f(n.stderr.String()) {
 			return
@@ -140,7 +142,7 @@ func ctxT(t *testing.T) context.Context {
 // may not own its name yet).
 func (b *busNode) waitManager(what string, f func(m dbusapi.ManagerView) bool) dbusapi.ManagerView {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	var last error
 	for time.Now().Before(deadline) {
 		m, err := b.cl.Manager(ctxT(b.t))
@@ -161,7 +163,7 @@ func (b *busNode) waitReady() dbusapi.ManagerView {
 
 func (b *busNode) waitPort(dev string, port int, what string, f func(p dbusapi.PortView) bool) dbusapi.PortView {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	var last error
 	var lastView dbusapi.PortView
 	for time.Now().Before(deadline) {
@@ -183,7 +185,7 @@ func (b *busNode) busctl(nobody bool, args ...string) (string, string, error) {
 	var cmd *exec.Cmd
 	if nobody {
 		if _, err := exec.LookPath("setpriv"); err != nil {
-			b.t.Skip("setpriv not installed: cannot run busctl as another user")
+			component.Missing(b.t, "setpriv not installed: cannot run busctl as another user")
 		}
 		cmd = exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", "busctl"}, a...)...)
 	} else {
@@ -207,7 +209,7 @@ func (b *busNode) mustBusctl(args ...string) string {
 func needBusctl(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("busctl"); err != nil {
-		t.Skip("busctl not installed (systemd): cannot drive the API as operators do")
+		component.Missing(t, "busctl not installed (systemd): cannot drive the API as operators do")
 	}
 }
 
@@ -494,7 +496,7 @@ func TestIntegration_DBus_AccessControl(t *testing.T) {
 	t.Parallel()
 	needBusctl(t)
 	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to user nobody")
+		component.Missing(t, "needs root to switch to user nobody")
 	}
 	for _, tc := range []struct {
 		name   string
@@ -581,7 +583,7 @@ func TestIntegration_DBus_Reload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	invalid := strings.Replace(string(valid), `readTimeout = "200ms"`, `readTimeout = "200ms"`+"\npollingInterval = \"fast\"", 1)
+	invalid := strings.Replace(string(valid), `readTimeout = "2s"`, `readTimeout = "2s"`+"\npollingInterval = \"fast\"", 1)
 	if err := os.WriteFile(b.cfg, []byte(invalid), 0o644); err != nil {
 		t.Fatal(err)
 	}

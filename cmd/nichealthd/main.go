@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -78,7 +79,20 @@ func run(args []string) int {
 		ov.NodeName = nodeName
 	}
 	if set["checks"] {
-		m, err := config.ParseChecks(strings.Split(*checksFlag, ","))
+		// Seed state 12.1: unknown names are logged and skipped, so a
+		// fleet-wide flag naming a check this version lacks does not keep
+		// the node unmonitored. A list with no known name at all is a
+		// typo, not a choice to run nothing.
+		known, unknown := splitChecks(*checksFlag)
+		if len(unknown) > 0 {
+			log.Warn("unknown check names in --checks are skipped", "unknown", unknown,
+				"running", known, "known", config.AllChecks)
+		}
+		if len(known) == 0 {
+			fmt.Fprintf(os.Stderr, "nichealthd: --checks %q names no known check (known: %s)\n", *checksFlag, strings.Join(config.AllChecks, ", "))
+			return 2
+		}
+		m, err := config.ParseChecks(known)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "nichealthd: --checks: %v\n", err)
 			return 2
@@ -110,4 +124,21 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// splitChecks splits a --checks value into known and unknown check names,
+// in the order given; empty items are dropped.
+func splitChecks(list string) (known, unknown []string) {
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if slices.Contains(config.AllChecks, n) {
+			known = append(known, n)
+		} else {
+			unknown = append(unknown, n)
+		}
+	}
+	return known, unknown
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // addrCatcher is a slog handler that hands over the address Serve logs
@@ -150,7 +152,7 @@ func TestServe_7_ListenErrorNamesAddressAndFix(t *testing.T) {
 func TestServe_7_NonLoopbackWarns(t *testing.T) {
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
-		t.Skipf("cannot listen on all interfaces here: %v", err)
+		component.Missing(t, "cannot listen on all interfaces here: %v", err)
 	}
 	cat := newAddrCatcher()
 	ctx, cancel := context.WithCancel(context.Background())

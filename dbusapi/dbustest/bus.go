@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // defaultPolicy is the <policy context="default"> of the stock
@@ -84,9 +86,15 @@ func Start(tb testing.TB, opts Options) *Bus {
 	tb.Helper()
 	bin, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		tb.Skip("dbus-daemon not installed (apt-get install dbus): skipping the real-bus test")
+		component.Missing(tb, "dbus-daemon not installed (apt-get install dbus): no real bus to test against")
 	}
-	dir := tb.TempDir()
+	// Not tb.TempDir(): its path carries the test's name, and a unix
+	// socket path longer than 107 bytes cannot be bound.
+	dir, err := os.MkdirTemp("", "nhbus-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
 	policyDir := filepath.Join(dir, "system.d")
 	if err := os.Mkdir(policyDir, 0o755); err != nil {
 		tb.Fatal(err)
@@ -219,3 +227,7 @@ func escapeAddressValue(v string) string {
 	}
 	return b.String()
 }
+
+// PID is the dbus-daemon's process id, for tests that freeze the bus
+// (SIGSTOP) to prove nothing waits on it.
+func (b *Bus) PID() int { return b.cmd.Process.Pid }

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 func TestStartAndConnect(t *testing.T) {
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Skip("dbus-daemon not installed (apt-get install dbus)")
+		component.Missing(t, "dbus-daemon not installed (apt-get install dbus)")
 	}
 	b, err := Start(t.TempDir())
 	if err != nil {

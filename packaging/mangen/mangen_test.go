@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 const (
@@ -58,7 +61,7 @@ func TestManPages_EveryPageRendersWithoutTroffWarnings(t *testing.T) {
 	}
 	groff, err := exec.LookPath("groff")
 	if err != nil {
-		t.Skip("groff not installed: rendering is checked by packaging/test/unit-quality.sh where it is")
+		component.Missing(t, "groff not installed: rendering is checked by packaging/test/unit-quality.sh where it is")
 	}
 	for _, p := range pages {
 		cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z")
@@ -266,17 +269,86 @@ func TestRun_WritesPagesAndExitCodes(t *testing.T) {
 	}
 }
 
-// Render and the key extraction take any text without panicking.
+// sourceOf writes pages back as source text.
+func sourceOf(pages []*Page) string {
+	var b strings.Builder
+	for _, p := range pages {
+		fmt.Fprintf(&b, "@page %s %d \"%s\"\n", p.Name, p.Section, p.Title)
+		for _, l := range p.Lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// renderMacros are the only requests Render may emit: text from the
+// source must never become a troff request.
+var renderMacros = map[string]bool{`.\"`: true, ".TH": true, ".nh": true, ".ad": true, ".PP": true, ".RS": true,
+	".RE": true, ".nf": true, ".fi": true, ".SH": true, ".SS": true, ".TP": true, ".IP": true}
+
+// troffEscape is every escape Render writes; any other backslash is a
+// source backslash that was not escaped.
+var troffEscape = regexp.MustCompile(`\\(e|-|&|f[BIRP]|\(bu|\(dq|")`)
+
+// FuzzRender: a page survives source → pages → source → pages unchanged,
+// and its rendering contains no request or escape that text could inject;
+// .RS/.RE and .nf/.fi stay balanced. Key extraction takes any text.
 func FuzzRender(f *testing.F) {
 	f.Add([]byte("@page a 1 \"t\"\n# H\n: `k` = `v`\n- x\n```\ny\n"))
 	f.Add([]byte("@page a 5 \"t\"\n## [[x.y]]\n*a `b **c\n"))
+	f.Add([]byte("@page a 8 \"t\"\n.so /etc/passwd\n'br\n: .TH x\n- 'x\n\\fBx\\\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pages, err := ParseSource(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
+		again, err := ParseSource(strings.NewReader(sourceOf(pages)))
+		if err != nil {
+			t.Fatalf("re-parse of written source: %v", err)
+		}
+		if len(again) != len(pages) {
+			t.Fatalf("%d pages, then %d", len(pages), len(again))
+		}
+		for i, p := range pages {
+			q := again[i]
+			if p.Name != q.Name || p.Section != q.Section || p.Title != q.Title || !slices.Equal(p.Lines, q.Lines) {
+				t.Fatalf("page %d changed in a source round trip:\n%+v\n%+v", i, p, q)
+			}
+		}
 		for _, p := range pages {
-			_ = Render(p, "v", "d")
+			out := Render(p, "v", "d")
+			rs, nf := 0, 0
+			for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+				if strings.HasPrefix(line, ".") || strings.HasPrefix(line, "'") {
+					req, _, _ := strings.Cut(line, " ")
+					if !renderMacros[req] {
+						t.Fatalf("rendered request %q from source text:\n%s", line, out)
+					}
+					switch req {
+					case ".RS":
+						rs++
+					case ".RE":
+						rs--
+					case ".nf":
+						nf++
+					case ".fi":
+						nf--
+					}
+					if rs < 0 || nf < 0 {
+						t.Fatalf("unbalanced %s:\n%s", req, out)
+					}
+					if req == `.\"` {
+						continue
+					}
+				}
+				rest := troffEscape.ReplaceAllString(line, "")
+				if strings.Contains(rest, `\`) {
+					t.Fatalf("unescaped backslash in %q", line)
+				}
+			}
+			if rs != 0 || nf != 0 {
+				t.Fatalf("unbalanced .RS/.RE (%d) or .nf/.fi (%d):\n%s", rs, nf, out)
+			}
 			_ = ConfigKeys(p)
 			_ = Commands(p)
 			_ = Flags(p)
@@ -284,9 +356,66 @@ func FuzzRender(f *testing.F) {
 	})
 }
 
+// renderConfigFile writes what ParseConfigFile found as a config file
+// of commented-out settings, the way packaging/config/config.toml shows
+// them: top-level keys first (TOML cannot return to the top level after a
+// table), then each table with its keys, then one entry per counter.
+func renderConfigFile(cf ConfigFile) string {
+	var b strings.Builder
+	tables := map[string][]string{}
+	var order []string
+	for _, k := range cf.Keys {
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			fmt.Fprintf(&b, "#%s = 1\n", k)
+			continue
+		}
+		t := k[:i]
+		if _, ok := tables[t]; !ok {
+			order = append(order, t)
+		}
+		tables[t] = append(tables[t], k[i+1:])
+	}
+	for _, t := range order {
+		fmt.Fprintf(&b, "#[%s]\n", t)
+		for _, k := range tables[t] {
+			fmt.Fprintf(&b, "#%s = 1\n", k)
+		}
+	}
+	for _, c := range cf.Counters {
+		fmt.Fprintf(&b, "#[[counterDetection.counters]]\n#name = \"%s\"\n", c)
+	}
+	return b.String()
+}
+
+var configKeyShape = regexp.MustCompile(`^([A-Za-z0-9_.]+\.)?[A-Za-z][A-Za-z0-9_]*$`)
+
+// FuzzParseConfigFile: parse → validate (every key is a qualified TOML
+// bare key, each once) → render → parse gives the same keys and counters.
 func FuzzParseConfigFile(f *testing.F) {
 	f.Add([]byte("#a = 1\n#[b]\n#c = 2\n"))
+	f.Add([]byte("pollingInterval = \"1s\"\n# prose x = y\n#[[counterDetection.counters]]\n#name = \"link_downed\"\n#path = \"counters/link_downed\"\n"))
+	f.Add([]byte("#[a.]\n#b=1\n[ x ] # c\n#y = 2\n#y = 3\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ParseConfigFile(bytes.NewReader(b))
+		cf, err := ParseConfigFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, k := range cf.Keys {
+			if !configKeyShape.MatchString(k) || seen[k] {
+				t.Fatalf("key %q: not a qualified bare key, or listed twice (%v)", k, cf.Keys)
+			}
+			seen[k] = true
+		}
+		text := renderConfigFile(cf)
+		again, err := ParseConfigFile(strings.NewReader(text))
+		if err != nil {
+			t.Fatalf("re-parse: %v", err)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(cf.Keys)), slices.Sorted(slices.Values(again.Keys))) ||
+			!slices.Equal(cf.Counters, again.Counters) {
+			t.Fatalf("round trip changed the file:\n%+v\n%+v\nrendered:\n%s", cf, again, text)
+		}
 	})
 }

@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -75,6 +77,8 @@ func TestOutbox_CrashDuringAppendLosesNothingAcknowledged(t *testing.T) {
 		if run%3 == 0 {
 			cmd.Env = append(cmd.Env, "TEAR=1")
 		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -111,7 +115,13 @@ func TestOutbox_CrashDuringAppendLosesNothingAcknowledged(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(20000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-done
-		cmd.Wait()
+		// Only the test's SIGKILL may end the child: a panic or an exit on
+		// an append error is a broken promise, not noise.
+		werr := cmd.Wait()
+		var ee *exec.ExitError
+		if ws, ok := exitStatus(werr, &ee); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d: the child did not end by the test's SIGKILL (%v)\nstderr: %s", run, werr, stderr.String())
+		}
 
 		o, err := Open(dir, Options{Sinks: []string{"t"}, SegmentBytes: 32 << 10, Logger: slog.New(log)})
 		if err != nil {
@@ -152,4 +162,13 @@ func TestOutbox_CrashDuringAppendLosesNothingAcknowledged(t *testing.T) {
 		t.Fatalf("%d writes were torn but only %d torn tails were cut on reopen", torn, cut)
 	}
 	t.Logf("30 kills, %d appended seqs promised, %d writes torn, %d torn tails cut on reopen", len(promised), torn, cut)
+}
+
+// exitStatus is the wait status of a child that did not exit cleanly.
+func exitStatus(err error, ee **exec.ExitError) (syscall.WaitStatus, bool) {
+	if !errors.As(err, ee) {
+		return 0, false
+	}
+	ws, ok := (*ee).Sys().(syscall.WaitStatus)
+	return ws, ok
 }

@@ -13,6 +13,8 @@ import (
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 
 	"github.com/nichealth/nichealthd/checks/event"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 const catalogPath = "../../packaging/journal/nichealthd.catalog"
@@ -181,7 +183,7 @@ func TestJournal_3_CatalogDocumentsEveryMessageID(t *testing.T) {
 func TestJournal_3_CatalogCompilesWithJournalctl(t *testing.T) {
 	jc, err := exec.LookPath("journalctl")
 	if err != nil {
-		t.Skip("journalctl not installed; the parser test above checks the syntax")
+		component.Missing(t, "journalctl not installed; the parser test above checks the syntax")
 	}
 	root := t.TempDir()
 	dir := filepath.Join(root, "usr/lib/systemd/catalog")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // helperEnv makes the test binary, re-executed inside the private mount
@@ -77,17 +79,17 @@ func privateJournal(t *testing.T) string {
 	t.Helper()
 	for _, bin := range []string{"unshare", "journalctl"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed: cannot run a private journald", bin)
+			component.Missing(t, "%s not installed: cannot run a private journald", bin)
 		}
 	}
 	if _, err := os.Stat(journaldBin); err != nil {
-		t.Skipf("%s not installed: cannot run a private journald", journaldBin)
+		component.Missing(t, "%s not installed: cannot run a private journald", journaldBin)
 	}
 	if st, err := os.Stat("/var/log/journal"); err != nil || !st.IsDir() {
-		t.Skip("/var/log/journal does not exist: nothing to bind the private journal on")
+		component.Missing(t, "/var/log/journal does not exist: nothing to bind the private journal on")
 	}
 	if out, err := exec.Command("unshare", "--mount", "true").CombinedOutput(); err != nil {
-		t.Skipf("unshare --mount is not permitted here (needs CAP_SYS_ADMIN): %v %s", err, out)
+		component.Missing(t, "unshare --mount is not permitted here (needs CAP_SYS_ADMIN): %v %s", err, out)
 	}
 
 	dir := t.TempDir()

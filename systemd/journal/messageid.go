@@ -21,6 +21,7 @@ const (
 	MessageIDCardRecovered     = "940c8ab6c6364492b0f58452aecbf203"
 	MessageIDCheckCleared      = "b7b567c3d9624032b6afe7439b8a5187"
 	MessageIDReadStuck         = "0d5f8ce957094d46a51c75d494f0a489"
+	MessageIDReadRecovered     = "ab1a22906dc84c3ab9d151934a158bfb"
 	MessageIDLinkSanity        = "b9c2a485a9494528b118228e44cf94c2"
 	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
 )
@@ -57,6 +58,8 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDCheckCleared, true
 	case event.KindReadStuck:
 		return MessageIDReadStuck, true
+	case event.KindReadRecovered:
+		return MessageIDReadRecovered, true
 	case event.KindLinkSanity:
 		return MessageIDLinkSanity, true
 	case event.KindLinkSanityOK:

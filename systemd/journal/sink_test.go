@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 var _ sink.Sink = (*Sink)(nil)
@@ -108,9 +112,21 @@ func TestJournal_3_CancelledContextIsTransient(t *testing.T) {
 	}
 }
 
+// hideJournalEnv tells the re-executed test binary that it runs in a
+// private mount namespace where it may hide the host's journald.
+const hideJournalEnv = "NICHEALTH_JOURNAL_HIDDEN"
+
 func TestJournal_3_NewWithoutJournaldSaysSo(t *testing.T) {
 	if _, err := os.Stat(SocketPath); err == nil {
-		t.Skip(SocketPath + " exists here; the no-journald case cannot be observed")
+		if os.Getenv(hideJournalEnv) == "" {
+			runWithJournalHidden(t)
+			return
+		}
+		// A tmpfs over the socket's directory, in this process's own mount
+		// namespace only: the host's journald is untouched.
+		if err := syscall.Mount("tmpfs", filepath.Dir(SocketPath), "tmpfs", 0, "size=16k"); err != nil {
+			t.Fatalf("hide %s in the private mount namespace: %v", SocketPath, err)
+		}
 	}
 	s, err := New(nil)
 	if err == nil || s != nil {
@@ -118,5 +134,27 @@ func TestJournal_3_NewWithoutJournaldSaysSo(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNoJournal) || !strings.Contains(err.Error(), "systemd-journald") {
 		t.Errorf("error %q should wrap ErrNoJournal and say how to fix it", err)
+	}
+}
+
+// runWithJournalHidden runs TestJournal_3_NewWithoutJournaldSaysSo again
+// in a child with a private mount namespace, where the running journald's
+// socket can be hidden: a host with journald must still check the case of
+// a host without it.
+func runWithJournalHidden(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestJournal_3_NewWithoutJournaldSaysSo$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), hideJournalEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		component.Missing(t, "journald runs here (%s exists) and hiding it in a private mount namespace needs root or CAP_SYS_ADMIN: %v", SocketPath, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("with journald hidden: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "--- PASS: TestJournal_3_NewWithoutJournaldSaysSo") {
+		t.Fatalf("with journald hidden, the test did not pass:\n%s", out.String())
 	}
 }

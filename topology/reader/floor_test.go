@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 // floorSysfsFiles lists readable attribute files on the real /sys, or skips
@@ -25,7 +27,7 @@ import (
 func floorSysfsFiles(tb testing.TB) []string {
 	tb.Helper()
 	if !IsSysfs("/sys") {
-		tb.Skip("/sys is not a sysfs mount here")
+		component.Missing(tb, "/sys is not a sysfs mount here")
 	}
 	var out []string
 	for _, pattern := range []string{
@@ -46,7 +48,7 @@ func floorSysfsFiles(tb testing.TB) []string {
 		}
 	}
 	if len(out) == 0 {
-		tb.Skip("no readable attribute files under /sys/class/net/lo")
+		component.Missing(tb, "no readable attribute files under /sys/class/net/lo")
 	}
 	sort.Strings(out)
 	return out
@@ -169,7 +171,7 @@ func BenchmarkFloor_RealSysfs_ReaderReopen(b *testing.B)   { benchRealSysfsReade
 // this test sends itself a datagram.
 func TestFloor_RealSysfsKeptDescriptorSeesNewValue(t *testing.T) {
 	if !IsSysfs("/sys") {
-		t.Skip("/sys is not a sysfs mount here")
+		component.Missing(t, "/sys is not a sysfs mount here")
 	}
 	const path = "/sys/class/net/lo/statistics/tx_packets"
 	f := NewFile(path)
@@ -177,18 +179,18 @@ func TestFloor_RealSysfsKeptDescriptorSeesNewValue(t *testing.T) {
 	r := New(Options{KeepOpen: true})
 	r.Read([]*File{f}, nil)
 	if f.Err != nil {
-		t.Skipf("%s: %v", path, f.Err)
+		component.Missing(t, "%s: %v", path, f.Err)
 	}
 	before := string(f.Value())
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
 	if err != nil {
-		t.Skipf("no socket: %v", err)
+		component.Missing(t, "no socket: %v", err)
 	}
 	defer unix.Close(s)
 	to := &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}
 	for i := 0; i < 4; i++ {
 		if err := unix.Sendto(s, []byte("x"), 0, to); err != nil {
-			t.Skipf("loopback send: %v", err)
+			component.Missing(t, "loopback send: %v", err)
 		}
 	}
 	r.Read([]*File{f}, nil)

@@ -26,6 +26,7 @@ type File struct {
 	Err  error
 
 	val   [MaxValue]byte
+	ext   []byte // a larger buffer for one-shot reads (ReadFile); nil in plans
 	n     int
 	cpath []byte // NUL-terminated for raw open without allocation
 	fd    int32  // -1 when not kept open
@@ -41,7 +42,14 @@ func NewFile(path string) *File {
 
 // Value returns the bytes of the last successful read. It aliases the
 // file's buffer: copy it to keep it past the next cycle.
-func (f *File) Value() []byte { return f.val[:f.n] }
+func (f *File) Value() []byte { return f.buf()[:f.n] }
+
+func (f *File) buf() []byte {
+	if f.ext != nil {
+		return f.ext
+	}
+	return f.val[:]
+}
 
 // Stuck reports whether a read of this file is still blocked.
 func (f *File) Stuck() bool { return f.stuck.Load() }
@@ -72,18 +80,37 @@ type Options struct {
 
 // Reader runs read plans. It is used by one poll loop at a time.
 type Reader struct {
-	opts     Options
 	stuckNow atomic.Int32
+	keepOpen atomic.Bool
 
-	mu     sync.Mutex
+	mu     sync.Mutex // serialises Read, ReadFile and SetOptions
+	opts   Options
 	worker *worker
 	timer  *time.Timer
+
+	// stuckPaths holds the paths whose read is blocked in the kernel,
+	// whichever File (plan entry, discovery read) started it. A plan
+	// rebuilt by a reload or rediscovery makes new Files for the same
+	// paths: they must be skipped too, or every rebuild would strand one
+	// more goroutine (and OS thread) on the same hung file.
+	pathMu     sync.Mutex
+	stuckPaths map[string]struct{}
 }
 
+// Who owns the file being read: the worker until the read returns, or the
+// waiter once it gave up on it. One compare-and-swap decides, so a read that
+// returns just as its deadline passes is either used or abandoned, never
+// both.
+const (
+	claimIdle int32 = iota
+	claimReading
+	claimAbandoned
+)
+
 type worker struct {
-	req       chan []*File
-	done      chan struct{}
-	abandoned atomic.Bool
+	req   chan []*File
+	done  chan struct{}
+	claim atomic.Int32
 	// cur is the index of the file being read, or -1 between files. The
 	// waiter, not the worker, keeps time: a per-file clock read would cost
 	// more than the pread it guards.
@@ -100,7 +127,72 @@ func New(opts Options) *Reader {
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &Reader{opts: opts, timer: t}
+	r := &Reader{opts: opts, timer: t, stuckPaths: map[string]struct{}{}}
+	r.keepOpen.Store(opts.KeepOpen)
+	return r
+}
+
+// SetOptions changes the deadline, the stuck bound and the descriptor
+// policy in place, between cycles. Reads still blocked keep counting
+// against MaxStuck and their files stay skipped: a reload must neither
+// forget a hung file nor re-read it.
+func (r *Reader) SetOptions(opts Options) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.MaxStuck <= 0 {
+		opts.MaxStuck = 4
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opts = opts
+	r.keepOpen.Store(opts.KeepOpen)
+}
+
+// PathStuck reports whether a read of path is still blocked.
+func (r *Reader) PathStuck(path string) bool {
+	if r.stuckNow.Load() == 0 {
+		return false
+	}
+	r.pathMu.Lock()
+	defer r.pathMu.Unlock()
+	_, ok := r.stuckPaths[path]
+	return ok
+}
+
+func (r *Reader) setPathStuck(path string, stuck bool) {
+	r.pathMu.Lock()
+	defer r.pathMu.Unlock()
+	if stuck {
+		r.stuckPaths[path] = struct{}{}
+	} else {
+		delete(r.stuckPaths, path)
+	}
+}
+
+// MaxReadFile bounds ReadFile: sysfs attributes are at most a page.
+const MaxReadFile = 4096
+
+// ReadFile is a one-shot read of a small attribute file (discovery, the
+// sanity passes) under the same deadline, worker and stuck accounting as
+// the poll plans. It returns at most max bytes (MaxReadFile when max <= 0).
+// A path whose earlier read is still blocked fails at once with ErrStuck;
+// one that misses the deadline now fails with ErrStuck and stays skipped
+// until that read returns.
+func (r *Reader) ReadFile(path string, max int) ([]byte, error) {
+	if r.PathStuck(path) {
+		return nil, fmt.Errorf("read %s: %w", path, ErrStuck)
+	}
+	if max <= 0 || max > MaxReadFile {
+		max = MaxReadFile
+	}
+	f := NewFile(path)
+	f.ext = make([]byte, max)
+	r.Read([]*File{f}, nil)
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	return f.Value(), nil
 }
 
 // Close stops the idle worker goroutine. A worker still blocked in a stuck
@@ -190,13 +282,16 @@ func (r *Reader) wait(w *worker, batch []*File) (int, *File) {
 		if i >= len(batch) {
 			continue
 		}
+		if !w.claim.CompareAndSwap(claimReading, claimAbandoned) {
+			continue // the read returned just now
+		}
 		f := batch[i]
 		// Mark before abandoning so the worker, when it finally returns,
 		// knows the file is no longer its to fill.
 		f.stuck.Store(true)
+		r.setPathStuck(f.Path, true)
 		f.Err = fmt.Errorf("read %s: %w", f.Path, ErrStuck)
 		r.stuckNow.Add(1)
-		w.abandoned.Store(true)
 		r.worker = nil
 		return i + 1, f
 	}
@@ -212,20 +307,22 @@ func (r *Reader) spawn() *worker {
 func (w *worker) run(r *Reader) {
 	for batch := range w.req {
 		for i, f := range batch {
-			if f.stuck.Load() {
+			if f.stuck.Load() || r.PathStuck(f.Path) {
 				f.Err = ErrStuck
 				continue
 			}
+			w.claim.Store(claimReading)
 			w.cur.Store(int64(i))
-			n, err := readOnce(f, r.opts.KeepOpen)
+			n, err := readOnce(f, r.keepOpen.Load())
 			w.cur.Store(-1)
-			if w.abandoned.Load() {
+			if !w.claim.CompareAndSwap(claimReading, claimIdle) {
 				// This read outlived its deadline. The main loop has moved on
 				// and treats f as stuck; hand f back to future cycles and exit.
 				if f.fd >= 0 && err != nil {
 					unix.Close(int(f.fd))
 					f.fd = -1
 				}
+				r.setPathStuck(f.Path, false)
 				r.stuckNow.Add(-1)
 				f.stuck.Store(false)
 				return
@@ -239,7 +336,7 @@ func (w *worker) run(r *Reader) {
 
 func readOnce(f *File, keep bool) (int, error) {
 	if keep && f.fd >= 0 {
-		n, err := unix.Pread(int(f.fd), f.val[:], 0)
+		n, err := unix.Pread(int(f.fd), f.buf(), 0)
 		if err == nil {
 			return n, nil
 		}
@@ -252,7 +349,7 @@ func readOnce(f *File, keep bool) (int, error) {
 	if err != nil {
 		return 0, &errPath{op: "open", path: f.Path, err: err}
 	}
-	n, err := unix.Pread(fd, f.val[:], 0)
+	n, err := unix.Pread(fd, f.buf(), 0)
 	if keep && err == nil {
 		f.fd = int32(fd)
 	} else {

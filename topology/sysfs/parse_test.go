@@ -1,7 +1,9 @@
 package sysfs
 
 import (
+	"bytes"
 	"errors"
+	"strconv"
 	"testing"
 )
 
@@ -124,7 +126,39 @@ func FuzzParseCounterAndInt(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ParseCounter(b)
-		ParseInt(b)
+		// Oracle: the standard library's decimal parser on the trimmed
+		// text. A counter is digits only (no sign, no underscore, no
+		// base prefix) and at most 20 of them.
+		trimmed := string(bytes.TrimSpace(b))
+		want, werr := strconv.ParseUint(trimmed, 10, 64)
+		got, err := ParseCounter(b)
+		switch {
+		case err == nil && (werr != nil || got != want):
+			t.Fatalf("ParseCounter(%q) = %d; strconv says %d, %v", b, got, want, werr)
+		case err == nil && mustParseCounter(t, []byte(strconv.FormatUint(got, 10)+"\n")) != got:
+			t.Fatalf("ParseCounter(%q) = %d does not survive a format/parse round trip", b, got)
+		case err != nil && werr == nil && len(trimmed) <= 20:
+			t.Fatalf("ParseCounter(%q) refused a valid counter: %v", b, err)
+		case err != nil && !errors.Is(err, ErrUnreadable):
+			t.Fatalf("ParseCounter(%q) error %v does not wrap ErrUnreadable", b, err)
+		}
+		n, err := ParseInt(b)
+		wantInt, werr := strconv.Atoi(trimmed)
+		if (err == nil) != (werr == nil) || (err == nil && n != wantInt) {
+			t.Fatalf("ParseInt(%q) = %d, %v; strconv says %d, %v", b, n, err, wantInt, werr)
+		}
+		if err != nil && !errors.Is(err, ErrUnreadable) {
+			t.Fatalf("ParseInt(%q) error %v does not wrap ErrUnreadable", b, err)
+		}
 	})
+}
+
+// mustParseCounter is ParseCounter for a value known to be valid.
+func mustParseCounter(t *testing.T, b []byte) uint64 {
+	t.Helper()
+	v, err := ParseCounter(b)
+	if err != nil {
+		t.Fatalf("ParseCounter(%q): %v", b, err)
+	}
+	return v
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/component"
 )
 
 const wait = 10 * time.Second
@@ -75,7 +77,7 @@ func TestListener_ChildProcess(t *testing.T) {
 func TestListener_SystemdNotifyClient(t *testing.T) {
 	bin, err := exec.LookPath("systemd-notify")
 	if err != nil {
-		t.Skip("systemd-notify not installed; the unit test above covers the socket")
+		component.Missing(t, "systemd-notify not installed; the unit test above covers the socket")
 	}
 	l, err := Listen()
 	if err != nil {

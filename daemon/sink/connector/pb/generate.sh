@@ -24,8 +24,8 @@ trap 'rm -rf "$bin"' EXIT
 
 # GOFLAGS from the caller (e.g. -mod=vendor) must not leak into the
 # installs, which resolve outside this module.
-GOFLAGS= GOBIN="$bin" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
-GOFLAGS= GOBIN="$bin" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
+GOFLAGS='' GOBIN="$bin" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+GOFLAGS='' GOBIN="$bin" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 
 cd "$here"
 PATH="$bin:$PATH" protoc \

@@ -1,0 +1,161 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+// cadenceMonitor is a discovered monitor on a fresh dgx-h100 with the given
+// state poll interval.
+func cadenceMonitor(t *testing.T, poll time.Duration) (*Monitor, *sim.Host) {
+	t.Helper()
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\npollingInterval = %q\n",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), poll.String())
+	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMonitor(cfg, persist.NewState("boot"), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Discover(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m, h
+}
+
+func breachesOf(specs []event.Spec, counter string) []event.Spec {
+	var out []event.Spec
+	for _, s := range specs {
+		if s.Kind == event.KindCounterBreach && s.Metadata["counter"] == counter {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Seed state 12.1: counter checks run on a fixed 1-second cadence whatever
+// the state polling interval. At a 100 ms poll, carrier_changes rising by 2
+// on each of three polls (+6 within 0.3 s) never exceeds "> 2" between two
+// polls, but does within one 1 s tick; and the counters are read once per
+// tick, not once per poll.
+func TestLinkState_12_1_CountersOnOneSecondTickAtFastPoll(t *testing.T) {
+	m, h := cadenceMonitor(t, 100*time.Millisecond)
+	const netdev = "enp65s0f0np0" // mlx5_8, RoCE
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0
+	if err := h.SetCarrierChanges(netdev, 4); err != nil {
+		t.Fatal(err)
+	}
+	m.Cycle(now)
+	if !m.NextWake().Equal(t0.Add(100 * time.Millisecond)) {
+		t.Fatalf("next wake %v, want the next state poll at +100ms", m.NextWake().Sub(t0))
+	}
+	var specs []event.Spec
+	v := uint64(4)
+	for i := 1; i <= 10; i++ {
+		now = t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		if i >= 3 && i <= 5 {
+			v += 2
+			if err := h.SetCarrierChanges(netdev, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ss, _ := m.Cycle(now)
+		if i < 10 && len(breachesOf(ss, "carrier_changes")) > 0 {
+			t.Fatalf("breach at %v, before the 1 s tick", now.Sub(t0))
+		}
+		specs = append(specs, ss...)
+	}
+	b := breachesOf(specs, "carrier_changes")
+	if len(b) != 1 {
+		t.Fatalf("%d carrier_changes breaches over one tick with +6, want 1", len(b))
+	}
+	if b[0].Device != "mlx5_8" || b[0].Metadata["delta"] != "6" || b[0].Metadata["threshold"] != "2" {
+		t.Fatalf("breach %+v", b[0])
+	}
+	if !strings.Contains(b[0].Message, "rate=6.00/sec") {
+		t.Fatalf("message does not print the rate over the 1 s tick: %q", b[0].Message)
+	}
+	if m.counterTicks != 2 || m.cycles != 11 {
+		t.Fatalf("%d counter ticks over %d state polls in 1 s, want 2 ticks (t0 and t0+1s) and 11 polls", m.counterTicks, m.cycles)
+	}
+}
+
+// Seed state 12.1 at a slow poll: with a 5 s state poll the run loop
+// still wakes every second for the counters, and those wakes read no
+// port state.
+func TestLinkState_12_1_CountersOnOneSecondTickAtSlowPoll(t *testing.T) {
+	m, h := cadenceMonitor(t, 5*time.Second)
+	t0 := time.Unix(1_700_000_000, 0)
+	m.Cycle(t0)
+	if got := m.NextWake().Sub(t0); got != time.Second {
+		t.Fatalf("next wake after %v, want the counter tick after 1s", got)
+	}
+	if err := h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddCounter("mlx5_2", 1, "counters/link_downed", 1); err != nil {
+		t.Fatal(err)
+	}
+	specs, _ := m.Cycle(t0.Add(time.Second))
+	if len(breachesOf(specs, "link_downed")) != 1 {
+		t.Fatalf("link_downed +1 not judged at the 1 s tick under a 5 s poll: %v", specs)
+	}
+	for _, s := range specs {
+		if s.Kind == event.KindPortFatal {
+			t.Fatalf("port state judged on a counter-only tick: %+v", s)
+		}
+	}
+	for i := 2; i <= 4; i++ {
+		m.Cycle(t0.Add(time.Duration(i) * time.Second))
+	}
+	if m.cycles != 1 || m.counterTicks != 5 {
+		t.Fatalf("after 4 s: %d state polls and %d counter ticks, want 1 and 5", m.cycles, m.counterTicks)
+	}
+	specs, _ = m.Cycle(t0.Add(5 * time.Second))
+	fatal := 0
+	for _, s := range specs {
+		if s.Kind == event.KindPortFatal && s.Device == "mlx5_3" {
+			fatal++
+		}
+	}
+	if fatal != 1 {
+		t.Fatalf("the state poll at +5s reported mlx5_3 DOWN %d times, want 1: %v", fatal, specs)
+	}
+}
+
+// Seed 10.4 step 5 with the skip of unchanged delta counters:
+// link_downed +1 after 49 s of quiet is measured over the last 1 s tick
+// (rate=1.00/sec), not since the value last changed (rate=0.02/sec).
+func TestCounters_10_4_DeltaRateOverTheTickAfterLongQuiet(t *testing.T) {
+	m, h := cadenceMonitor(t, time.Second)
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := 0; i <= 49; i++ {
+		m.Cycle(t0.Add(time.Duration(i) * time.Second))
+	}
+	if err := h.AddCounter("mlx5_4", 1, "counters/link_downed", 1); err != nil {
+		t.Fatal(err)
+	}
+	specs, _ := m.Cycle(t0.Add(50 * time.Second))
+	b := breachesOf(specs, "link_downed")
+	if len(b) != 1 {
+		t.Fatalf("%d link_downed breaches, want 1", len(b))
+	}
+	if !strings.Contains(b[0].Message, "delta=1, rate=1.00/sec") || b[0].Metadata["elapsed"] != "1s" {
+		t.Fatalf("breach message %q elapsed %q: want the rate over the 1 s tick", b[0].Message, b[0].Metadata["elapsed"])
+	}
+}

@@ -1,0 +1,12 @@
+// Command testsummary runs `go test -json` for make test and turns its
+// stream into what a CI log needs: one line per package as it finishes, the
+// output of every failed test, every skipped test with its reason, and a
+// closing line "test: N passed, N failed, N skipped".
+//
+//	testsummary run -save FILE -- go test -json ./...   run, report, keep the stream
+//	testsummary report FILE                              the skips and the closing line again
+//
+// Counts are of leaf tests (a test with subtests counts as its subtests); a
+// package that fails outside any test (build error, TestMain, timeout)
+// counts as one failure. Exit status 1 when anything failed.
+package main

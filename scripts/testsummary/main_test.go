@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run feeds testsummary a real go test -json stream of testdata/sample.
+func run(t *testing.T, fail bool) (string, int, string) {
+	t.Helper()
+	if fail {
+		t.Setenv("SAMPLE_FAIL", "1")
+	}
+	save := filepath.Join(t.TempDir(), "stream.json")
+	var out, errb bytes.Buffer
+	code := runCmd([]string{"-save", save, "--", "go", "-C", "testdata/sample", "test", "-count=1", "-json", "."}, &out, &errb)
+	if errb.Len() > 0 {
+		t.Logf("stderr: %s", errb.String())
+	}
+	return out.String(), code, save
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestSummary_CountsLeafTestsAndListsSkipReasons(t *testing.T) {
+	out, code, save := run(t, false)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	// TestPasses, TestFailsWhenAsked, TestParent/one pass; TestParent
+	// itself is not counted; two skips.
+	if got := lastLine(out); got != "test: 3 passed, 0 failed, 2 skipped" {
+		t.Errorf("last line = %q\n%s", got, out)
+	}
+	for _, want := range []string{
+		"SKIP example.com/sample TestSkipsWithReason: sample_test.go:13: dbus-daemon not installed (apt-get install dbus)",
+		"SKIP example.com/sample TestParent/two: sample_test.go:24: not on this machine",
+		"ok   example.com/sample",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var rep, errb bytes.Buffer
+	if code := reportCmd([]string{save}, &rep, &errb); code != 0 || lastLine(rep.String()) != "test: 3 passed, 0 failed, 2 skipped" ||
+		!strings.Contains(rep.String(), "TestSkipsWithReason: sample_test.go:13:") {
+		t.Errorf("report of the saved stream: exit %d\n%s%s", code, rep.String(), errb.String())
+	}
+}
+
+func TestSummary_FailureShowsOutputAndExitsOne(t *testing.T) {
+	out, code, _ := run(t, true)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if got := lastLine(out); got != "test: 2 passed, 1 failed, 2 skipped" {
+		t.Errorf("last line = %q\n%s", got, out)
+	}
+	if !strings.Contains(out, "--- FAIL example.com/sample TestFailsWhenAsked") || !strings.Contains(out, "asked to fail") {
+		t.Errorf("the failed test's output is missing:\n%s", out)
+	}
+}
+
+func TestSummary_PackageFailureOutsideTestsCounts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/broken\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken_test.go"), []byte("package broken\n\nfunc TestX(t *testing.T) { undefined() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := runCmd([]string{"--", "go", "-C", dir, "test", "-count=1", "-json", "."}, &out, &errb)
+	if code != 1 || !strings.HasSuffix(lastLine(out.String()), "0 passed, 1 failed, 0 skipped") {
+		t.Errorf("a package that does not build: exit %d\n%s\nstderr: %s", code, out.String(), errb.String())
+	}
+}

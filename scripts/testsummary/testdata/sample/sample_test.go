@@ -1,0 +1,25 @@
+// Package sample is a test stream for testsummary's own test: one test of
+// each outcome, and subtests.
+package sample
+
+import (
+	"os"
+	"testing"
+)
+
+func TestPasses(t *testing.T) {}
+
+func TestSkipsWithReason(t *testing.T) {
+	t.Skip("dbus-daemon not installed (apt-get install dbus)")
+}
+
+func TestFailsWhenAsked(t *testing.T) {
+	if os.Getenv("SAMPLE_FAIL") != "" {
+		t.Fatal("asked to fail")
+	}
+}
+
+func TestParent(t *testing.T) {
+	t.Run("one", func(t *testing.T) {})
+	t.Run("two", func(t *testing.T) { t.Skip("not on this machine") })
+}
