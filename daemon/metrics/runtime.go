@@ -133,18 +133,18 @@ func (e *encoder) writeGo() {
 	e.writeLine(ds[rGCDuration].name, "_count", "", uval(uint64(gc.NumGC)))
 
 	threads, _ := runtime.ThreadCreateProfile(nil)
-	e.writeOne(ds[rGoroutines], "", "", uval(rv("/sched/goroutines:goroutines")))
-	e.writeOne(ds[rInfo], "", `{version="`+runtime.Version()+`"}`, uval(1))
-	e.writeOne(ds[rAllocBytes], "", "", uval(heapObjBytes))
-	e.writeOne(ds[rAllocBytesTotal], "", "", uval(rv("/gc/heap/allocs:bytes")))
-	e.writeOne(ds[rFreesTotal], "", "", uval(rv("/gc/heap/frees:objects")))
-	e.writeOne(ds[rHeapAllocBytes], "", "", uval(heapObjBytes))
-	e.writeOne(ds[rHeapInuseBytes], "", "", uval(heapObjBytes+rv("/memory/classes/heap/unused:bytes")))
-	e.writeOne(ds[rHeapObjects], "", "", uval(rv("/gc/heap/objects:objects")))
-	e.writeOne(ds[rMallocsTotal], "", "", uval(rv("/gc/heap/allocs:objects")))
-	e.writeOne(ds[rNextGCBytes], "", "", uval(rv("/gc/heap/goal:bytes")))
-	e.writeOne(ds[rSysBytes], "", "", uval(rv("/memory/classes/total:bytes")))
-	e.writeOne(ds[rThreads], "", "", uval(uint64(max(threads, 0))))
+	e.writeOne(ds[rGoroutines], "", uval(rv("/sched/goroutines:goroutines")))
+	e.writeOne(ds[rInfo], `{version="`+runtime.Version()+`"}`, uval(1))
+	e.writeOne(ds[rAllocBytes], "", uval(heapObjBytes))
+	e.writeOne(ds[rAllocBytesTotal], "", uval(rv("/gc/heap/allocs:bytes")))
+	e.writeOne(ds[rFreesTotal], "", uval(rv("/gc/heap/frees:objects")))
+	e.writeOne(ds[rHeapAllocBytes], "", uval(heapObjBytes))
+	e.writeOne(ds[rHeapInuseBytes], "", uval(heapObjBytes+rv("/memory/classes/heap/unused:bytes")))
+	e.writeOne(ds[rHeapObjects], "", uval(rv("/gc/heap/objects:objects")))
+	e.writeOne(ds[rMallocsTotal], "", uval(rv("/gc/heap/allocs:objects")))
+	e.writeOne(ds[rNextGCBytes], "", uval(rv("/gc/heap/goal:bytes")))
+	e.writeOne(ds[rSysBytes], "", uval(rv("/memory/classes/total:bytes")))
+	e.writeOne(ds[rThreads], "", uval(uint64(max(threads, 0))))
 }
 
 // writeProcess writes the process_* families from /proc/self (the
@@ -158,24 +158,25 @@ func (e *encoder) writeProcess() {
 		return
 	}
 	ds := runtimeDescs()
-	e.writeOne(ds[rCPUSeconds], "", "", fval(float64(ps.cpuTicks)/userHZ))
+	e.writeOne(ds[rCPUSeconds], "", fval(float64(ps.cpuTicks)/userHZ))
 	if ps.maxFDs > 0 {
-		e.writeOne(ds[rMaxFDs], "", "", uval(ps.maxFDs))
+		e.writeOne(ds[rMaxFDs], "", uval(ps.maxFDs))
 	}
 	if ps.openFDs >= 0 {
-		e.writeOne(ds[rOpenFDs], "", "", uval(uint64(ps.openFDs)))
+		e.writeOne(ds[rOpenFDs], "", uval(uint64(ps.openFDs)))
 	}
-	e.writeOne(ds[rResidentBytes], "", "", uval(ps.rssBytes))
+	e.writeOne(ds[rResidentBytes], "", uval(ps.rssBytes))
 	if ps.startTime > 0 {
-		e.writeOne(ds[rStartTime], "", "", fval(ps.startTime))
+		e.writeOne(ds[rStartTime], "", fval(ps.startTime))
 	}
-	e.writeOne(ds[rVirtualBytes], "", "", uval(ps.vsizeBytes))
+	e.writeOne(ds[rVirtualBytes], "", uval(ps.vsizeBytes))
 }
 
-// writeOne writes a family with one sample.
-func (e *encoder) writeOne(d desc, suffix, labels string, v value) {
+// writeOne writes a family with one sample; labels is rendered, e.g.
+// {version="go1.26"}.
+func (e *encoder) writeOne(d desc, labels string, v value) {
 	e.writeHeader(d)
-	e.writeLine(d.name, suffix, labels, v)
+	e.writeLine(d.name, "", labels, v)
 }
 
 func (e *encoder) writeLine(name, suffix, labels string, v value) {
