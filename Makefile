@@ -59,6 +59,7 @@ test-fuzz:
 
 test-packaging: build deb
 	bash packaging/test/unit-quality.sh $(BIN)
+	bash packaging/test/prometheus-rules.sh
 	bash packaging/test/e2e-systemd.sh $(BIN) $$(ls -t dist/*.deb | head -n1)
 
 # Mutation testing: gremlins (a maintained Go mutation tool, installed

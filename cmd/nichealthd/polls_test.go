@@ -53,7 +53,7 @@ func (n *node) metricsURL() string {
 }
 
 // scrape returns every sample of the endpoint keyed by its name and
-// labels as printed ("nichealth_counter_value{device=\"mlx5_0\",...}").
+// labels as printed ("nichealth_hwcounter_value{device=\"mlx5_0\",...}").
 func (n *node) scrape(url string) (map[string]float64, error) {
 	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(url)
@@ -127,7 +127,7 @@ func (n *node) waitCounterValue(dev string, port int, counter string, value floa
 	want := []string{fmt.Sprintf("device=%q", dev), fmt.Sprintf(`port="%d"`, port), fmt.Sprintf("counter=%q", counter)}
 	n.waitMetric(fmt.Sprintf("%s %d %s = %v", dev, port, counter, value), counter, func(m map[string]float64) bool {
 		for k, v := range m {
-			if !strings.HasPrefix(k, "nichealth_counter_value{") {
+			if !strings.HasPrefix(k, "nichealth_hwcounter_value{") {
 				continue
 			}
 			all := true

@@ -43,6 +43,8 @@ type snapshot struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
+	// episodes[i] is health.Ports[i]'s link-down episode total (episodes.go).
+	episodes []uint64
 }
 
 func gather(src Source) snapshot {
@@ -86,6 +88,7 @@ const (
 	mPortLastChange
 	mPortXmitWaitLostGbps
 	mPortXmitWaitLostPercent
+	mPortLinkDownEpisodes
 	mSanityFindings
 	mCounterValue
 	mCounterRate
@@ -101,6 +104,8 @@ const (
 	mOutboxDepth
 	mEventsSent
 	mEventsFailed
+	mOutboxFolded
+	mEventsRejected
 	numFamilies
 )
 
@@ -137,11 +142,13 @@ func descriptors() [numFamilies]desc {
 			"Bandwidth the port lost waiting for transmit credits, estimated from port_xmit_wait, in Gb/s.", gauge},
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
+		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
+			"Link-down episodes of the port seen since nichealthd started (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once).", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
-		mCounterValue:     {p + "counter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
-		mCounterRate:      {p + "counter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
-		mCounterBreached:  {p + "counter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
-		mCounterSaturated: {p + "counter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
+		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
+		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
+		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
+		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
 		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
 		mOutboxBytes:      {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
 		mOutboxSegments:   {p + "outbox_segments", "Number of outbox segment files.", gauge},
@@ -151,6 +158,8 @@ func descriptors() [numFamilies]desc {
 		mOutboxOverBound:  {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
 		mOutboxDepth:      {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
 		mEventsSent:       {p + "events_sent_total", "Events delivered by the sink since start.", counter},
+		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
 	}
 }
@@ -211,6 +220,9 @@ func fill(e *encoder, s *snapshot) {
 			}
 		}
 		e.add(mSanityFindings, short, uval(uint64(findings)))
+		if i < len(s.episodes) {
+			e.add(mPortLinkDownEpisodes, id, uval(s.episodes[i]))
+		}
 		if xw := xmitWait(pv.Counters); xw != nil {
 			e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
 			e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))

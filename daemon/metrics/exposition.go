@@ -15,6 +15,7 @@ const (
 	gauge kind = iota
 	counter
 	histogram
+	summary
 )
 
 func (k kind) String() string {
@@ -23,6 +24,8 @@ func (k kind) String() string {
 		return "counter"
 	case histogram:
 		return "histogram"
+	case summary:
+		return "summary"
 	}
 	return "gauge"
 }

@@ -29,7 +29,7 @@ func FuzzLabelValue(f *testing.F) {
 		if got := fams["nichealth_build_info"].samples[0].labels["version"]; got != want {
 			t.Fatalf("version label %q, want %q", got, want)
 		}
-		for _, s := range fams["nichealth_counter_value"].samples {
+		for _, s := range fams["nichealth_hwcounter_value"].samples {
 			if s.labels["device"] != want || s.labels["counter"] != want {
 				t.Fatalf("labels %q, want %q", s.labels, want)
 			}

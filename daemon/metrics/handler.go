@@ -35,13 +35,13 @@ const defaultScrapeTimeout = 10 * time.Second
 func (m *Metrics) Handler(src Source) http.Handler {
 	h := &handler{m: m, src: src}
 	ds := descriptors()
-	h.descs = append(ds[:], deliveryDescriptors()...)
-	h.order = make([]int, numAllFamilies)
+	h.descs = ds[:]
+	h.order = make([]int, numFamilies)
 	for i := range h.order {
 		h.order[i] = i
 	}
 	slices.SortFunc(h.order, func(a, b int) int { return compareStrings(h.descs[a].name, h.descs[b].name) })
-	h.pool.New = func() any { return newEncoder(numAllFamilies) }
+	h.pool.New = func() any { return newEncoder(numFamilies) }
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", h.metrics)
@@ -105,6 +105,7 @@ func (h *handler) start() *flight {
 			close(f.done)
 		}()
 		f.snap = gather(h.src)
+		f.snap.episodes = h.m.episodes.observe(f.snap.health.Ports, nil)
 	}()
 	return f
 }
@@ -154,6 +155,7 @@ func (h *handler) render(e *encoder, s *snapshot) {
 	e.reset()
 	fill(e, s)
 	fillDelivery(e, s)
+	e.writeGo() // go_* sorts before nichealth_*, process_* after
 	var counts [numBounds + 1]uint64
 	for _, i := range h.order {
 		if i == mPollDuration {
@@ -163,6 +165,7 @@ func (h *handler) render(e *encoder, s *snapshot) {
 		}
 		e.writeFamily(h.descs[i], e.samples[i])
 	}
+	e.writeProcess()
 }
 
 func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -21,7 +21,8 @@ func pollBounds() [numBounds]time.Duration {
 }
 
 // Metrics holds the only state the endpoint owns: the poll-duration
-// histogram and when the last poll cycle completed. Everything else is read
+// histogram, when the last poll cycle completed and the link-down episode
+// totals. Everything else is read
 // from the Source at scrape time. The zero value is not ready; use New.
 type Metrics struct {
 	bounds [numBounds]time.Duration
@@ -31,6 +32,7 @@ type Metrics struct {
 	sumNanos atomic.Uint64
 	lastDone atomic.Int64 // unix ns of the last ObservePoll; 0 = none yet
 	now      func() time.Time
+	episodes episodeTracker
 }
 
 // New returns an empty Metrics.

@@ -74,7 +74,7 @@ func parseExposition(text string) (map[string]*promFamily, []string, error) {
 				return nil, nil, fmt.Errorf("line %d: TYPE %q not right after its HELP", ln, line)
 			}
 			switch typ {
-			case "counter", "gauge", "histogram":
+			case "counter", "gauge", "histogram", "summary":
 			default:
 				return nil, nil, fmt.Errorf("line %d: unexpected type %q", ln, typ)
 			}
@@ -93,11 +93,16 @@ func parseExposition(text string) (map[string]*promFamily, []string, error) {
 				return nil, nil, fmt.Errorf("line %d: sample before HELP/TYPE", ln)
 			}
 			base := s.name
-			if cur.typ == "histogram" {
+			if cur.typ == "histogram" || cur.typ == "summary" {
 				for _, suf := range []string{"_bucket", "_sum", "_count"} {
 					if strings.HasSuffix(s.name, suf) {
 						base = strings.TrimSuffix(s.name, suf)
 					}
+				}
+			}
+			if cur.typ == "summary" && base == s.name {
+				if _, ok := s.labels["quantile"]; !ok {
+					return nil, nil, fmt.Errorf("line %d: summary sample %s without a quantile label", ln, s.name)
 				}
 			}
 			if base != cur.name {

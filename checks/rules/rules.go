@@ -1,0 +1,520 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+// Check names of the rules' conditions.
+const (
+	FlapCheck        = "NICLinkFlapRule"
+	DropCheck        = "NICPortDropRule"
+	DegradationCheck = "NICDegradationRule"
+)
+
+// Config tunes the three rules; each can be switched off.
+type Config struct {
+	Flap        FlapConfig
+	Drop        DropConfig
+	Degradation DegradationConfig
+}
+
+// FlapConfig: Episodes link-down episodes within Window is flapping; the
+// condition holds until no episode has been seen for Stabilization.
+type FlapConfig struct {
+	Enabled       bool
+	Episodes      int
+	Window        time.Duration
+	Stabilization time.Duration
+}
+
+// DropConfig: a port DOWN for After with no link_downed change has dropped.
+type DropConfig struct {
+	Enabled bool
+	After   time.Duration
+}
+
+// DegradationConfig: Events non-fatal events on one port within Window
+// escalate.
+type DegradationConfig struct {
+	Enabled bool
+	Events  int
+	Window  time.Duration
+}
+
+// Defaults are the seeds' numbers (state 6.2, 6.3) and NVSentinel's
+// RepeatedNICDegradation, every rule on.
+func Defaults() Config {
+	return Config{
+		Flap:        FlapConfig{Enabled: true, Episodes: 3, Window: 10 * time.Minute, Stabilization: 30 * time.Minute},
+		Drop:        DropConfig{Enabled: true, After: 4 * time.Minute},
+		Degradation: DegradationConfig{Enabled: true, Events: 3, Window: time.Hour},
+	}
+}
+
+// Validate names the first setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Flap.Episodes < 1 {
+		errs = append(errs, fmt.Errorf("flap episodes %d: must be at least 1", c.Flap.Episodes))
+	}
+	if c.Flap.Window <= 0 {
+		errs = append(errs, fmt.Errorf("flap window %s: must be positive", c.Flap.Window))
+	}
+	if c.Flap.Stabilization < 0 {
+		errs = append(errs, fmt.Errorf("flap stabilization %s: must not be negative", c.Flap.Stabilization))
+	}
+	if c.Drop.After <= 0 {
+		errs = append(errs, fmt.Errorf("drop after %s: must be positive", c.Drop.After))
+	}
+	if c.Degradation.Events < 1 {
+		errs = append(errs, fmt.Errorf("degradation events %d: must be at least 1", c.Degradation.Events))
+	}
+	if c.Degradation.Window <= 0 {
+		errs = append(errs, fmt.Errorf("degradation window %s: must be positive", c.Degradation.Window))
+	}
+	return errors.Join(errs...)
+}
+
+// Reading is one counter file's value; OK is false when the counter is
+// not monitored or could not be read this cycle.
+type Reading struct {
+	Value uint64
+	OK    bool
+}
+
+// Port is one monitored port as a poll cycle read it.
+type Port struct {
+	Device string
+	Port   int
+	// State is the logical state as sysfs names it ("DOWN", "ACTIVE",
+	// ...); "" when it could not be read.
+	State          string
+	LinkDowned     Reading
+	CarrierChanges Reading
+}
+
+// Condition is one rule's finding on a port, keyed by (Check, Device,
+// Port). The daemon raises it in the health model as a port condition.
+type Condition struct {
+	Check   string
+	Device  string
+	Port    int
+	Fatal   bool
+	Action  event.RecommendedAction
+	Message string
+	Since   time.Time
+}
+
+// Change is a condition the rules raise (Raise) or clear (only Check,
+// Device and Port are set).
+type Change struct {
+	Raise     bool
+	Condition Condition
+}
+
+// Degraded is an active non-fatal condition of the health model on one of
+// a port's entities (the port, a counter, a finding), as the degradation
+// rule counts them: Key names the condition (its check and entity), Since
+// when it was raised, so a condition that stays active counts once.
+type Degraded struct {
+	Key    string
+	Device string
+	Port   int
+	Since  time.Time
+}
+
+// State is everything the rules remember; persist it with the daemon's
+// state so a restart neither forgets a window nor re-counts it.
+type State struct {
+	BootID string                `json:"bootId"`
+	Ports  map[string]*PortState `json:"ports"` // by "<device>/<port>"
+}
+
+// PortState is one port's windows.
+type PortState struct {
+	// Episode witnesses as last read.
+	LinkDowned     uint64 `json:"linkDowned"`
+	HasLinkDowned  bool   `json:"hasLinkDowned"`
+	Carrier        uint64 `json:"carrier"`
+	HasCarrier     bool   `json:"hasCarrier"`
+	CarrierChanges uint64 `json:"carrierChanges"` // since the baseline
+	// Up: ACTIVE seen since the last DOWN; Known: a state was read.
+	Up    bool `json:"up"`
+	Known bool `json:"known"`
+
+	Episodes    []time.Time `json:"episodes"` // within the flap window
+	LastEpisode time.Time   `json:"lastEpisode"`
+	Flapping    bool        `json:"flapping"`
+
+	// DownSince is when the port was last seen falling into DOWN, or when
+	// link_downed last moved while it was DOWN; zero while not DOWN.
+	DownSince time.Time `json:"downSince"`
+	Dropped   bool      `json:"dropped"`
+
+	// NonFatal are the times of the port's non-fatal events within the
+	// degradation window; Seen the raises already counted, by condition
+	// key and start time.
+	NonFatal  []time.Time          `json:"nonFatal"`
+	Seen      map[string]time.Time `json:"seen"`
+	Escalated bool                 `json:"escalated"`
+}
+
+// Engine evaluates the rules. It is not safe for concurrent use: the poll
+// loop owns it.
+type Engine struct {
+	cfg Config
+	st  State
+}
+
+// New returns an engine with cfg (which must Validate) that resumes from
+// st when st was saved on this boot, and starts empty otherwise: rule
+// windows clear on reboot.
+func New(cfg Config, st State, bootID string) *Engine {
+	if st.BootID != bootID || st.Ports == nil {
+		st = State{BootID: bootID, Ports: map[string]*PortState{}}
+	}
+	return &Engine{cfg: cfg, st: st}
+}
+
+// State returns a deep copy of the rules' memory for the state file.
+func (e *Engine) State() State {
+	out := State{BootID: e.st.BootID, Ports: make(map[string]*PortState, len(e.st.Ports))}
+	for k, p := range e.st.Ports {
+		c := *p
+		c.Episodes = slices.Clone(p.Episodes)
+		c.NonFatal = slices.Clone(p.NonFatal)
+		c.Seen = make(map[string]time.Time, len(p.Seen))
+		for sk, sv := range p.Seen {
+			c.Seen[sk] = sv
+		}
+		out.Ports[k] = &c
+	}
+	return out
+}
+
+// Active returns the conditions the rules hold now, to restore the health
+// model after a restart.
+func (e *Engine) Active(now time.Time) []Condition {
+	var out []Condition
+	for _, k := range e.sortedKeys() {
+		p := e.st.Ports[k]
+		dev, port := splitKey(k)
+		if p.Flapping {
+			out = append(out, e.flapCondition(dev, port, p, now))
+		}
+		if p.Dropped {
+			out = append(out, e.dropCondition(dev, port, p, now))
+		}
+		if p.Escalated {
+			out = append(out, e.degradationCondition(dev, port, p, now))
+		}
+	}
+	return out
+}
+
+// SetConfig applies a reloaded configuration. A rule switched off clears
+// its conditions and forgets its windows; thresholds take effect at the
+// next Cycle.
+func (e *Engine) SetConfig(cfg Config) []Change {
+	var out []Change
+	for _, k := range e.sortedKeys() {
+		p := e.st.Ports[k]
+		dev, port := splitKey(k)
+		if !cfg.Flap.Enabled {
+			if p.Flapping {
+				out = append(out, clearChange(FlapCheck, dev, port))
+			}
+			p.Flapping, p.Episodes = false, nil
+		}
+		if !cfg.Drop.Enabled {
+			if p.Dropped {
+				out = append(out, clearChange(DropCheck, dev, port))
+			}
+			p.Dropped = false
+		}
+		if !cfg.Degradation.Enabled {
+			if p.Escalated {
+				out = append(out, clearChange(DegradationCheck, dev, port))
+			}
+			p.Escalated, p.NonFatal = false, nil
+		}
+	}
+	e.cfg = cfg
+	return out
+}
+
+// Cycle folds one poll cycle into the windows: ports are the monitored
+// ports as read at now, degraded the health model's active non-fatal
+// conditions (the rules' own excluded). It
+// returns the rule conditions raised and cleared, ports in order. A port
+// missing from ports is forgotten, and its rule conditions are cleared.
+func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Change {
+	var out []Change
+	seen := make(map[string]bool, len(ports))
+	for i := range ports {
+		pt := &ports[i]
+		k := key(pt.Device, pt.Port)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		p, old := e.st.Ports[k]
+		if !old {
+			p = &PortState{Seen: map[string]time.Time{}}
+			e.st.Ports[k] = p
+		}
+		n := p.episodes(pt, old)
+		out = append(out, e.flap(now, pt, p, n)...)
+		out = append(out, e.drop(now, pt, p, n)...)
+	}
+	out = append(out, e.degradation(now, degraded, seen)...)
+	for _, k := range e.sortedKeys() {
+		if seen[k] {
+			continue
+		}
+		p := e.st.Ports[k]
+		dev, port := splitKey(k)
+		for _, c := range []struct {
+			on    bool
+			check string
+		}{{p.Flapping, FlapCheck}, {p.Dropped, DropCheck}, {p.Escalated, DegradationCheck}} {
+			if c.on {
+				out = append(out, clearChange(c.check, dev, port))
+			}
+		}
+		delete(e.st.Ports, k)
+	}
+	return out
+}
+
+// episodes counts the link-down episodes pt shows since the previous
+// cycle: the largest count any one witness shows (link_downed steps,
+// carrier_changes down+up pairs counted at their first half, a fall from
+// ACTIVE to DOWN), so one episode seen by several witnesses counts once.
+// A counter that went down was reset: its value is what happened since.
+func (p *PortState) episodes(pt *Port, old bool) uint64 {
+	var byLD, byCC, byState uint64
+	if pt.LinkDowned.OK {
+		if old && p.HasLinkDowned {
+			byLD = delta(p.LinkDowned, pt.LinkDowned.Value)
+		}
+		p.LinkDowned, p.HasLinkDowned = pt.LinkDowned.Value, true
+	}
+	if pt.CarrierChanges.OK {
+		if old && p.HasCarrier {
+			before := (p.CarrierChanges + 1) / 2
+			p.CarrierChanges += delta(p.Carrier, pt.CarrierChanges.Value)
+			byCC = (p.CarrierChanges+1)/2 - before
+		} else if pt.State == "DOWN" {
+			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
+		}
+		p.Carrier, p.HasCarrier = pt.CarrierChanges.Value, true
+	}
+	switch pt.State {
+	case "ACTIVE", "ACTIVE_DEFER":
+		p.Up, p.Known = true, true
+	case "DOWN":
+		if old && p.Known && p.Up {
+			byState = 1
+		}
+		p.Up, p.Known = false, true
+	}
+	return max(byLD, byCC, byState)
+}
+
+func delta(prev, cur uint64) uint64 {
+	if cur >= prev {
+		return cur - prev
+	}
+	return cur
+}
+
+// flap records the cycle's n episodes and judges the flap window.
+func (e *Engine) flap(now time.Time, pt *Port, p *PortState, n uint64) []Change {
+	cfg := e.cfg.Flap
+	if !cfg.Enabled {
+		return nil
+	}
+	for range n {
+		p.Episodes = append(p.Episodes, now)
+	}
+	if n > 0 {
+		p.LastEpisode = now
+	}
+	p.Episodes = slices.DeleteFunc(p.Episodes, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+	switch {
+	case !p.Flapping && len(p.Episodes) >= cfg.Episodes:
+		p.Flapping = true
+		return []Change{{Raise: true, Condition: e.flapCondition(pt.Device, pt.Port, p, now)}}
+	case p.Flapping && now.Sub(p.LastEpisode) >= cfg.Stabilization:
+		p.Flapping = false
+		return []Change{clearChange(FlapCheck, pt.Device, pt.Port)}
+	}
+	return nil
+}
+
+// drop judges how long the port has been DOWN; n is the cycle's episodes.
+func (e *Engine) drop(now time.Time, pt *Port, p *PortState, n uint64) []Change {
+	switch pt.State {
+	case "":
+		return nil // unreadable: keep what is known
+	case "DOWN":
+		// The fall itself is the episode of the first DOWN cycle; any
+		// later one while DOWN (link_downed moving, the carrier coming
+		// and going) is a recovery attempt, and the seed's drop needs
+		// none in the whole period, so the period restarts.
+		if p.DownSince.IsZero() || n > 0 {
+			p.DownSince = now
+		}
+	default:
+		p.DownSince = time.Time{}
+		if p.Dropped {
+			p.Dropped = false
+			return []Change{clearChange(DropCheck, pt.Device, pt.Port)}
+		}
+		return nil
+	}
+	if e.cfg.Drop.Enabled && !p.Dropped && now.Sub(p.DownSince) >= e.cfg.Drop.After {
+		p.Dropped = true
+		return []Change{{Raise: true, Condition: e.dropCondition(pt.Device, pt.Port, p, now)}}
+	}
+	return nil
+}
+
+// degradation counts the non-fatal conditions newly raised on each port
+// (a condition's start time identifies its raise, so a condition that
+// stays active counts once) and escalates at the threshold. The rules'
+// own conditions are not counted.
+func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[string]bool) []Change {
+	cfg := e.cfg.Degradation
+	if !cfg.Enabled {
+		return nil
+	}
+	active := map[string]map[string]bool{}
+	for i := range degraded {
+		d := &degraded[i]
+		if d.Device == "" || d.Port == 0 || isRule(d.Key) {
+			continue
+		}
+		k := key(d.Device, d.Port)
+		p := e.st.Ports[k]
+		if p == nil || !ports[k] {
+			continue
+		}
+		if active[k] == nil {
+			active[k] = map[string]bool{}
+		}
+		active[k][d.Key] = true
+		since := d.Since
+		if since.IsZero() {
+			since = now
+		}
+		if prev, ok := p.Seen[d.Key]; ok && prev.Equal(since) {
+			continue
+		}
+		p.Seen[d.Key] = since
+		p.NonFatal = append(p.NonFatal, since)
+	}
+	var out []Change
+	for _, k := range e.sortedKeys() {
+		if !ports[k] {
+			continue
+		}
+		p := e.st.Ports[k]
+		for ck := range p.Seen {
+			if !active[k][ck] {
+				delete(p.Seen, ck)
+			}
+		}
+		p.NonFatal = slices.DeleteFunc(p.NonFatal, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+		dev, port := splitKey(k)
+		switch {
+		case !p.Escalated && len(p.NonFatal) >= cfg.Events:
+			p.Escalated = true
+			out = append(out, Change{Raise: true, Condition: e.degradationCondition(dev, port, p, now)})
+		case p.Escalated && len(p.NonFatal) < cfg.Events && len(active[k]) == 0:
+			p.Escalated = false
+			out = append(out, clearChange(DegradationCheck, dev, port))
+		}
+	}
+	return out
+}
+
+// isRule reports whether a condition key is one of the rules' own: a
+// key starts with its check name.
+func isRule(key string) bool {
+	for _, c := range []string{FlapCheck, DropCheck, DegradationCheck} {
+		if key == c || strings.HasPrefix(key, c+" ") || strings.HasPrefix(key, c+"|") {
+			return true
+		}
+	}
+	return false
+}
+
+func clearChange(check, dev string, port int) Change {
+	return Change{Condition: Condition{Check: check, Device: dev, Port: port}}
+}
+
+// The messages follow the seed: "NIC port flapping detected" is the
+// analyzer's text for RepeatedNICLinkFlap.
+func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time) Condition {
+	cfg := e.cfg.Flap
+	return Condition{Check: FlapCheck, Device: dev, Port: port, Fatal: true,
+		Action: event.ActionReplaceVM, Since: now,
+		Message: fmt.Sprintf("Port %s port %d: NIC port flapping detected (%d link-down episodes within %s; held until stable for %s)",
+			dev, port, max(len(p.Episodes), cfg.Episodes), cfg.Window, cfg.Stabilization)}
+}
+
+func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time) Condition {
+	since := p.DownSince
+	if since.IsZero() {
+		since = now
+	}
+	return Condition{Check: DropCheck, Device: dev, Port: port, Fatal: true,
+		Action: event.ActionReplaceVM, Since: now,
+		Message: fmt.Sprintf("Port %s port %d: port dropped (DOWN since %s, %s or more, with no link_downed change)",
+			dev, port, since.UTC().Format(time.RFC3339), e.cfg.Drop.After)}
+}
+
+func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) Condition {
+	cfg := e.cfg.Degradation
+	return Condition{Check: DegradationCheck, Device: dev, Port: port,
+		Action: event.ActionContactSupport, Since: now,
+		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal events within %s)",
+			dev, port, max(len(p.NonFatal), cfg.Events), cfg.Window)}
+}
+
+func key(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
+
+func splitKey(k string) (string, int) {
+	for i := len(k) - 1; i >= 0; i-- {
+		if k[i] == '/' {
+			n, _ := strconv.Atoi(k[i+1:])
+			return k[:i], n
+		}
+	}
+	return k, 0
+}
+
+func (e *Engine) sortedKeys() []string {
+	ks := make([]string, 0, len(e.st.Ports))
+	for k := range e.st.Ports {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b string) int {
+		da, pa := splitKey(a)
+		db, pb := splitKey(b)
+		if c := strings.Compare(da, db); c != 0 {
+			return c
+		}
+		return pa - pb
+	})
+	return ks
+}

@@ -1,0 +1,241 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+)
+
+var t0 = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+
+// at is T+m:s of the seeds' timelines.
+func at(m, s int) time.Time {
+	return t0.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+}
+
+func ib(state string, linkDowned uint64) Port {
+	return Port{Device: "mlx5_0", Port: 1, State: state, LinkDowned: Reading{linkDowned, true}}
+}
+
+// run feeds one port reading per step and returns the changes of each.
+type step struct {
+	at   time.Time
+	port Port
+}
+
+func run(t *testing.T, e *Engine, steps []step) [][]Change {
+	t.Helper()
+	var out [][]Change
+	for _, s := range steps {
+		out = append(out, e.Cycle(s.at, []Port{s.port}, nil))
+	}
+	return out
+}
+
+func only(t *testing.T, cs []Change, raise bool, check string) Condition {
+	t.Helper()
+	if len(cs) != 1 || cs[0].Raise != raise || cs[0].Condition.Check != check {
+		t.Fatalf("changes %+v, want one %s raise=%v", cs, check, raise)
+	}
+	return cs[0].Condition
+}
+
+func none(t *testing.T, what string, cs []Change) {
+	t.Helper()
+	if len(cs) != 0 {
+		t.Fatalf("%s: unexpected changes %+v", what, cs)
+	}
+}
+
+// Seed state 6.3, the link flap detection flow: link_downed on mlx5_0 port
+// 1 at T+1:30, T+4:20 and T+7:10 (each DOWN, back ACTIVE 15 s later). The
+// third is fatal, REPLACE_VM, "NIC port flapping detected"; the
+// stabilization window (30 minutes) holds it until T+37:10.
+func TestRules_6_3_SeedFlapTimelineAndStabilization(t *testing.T) {
+	e := New(Defaults(), State{}, "boot-1")
+	cs := run(t, e, []step{
+		{at(0, 0), ib("ACTIVE", 0)},
+		{at(1, 30), ib("DOWN", 1)},
+		{at(1, 45), ib("ACTIVE", 1)},
+		{at(4, 20), ib("DOWN", 2)},
+		{at(4, 35), ib("ACTIVE", 2)},
+	})
+	for _, c := range cs {
+		none(t, "before the third", c)
+	}
+	c := only(t, e.Cycle(at(7, 10), []Port{ib("DOWN", 3)}, nil), true, FlapCheck)
+	if !c.Fatal || c.Action != event.ActionReplaceVM || c.Device != "mlx5_0" || c.Port != 1 ||
+		!strings.Contains(c.Message, "NIC port flapping detected") || !strings.HasPrefix(c.Message, "Port mlx5_0 port 1: ") {
+		t.Fatalf("flap condition %+v", c)
+	}
+	// Stable from T+7:25 on: held through the window, cleared at its end.
+	none(t, "T+7:25", e.Cycle(at(7, 25), []Port{ib("ACTIVE", 3)}, nil))
+	none(t, "T+17:10 (the 10-minute count is below 3 again)", e.Cycle(at(17, 10), []Port{ib("ACTIVE", 3)}, nil))
+	none(t, "T+37:09", e.Cycle(at(37, 9), []Port{ib("ACTIVE", 3)}, nil))
+	only(t, e.Cycle(at(37, 10), []Port{ib("ACTIVE", 3)}, nil), false, FlapCheck)
+	none(t, "after the clear", e.Cycle(at(40, 0), []Port{ib("ACTIVE", 3)}, nil))
+}
+
+func TestRules_6_3_EpisodeCountedOnceAndWindowed(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	// Two episodes each seen by link_downed and by the state fall: 2, not 4.
+	for _, s := range []step{
+		{at(0, 0), ib("ACTIVE", 0)},
+		{at(1, 0), ib("DOWN", 1)},
+		{at(1, 5), ib("ACTIVE", 1)},
+		{at(2, 0), ib("DOWN", 2)},
+		{at(2, 5), ib("ACTIVE", 2)},
+	} {
+		none(t, s.at.Format("T+04:05"), e.Cycle(s.at, []Port{s.port}, nil))
+	}
+	// The third 10 minutes after the first: the first is out of the window.
+	none(t, "third after the window", e.Cycle(at(11, 0), []Port{ib("ACTIVE", 3)}, nil))
+	// A fourth within 10 minutes of the second and third: flapping.
+	only(t, e.Cycle(at(11, 30), []Port{ib("ACTIVE", 4)}, nil), true, FlapCheck)
+}
+
+func TestRules_6_3_RoCECarrierChanges(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	roce := func(cc uint64) Port {
+		return Port{Device: "mlx5_8", Port: 1, State: "ACTIVE", CarrierChanges: Reading{cc, true}}
+	}
+	none(t, "baseline", e.Cycle(at(0, 0), []Port{roce(10)}, nil))
+	none(t, "down", e.Cycle(at(1, 0), []Port{roce(11)}, nil))               // 1st episode (carrier lost)
+	none(t, "up", e.Cycle(at(1, 10), []Port{roce(12)}, nil))                // same episode
+	none(t, "2nd", e.Cycle(at(2, 0), []Port{roce(14)}, nil))                // down and up between polls
+	c := only(t, e.Cycle(at(3, 0), []Port{roce(15)}, nil), true, FlapCheck) // 3rd
+	if c.Device != "mlx5_8" {
+		t.Fatalf("%+v", c)
+	}
+}
+
+// Seed state 6.2, NICPortDrop: DOWN for at least 4 minutes with no
+// link_downed change is fatal "port dropped"; a port that keeps retrying
+// is not dropped; back ACTIVE clears it.
+func TestRules_6_2_SeedPortDrop(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	none(t, "baseline", e.Cycle(at(0, 0), []Port{ib("ACTIVE", 5)}, nil))
+	none(t, "the fall", e.Cycle(at(2, 0), []Port{ib("DOWN", 6)}, nil))
+	none(t, "T+5:59", e.Cycle(at(5, 59), []Port{ib("DOWN", 6)}, nil))
+	c := only(t, e.Cycle(at(6, 0), []Port{ib("DOWN", 6)}, nil), true, DropCheck)
+	if !c.Fatal || c.Action != event.ActionReplaceVM || !strings.Contains(c.Message, "port dropped") {
+		t.Fatalf("drop condition %+v", c)
+	}
+	none(t, "still down", e.Cycle(at(9, 0), []Port{ib("DOWN", 6)}, nil))
+	only(t, e.Cycle(at(9, 30), []Port{ib("ACTIVE", 6)}, nil), false, DropCheck)
+
+	// Retrying: link_downed moves every 3 minutes while DOWN.
+	r := New(Defaults(), State{}, "b")
+	for i, s := range []step{
+		{at(0, 0), ib("ACTIVE", 0)}, {at(1, 0), ib("DOWN", 1)}, {at(4, 0), ib("DOWN", 2)},
+		{at(7, 0), ib("DOWN", 3)}, {at(10, 59), ib("DOWN", 3)},
+	} {
+		for _, c := range r.Cycle(s.at, []Port{s.port}, nil) {
+			if c.Condition.Check == DropCheck {
+				t.Fatalf("step %d: a retrying port dropped: %+v", i, c)
+			}
+		}
+	}
+	if cs := r.Cycle(at(11, 0), []Port{ib("DOWN", 3)}, nil); len(cs) != 1 || cs[0].Condition.Check != DropCheck {
+		t.Fatalf("4 minutes after the last retry: %+v", cs)
+	}
+}
+
+// NVSentinel's RepeatedNICDegradation: 3 non-fatal events on one port
+// within 1 hour escalate (CONTACT_SUPPORT).
+func TestRules_Degradation_ThreeNonFatalInAnHour(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	p := []Port{ib("ACTIVE", 0)}
+	nf := func(check, counter string, since time.Time) Degraded {
+		return Degraded{Key: check + "|mlx5_0/1 " + counter, Device: "mlx5_0", Port: 1, Since: since}
+	}
+	none(t, "first", e.Cycle(at(0, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
+	// Still active next cycle: the same event, not a second one.
+	none(t, "same", e.Cycle(at(0, 1), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
+	none(t, "cleared", e.Cycle(at(10, 0), p, nil))
+	none(t, "second", e.Cycle(at(20, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0))}))
+	c := only(t, e.Cycle(at(59, 0), p, []Degraded{
+		nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0)),
+		nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0)),
+	}), true, DegradationCheck)
+	if c.Fatal || c.Action != event.ActionContactSupport {
+		t.Fatalf("%+v", c)
+	}
+	// Cleared once fewer than 3 remain in the hour and none is active.
+	none(t, "still active", e.Cycle(at(61, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0))}))
+	only(t, e.Cycle(at(62, 0), p, nil), false, DegradationCheck)
+
+	// Spread over more than an hour: no escalation; the rules' own
+	// conditions do not count.
+	s := New(Defaults(), State{}, "b")
+	for i, tm := range []time.Time{at(0, 0), at(40, 0), at(80, 0)} {
+		conds := []Degraded{nf("X", fmt.Sprintf("c%d", i), tm),
+			{Key: FlapCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm},
+			{Key: DegradationCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm}}
+		none(t, "spread", s.Cycle(tm, p, conds))
+	}
+}
+
+// The windows survive a restart on the same boot (the state file) and are
+// cleared by a reboot.
+func TestRules_WindowsPersistAndClearOnReboot(t *testing.T) {
+	e := New(Defaults(), State{}, "boot-1")
+	run(t, e, []step{{at(0, 0), ib("ACTIVE", 0)}, {at(1, 0), ib("ACTIVE", 1)}, {at(2, 0), ib("ACTIVE", 2)}})
+	b, err := json.Marshal(e.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	same := New(Defaults(), st, "boot-1")
+	only(t, same.Cycle(at(3, 0), []Port{ib("ACTIVE", 3)}, nil), true, FlapCheck)
+	if act := same.Active(at(3, 1)); len(act) != 1 || act[0].Check != FlapCheck {
+		t.Fatalf("active after raise: %+v", act)
+	}
+	rebooted := New(Defaults(), st, "boot-2")
+	none(t, "after reboot: the first reading is a baseline", rebooted.Cycle(at(3, 0), []Port{ib("ACTIVE", 0)}, nil))
+	none(t, "after reboot", rebooted.Cycle(at(3, 5), []Port{ib("ACTIVE", 1)}, nil))
+}
+
+// Live reload: a shortened stabilization takes effect at the next cycle;
+// switching a rule off clears its condition.
+func TestRules_ReloadTunesAndSwitchesOff(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	run(t, e, []step{{at(0, 0), ib("ACTIVE", 0)}})
+	only(t, e.Cycle(at(0, 10), []Port{ib("ACTIVE", 3)}, nil), true, FlapCheck)
+	cfg := Defaults()
+	cfg.Flap.Stabilization = 2 * time.Minute
+	none(t, "reload", e.SetConfig(cfg))
+	none(t, "T+2:09", e.Cycle(at(2, 9), []Port{ib("ACTIVE", 3)}, nil))
+	only(t, e.Cycle(at(2, 10), []Port{ib("ACTIVE", 3)}, nil), false, FlapCheck)
+
+	only(t, e.Cycle(at(3, 0), []Port{ib("ACTIVE", 6)}, nil), true, FlapCheck)
+	cfg.Flap.Enabled = false
+	only(t, e.SetConfig(cfg), false, FlapCheck)
+	none(t, "off", e.Cycle(at(3, 10), []Port{ib("ACTIVE", 9)}, nil))
+}
+
+func TestRules_VanishedPortClearsItsConditions(t *testing.T) {
+	e := New(Defaults(), State{}, "b")
+	run(t, e, []step{{at(0, 0), ib("ACTIVE", 0)}})
+	only(t, e.Cycle(at(0, 10), []Port{ib("ACTIVE", 3)}, nil), true, FlapCheck)
+	only(t, e.Cycle(at(0, 20), nil, nil), false, FlapCheck)
+}
+
+func TestRules_ConfigValidate(t *testing.T) {
+	if err := Defaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := Defaults()
+	c.Flap.Episodes, c.Drop.After = 0, 0
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "flap episodes 0") || !strings.Contains(err.Error(), "drop after 0s") {
+		t.Fatalf("%v", err)
+	}
+}
