@@ -14,6 +14,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
@@ -83,6 +84,11 @@ type Daemon struct {
 	snap         atomic.Pointer[health.Snapshot]
 	lastPollNano atomic.Int64
 	statusSent   string
+	// rules run the seeds' analyzer rules on the node (daemon/rules.go).
+	rules        *rules.Engine
+	rulePorts    []rules.Port
+	rulesStarted bool
+	boot         persist.BootStatus
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
 	reloadLogs repeats
@@ -234,6 +240,12 @@ func New(opts Options) (*Daemon, error) {
 		modelDirty: replayed > 0 || len(st.Health) == 0,
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.boot = bs
+	var rnote string
+	d.rules, rnote = restoreRules(st, cfg.Rules, bootID)
+	if rnote != "" {
+		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", []string{rnote})
+	}
 	if err := d.mon.Discover(); err != nil {
 		ob.Close()
 		return nil, err
@@ -349,6 +361,12 @@ func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
 	specs, changed := d.mon.Cycle(now)
 	evs := d.commitLocked(specs, changed, now)
+	// The rules read the model the cycle's events just updated. Their
+	// windows move with those events, so they are saved with them (a
+	// crash must not forget an episode); a quiet poll saves nothing.
+	if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
+		evs = append(evs, d.commitLocked(rs, true, now)...)
+	}
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
@@ -495,6 +513,9 @@ func (d *Daemon) publish(evs []emitted) {
 // when the bytes differ from the last save. Caller holds d.mu.
 func (d *Daemon) saveIfChanged() (bool, error) {
 	if err := StoreMemory(d.st, d.mon.Memory()); err != nil {
+		return false, err
+	}
+	if err := storeRules(d.st, d.rules); err != nil {
 		return false, err
 	}
 	return d.store.SaveIfChanged(d.st)
@@ -720,6 +741,7 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	}
 	unchanged := cfg.Digest == d.cfg.Digest
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	specs = append(specs, ruleSpecs(d.rules.SetConfig(cfg.Rules))...)
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
 	// /healthz and the watchdog judge a stall against the poll interval

@@ -53,6 +53,9 @@ const (
 	KindReadRecovered     Kind = "read-recovered"
 	KindLinkSanity        Kind = "link-sanity"
 	KindLinkSanityOK      Kind = "link-sanity-ok"
+	// Node-local analyzer rules (flap, drop, repeated degradation).
+	KindRuleRaised  Kind = "rule-raised"
+	KindRuleCleared Kind = "rule-cleared"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -60,7 +63,7 @@ var Kinds = []Kind{
 	KindPortFatal, KindPortNonFatal, KindPortRecovered, KindPortBaseline,
 	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
-	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK,
+	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -190,3 +190,9 @@ func portsOf(e *event.Event) []PortRef {
 	}
 	return out
 }
+
+// Has reports whether the condition of (check, entity) is active.
+func (m *Model) Has(check string, e Entity) bool {
+	_, ok := m.conds[Key{Check: check, Entity: e}]
+	return ok
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -73,6 +74,8 @@ type File struct {
 	} `toml:"counterDetection"`
 
 	LinkSanity LinkSanity `toml:"linkSanity"`
+
+	Rules RulesFile `toml:"rules"`
 
 	Sinks struct {
 		Journal struct {
@@ -134,6 +137,9 @@ type Config struct {
 	XmitWaitBytesPerTick float64
 
 	Sanity SanityConfig
+
+	// Rules are the node-local flap, drop and degradation rules.
+	Rules rules.Config
 
 	JournalEnabled   bool
 	JSONLPath        string
@@ -414,6 +420,13 @@ func fromFile(path string, f *File) (*Config, error) {
 		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
 		SMLID: boolOr(s.SMLID, true), CharDevices: boolOr(s.CharDevices, true), ISSM: boolOr(s.ISSM, false),
 		Fatal: boolOr(s.Fatal, false),
+	}
+
+	if c.Rules, err = rulesConfig(f.Rules, bad); err != nil {
+		if _, ok := err.(*Error); !ok {
+			err = &Error{File: path, Key: "rules", Reason: err.Error()}
+		}
+		return nil, err
 	}
 
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)

@@ -24,6 +24,8 @@ const (
 	MessageIDReadRecovered     = "ab1a22906dc84c3ab9d151934a158bfb"
 	MessageIDLinkSanity        = "b9c2a485a9494528b118228e44cf94c2"
 	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
+	MessageIDRuleRaised        = "4af7f7a9bb0b40e6a34aa8e9ebd67b9a"
+	MessageIDRuleCleared       = "40aad8a437454425b6ec4acf60d2d91b"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -64,6 +66,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDLinkSanity, true
 	case event.KindLinkSanityOK:
 		return MessageIDLinkSanityOK, true
+	case event.KindRuleRaised:
+		return MessageIDRuleRaised, true
+	case event.KindRuleCleared:
+		return MessageIDRuleCleared, true
 	}
 	return "", false
 }
