@@ -394,10 +394,16 @@ func (d *Daemon) poll(now time.Time) {
 // publishSnapshotLocked builds the verdict from the model and the
 // monitor's observations and publishes it. Caller holds d.mu.
 func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
+	infos := d.mon.portInfos()
+	if d.rules != nil {
+		for i := range infos {
+			infos[i].LinkDownEpisodes, _ = d.rules.Episodes(infos[i].Device, infos[i].Port)
+		}
+	}
 	snap := health.Build(health.Node{
 		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
-	}, d.mon.portInfos(), d.model.Conditions())
+	}, infos, d.model.Conditions())
 	d.snap.Store(snap)
 	return snap
 }

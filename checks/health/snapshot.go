@@ -55,6 +55,9 @@ type PortInfo struct {
 	HealthyMessage string
 	LastChange     time.Time
 	Counters       []Counter
+	// LinkDownEpisodes counts the port's link-down episodes this boot, as
+	// the flap rule counts them (checks/rules).
+	LinkDownEpisodes uint64
 }
 
 // Port is a port with its verdict.

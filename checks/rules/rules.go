@@ -145,6 +145,12 @@ type PortState struct {
 	Carrier        uint64 `json:"carrier"`
 	HasCarrier     bool   `json:"hasCarrier"`
 	CarrierChanges uint64 `json:"carrierChanges"` // since the baseline
+	// Episodes each witness saw since the baseline, and the port's total
+	// (the largest of them; never decreases).
+	ByLinkDowned uint64 `json:"byLinkDowned"`
+	ByCarrier    uint64 `json:"byCarrier"`
+	ByState      uint64 `json:"byState"`
+	Total        uint64 `json:"total"`
 	// Up: ACTIVE seen since the last DOWN; Known: a state was read.
 	Up    bool `json:"up"`
 	Known bool `json:"known"`
@@ -295,15 +301,18 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 }
 
 // episodes counts the link-down episodes pt shows since the previous
-// cycle: the largest count any one witness shows (link_downed steps,
-// carrier_changes down+up pairs counted at their first half, a fall from
-// ACTIVE to DOWN), so one episode seen by several witnesses counts once.
-// A counter that went down was reset: its value is what happened since.
+// cycle. Each witness (link_downed steps, carrier_changes down+up pairs
+// counted at their first half, falls from ACTIVE to DOWN) keeps its own
+// running count since the baseline, and the port's total is the largest
+// of them: one episode seen by several witnesses counts once, also when
+// they see it in different cycles (the counters are sampled on a 1 s
+// tick, the state on every poll, so a fall into DOWN usually reaches the
+// state witness a poll before link_downed steps). A counter that went
+// down was reset: its value is what happened since.
 func (p *PortState) episodes(pt *Port, old bool) uint64 {
-	var byLD, byCC, byState uint64
 	if pt.LinkDowned.OK {
 		if old && p.HasLinkDowned {
-			byLD = delta(p.LinkDowned, pt.LinkDowned.Value)
+			p.ByLinkDowned += delta(p.LinkDowned, pt.LinkDowned.Value)
 		}
 		p.LinkDowned, p.HasLinkDowned = pt.LinkDowned.Value, true
 	}
@@ -311,7 +320,7 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		if old && p.HasCarrier {
 			before := (p.CarrierChanges + 1) / 2
 			p.CarrierChanges += delta(p.Carrier, pt.CarrierChanges.Value)
-			byCC = (p.CarrierChanges+1)/2 - before
+			p.ByCarrier += (p.CarrierChanges+1)/2 - before
 		} else if pt.State == "DOWN" {
 			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
 		}
@@ -322,11 +331,25 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		p.Up, p.Known = true, true
 	case "DOWN":
 		if old && p.Known && p.Up {
-			byState = 1
+			p.ByState++
 		}
 		p.Up, p.Known = false, true
 	}
-	return max(byLD, byCC, byState)
+	total := max(p.ByLinkDowned, p.ByCarrier, p.ByState)
+	n := total - min(total, p.Total)
+	p.Total = max(total, p.Total)
+	return n
+}
+
+// Episodes is the number of link-down episodes of a port since the rules
+// first saw it in this boot (0, false for a port they do not know): the
+// counter /metrics serves, counted by the same rule the flap rule applies.
+func (e *Engine) Episodes(device string, port int) (uint64, bool) {
+	p, ok := e.st.Ports[key(device, port)]
+	if !ok {
+		return 0, false
+	}
+	return p.Total, true
 }
 
 func delta(prev, cur uint64) uint64 {

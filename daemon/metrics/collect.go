@@ -43,8 +43,6 @@ type snapshot struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
-	// episodes[i] is health.Ports[i]'s link-down episode total (episodes.go).
-	episodes []uint64
 }
 
 func gather(src Source) snapshot {
@@ -143,7 +141,7 @@ func descriptors() [numFamilies]desc {
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
 		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
-			"Link-down episodes of the port seen since nichealthd started (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once).", counter},
+			"Link-down episodes of the port this boot (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once), counted as the node's flap rule counts them.", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
 		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
@@ -220,9 +218,7 @@ func fill(e *encoder, s *snapshot) {
 			}
 		}
 		e.add(mSanityFindings, short, uval(uint64(findings)))
-		if i < len(s.episodes) {
-			e.add(mPortLinkDownEpisodes, id, uval(s.episodes[i]))
-		}
+		e.add(mPortLinkDownEpisodes, id, uval(pv.LinkDownEpisodes))
 		if xw := xmitWait(pv.Counters); xw != nil {
 			e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
 			e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))

@@ -105,7 +105,6 @@ func (h *handler) start() *flight {
 			close(f.done)
 		}()
 		f.snap = gather(h.src)
-		f.snap.episodes = h.m.episodes.observe(f.snap.health.Ports, nil)
 	}()
 	return f
 }

@@ -21,9 +21,8 @@ func pollBounds() [numBounds]time.Duration {
 }
 
 // Metrics holds the only state the endpoint owns: the poll-duration
-// histogram, when the last poll cycle completed and the link-down episode
-// totals. Everything else is read
-// from the Source at scrape time. The zero value is not ready; use New.
+// histogram and when the last poll cycle completed. Everything else is
+// read from the Source at scrape time. The zero value is not ready; use New.
 type Metrics struct {
 	bounds [numBounds]time.Duration
 	// counts[i] counts observations in bucket i alone; counts[numBounds]
@@ -32,7 +31,6 @@ type Metrics struct {
 	sumNanos atomic.Uint64
 	lastDone atomic.Int64 // unix ns of the last ObservePoll; 0 = none yet
 	now      func() time.Time
-	episodes episodeTracker
 }
 
 // New returns an empty Metrics.

@@ -27,6 +27,8 @@ type fakeSource struct {
 	entered  chan struct{} // receives once per Manager call when block is set
 	calls    int
 	panicMsg string
+	// episodes are the link-down episode totals by "<device>/<port>".
+	episodes map[string]uint64
 }
 
 // Snapshot turns the fixed views into the verdict the daemon would
@@ -52,6 +54,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 				ThresholdType: c.ThresholdType, Threshold: c.Threshold, Fatal: c.Fatal, Breached: c.Breached,
 				Saturated: c.Saturated, LostGbps: c.LostGbps, LostPercent: c.LostPercent})
 		}
+		pi.LinkDownEpisodes = f.episodes[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
 		infos = append(infos, pi)
 		port := health.Entity{Kind: health.EntityPort, Device: pv.Device, Port: int(pv.Port)}
 		switch {

@@ -1,0 +1,90 @@
+package rules
+
+import (
+	"testing"
+	"time"
+)
+
+func ibPort(state string, linkDowned uint64) Port {
+	return Port{Device: "mlx5_0", Port: 1, State: state, LinkDowned: Reading{Value: linkDowned, OK: true}}
+}
+
+func rocePort(state string, carrier uint64) Port {
+	return Port{Device: "mlx5_9", Port: 1, State: state, CarrierChanges: Reading{Value: carrier, OK: true}}
+}
+
+// Seed state 6.3 counts link_downed events per NICPort; the node widens
+// the witness to a fall from ACTIVE to DOWN or a carrier_changes step,
+// each episode counted once, also when the witnesses see it in different
+// cycles.
+func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
+	type step struct {
+		port Port
+		want uint64
+	}
+	stateOnly := func(s string) Port { return Port{Device: "mlx5_1", Port: 2, State: s} }
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"link_downed and the state cycle are one episode", []step{
+			{ibPort("ACTIVE", 7), 0}, // baseline: earlier link-downs are not this boot's episodes
+			{ibPort("DOWN", 8), 1},
+			{ibPort("ACTIVE", 8), 1},
+			{ibPort("ACTIVE", 9), 2}, // down and up again between two looks
+			{ibPort("DOWN", 12), 5},  // three in one interval
+			{ibPort("DOWN", 12), 5},  // staying down is not another episode
+			{ibPort("ACTIVE", 2), 7}, // counter reset: the value is what happened since
+		}},
+		{"the state sees the fall a poll before link_downed steps", []step{
+			{ibPort("ACTIVE", 7), 0},
+			{ibPort("DOWN", 7), 1},
+			{ibPort("DOWN", 8), 1},
+			{ibPort("ACTIVE", 8), 1},
+			{ibPort("DOWN", 8), 2},
+			{ibPort("ACTIVE", 9), 2},
+		}},
+		{"state cycles when there is no counter", []step{
+			{stateOnly("DOWN"), 0}, // down at the baseline: NICPortDrop's case, not a flap
+			{stateOnly("ACTIVE"), 0},
+			{stateOnly("DOWN"), 1},
+			{stateOnly("INIT"), 1},
+			{stateOnly("DOWN"), 1}, // training fails before the link is up: no new episode
+			{stateOnly("ACTIVE"), 1},
+			{stateOnly("INIT"), 1}, // logical re-init with the link up is no link loss
+			{stateOnly("ACTIVE"), 1},
+			{stateOnly(""), 1}, // unreadable: no change known
+			{stateOnly("DOWN"), 2},
+		}},
+		{"saturated link_downed: the state witness still counts", []step{
+			{ibPort("ACTIVE", 255), 0},
+			{ibPort("DOWN", 255), 1},
+			{ibPort("ACTIVE", 255), 1},
+			{ibPort("DOWN", 255), 2},
+		}},
+		{"carrier_changes counts down+up pairs at their first half", []step{
+			{rocePort("ACTIVE", 4), 0},
+			{rocePort("ACTIVE", 5), 1}, // carrier lost
+			{rocePort("ACTIVE", 6), 1}, // back: same episode
+			{rocePort("ACTIVE", 10), 3},
+			{rocePort("ACTIVE", 11), 4},
+			{rocePort("ACTIVE", 12), 4},
+		}},
+		{"carrier down at the baseline", []step{
+			{rocePort("DOWN", 3), 0},
+			{rocePort("ACTIVE", 4), 0}, // coming back completes an unseen episode
+			{rocePort("ACTIVE", 5), 1},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Defaults(), State{}, "boot")
+			now := time.Unix(1_700_000_000, 0)
+			for i, s := range c.steps {
+				e.Cycle(now.Add(time.Duration(i)*time.Second), []Port{s.port}, nil)
+				if got, ok := e.Episodes(s.port.Device, s.port.Port); !ok || got != s.want {
+					t.Fatalf("step %d (%s): total %d, want %d", i, s.port.State, got, s.want)
+				}
+			}
+		})
+	}
+}
