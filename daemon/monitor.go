@@ -423,51 +423,26 @@ func (m *Monitor) NextWake() time.Time {
 	return m.nextStatePoll
 }
 
-// Cycle is one wake of the run loop: a state poll (enumerate, read, judge)
-// when one is due, and the counter tick when it is due. It returns the
-// specs to emit and whether the persisted state changed.
+// Cycle is one poll, read as the pipeline it is: observe (enumerate, read
+// the plan's files, parse each port once), run the checks on that
+// observation (presence, card homogeneity, port state, counters on their
+// 1 s tick, link sanity), and return their condition changes as event
+// specs, which the daemon commits to the outbox and folds into the health
+// model. changed says whether what the checks remember moved.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
-	specs := m.pendingSpecs
+	specs, changed := m.pendingSpecs, len(m.pendingSpecs) > 0
 	m.pendingSpecs = nil
-	changed := len(specs) > 0
 	if m.cycles != 0 && now.Before(m.nextStatePoll) {
 		// Woken for the counter tick alone: the state poll is slower.
 		m.counterCycle(now, &specs, &changed)
 		return specs, changed
 	}
-	first := m.cycles == 0
-
-	setChanged, enumErr := m.lister.Changed(m.cfg.Filter)
-	if enumErr == nil && setChanged {
-		m.rediscover()
-	}
-
-	if first && m.start == checks.Baseline {
-		why := "no previous state (first start, or the state file was missing or unreadable)"
-		if m.boot == persist.BootRebooted {
-			why = "host rebooted (boot ID changed)"
-		}
-		for _, c := range config.AllChecks {
-			if m.cfg.Checks[c] && (m.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
-				specs = append(specs, checks.ClearedSpec(c, why))
-			}
-		}
-	}
-
+	enumErr := m.enumerate()
+	specs = m.openingClears(specs)
 	m.read(m.stateFiles, &specs)
-
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
-	if enumErr == nil {
-		ss, ch := m.stateChk.Enumerated(m.mem.Ports, m.present, m.cfg.Paths.ClassInfiniBand)
-		specs = append(specs, ss...)
-		changed = changed || ch
-	} else if !m.unreadable["*enumeration*"] {
-		m.unreadable["*enumeration*"] = true
-		m.log.Warn("cannot list RDMA devices; device disappearance is not judged until listing works again",
-			"dir", m.cfg.Paths.ClassInfiniBand, "err", enumErr)
-	}
-
+	m.presence(enumErr, &specs, &changed)
 	// Observe every port first: card homogeneity needs all of them.
 	for _, p := range m.ports {
 		m.observe(p)
@@ -476,44 +451,90 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	// crossed first, homogeneity escalates it.
 	var cardSpecs []event.Spec
 	anomalous := m.cards(now, &cardSpecs, &changed)
-
-	for _, p := range m.ports {
-		// The state check is edge-triggered: an observation equal to the
-		// one it last judged cannot cross a boundary, so a steady poll
-		// skips it (and its allocations) entirely.
-		if p.observed && m.stateEnabled(p.port.LinkLayer) && p.state.Err == nil && p.phys.Err == nil &&
-			(first || !p.wasJudged || p.obs != p.judged) {
-			p.judged, p.wasJudged = p.obs, true
-			start := checks.Steady
-			if first {
-				start = m.start
-			}
-			s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
-			// A torn state/phys_state pair is held one poll: the same pair
-			// next poll must be judged, not skipped as unchanged.
-			p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
-			if s != nil || ch {
-				changed = changed || ch
-				if s != nil {
-					m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)] = now
-					specs = append(specs, *s)
-				}
-			}
-		}
-	}
+	m.judgePorts(now, anomalous, &specs, &changed)
 	specs = append(specs, cardSpecs...)
 	m.counterCycle(now, &specs, &changed)
-
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)
 	}
-
 	m.cycles++
 	m.lastPoll = now
 	m.nextStatePoll = now.Add(m.cfg.PollInterval)
 	m.devicesSetChanged = false
 	m.activeChanged = false
 	return specs, changed
+}
+
+// enumerate lists class/infiniband and rediscovers when the device set
+// changed. The error says the listing failed (presence is then not judged).
+func (m *Monitor) enumerate() error {
+	setChanged, err := m.lister.Changed(m.cfg.Filter)
+	if err == nil && setChanged {
+		m.rediscover()
+	}
+	return err
+}
+
+// openingClears adds, on the first poll after a reboot or with no state,
+// one check-scoped clear per enabled check (DESIGN.md difference 5).
+func (m *Monitor) openingClears(specs []event.Spec) []event.Spec {
+	if m.cycles != 0 || m.start != checks.Baseline {
+		return specs
+	}
+	why := "no previous state (first start, or the state file was missing or unreadable)"
+	if m.boot == persist.BootRebooted {
+		why = "host rebooted (boot ID changed)"
+	}
+	for _, c := range config.AllChecks {
+		if m.cfg.Checks[c] && (m.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
+			specs = append(specs, checks.ClearedSpec(c, why))
+		}
+	}
+	return specs
+}
+
+// presence judges device disappearance and renames after a complete
+// enumeration (DESIGN.md difference 3).
+func (m *Monitor) presence(enumErr error, specs *[]event.Spec, changed *bool) {
+	if enumErr != nil {
+		if !m.unreadable["*enumeration*"] {
+			m.unreadable["*enumeration*"] = true
+			m.log.Warn("cannot list RDMA devices; device disappearance is not judged until listing works again",
+				"dir", m.cfg.Paths.ClassInfiniBand, "err", enumErr)
+		}
+		return
+	}
+	ss, ch := m.stateChk.Enumerated(m.mem.Ports, m.present, m.cfg.Paths.ClassInfiniBand)
+	*specs = append(*specs, ss...)
+	*changed = *changed || ch
+}
+
+// judgePorts runs the state check on every port whose observation moved.
+// It is edge-triggered: an observation equal to the one it last judged
+// cannot cross a boundary, so a steady poll skips it (and its
+// allocations) entirely.
+func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]event.Spec, changed *bool) {
+	first := m.cycles == 0
+	for _, p := range m.ports {
+		if !p.observed || !m.stateEnabled(p.port.LinkLayer) || p.state.Err != nil || p.phys.Err != nil ||
+			(!first && p.wasJudged && p.obs == p.judged) {
+			continue
+		}
+		p.judged, p.wasJudged = p.obs, true
+		start := checks.Steady
+		if first {
+			start = m.start
+		}
+		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
+		// A torn state/phys_state pair is held one poll: the same pair
+		// next poll must be judged, not skipped as unchanged.
+		p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
+		*changed = *changed || ch
+		if s != nil {
+			m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)] = now
+			*specs = append(*specs, *s)
+		}
+	}
 }
 
 // read reads files and reports each hung read once (read-stuck) and its
