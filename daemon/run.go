@@ -188,47 +188,20 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w (set --boot-id-path or procfsRoot)", err)
 	}
 	store := persist.NewStore(opts.StateFile)
-	st, rep, err := store.Load()
+	st, bs, mem, err := loadState(store, opts.StateFile, bootID, log)
 	if err != nil {
 		return nil, err
 	}
-	if rep.Status == persist.LoadCorrupt {
-		log.Warn("state file unusable; starting fresh", "file", opts.StateFile, "reason", rep.Reason, "kept_copy", rep.Preserved)
-	} else if len(rep.Dropped) > 0 {
-		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", rep.Dropped)
-	}
-	bs := persist.ApplyBoot(st, bootID)
-	mem, dropped := RestoreMemory(st)
-	if len(dropped) > 0 {
-		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", dropped)
-	}
-	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", len(mem.Ports.KnownDevices))
-
 	ob, err := outbox.Open(filepath.Join(filepath.Dir(opts.StateFile), "outbox"), outbox.Options{
 		MaxBytes: cfg.OutboxMaxBytes, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
-	model, merr := restoreModel(st, mem)
-	if merr != nil {
-		log.Warn("state file", "file", opts.StateFile, "detail", merr.Error())
-	}
-	replayed := 0
-	if bs == persist.BootSame {
-		n, err := replayOutbox(&st.OutboxSeq, mem, model, ob, cfg.Counters)
-		replayed = n
-		if err != nil {
-			ob.Close()
-			return nil, err
-		}
-		if n > 0 {
-			log.Warn("replayed events the state file had not recorded (the daemon stopped between emitting and saving)", "events", n)
-		}
-	}
-	if last := ob.Stats().LastSeq; last > st.OutboxSeq {
-		// After a reboot the state was cleared: nothing older applies.
-		st.OutboxSeq = last
+	model, replayed, err := catchUp(st, bs, mem, ob, cfg, log)
+	if err != nil {
+		ob.Close()
+		return nil, err
 	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
@@ -238,9 +211,9 @@ func New(opts Options) (*Daemon, error) {
 		// A replay or a model rebuilt from an older state file is saved
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
+		boot:       bs,
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
-	d.boot = bs
 	var rnote string
 	d.rules, rnote = restoreRules(st, cfg.Rules, bootID)
 	if rnote != "" {
@@ -253,6 +226,52 @@ func New(opts Options) (*Daemon, error) {
 	d.logRoles()
 	d.publishSnapshotLocked()
 	return d, nil
+}
+
+// loadState reads the state file, ties it to this boot, and restores every
+// check's memory from it, logging what was unusable.
+func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*persist.State, persist.BootStatus, *Memory, error) {
+	st, rep, err := store.Load()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if rep.Status == persist.LoadCorrupt {
+		log.Warn("state file unusable; starting fresh", "file", path, "reason", rep.Reason, "kept_copy", rep.Preserved)
+	} else if len(rep.Dropped) > 0 {
+		log.Warn("state file entries dropped as invalid", "file", path, "dropped", rep.Dropped)
+	}
+	bs := persist.ApplyBoot(st, bootID)
+	mem, dropped := RestoreMemory(st)
+	if len(dropped) > 0 {
+		log.Warn("state file entries dropped as invalid", "file", path, "dropped", dropped)
+	}
+	log.Info("state loaded", "file", path, "boot", bs.String(), "known_devices", len(mem.Ports.KnownDevices))
+	return st, bs, mem, nil
+}
+
+// catchUp restores the health model and, on the same boot, replays the
+// outbox events newer than the state onto the checks and the model.
+func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.Outbox, cfg *config.Config, log *slog.Logger) (*health.Model, int, error) {
+	model, merr := restoreModel(st, mem)
+	if merr != nil {
+		log.Warn("state file", "detail", merr.Error())
+	}
+	replayed := 0
+	if bs == persist.BootSame {
+		n, err := replayOutbox(&st.OutboxSeq, mem, model, ob, cfg.Counters)
+		if err != nil {
+			return nil, 0, err
+		}
+		replayed = n
+		if n > 0 {
+			log.Warn("replayed events the state file had not recorded (the daemon stopped between emitting and saving)", "events", n)
+		}
+	}
+	if last := ob.Stats().LastSeq; last > st.OutboxSeq {
+		// After a reboot the state was cleared: nothing older applies.
+		st.OutboxSeq = last
+	}
+	return model, replayed, nil
 }
 
 func (d *Daemon) logRoles() {
@@ -722,30 +741,49 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	if err == nil {
 		d.mu.Lock()
 		err = restartOnly(d.cfg, cfg)
-		d.mu.Unlock()
-	}
-	if err == nil {
-		// Before taking d.mu: stopping the old endpoint waits for its
-		// in-flight scrapes, which read the daemon's views under d.mu.
-		d.mu.Lock()
 		old := d.cfg.MetricsAddress
 		d.mu.Unlock()
-		if cfg.MetricsAddress != old {
+		// Before taking d.mu for the rest: stopping the old endpoint
+		// waits for its in-flight scrapes.
+		if err == nil && cfg.MetricsAddress != old {
 			d.startMetrics(d.runCtx, cfg.MetricsAddress)
 		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		d.reloadErr = err.Error()
-		if ok, n := d.reloadLogs.note("refused "+err.Error(), time.Now()); ok {
-			d.log.Error("configuration refused; the running configuration stays", "err", err, "repeats", n)
-		}
-		d.publishSnapshotLocked()
-		d.publish(nil)
+		d.refuseReloadLocked(err)
 		return err
 	}
 	unchanged := cfg.Digest == d.cfg.Digest
+	specs := d.reconfigureLocked(cfg)
+	d.restartSinksLocked(cfg)
+	d.cfg = cfg
+	d.generation++
+	d.reloadErr = ""
+	evs := d.commitLocked(specs, true, time.Now())
+	d.publishSnapshotLocked()
+	d.logApplied(cfg, unchanged)
+	d.publish(evs)
+	d.RetryRejected()
+	return nil
+}
+
+// refuseReloadLocked keeps the running configuration and says why, in the
+// log (repeats collapsed) and in LastReloadError.
+func (d *Daemon) refuseReloadLocked(err error) {
+	d.reloadErr = err.Error()
+	if ok, n := d.reloadLogs.note("refused "+err.Error(), time.Now()); ok {
+		d.log.Error("configuration refused; the running configuration stays", "err", err, "repeats", n)
+	}
+	d.publishSnapshotLocked()
+	d.publish(nil)
+}
+
+// reconfigureLocked applies cfg to the checks, the rules and the parts of
+// the daemon that take it live, and returns the events that follow (a
+// latch resolved by a removed counter, a rule switched off).
+func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	specs := d.mon.Reconfigure(cfg, time.Now())
 	specs = append(specs, ruleSpecs(d.rules.SetConfig(cfg.Rules))...)
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
@@ -759,45 +797,46 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 		}
 		d.log.Info("D-Bus admin group changed", "from", d.cfg.AdminGroup, "to", cfg.AdminGroup)
 	}
+	return specs
+}
+
+// restartSinksLocked restarts the sinks when their keys changed (or none
+// runs: an earlier reload could not start them), and otherwise reopens
+// their files, which is how logrotate's SIGHUP is meant. Caller holds
+// d.mu; it is released while sinks stop and start, since a slow Close
+// must not hold up D-Bus readers.
+func (d *Daemon) restartSinksLocked(cfg *config.Config) {
 	d.sinkMu.Lock()
-	// No running set (an earlier reload could not start one) counts as a
-	// change, so a fixed configuration starts them.
-	sinksChanged := d.sinks == nil || sinkKey(cfg) != d.sinks.key
+	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key
 	d.sinkMu.Unlock()
-	if sinksChanged {
-		// Sinks are restarted outside d.mu: drainers never take it, but a
-		// slow Close must not hold up D-Bus readers.
-		d.mu.Unlock()
-		d.startMu.Lock()
-		d.stopSinks()
-		err := d.startSinks(d.runCtx, cfg, true)
-		d.startMu.Unlock()
-		d.mu.Lock()
-		if err != nil {
-			d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
-			go d.retryStartSinks(cfg, d.generation+1)
-		} else {
-			d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
-		}
-	} else {
-		// SIGHUP is how logrotate says "reopen your files".
+	if !changed {
 		d.reopenSinks()
+		return
 	}
-	d.cfg = cfg
-	d.generation++
-	d.reloadErr = ""
-	evs := d.commitLocked(specs, true, time.Now())
-	d.publishSnapshotLocked()
-	// A reload of the same file (a script calling Reload in a loop) is
-	// logged once per window with a count; every change is logged.
+	d.mu.Unlock()
+	d.startMu.Lock()
+	d.stopSinks()
+	err := d.startSinks(d.runCtx, cfg, true)
+	d.startMu.Unlock()
+	d.mu.Lock()
+	if err != nil {
+		d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
+		go d.retryStartSinks(cfg, d.generation+1)
+		return
+	}
+	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
+}
+
+// logApplied logs an applied configuration; a reload of the same file (a
+// script calling Reload in a loop) is logged once per window with a count.
+func (d *Daemon) logApplied(cfg *config.Config, unchanged bool) {
 	if !unchanged {
 		d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
 			"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
-	} else if ok, n := d.reloadLogs.note("unchanged", time.Now()); ok {
+		return
+	}
+	if ok, n := d.reloadLogs.note("unchanged", time.Now()); ok {
 		d.log.Info("configuration applied (file unchanged)", "file", d.opts.ConfigPath, "generation", d.generation,
 			"repeats", n)
 	}
-	d.publish(evs)
-	d.RetryRejected()
-	return nil
 }
