@@ -57,8 +57,6 @@ type Monitor struct {
 	devicesSetChanged bool
 	// lastChange is when each port last crossed healthy/unhealthy.
 	lastChange map[string]time.Time
-	// sanity holds link sanity findings per port key.
-	sanity map[string][]string
 	// stuckReported holds files whose hung read was reported and has not
 	// read successfully since.
 	stuckReported map[string]bool
@@ -135,7 +133,6 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
-		sanity:        map[string][]string{},
 		stuckReported: map[string]bool{},
 		present:       map[string]checks.Presence{},
 		planOf:        map[*topology.Port]*portPlan{},
@@ -301,18 +298,6 @@ func (m *Monitor) buildPlan() {
 		old[checks.PortKey(p.dev.Name, p.port.Num)] = p
 	}
 	m.closePlan()
-	add := func(path string) *reader.File {
-		f := reader.NewFile(path)
-		m.files = append(m.files, f)
-		m.stateFiles = append(m.stateFiles, f)
-		return f
-	}
-	addCounter := func(path string) *reader.File {
-		f := reader.NewFile(path)
-		m.files = append(m.files, f)
-		m.counterFiles = append(m.counterFiles, f)
-		return f
-	}
 	for _, d := range m.devices {
 		if !d.Monitored() {
 			continue
@@ -324,43 +309,15 @@ func (m *Monitor) buildPlan() {
 			if o := old[checks.PortKey(d.Name, port.Num)]; o != nil {
 				pp.obs, pp.observed = o.obs, o.observed
 			}
-			pp.state = add(port.Dir + "/state")
-			pp.phys = add(port.Dir + "/phys_state")
-			pp.rate = add(port.Dir + "/rate")
+			pp.state = m.addFile(port.Dir+"/state", &m.stateFiles)
+			pp.phys = m.addFile(port.Dir+"/phys_state", &m.stateFiles)
+			pp.rate = m.addFile(port.Dir+"/rate", &m.stateFiles)
 			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
-				pp.oper = add(m.cfg.Paths.ClassNet + "/" + pp.netdev + "/operstate")
+				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
-				byFile := map[string]int{}
-				for i := range m.defs {
-					def := &m.defs[i]
-					if !def.AppliesTo(port.LinkLayer) {
-						continue
-					}
-					path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
-					if path == "" {
-						continue
-					}
-					resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
-					if !ok {
-						m.log.Warn("counter file resolves outside its device directory through a symlink; not read",
-							"device", d.Name, "port", port.Num, "counter", def.Name, "path", path, "resolves_to", resolved)
-						continue
-					}
-					if j, ok := byFile[path]; ok {
-						pp.counters[j].defs = append(pp.counters[j].defs, i)
-						continue
-					}
-					byFile[path] = len(pp.counters)
-					pp.counters = append(pp.counters, counterRead{file: addCounter(path), defs: []int{i}})
-				}
-				var applicable []counters.Definition
-				for _, def := range m.defs {
-					if def.AppliesTo(port.LinkLayer) {
-						applicable = append(applicable, def)
-					}
-				}
-				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, applicable)
+				m.planCounters(pp)
+				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
 				present, missing = append(present, p...), append(missing, ms...)
 			}
 			m.ports = append(m.ports, pp)
@@ -370,6 +327,55 @@ func (m *Monitor) buildPlan() {
 			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
+}
+
+// addFile adds a file to the plan and to one of its cadences.
+func (m *Monitor) addFile(path string, cadence *[]*reader.File) *reader.File {
+	f := reader.NewFile(path)
+	m.files = append(m.files, f)
+	*cadence = append(*cadence, f)
+	return f
+}
+
+// planCounters adds the port's counter files, one read per file however
+// many definitions share it. A path that resolves outside the device's
+// directory through a symlink is never read.
+func (m *Monitor) planCounters(pp *portPlan) {
+	port := pp.port
+	byFile := map[string]int{}
+	for i := range m.defs {
+		def := &m.defs[i]
+		if !def.AppliesTo(port.LinkLayer) {
+			continue
+		}
+		path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
+		if path == "" {
+			continue
+		}
+		resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
+		if !ok {
+			m.log.Warn("counter file resolves outside its device directory through a symlink; not read",
+				"device", pp.dev.Name, "port", port.Num, "counter", def.Name, "path", path, "resolves_to", resolved)
+			continue
+		}
+		if j, ok := byFile[path]; ok {
+			pp.counters[j].defs = append(pp.counters[j].defs, i)
+			continue
+		}
+		byFile[path] = len(pp.counters)
+		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
+	}
+}
+
+// applicable lists the enabled definitions of a link layer.
+func (m *Monitor) applicable(linkLayer string) []counters.Definition {
+	var out []counters.Definition
+	for _, def := range m.defs {
+		if def.AppliesTo(linkLayer) {
+			out = append(out, def)
+		}
+	}
+	return out
 }
 
 // logAvailability logs a device's counter availability once (seed 7.1), and

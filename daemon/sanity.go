@@ -41,6 +41,46 @@ func (m *Monitor) sanityDue(now time.Time) bool {
 func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 	m.lastSanity = now
 	m.rateChanged = false
+	findings := m.sanityFindings(now)
+	seen := map[string]bool{}
+	for _, f := range findings {
+		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
+		seen[key] = true
+		if _, reported := m.mem.Sanity.Reported[key]; reported {
+			continue
+		}
+		m.mem.Sanity.Reported[key] = f.Message
+		*changed = true
+		*specs = append(*specs, event.Spec{
+			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
+			IsFatal: m.cfg.Sanity.Fatal, Message: f.Message, ErrorCode: []string{f.Kind},
+			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
+		})
+	}
+	for key, msg := range m.mem.Sanity.Reported {
+		if seen[key] {
+			continue
+		}
+		delete(m.mem.Sanity.Reported, key)
+		*changed = true
+		parts := strings.SplitN(key, "|", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		port := 0
+		fmt.Sscan(parts[2], &port)
+		*specs = append(*specs, event.Spec{
+			Kind: event.KindLinkSanityOK, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
+			IsHealthy: true, ErrorCode: []string{parts[0]}, Device: parts[1], Port: port,
+			Message: fmt.Sprintf("Resolved: %s", msg),
+		})
+	}
+}
+
+// sanityFindings runs the checks of package sanity over the monitored
+// devices with the poll's live port states and rates. The character-device
+// walk runs only when due; in between its last findings stand.
+func (m *Monitor) sanityFindings(now time.Time) []sanity.Finding {
 	var devs []*topology.Device
 	for _, d := range m.devices {
 		if !d.Monitored() {
@@ -71,63 +111,20 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, ISSM: s.ISSM, CharDevices: charDue,
 		Read: m.readFile,
 	})
-	if charDue {
-		m.lastCharDev = now
-		m.charDevFindings = m.charDevFindings[:0]
-		for _, f := range findings {
-			if f.Kind == sanity.KindCharDevice {
-				m.charDevFindings = append(m.charDevFindings, f)
-			}
+	if !charDue {
+		if s.CharDevices {
+			findings = append(findings, m.charDevFindings...)
 		}
-	} else if s.CharDevices {
-		findings = append(findings, m.charDevFindings...)
+		return findings
 	}
-
-	clear(m.sanity)
-	seen := map[string]bool{}
+	m.lastCharDev = now
+	m.charDevFindings = m.charDevFindings[:0]
 	for _, f := range findings {
-		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
-		seen[key] = true
-		for _, d := range devs {
-			if d.Name != f.Device {
-				continue
-			}
-			for _, p := range d.Ports {
-				if f.AppliesTo(d.Name, p.Num) {
-					k := checks.PortKey(d.Name, p.Num)
-					m.sanity[k] = append(m.sanity[k], f.Message)
-				}
-			}
+		if f.Kind == sanity.KindCharDevice {
+			m.charDevFindings = append(m.charDevFindings, f)
 		}
-		if _, reported := m.mem.Sanity.Reported[key]; reported {
-			continue
-		}
-		m.mem.Sanity.Reported[key] = f.Message
-		*changed = true
-		*specs = append(*specs, event.Spec{
-			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
-			IsFatal: s.Fatal, Message: f.Message, ErrorCode: []string{f.Kind},
-			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
-		})
 	}
-	for key, msg := range m.mem.Sanity.Reported {
-		if seen[key] {
-			continue
-		}
-		delete(m.mem.Sanity.Reported, key)
-		*changed = true
-		parts := strings.SplitN(key, "|", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		port := 0
-		fmt.Sscan(parts[2], &port)
-		*specs = append(*specs, event.Spec{
-			Kind: event.KindLinkSanityOK, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
-			IsHealthy: true, ErrorCode: []string{parts[0]}, Device: parts[1], Port: port,
-			Message: fmt.Sprintf("Resolved: %s", msg),
-		})
-	}
+	return findings
 }
 
 func (m *Monitor) linkLayerOfDevice(name string) string {
