@@ -276,56 +276,84 @@ type Presence struct {
 // class/infiniband. present holds every monitored device seen now. It
 // returns disappearance, reappearance and rename events.
 func (c *PortStateCheck) Enumerated(st *PortMemory, present map[string]Presence, classDir string) ([]event.Spec, bool) {
-	if len(st.Disappeared) == 0 && len(present) == len(st.KnownDevices) && len(c.misses) == 0 {
-		// Steady state: the same devices as known, none missing. Equal sizes
-		// plus "every known one is present" means the sets are equal.
-		all := true
-		for _, n := range st.KnownDevices {
-			if _, ok := present[n]; !ok {
-				all = false
-				break
-			}
-		}
-		if all {
-			return nil, false
-		}
+	if c.steady(st, present) {
+		return nil, false
 	}
-	var out []event.Spec
-	changed := false
-	out, changed = c.renames(st, present, out)
+	out, changed := c.renames(st, present, nil)
 	gone := map[string]bool{}
 	for _, d := range st.Disappeared {
 		gone[d] = true
 	}
 	for _, name := range st.KnownDevices {
-		if _, ok := present[name]; ok {
-			delete(c.misses, name)
-			if gone[name] {
-				delete(gone, name)
-				changed = true
-				out = append(out, event.Spec{
-					Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
-					IsHealthy: true, Device: name,
-					Message: fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
-				})
-			}
-			continue
+		if s, ok := c.presenceOf(st, name, present, gone, classDir); ok {
+			out = append(out, s)
+			changed = true
 		}
-		if gone[name] {
-			continue
-		}
-		c.misses[name]++
-		if c.misses[name] < DisappearAfter {
-			continue
-		}
-		gone[name] = true
-		changed = true
-		out = append(out, event.Spec{
-			Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
-			IsFatal: true, Device: name,
-			Message: fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
-		})
 	}
+	if c.learn(st, present) {
+		changed = true
+	}
+	if changed {
+		st.Disappeared = st.Disappeared[:0]
+		for _, n := range st.KnownDevices {
+			if gone[n] {
+				st.Disappeared = append(st.Disappeared, n)
+			}
+		}
+	}
+	return out, changed
+}
+
+// steady reports the common poll: the same devices as known, none
+// missing. Equal sizes plus "every known one is present" means the sets
+// are equal.
+func (c *PortStateCheck) steady(st *PortMemory, present map[string]Presence) bool {
+	if len(st.Disappeared) != 0 || len(present) != len(st.KnownDevices) || len(c.misses) != 0 {
+		return false
+	}
+	for _, n := range st.KnownDevices {
+		if _, ok := present[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// presenceOf judges one known device: back after being reported gone
+// (reappeared), or missing for the DisappearAfter-th complete enumeration
+// in a row (disappeared). gone is updated; ok says a spec was made.
+func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[string]Presence, gone map[string]bool, classDir string) (event.Spec, bool) {
+	if _, here := present[name]; here {
+		delete(c.misses, name)
+		if !gone[name] {
+			return event.Spec{}, false
+		}
+		delete(gone, name)
+		return event.Spec{
+			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+			IsHealthy: true, Device: name,
+			Message: fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
+		}, true
+	}
+	if gone[name] {
+		return event.Spec{}, false
+	}
+	c.misses[name]++
+	if c.misses[name] < DisappearAfter {
+		return event.Spec{}, false
+	}
+	gone[name] = true
+	return event.Spec{
+		Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+		IsFatal: true, Device: name,
+		Message: fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
+	}, true
+}
+
+// learn records devices seen for the first time and each device's PCI
+// address (how a rename is recognised).
+func (c *PortStateCheck) learn(st *PortMemory, present map[string]Presence) bool {
+	changed := false
 	known := map[string]bool{}
 	for _, n := range st.KnownDevices {
 		known[n] = true
@@ -343,15 +371,7 @@ func (c *PortStateCheck) Enumerated(st *PortMemory, present map[string]Presence,
 			changed = true
 		}
 	}
-	if changed {
-		st.Disappeared = st.Disappeared[:0]
-		for _, n := range st.KnownDevices {
-			if gone[n] {
-				st.Disappeared = append(st.Disappeared, n)
-			}
-		}
-	}
-	return out, changed
+	return changed
 }
 
 func (c *PortStateCheck) linkLayerOf(st *PortMemory, name string, present map[string]Presence) string {
