@@ -164,6 +164,16 @@ func descriptors() [numFamilies]desc {
 
 // fill turns a snapshot into samples. The histogram is written separately.
 func fill(e *encoder, s *snapshot) {
+	fillNode(e, s)
+	for i := range s.health.Ports {
+		fillPort(e, &s.health.Ports[i])
+	}
+	fillOutbox(e, s)
+}
+
+// fillNode writes the daemon-wide families: the node's verdict, its
+// conditions by check and severity, configuration and poll liveness.
+func fillNode(e *encoder, s *snapshot) {
 	none := e.labels()
 	h := s.health
 	n := &h.Node
@@ -192,49 +202,53 @@ func fill(e *encoder, s *snapshot) {
 		lp = float64(s.lastPoll.UnixMicro()) / 1e6
 	}
 	e.add(mLastPoll, none, fval(lp))
+}
 
+// fillPort writes one port's verdict, state, rate and counters.
+func fillPort(e *encoder, pv *health.Port) {
 	var portBuf [12]byte
-	for i := range h.Ports {
-		pv := &h.Ports[i]
-		port := string(strconv.AppendInt(portBuf[:0], int64(pv.Port), 10))
-		id := e.labels("device", pv.Device, "port", port, "role", pv.Role, "link_layer", pv.LinkLayer)
-		e.add(mPortHealthy, id, bval(pv.Verdict == health.Healthy))
-		e.add(mPortFatal, id, bval(pv.Verdict == health.Fatal))
-		e.add(mPortVerdict, id, uval(uint64(pv.Verdict)))
-		e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
-		e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
-		e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
-		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
-			e.add(mPortRate, id, fval(r.Gbps))
-		}
-		if !pv.LastChange.IsZero() {
-			e.add(mPortLastChange, id, fval(float64(pv.LastChange.UnixMicro())/1e6))
-		}
-		short := e.labels("device", pv.Device, "port", port)
-		findings := 0
-		for _, c := range pv.Conditions {
-			if c.Entity.Kind == health.EntityFinding {
-				findings++
-			}
-		}
-		e.add(mSanityFindings, short, uval(uint64(findings)))
-		e.add(mPortLinkDownEpisodes, id, uval(pv.LinkDownEpisodes))
-		if xw := xmitWait(pv.Counters); xw != nil {
-			e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
-			e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))
-		}
-		for j := range pv.Counters {
-			c := &pv.Counters[j]
-			cl := e.extend(short, "counter", c.Name)
-			e.add(mCounterValue, cl, uval(c.Value))
-			e.add(mCounterBreached, cl, bval(c.Breached))
-			e.add(mCounterSaturated, cl, bval(c.Saturated))
-			if c.ThresholdType == "velocity" {
-				e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
-			}
+	port := string(strconv.AppendInt(portBuf[:0], int64(pv.Port), 10))
+	id := e.labels("device", pv.Device, "port", port, "role", pv.Role, "link_layer", pv.LinkLayer)
+	e.add(mPortHealthy, id, bval(pv.Verdict == health.Healthy))
+	e.add(mPortFatal, id, bval(pv.Verdict == health.Fatal))
+	e.add(mPortVerdict, id, uval(uint64(pv.Verdict)))
+	e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
+	e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
+	e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
+	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
+		e.add(mPortRate, id, fval(r.Gbps))
+	}
+	if !pv.LastChange.IsZero() {
+		e.add(mPortLastChange, id, fval(float64(pv.LastChange.UnixMicro())/1e6))
+	}
+	short := e.labels("device", pv.Device, "port", port)
+	findings := 0
+	for _, c := range pv.Conditions {
+		if c.Entity.Kind == health.EntityFinding {
+			findings++
 		}
 	}
+	e.add(mSanityFindings, short, uval(uint64(findings)))
+	e.add(mPortLinkDownEpisodes, id, uval(pv.LinkDownEpisodes))
+	if xw := xmitWait(pv.Counters); xw != nil {
+		e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
+		e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))
+	}
+	for j := range pv.Counters {
+		c := &pv.Counters[j]
+		cl := e.extend(short, "counter", c.Name)
+		e.add(mCounterValue, cl, uval(c.Value))
+		e.add(mCounterBreached, cl, bval(c.Breached))
+		e.add(mCounterSaturated, cl, bval(c.Saturated))
+		if c.ThresholdType == "velocity" {
+			e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
+		}
+	}
+}
 
+// fillOutbox writes the outbox and delivery families.
+func fillOutbox(e *encoder, s *snapshot) {
+	none := e.labels()
 	ob := &s.ob
 	e.add(mOutboxRecords, none, uval(uint64(max(ob.Records, 0))))
 	e.add(mOutboxBytes, none, uval(uint64(max(ob.Bytes, 0))))
