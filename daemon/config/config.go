@@ -316,11 +316,26 @@ func boolOr(p *bool, d bool) bool {
 	return *p
 }
 
+// badFunc makes the error of one key.
+type badFunc func(key, format string, a ...any) error
+
 func fromFile(path string, f *File) (*Config, error) {
 	bad := func(key, format string, a ...any) error {
 		return &Error{File: path, Key: key, Reason: fmt.Sprintf(format, a...)}
 	}
 	c := &Config{Path: path}
+	for _, step := range []func(*Config, *File, badFunc) error{
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, sinksFrom, outboxAndBusFrom,
+	} {
+		if err := step(c, f, bad); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// pathsFrom reads paths: every root and class path absolute.
+func pathsFrom(c *Config, f *File, bad badFunc) error {
 	c.Paths = topology.Paths{
 		SysfsRoot: f.SysfsRoot, ProcfsRoot: f.ProcfsRoot, DevRoot: f.DevRoot,
 		ClassInfiniBand: f.SysClassInfinibandPath, ClassNet: f.SysClassNetPath,
@@ -332,9 +347,15 @@ func fromFile(path string, f *File) (*Config, error) {
 		{"sysClassInfinibandPath", c.Paths.ClassInfiniBand}, {"sysClassNetPath", c.Paths.ClassNet},
 	} {
 		if !filepath.IsAbs(kv[1]) {
-			return nil, bad(kv[0], "%q must be an absolute path", kv[1])
+			return bad(kv[0], "%q must be an absolute path", kv[1])
 		}
 	}
+	return nil
+}
+
+// topologyFrom reads the GPU topology source and the NIC filters.
+func topologyFrom(c *Config, f *File, bad badFunc) error {
+	var err error
 	c.MetadataPath = f.MetadataPath
 	if c.MetadataPath == "" {
 		c.MetadataPath = "/var/lib/nvsentinel/gpu_metadata.json"
@@ -346,75 +367,95 @@ func fromFile(path string, f *File) (*Config, error) {
 	switch c.TopologySource {
 	case "auto", "metadata", "sysfs":
 	default:
-		return nil, bad("topologySource", "%q is not one of auto, metadata, sysfs", c.TopologySource)
+		return bad("topologySource", "%q is not one of auto, metadata, sysfs", c.TopologySource)
 	}
 	c.ExclusionRaw = DefaultExclusion
 	if f.NicExclusionRegex != nil {
 		c.ExclusionRaw = *f.NicExclusionRegex
 	}
-	var err error
 	if c.Filter.Exclude, err = topology.CompileList(c.ExclusionRaw); err != nil {
-		return nil, bad("nicExclusionRegex", "%v", err)
+		return bad("nicExclusionRegex", "%v", err)
 	}
 	c.InclusionRaw = f.NicInclusionRegexOverride
 	if c.Filter.IncludeOverride, err = topology.CompileList(c.InclusionRaw); err != nil {
-		return nil, bad("nicInclusionRegexOverride", "%v", err)
+		return bad("nicInclusionRegexOverride", "%v", err)
 	}
+	return nil
+}
+
+// timingFrom reads the poll interval and the read deadline.
+func timingFrom(c *Config, f *File, bad badFunc) error {
 	c.PollInterval = f.PollingInterval.Duration
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
 	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
-		return nil, bad("pollingInterval", "%v is outside 10ms..1h", c.PollInterval)
+		return bad("pollingInterval", "%v is outside 10ms..1h", c.PollInterval)
 	}
 	c.ReadTimeout = f.ReadTimeout.Duration
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = time.Second
 	}
 	if c.ReadTimeout < time.Millisecond || c.ReadTimeout > time.Minute {
-		return nil, bad("readTimeout", "%v is outside 1ms..1m", c.ReadTimeout)
+		return bad("readTimeout", "%v is outside 1ms..1m", c.ReadTimeout)
 	}
 	c.MaxStuckReads = f.MaxStuckReads
 	if c.MaxStuckReads == 0 {
 		c.MaxStuckReads = 4
 	}
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
-		return nil, bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
+		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
+	return nil
+}
+
+// identityFrom reads node name, processing strategy, checks and the metrics address.
+func identityFrom(c *Config, f *File, bad badFunc) error {
+	var err error
 	c.NodeName = f.NodeName
 	if !utf8.ValidString(c.NodeName) || strings.ContainsFunc(c.NodeName, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		// It goes into every event, journal field and gRPC string, where
 		// invalid UTF-8 fails to marshal and a NUL truncates.
-		return nil, bad("nodeName", "%q contains a control character or invalid UTF-8: use the node's Kubernetes name", c.NodeName)
+		return bad("nodeName", "%q contains a control character or invalid UTF-8: use the node's Kubernetes name", c.NodeName)
 	}
 	c.Strategy = event.StrategyExecuteRemediation
 	if f.ProcessingStrategy != "" {
 		if c.Strategy, err = event.ParseProcessingStrategy(f.ProcessingStrategy); err != nil {
-			return nil, bad("processingStrategy", "%v", err)
+			return bad("processingStrategy", "%v", err)
 		}
 	}
 	if c.Checks, err = ParseChecks(f.Checks); err != nil {
-		return nil, bad("checks", "%v", err)
+		return bad("checks", "%v", err)
 	}
 	c.MetricsAddress = f.MetricsAddress
 	if c.MetricsAddress != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
-			return nil, bad("metricsAddress", "%q is not host:port (e.g. \"127.0.0.1:2112\")", c.MetricsAddress)
+			return bad("metricsAddress", "%q is not host:port (e.g. \"127.0.0.1:2112\")", c.MetricsAddress)
 		}
 	}
+	return nil
+}
 
+// countersFrom reads counter detection and its table.
+func countersFrom(c *Config, f *File, bad badFunc) error {
+	var err error
 	c.CountersEnabled = boolOr(f.CounterDetection.Enabled, true)
 	c.XmitWaitBytesPerTick = 8
 	if p := f.CounterDetection.XmitWaitBytesPerTick; p != nil {
 		c.XmitWaitBytesPerTick = *p
 	}
 	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
-		return nil, bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
+		return bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
 	}
 	if c.Counters, err = counters.Merge(counters.Defaults(), f.CounterDetection.Counters); err != nil {
-		return nil, &Error{File: path, Reason: err.Error()}
+		return &Error{File: c.Path, Reason: err.Error()}
 	}
+	return nil
+}
 
+// sanityAndRulesFrom reads link sanity and the node-local analyzer rules.
+func sanityAndRulesFrom(c *Config, f *File, bad badFunc) error {
+	var err error
 	s := f.LinkSanity
 	c.Sanity = SanityConfig{
 		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
@@ -424,19 +465,23 @@ func fromFile(path string, f *File) (*Config, error) {
 
 	if c.Rules, err = rulesConfig(f.Rules, bad); err != nil {
 		if _, ok := err.(*Error); !ok {
-			err = &Error{File: path, Key: "rules", Reason: err.Error()}
+			err = &Error{File: c.Path, Key: "rules", Reason: err.Error()}
 		}
-		return nil, err
+		return err
 	}
+	return nil
+}
 
+// sinksFrom reads the event sinks.
+func sinksFrom(c *Config, f *File, bad badFunc) error {
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
 	c.JSONLPath = f.Sinks.JSONL.Path
 	if c.JSONLPath != "" && c.JSONLPath != "-" {
 		if fi, err := os.Stat(c.JSONLPath); err == nil && !fi.Mode().IsRegular() {
 			if fi.IsDir() {
-				return nil, bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
+				return bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
 			}
-			return nil, bad("sinks.jsonl.path", "%s is not a regular file (%s): name a file, or \"-\" for stdout", c.JSONLPath, fi.Mode().Type())
+			return bad("sinks.jsonl.path", "%s is not a regular file (%s): name a file, or \"-\" for stdout", c.JSONLPath, fi.Mode().Type())
 		}
 	}
 	c.ConnectorSocket = f.Sinks.Connector.Socket
@@ -451,24 +496,29 @@ func fromFile(path string, f *File) (*Config, error) {
 	if c.ConnectorTimeout < 10*time.Millisecond || c.ConnectorTimeout > 5*time.Minute {
 		// Below a few ms every call fails before the connector can
 		// answer, and events would wait forever.
-		return nil, bad("sinks.connector.timeout", "%v is outside 10ms..5m", c.ConnectorTimeout)
+		return bad("sinks.connector.timeout", "%v is outside 10ms..5m", c.ConnectorTimeout)
 	}
 	if c.ConnectorBatch < 0 || c.ConnectorBatch > time.Minute {
-		return nil, bad("sinks.connector.batchInterval", "%v is outside 0..1m", c.ConnectorBatch)
+		return bad("sinks.connector.batchInterval", "%v is outside 0..1m", c.ConnectorBatch)
 	}
+	return nil
+}
+
+// outboxAndBusFrom reads the outbox bound and D-Bus.
+func outboxAndBusFrom(c *Config, f *File, bad badFunc) error {
 	c.OutboxMaxBytes = f.Outbox.MaxBytes
 	if c.OutboxMaxBytes == 0 {
 		c.OutboxMaxBytes = 64 << 20
 	}
 	if c.OutboxMaxBytes < 64<<10 {
-		return nil, bad("outbox.maxBytes", "%d is below the minimum of 65536", c.OutboxMaxBytes)
+		return bad("outbox.maxBytes", "%d is below the minimum of 65536", c.OutboxMaxBytes)
 	}
 	c.DBusEnabled = boolOr(f.DBus.Enabled, true)
 	c.AdminGroup = f.DBus.AdminGroup
 	if c.AdminGroup == "" {
 		c.AdminGroup = "nichealth-admin"
 	}
-	return c, nil
+	return nil
 }
 
 // ParseChecks validates a list of check names; empty means all.
