@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -17,6 +18,16 @@ import (
 // node after each poll (DESIGN.md difference 8). They read what the poll
 // observed and the health model's conditions, and their raises and clears
 // are events like any check's, folded into the same model.
+
+// effectiveRules is the [rules] configuration with the rules that --checks
+// (or the checks key) leaves out switched off.
+func effectiveRules(cfg *config.Config) rules.Config {
+	r := cfg.Rules
+	r.Flap.Enabled = r.Flap.Enabled && cfg.Checks[rules.FlapCheck]
+	r.Drop.Enabled = r.Drop.Enabled && cfg.Checks[rules.DropCheck]
+	r.Degradation.Enabled = r.Degradation.Enabled && cfg.Checks[rules.DegradationCheck]
+	return r
+}
 
 // rulesSection is the state file section of the rules' windows.
 const rulesSection = "rules"
@@ -128,6 +139,7 @@ func (d *Daemon) runRulesLocked(now time.Time) []event.Spec {
 	if !d.rulesStarted {
 		d.rulesStarted = true
 		if d.boot.Baseline() {
+			eff := effectiveRules(d.cfg)
 			why := "no previous state (first start, or the state file was missing or unreadable)"
 			if d.boot == persist.BootRebooted {
 				why = "host rebooted (boot ID changed)"
@@ -135,8 +147,8 @@ func (d *Daemon) runRulesLocked(now time.Time) []event.Spec {
 			for _, r := range []struct {
 				on    bool
 				check string
-			}{{d.cfg.Rules.Flap.Enabled, rules.FlapCheck}, {d.cfg.Rules.Drop.Enabled, rules.DropCheck},
-				{d.cfg.Rules.Degradation.Enabled, rules.DegradationCheck}} {
+			}{{eff.Flap.Enabled, rules.FlapCheck}, {eff.Drop.Enabled, rules.DropCheck},
+				{eff.Degradation.Enabled, rules.DegradationCheck}} {
 				if r.on {
 					specs = append(specs, checks.ClearedSpec(r.check, why))
 				}

@@ -215,7 +215,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
 	var rnote string
-	d.rules, rnote = restoreRules(st, cfg.Rules, bootID)
+	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
 		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", []string{rnote})
 	}
@@ -785,7 +785,7 @@ func (d *Daemon) refuseReloadLocked(err error) {
 // latch resolved by a removed counter, a rule switched off).
 func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	specs := d.mon.Reconfigure(cfg, time.Now())
-	specs = append(specs, ruleSpecs(d.rules.SetConfig(cfg.Rules))...)
+	specs = append(specs, ruleSpecs(d.rules.SetConfig(effectiveRules(cfg)))...)
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
 	// /healthz and the watchdog judge a stall against the poll interval

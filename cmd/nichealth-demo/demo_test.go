@@ -74,7 +74,7 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"roles: 8 Compute, 4 Storage ports watched; mlx5_12 not",
 		"InfiniBandStateCheck        8 ports healthy at first start",
 		"EthernetStateCheck          4 ports healthy at first start",
-		"no state file yet, so 4 checks started clean",
+		"no state file yet, so 7 checks started clean",
 		"FATAL     InfiniBandStateCheck        mlx5_3/1  Port mlx5_3 port 1: state DOWN",
 		"FATAL     InfiniBandDegradationCheck  mlx5_3/1  Port mlx5_3 port 1: link_downed",
 		"HEALTHY   InfiniBandStateCheck        mlx5_3/1",

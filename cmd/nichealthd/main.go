@@ -86,10 +86,10 @@ func run(args []string) int {
 		known, unknown := splitChecks(*checksFlag)
 		if len(unknown) > 0 {
 			log.Warn("unknown check names in --checks are skipped", "unknown", unknown,
-				"running", known, "known", config.AllChecks)
+				"running", known, "known", config.KnownChecks())
 		}
 		if len(known) == 0 {
-			fmt.Fprintf(os.Stderr, "nichealthd: --checks %q names no known check (known: %s)\n", *checksFlag, strings.Join(config.AllChecks, ", "))
+			fmt.Fprintf(os.Stderr, "nichealthd: --checks %q names no known check (known: %s)\n", *checksFlag, strings.Join(config.KnownChecks(), ", "))
 			return 2
 		}
 		m, err := config.ParseChecks(known)
@@ -134,7 +134,7 @@ func splitChecks(list string) (known, unknown []string) {
 		if n == "" {
 			continue
 		}
-		if slices.Contains(config.AllChecks, n) {
+		if slices.Contains(config.KnownChecks(), n) {
 			known = append(known, n)
 		} else {
 			unknown = append(unknown, n)

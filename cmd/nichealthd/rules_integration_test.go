@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/persist"
 )
 
 func ruleEvent(dev, check string, healthy bool) func(e event.Event) bool {
@@ -30,6 +33,24 @@ func flapOnce(t *testing.T, n *node, dev string) {
 	n.waitEventAfter(skip, dev+" up", portEvent(dev, event.KindPortRecovered))
 }
 
+// waitRuleEpisodes waits until the state file's rules section holds want
+// episodes for port key ("<device>/<port>") and the port back up: the save
+// of the poll that saw it recover.
+func waitRuleEpisodes(t *testing.T, n *node, key string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, _, err := persist.Load(n.state); err == nil {
+			var rs rules.State
+			if json.Unmarshal(st.Section("rules"), &rs) == nil && rs.Ports[key] != nil && len(rs.Ports[key].Episodes) >= want && rs.Ports[key].Up {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the state file never held %d episodes for %s", want, key)
+}
+
 // Seed state 6.3 (RepeatedNICLinkFlap) on the node: 3 link-down episodes
 // within 10 minutes is fatal, REPLACE_VM, and holds until the port has
 // been stable for the stabilization window (shortened here to 3 s). The
@@ -44,9 +65,11 @@ func TestRules_6_3_LinkFlapRaisedSurvivesCrashAndClearsAfterStabilization(t *tes
 	if c := count(n.read(), ruleEvent("mlx5_2", "NICLinkFlapRule", false)); c != 0 {
 		t.Fatalf("flap raised after 2 episodes (the seed says 3)")
 	}
+	// The kill lands once the state file holds both episodes (an event
+	// reaches the sinks a moment before the poll that made it saves).
+	waitRuleEpisodes(t, n, "mlx5_2/1", 2)
 	n.kill()
 	n.start()
-	n.waitEvent("ready again", func(e event.Event) bool { return true })
 	flapOnce(t, n, "mlx5_2")
 	e := n.waitEvent("flap rule", ruleEvent("mlx5_2", "NICLinkFlapRule", false))
 	if !e.IsFatal || e.RecommendedAction != event.ActionReplaceVM || !strings.Contains(e.Message, "flapping") {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,13 @@ var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
 }
+
+// RuleChecks are the node-local analyzer rules ([rules]); --checks and
+// the checks key name them like the other checks.
+var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
+
+// KnownChecks is every check name --checks and the checks key accept.
+func KnownChecks() []string { return append(append([]string{}, AllChecks...), RuleChecks...) }
 
 // Duration is a time.Duration written as "1s", "250ms" in TOML.
 type Duration struct{ time.Duration }
@@ -525,7 +533,7 @@ func outboxAndBusFrom(c *Config, f *File, bad badFunc) error {
 func ParseChecks(list []string) (map[string]bool, error) {
 	m := map[string]bool{}
 	if len(list) == 0 {
-		for _, c := range AllChecks {
+		for _, c := range KnownChecks() {
 			m[c] = true
 		}
 		return m, nil
@@ -535,14 +543,8 @@ func ParseChecks(list []string) (map[string]bool, error) {
 		if n == "" {
 			continue
 		}
-		ok := false
-		for _, c := range AllChecks {
-			if c == n {
-				ok = true
-			}
-		}
-		if !ok {
-			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(AllChecks, ", "))
+		if !slices.Contains(KnownChecks(), n) {
+			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))
 		}
 		m[n] = true
 	}
