@@ -70,7 +70,7 @@ test-packaging: build deb
 # ~800 runs take seconds. Not part of make test: it takes many minutes.
 GREMLINS        ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 MUTATE_WORKERS  ?= 1
-MUTATE_FLAGS    := unleash --workers $(MUTATE_WORKERS) --test-cpu 1 --timeout-coefficient 10 -S lt
+MUTATE_FLAGS    := unleash --workers $(MUTATE_WORKERS) --timeout-coefficient 10 -S lt
 DBUSAPI_NOT_ACCESS := (client|names|objects|ring|schema|server|view|_test)\.go$$
 
 mutate:

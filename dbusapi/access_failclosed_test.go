@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
@@ -77,5 +78,24 @@ func TestAccess_Rule(t *testing.T) {
 		if got := allowed(tc.c, admin, tc.exists); got != tc.want {
 			t.Errorf("%s: allowed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestAccess_UserGroupsFallback: for a bus that does not report groups,
+// the user database's view: root's groups include gid 0, and a uid with
+// no user is an error (the caller is then denied unless root).
+func TestAccess_UserGroupsFallback(t *testing.T) {
+	g, err := userGroups(0)
+	if err != nil || !slices.Contains(g, 0) {
+		t.Fatalf("userGroups(0) = %v, %v; want root's groups with gid 0", g, err)
+	}
+	if g, err := userGroups(4294967000); err == nil {
+		t.Fatalf("userGroups of a uid with no user = %v, want an error", g)
+	}
+	if _, ok := groupID("nichealth-no-such-group"); ok {
+		t.Fatal("a missing admin group resolved")
+	}
+	if gid, ok := groupID("root"); !ok || gid != 0 {
+		t.Fatalf("groupID(root) = %d, %v", gid, ok)
 	}
 }

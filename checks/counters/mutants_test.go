@@ -1,0 +1,59 @@
+package counters
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
+)
+
+// TestCounters_6_3_ResetRecoveryReportsLastValueRead: while a breach is
+// latched the snapshot stays at the breach; the recovery on a reset says
+// what the counter last read before the reset (seed 6.3 lastPollValue),
+// not the older snapshot.
+func TestCounters_6_3_ResetRecoveryReportsLastValueRead(t *testing.T) {
+	r := newRig(t)
+	ld := def("link_downed")
+	r.none(ld, 3)
+	r.at(time.Second).one(ld, 4) // breach, latched; snapshot 4
+	r.at(2*time.Second).none(ld, 6)
+	r.at(3*time.Second).none(ld, 9) // last value read: 9
+	sp := r.at(4*time.Second).one(ld, 0)
+	if sp.Kind != event.KindCounterRecovered || sp.Metadata["previousValue"] != "9" ||
+		!strings.Contains(sp.Message, "counter reset from 9 to 0") {
+		t.Fatalf("recovery = %+v", sp)
+	}
+}
+
+// TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName: a breach flag
+// persisted without its check name (an older state file) is recovered
+// under the degradation check of the port's link layer, never under "".
+func TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName(t *testing.T) {
+	r := newRig(t)
+	ld := def("link_downed")
+	r.st.CounterSnapshots[r.key(ld)] = persist.CounterSnapshot{Value: 5, Timestamp: t0}
+	r.st.BreachFlags[r.key(ld)] = persist.BreachFlag{Breached: true, IsFatal: true, Since: t0}
+	sp := r.at(time.Second).one(ld, 0)
+	if sp.Kind != event.KindCounterRecovered || sp.CheckName != event.InfiniBandDegradationCheck {
+		t.Fatalf("recovery = %+v", sp)
+	}
+	// A flag that has its check name keeps it.
+	r2 := newRig(t)
+	r2.st.CounterSnapshots[r2.key(ld)] = persist.CounterSnapshot{Value: 5, Timestamp: t0}
+	r2.st.BreachFlags[r2.key(ld)] = persist.BreachFlag{Breached: true, CheckName: "OtherCheck", Since: t0}
+	if sp := r2.at(time.Second).one(ld, 0); sp.CheckName != "OtherCheck" {
+		t.Fatalf("recovery check = %q, want the flag's", sp.CheckName)
+	}
+}
+
+// TestCounters_10_5_NameLengthLimit: 128 characters is the longest name.
+func TestCounters_10_5_NameLengthLimit(t *testing.T) {
+	if p := nameProblem(strings.Repeat("a", 128)); p != "" {
+		t.Fatalf("128 characters refused: %s", p)
+	}
+	if p := nameProblem(strings.Repeat("a", 129)); p == "" {
+		t.Fatal("129 characters accepted")
+	}
+}
