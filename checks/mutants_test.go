@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // TestLinkState_EventsNameTheirCheckAndHealth: the check name follows the
@@ -28,7 +27,7 @@ func TestLinkState_EventsNameTheirCheckAndHealth(t *testing.T) {
 		{obs(eth, "4: ACTIVE", "5: LinkUp", ""), Baseline, event.EthernetStateCheck, false, true, "",
 			"RoCE port mlx5_0 port 1: healthy (ACTIVE, LinkUp)"},
 	} {
-		st := persist.NewState("b")
+		st := NewPortMemory()
 		c := newCheck()
 		s, changed := c.Evaluate(st, tc.o, tc.start, false)
 		if s == nil || !changed {
@@ -56,7 +55,7 @@ func TestLinkState_EventsNameTheirCheckAndHealth(t *testing.T) {
 // TestLinkState_6_6_ChangedOnlyWhenTheSnapshotChanges: Evaluate's
 // "changed" is what makes the daemon save the state file.
 func TestLinkState_6_6_ChangedOnlyWhenTheSnapshotChanges(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	up := obs(ib, "4: ACTIVE", "5: LinkUp", "")
 	if _, changed := c.Evaluate(st, up, Baseline, false); !changed {
@@ -78,7 +77,7 @@ func TestLinkState_6_6_ChangedOnlyWhenTheSnapshotChanges(t *testing.T) {
 // device is reported under the state check of its ports' link layer, taken
 // from the persisted port states once the device is gone.
 func TestLinkState_7_2_RoCEDeviceDisappearsUnderEthernetCheck(t *testing.T) {
-	st := persist.NewState("b")
+	st := NewPortMemory()
 	c := newCheck()
 	c.Evaluate(st, obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline, false)
 	c.Enumerated(st, map[string]Presence{"mlx5_0": {LinkLayer: eth}}, "/x")

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/persist"
 )
 
 // TestCounters_6_3_ResetRecoveryReportsLastValueRead: while a breach is
@@ -33,16 +32,16 @@ func TestCounters_6_3_ResetRecoveryReportsLastValueRead(t *testing.T) {
 func TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName(t *testing.T) {
 	r := newRig(t)
 	ld := def("link_downed")
-	r.st.CounterSnapshots[r.key(ld)] = persist.CounterSnapshot{Value: 5, Timestamp: t0}
-	r.st.BreachFlags[r.key(ld)] = persist.BreachFlag{Breached: true, IsFatal: true, Since: t0}
+	r.st.CounterSnapshots[r.key(ld)] = CounterSnapshot{Value: 5, Timestamp: t0}
+	r.st.BreachFlags[r.key(ld)] = BreachFlag{Breached: true, IsFatal: true, Since: t0}
 	sp := r.at(time.Second).one(ld, 0)
 	if sp.Kind != event.KindCounterRecovered || sp.CheckName != event.InfiniBandDegradationCheck {
 		t.Fatalf("recovery = %+v", sp)
 	}
 	// A flag that has its check name keeps it.
 	r2 := newRig(t)
-	r2.st.CounterSnapshots[r2.key(ld)] = persist.CounterSnapshot{Value: 5, Timestamp: t0}
-	r2.st.BreachFlags[r2.key(ld)] = persist.BreachFlag{Breached: true, CheckName: "OtherCheck", Since: t0}
+	r2.st.CounterSnapshots[r2.key(ld)] = CounterSnapshot{Value: 5, Timestamp: t0}
+	r2.st.BreachFlags[r2.key(ld)] = BreachFlag{Breached: true, CheckName: "OtherCheck", Since: t0}
 	if sp := r2.at(time.Second).one(ld, 0); sp.CheckName != "OtherCheck" {
 		t.Fatalf("recovery check = %q, want the flag's", sp.CheckName)
 	}

@@ -50,8 +50,8 @@ func TestOutbox_11_2_BoundAccountingMatchesDisk(t *testing.T) {
 		}
 	}
 	st := o.Stats()
-	if st.Dropped == 0 {
-		t.Fatal("the bound was never reached")
+	if st.Dropped == 0 && st.Folded == 0 {
+		t.Fatal("the bound was never reached (nothing folded or dropped)")
 	}
 	if st.Bytes > opts.MaxBytes {
 		t.Fatalf("%d bytes above the bound %d with droppable records left: %+v", st.Bytes, opts.MaxBytes, st)
