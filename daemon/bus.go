@@ -6,85 +6,33 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/godbus/dbus/v5"
-
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
 )
 
-// busRetry is how long to wait before reconnecting to a system bus that
-// was unreachable or went away (dbus-daemon restarted).
-const busRetry = 2 * time.Second
-
-// superviseBus keeps the D-Bus API exported for the daemon's lifetime:
-// monitoring never depends on the bus, and when the bus restarts the API
-// comes back by itself.
+// superviseBus keeps the D-Bus API exported for the daemon's lifetime
+// (dbusapi.Supervise); the daemon only says how to attach a new server.
 func (d *Daemon) superviseBus(ctx context.Context) {
 	defer close(d.busDone)
-	logged := false
-	for {
-		s, conn, err := d.startBus()
-		if err != nil {
-			if !logged {
-				d.log.Warn("D-Bus API unavailable; monitoring continues and the connection is retried", "err", err)
-				logged = true
-			}
-		} else {
-			if logged {
-				d.log.Info("D-Bus API available again")
-			}
-			logged = false
-			// Backfill and switch over under d.mu, so no event committed in
-			// between is missed; one published twice is kept once.
+	dbusapi.Supervise(ctx, backend{d}, dbusapi.SuperviseOptions{
+		Options: func() dbusapi.Options {
 			d.mu.Lock()
+			defer d.mu.Unlock()
+			return dbusapi.Options{AdminGroup: d.cfg.AdminGroup, Logger: d.log}
+		},
+		// Backfill and switch over under d.mu, so no event committed in
+		// between is missed; one published twice is kept once.
+		Attach: func(s *dbusapi.Server) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
 			for _, rec := range d.ob.Recent(1024) {
 				s.Remember(rec.Event, rec.Seq)
 			}
 			d.bus.Store(&busHolder{s})
-			d.mu.Unlock()
-			s.Refresh()
-			select {
-			case <-ctx.Done():
-			case <-conn.Context().Done():
-				d.log.Warn("lost the system bus; reconnecting")
-			}
-			d.bus.Store(nil)
-			s.Close()
-			conn.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(busRetry):
-		}
-	}
-}
-
-// startBus connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured
-// by godbus) and exports the API. A private connection, not godbus's shared
-// one, so that closing it on a reconnect closes only ours.
-func (d *Daemon) startBus() (*dbusapi.Server, *dbus.Conn, error) {
-	conn, err := dbus.SystemBusPrivate()
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the system bus: %w", err)
-	}
-	if err := conn.Auth(nil); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("authenticate to the system bus: %w", err)
-	}
-	if err := conn.Hello(); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("register on the system bus: %w", err)
-	}
-	d.mu.Lock()
-	group := d.cfg.AdminGroup
-	d.mu.Unlock()
-	s, err := dbusapi.Serve(conn, backend{d}, dbusapi.Options{AdminGroup: group, Logger: d.log})
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return s, conn, nil
+		},
+		Detach: func(*dbusapi.Server) { d.bus.Store(nil) },
+		Logger: d.log,
+	})
 }
 
 // backend is the daemon as the D-Bus server sees it.
