@@ -95,104 +95,113 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func (d *drainer) run(ctx context.Context) {
-	name := d.sink.Name()
 	readEp := episode{min: backoffMin, max: backoffMax}
 	sendEp := episode{min: backoffMin, max: backoffMax}
 	for {
-		select {
-		case <-d.retry:
-			if !d.retryParked(ctx) {
-				return
-			}
-		default:
+		recs, ok := d.next(ctx, &readEp)
+		if !ok {
+			return
 		}
-		wake := d.ob.Wait()
-		recs, err := d.ob.Read(name, drainBatch)
-		if err != nil {
-			first, wait := readEp.fail()
-			if first {
-				d.log.Error("cannot read the outbox; retrying with backoff", "sink", name, "err", err)
-			}
-			if !sleep(ctx, wait) {
-				return
-			}
-			continue
-		}
-		if n, lasted := readEp.recovered(); n > 0 {
-			d.log.Info("outbox readable again", "sink", name, "failures", n, "lasted", lasted)
-		}
-		if len(recs) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			case <-d.retry:
-				if !d.retryParked(ctx) {
-					return
-				}
-			}
-			continue
-		}
-		if d.batch > 0 && !anyUrgent(recs) && len(recs) < drainBatch {
-			// Seed 11.2: fatal and recovery events go at once; non-fatal
-			// ones may share a call within a short interval.
-			if !sleep(ctx, d.batch) {
-				return
-			}
-			if more, err := d.ob.Read(name, drainBatch); err == nil && len(more) > 0 {
-				recs = more
-			}
-		}
-		evs := make([]event.Event, len(recs))
-		for i, r := range recs {
-			evs[i] = r.Event
-		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = d.sink.Send(sctx, evs)
-		cancel()
-		last := recs[len(recs)-1].Seq
-		switch {
-		case err == nil:
-			d.sent.Add(uint64(len(evs)))
-			if n, lasted := sendEp.recovered(); n > 0 {
-				d.log.Info("sink delivering again", "sink", name, "failed_attempts", n, "lasted", lasted)
-			}
-			if !d.ack(ctx, last) {
-				return
-			}
-		case sink.IsPermanent(err):
-			d.failed.Add(uint64(len(evs)))
-			done, err := d.isolate(ctx, recs, err)
-			if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
-				return
-			}
-			if err != nil {
-				// Transient trouble half-way, or the dead-letter file
-				// could not be written: the rest stays queued.
-				first, wait := sendEp.fail()
-				if first {
-					d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-						"sink", name, "pending_from_seq", recs[done].Seq, "err", err)
-				}
-				if !sleep(ctx, wait) {
-					return
-				}
-			}
-		default:
-			if ctx.Err() != nil {
-				return
-			}
-			d.failed.Add(uint64(len(evs)))
-			first, wait := sendEp.fail()
-			if first {
-				d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-					"sink", name, "pending_from_seq", recs[0].Seq, "err", err)
-			}
-			if !sleep(ctx, wait) {
-				return
-			}
+		if len(recs) > 0 && !d.deliver(ctx, recs, &sendEp) {
+			return
 		}
 	}
+}
+
+// next returns the sink's next batch, after waiting for one when the
+// outbox has nothing new for it; an empty batch means "look again". It
+// handles operator retries of parked events, backs off while the outbox
+// cannot be read, and lets non-fatal events gather for the batch interval.
+// ok is false when ctx is done.
+func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, bool) {
+	name := d.sink.Name()
+	select {
+	case <-d.retry:
+		if !d.retryParked(ctx) {
+			return nil, false
+		}
+	default:
+	}
+	wake := d.ob.Wait()
+	recs, err := d.ob.Read(name, drainBatch)
+	if err != nil {
+		first, wait := readEp.fail()
+		if first {
+			d.log.Error("cannot read the outbox; retrying with backoff", "sink", name, "err", err)
+		}
+		return nil, sleep(ctx, wait)
+	}
+	if n, lasted := readEp.recovered(); n > 0 {
+		d.log.Info("outbox readable again", "sink", name, "failures", n, "lasted", lasted)
+	}
+	if len(recs) == 0 {
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-wake:
+		case <-d.retry:
+			return nil, d.retryParked(ctx)
+		}
+		return nil, true
+	}
+	if d.batch > 0 && !anyUrgent(recs) && len(recs) < drainBatch {
+		// Seed 11.2: fatal and recovery events go at once; non-fatal
+		// ones may share a call within a short interval.
+		if !sleep(ctx, d.batch) {
+			return nil, false
+		}
+		if more, err := d.ob.Read(name, drainBatch); err == nil && len(more) > 0 {
+			recs = more
+		}
+	}
+	return recs, true
+}
+
+// deliver sends one batch and settles it: delivered events are
+// acknowledged, events the sink rejects as invalid are isolated and
+// parked, anything else backs off and stays queued. It returns false when
+// ctx is done.
+func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *episode) bool {
+	name := d.sink.Name()
+	evs := make([]event.Event, len(recs))
+	for i, r := range recs {
+		evs[i] = r.Event
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := d.sink.Send(sctx, evs)
+	cancel()
+	pendingFrom := recs[0].Seq
+	switch {
+	case err == nil:
+		d.sent.Add(uint64(len(evs)))
+		if n, lasted := sendEp.recovered(); n > 0 {
+			d.log.Info("sink delivering again", "sink", name, "failed_attempts", n, "lasted", lasted)
+		}
+		return d.ack(ctx, recs[len(recs)-1].Seq)
+	case sink.IsPermanent(err):
+		d.failed.Add(uint64(len(evs)))
+		done, ierr := d.isolate(ctx, recs, err)
+		if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
+			return false
+		}
+		if ierr == nil {
+			return true
+		}
+		// Transient trouble half-way, or the dead-letter file could not
+		// be written: the rest stays queued.
+		err, pendingFrom = ierr, recs[done].Seq
+	default:
+		if ctx.Err() != nil {
+			return false
+		}
+		d.failed.Add(uint64(len(evs)))
+	}
+	first, wait := sendEp.fail()
+	if first {
+		d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+			"sink", name, "pending_from_seq", pendingFrom, "err", err)
+	}
+	return sleep(ctx, wait)
 }
 
 // ack records delivery up to seq. While the cursor cannot be saved (a full
