@@ -306,12 +306,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	} else {
 		close(d.busDone)
 	}
-
-	sigs := d.opts.Signals
-	if sigs == nil {
-		sigs = make(chan os.Signal, 4)
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	}
+	sigs := d.signals()
 	defer signal.Stop(sigs)
 	stopWatch := d.watchConfig(ctx)
 	defer stopWatch()
@@ -338,22 +333,33 @@ func (d *Daemon) Run(ctx context.Context) error {
 				l.reply <- err
 			}
 		case <-timer.C:
-			start := time.Now()
-			d.poll(start)
-			d.mu.Lock()
-			d.pollDur = time.Since(start)
-			d.metrics.ObservePoll(d.pollDur)
-			// The next state poll or counter tick, whichever is first:
-			// counters keep their 1 s tick under a slower poll.
-			wake := d.mon.NextWake()
-			d.mu.Unlock()
-			next := time.Until(wake)
-			if next < 0 {
-				next = 0
-			}
-			timer.Reset(next)
+			timer.Reset(d.pollAndSchedule())
 		}
 	}
+}
+
+// signals is the channel main registered before start-up, or a new one.
+func (d *Daemon) signals() chan os.Signal {
+	if d.opts.Signals != nil {
+		return d.opts.Signals
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	return sigs
+}
+
+// pollAndSchedule runs one poll, records its duration, and returns how long
+// to wait for the next state poll or counter tick, whichever is first:
+// counters keep their 1 s tick under a slower poll.
+func (d *Daemon) pollAndSchedule() time.Duration {
+	start := time.Now()
+	d.poll(start)
+	d.mu.Lock()
+	d.pollDur = time.Since(start)
+	d.metrics.ObservePoll(d.pollDur)
+	wake := d.mon.NextWake()
+	d.mu.Unlock()
+	return max(time.Until(wake), 0)
 }
 
 func (d *Daemon) watchdogLoop(ctx context.Context) {
@@ -447,44 +453,9 @@ type emitted struct {
 // commitLocked turns specs into events, appends them durably, then saves
 // the state. Caller holds d.mu.
 func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) []emitted {
-	var out []emitted
-	if len(specs) > 0 {
-		stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
-		evs := make([]event.Event, len(specs))
-		for i, s := range specs {
-			evs[i] = event.New(s, stamp)
-		}
-		seqs, err := d.ob.Append(evs)
-		if err != nil {
-			// Nothing is durable and the state is not saved: the specs go
-			// back to the front of the next cycle, so a full or read-only
-			// disk delays events but never loses them (and a crash in the
-			// meantime re-detects them from the unsaved state).
-			// One line per episode: a full disk lasts many polls.
-			if d.appendFails == 0 {
-				d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
-			}
-			d.appendFails++
-			d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
-			return nil
-		}
-		if d.appendFails > 0 {
-			d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
-			d.appendFails = 0
-		}
-		for i := range evs {
-			out = append(out, emitted{evs[i], seqs[i]})
-			if d.model.Apply(&evs[i]) {
-				d.modelDirty = true
-			}
-		}
-		if len(seqs) > 0 {
-			d.st.OutboxSeq = seqs[len(seqs)-1]
-		}
-		// Durable now: signal D-Bus listeners before the state save (a
-		// few ms of fsyncs). Publish is safe under d.mu; Refresh is not,
-		// and runs after the caller unlocks.
-		d.announce(out)
+	out, ok := d.appendLocked(specs, now)
+	if !ok {
+		return nil
 	}
 	if d.modelDirty {
 		storeModel(d.st, d.model)
@@ -492,21 +463,72 @@ func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) [
 		changed = true
 	}
 	if changed || len(specs) > 0 {
-		if _, err := d.saveIfChanged(); err != nil {
-			// The error names a fresh temporary file each time; one line
-			// per episode, not per poll.
-			if d.saveErr == "" {
-				d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
-			}
-			d.saveErr = err.Error()
-			d.saveFails++
-		} else if d.saveErr != "" {
-			d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
-			d.saveErr = ""
-			d.saveFails = 0
-		}
+		d.saveLocked()
 	}
 	return out
+}
+
+// appendLocked makes the specs' events durable in the outbox and folds
+// them into the health model. ok is false when the outbox refused them:
+// nothing is durable and the state must not be saved, so the specs go
+// back to the front of the next cycle and a full or read-only disk delays
+// events but never loses them (a crash in the meantime re-detects them
+// from the unsaved state).
+func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, bool) {
+	if len(specs) == 0 {
+		return nil, true
+	}
+	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
+	evs := make([]event.Event, len(specs))
+	for i, s := range specs {
+		evs[i] = event.New(s, stamp)
+	}
+	seqs, err := d.ob.Append(evs)
+	if err != nil {
+		// One line per episode: a full disk lasts many polls.
+		if d.appendFails == 0 {
+			d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
+		}
+		d.appendFails++
+		d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
+		return nil, false
+	}
+	if d.appendFails > 0 {
+		d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
+		d.appendFails = 0
+	}
+	out := make([]emitted, 0, len(evs))
+	for i := range evs {
+		out = append(out, emitted{evs[i], seqs[i]})
+		if d.model.Apply(&evs[i]) {
+			d.modelDirty = true
+		}
+	}
+	if len(seqs) > 0 {
+		d.st.OutboxSeq = seqs[len(seqs)-1]
+	}
+	// Durable now: signal D-Bus listeners before the state save (a few ms
+	// of fsyncs); signals leave from the bus's own goroutine.
+	d.announce(out)
+	return out, true
+}
+
+// saveLocked saves the state when it changed, with one log line per
+// episode of failures (the error names a fresh temporary file each time).
+func (d *Daemon) saveLocked() {
+	if _, err := d.saveIfChanged(); err != nil {
+		if d.saveErr == "" {
+			d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
+		}
+		d.saveErr = err.Error()
+		d.saveFails++
+		return
+	}
+	if d.saveErr != "" {
+		d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
+		d.saveErr = ""
+		d.saveFails = 0
+	}
 }
 
 // announce logs durable events and signals them on D-Bus.
