@@ -229,68 +229,89 @@ func (e *Evaluator) Evaluate(st *Memory, s Sample, rebootDetected bool) (specs [
 		return nil, false
 	}
 	ensureMaps(st)
-	ent := e.entry(s.Device, s.Port, d.Name)
-	key := ent.key
-	cur, now := s.Value, s.Now
-	snap, hasSnap := st.CounterSnapshots[key]
-	flag, hasFlag := st.BreachFlags[key]
-	breached := hasFlag && flag.Breached
-	check := DegradationCheckName(s.LinkLayer)
-
-	setSnap := func() {
-		if !hasSnap || snap.Value != cur {
-			changed = true
+	ev := evaluation{e: e, st: st, s: s, ent: e.entry(s.Device, s.Port, d.Name), check: DegradationCheckName(s.LinkLayer)}
+	ev.snap, ev.hasSnap = st.CounterSnapshots[ev.ent.key]
+	ev.flag, ev.hasFlag = st.BreachFlags[ev.ent.key]
+	ev.step(rebootDetected)
+	ent := ev.ent
+	ent.seen, ent.hasLast, ent.last = true, true, s.Value
+	ent.path, ent.typ = d.Path, d.ThresholdType
+	if sp, ch := e.saturation(st, &s, ent); ch {
+		ev.changed = true
+		if sp != nil {
+			ev.specs = append(ev.specs, *sp)
 		}
-		st.CounterSnapshots[key] = CounterSnapshot{Value: cur, Timestamp: now}
 	}
+	return ev.specs, ev.changed
+}
 
+// evaluation is one reading of one counter on its way through seed 10.4.
+type evaluation struct {
+	e       *Evaluator
+	st      *Memory
+	s       Sample
+	ent     *memEntry
+	check   string
+	snap    CounterSnapshot
+	hasSnap bool
+	flag    BreachFlag
+	hasFlag bool
+	specs   []event.Spec
+	changed bool
+}
+
+// setSnap re-baselines the counter at the value read.
+func (ev *evaluation) setSnap() {
+	if !ev.hasSnap || ev.snap.Value != ev.s.Value {
+		ev.changed = true
+	}
+	ev.st.CounterSnapshots[ev.ent.key] = CounterSnapshot{Value: ev.s.Value, Timestamp: ev.s.Now}
+}
+
+// step applies seed 10.4 steps 2 to 5: a reboot's baseline, a changed
+// definition, a reset (with the recovery of a latched breach), a first
+// reading, a latch that holds, or the judgement of delta and velocity.
+func (ev *evaluation) step(rebootDetected bool) {
+	s, ent, d := &ev.s, ev.ent, ev.s.Def
+	cur := s.Value
+	breached := ev.hasFlag && ev.flag.Breached
 	switch {
 	case rebootDetected && !ent.seen:
-		specs = append(specs, baselineSpec(d.Name, s.Device, s.Port, check, cur, e.freshStart))
-		setSnap()
+		ev.specs = append(ev.specs, baselineSpec(d.Name, s.Device, s.Port, ev.check, cur, ev.e.freshStart))
+		ev.setSnap()
 		ent.hasRate = false
 	case ent.seen && ent.path != d.Path:
-		setSnap()
+		ev.setSnap()
 		ent.hasRate = false
-	case (ent.hasLast && cur < ent.last) || (hasSnap && cur < snap.Value):
-		prev := snap.Value
+	case (ent.hasLast && cur < ent.last) || (ev.hasSnap && cur < ev.snap.Value):
+		prev := ev.snap.Value
 		if ent.hasLast && cur < ent.last {
 			prev = ent.last
 		}
-		if hasFlag {
+		if ev.hasFlag {
 			if breached {
-				specs = append(specs, resetRecoverySpec(d.Name, s.Device, s.Port, flag, check, prev, cur))
+				ev.specs = append(ev.specs, resetRecoverySpec(d.Name, s.Device, s.Port, ev.flag, ev.check, prev, cur))
 			}
-			delete(st.BreachFlags, key)
-			changed = true
+			delete(ev.st.BreachFlags, ent.key)
+			ev.changed = true
 		}
-		setSnap()
+		ev.setSnap()
 		ent.hasRate = false
-	case !hasSnap:
-		setSnap()
+	case !ev.hasSnap:
+		ev.setSnap()
 	case breached:
 		// Latched (seed 6.3): only a counter reset, a reboot, an
 		// acknowledgement or disabling the counter ends it.
 	case ent.seen && ent.typ != d.ThresholdType:
-		setSnap()
+		ev.setSnap()
 		ent.hasRate = false
 	default:
-		var sp *event.Spec
-		sp, changed = e.judge(st, &s, ent, snap)
+		sp, changed := ev.e.judge(ev.st, s, ent, ev.snap)
+		ev.changed = changed
 		if sp != nil {
-			specs = append(specs, *sp)
+			ev.specs = append(ev.specs, *sp)
 		}
 	}
-	ent.seen, ent.hasLast, ent.last = true, true, cur
-	ent.path, ent.typ = d.Path, d.ThresholdType
-
-	if sp, ch := e.saturation(st, &s, ent); ch {
-		changed = true
-		if sp != nil {
-			specs = append(specs, *sp)
-		}
-	}
-	return specs, changed
 }
 
 // PersistWindowFrom is the shortest velocity window whose every rollover is
