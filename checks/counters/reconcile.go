@@ -45,21 +45,65 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	enabled := make(map[string]bool, len(newDefs))
-	known := make(map[string]bool, len(newDefs))
-	files := make(map[string]bool, len(newDefs))
+	t := tableOf(newDefs)
+	specs := resolveUnmonitored(st, t)
+	redefined := map[string]bool{}
 	for _, d := range newDefs {
-		known[d.Name] = true
-		if d.Enabled {
-			enabled[d.Name] = true
-			files[fileName(d.Path)] = true
+		if old, ok := e.defs[d.Name]; ok && d.Enabled && (old.Path != d.Path || old.ThresholdType != d.ThresholdType) {
+			redefined[d.Name] = true
 		}
 	}
+	// A snapshot of a counter no longer read, or read from another file
+	// or under another threshold type, measures nothing now.
+	for key := range st.CounterSnapshots {
+		if _, _, name, ok := ParseKey(key); ok && (!t.enabled[name] || redefined[name]) {
+			delete(st.CounterSnapshots, key)
+		}
+	}
+	for key := range st.Saturated {
+		if _, _, name, ok := ParseKey(key); ok && !t.files[name] {
+			delete(st.Saturated, key)
+		}
+	}
+	// In-memory entries are kept (they remember that the counter was seen,
+	// so a reload never repeats a reboot baseline) but forget their last
+	// value when the counter stops being read or reads something else.
+	for k, ent := range e.mem {
+		if !t.enabled[k.name] || redefined[k.name] {
+			ent.hasLast, ent.hasRate = false, false
+		}
+	}
+	e.defs = make(map[string]Definition, len(newDefs))
+	for _, d := range newDefs {
+		e.defs[d.Name] = d
+	}
+	return specs
+}
 
+// table is what Reconcile needs to know of a counter table by name.
+type table struct {
+	enabled, known, files map[string]bool
+}
+
+func tableOf(defs []Definition) table {
+	t := table{enabled: make(map[string]bool, len(defs)), known: make(map[string]bool, len(defs)), files: make(map[string]bool, len(defs))}
+	for _, d := range defs {
+		t.known[d.Name] = true
+		if d.Enabled {
+			t.enabled[d.Name] = true
+			t.files[fileName(d.Path)] = true
+		}
+	}
+	return t
+}
+
+// resolveUnmonitored ends the latches of counters the table no longer
+// enables, each with a recovery that says why.
+func resolveUnmonitored(st *Memory, t table) []event.Spec {
 	var specs []event.Spec
 	for _, key := range sortedKeys(st.BreachFlags) {
 		dev, port, name, ok := ParseKey(key)
-		if !ok || enabled[name] {
+		if !ok || t.enabled[name] {
 			continue
 		}
 		flag := st.BreachFlags[key]
@@ -68,45 +112,12 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 			continue
 		}
 		why := "removed from configuration"
-		if known[name] {
+		if t.known[name] {
 			why = "disabled by configuration"
 		}
 		specs = append(specs, reasonRecoverySpec(name, dev, port, flag,
 			fmt.Sprintf("Counter %s on port %s port %d no longer monitored (%s); breach cleared", name, dev, port, why),
 			"unmonitored"))
-	}
-	for key := range st.CounterSnapshots {
-		if _, _, name, ok := ParseKey(key); ok && !enabled[name] {
-			delete(st.CounterSnapshots, key)
-		}
-	}
-	for key := range st.Saturated {
-		if _, _, name, ok := ParseKey(key); ok && !files[name] {
-			delete(st.Saturated, key)
-		}
-	}
-	redefined := map[string]bool{}
-	for _, d := range newDefs {
-		if old, ok := e.defs[d.Name]; ok && d.Enabled && (old.Path != d.Path || old.ThresholdType != d.ThresholdType) {
-			redefined[d.Name] = true
-		}
-	}
-	for key := range st.CounterSnapshots {
-		if _, _, name, ok := ParseKey(key); ok && redefined[name] {
-			delete(st.CounterSnapshots, key)
-		}
-	}
-	// In-memory entries are kept (they remember that the counter was seen,
-	// so a reload never repeats a reboot baseline) but forget their last
-	// value when the counter stops being read or reads something else.
-	for k, ent := range e.mem {
-		if !enabled[k.name] || redefined[k.name] {
-			ent.hasLast, ent.hasRate = false, false
-		}
-	}
-	e.defs = make(map[string]Definition, len(newDefs))
-	for _, d := range newDefs {
-		e.defs[d.Name] = d
 	}
 	return specs
 }
