@@ -86,46 +86,18 @@ func Merge(defaults []Definition, overrides []Override) ([]Definition, error) {
 	for i := range origin {
 		origin[i] = -1
 	}
-
 	var errs []error
 	seen := make(map[string]int, len(overrides))
 	for i, o := range overrides {
-		if o.Name == nil || strings.TrimSpace(*o.Name) == "" {
-			errs = append(errs, &ValidationError{Index: i, Key: "name", Reason: "is required"})
+		name, err := overrideName(o, i, seen)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		name := *o.Name
-		if first, dup := seen[name]; dup {
-			errs = append(errs, &ValidationError{Index: i, Counter: name, Key: "name",
-				Reason: fmt.Sprintf("duplicates counterDetection.counters[%d]; each counter may appear once", first)})
-			continue
-		}
-		seen[name] = i
-		if r := nameProblem(name); r != "" {
-			errs = append(errs, &ValidationError{Index: i, Counter: name, Key: "name", Reason: r})
-			continue
-		}
-
 		idx, known := byName[name]
 		if !known {
-			var missing []string
-			if o.Path == nil {
-				missing = append(missing, "path")
-			}
-			if o.ThresholdType == nil {
-				missing = append(missing, "thresholdType")
-			}
-			if o.Threshold == nil {
-				missing = append(missing, "threshold")
-			}
-			if o.ThresholdType != nil && *o.ThresholdType == TypeVelocity && o.VelocityUnit == nil {
-				missing = append(missing, "velocityUnit")
-			}
-			for _, k := range missing {
-				errs = append(errs, &ValidationError{Index: i, Counter: name, Key: k,
-					Reason: "is required for a counter that is not one of the defaults"})
-			}
-			if len(missing) > 0 {
+			if missing := missingForNew(o, i, name); len(missing) > 0 {
+				errs = append(errs, missing...)
 				continue
 			}
 			out = append(out, Definition{Name: name, Enabled: true})
@@ -134,33 +106,8 @@ func Merge(defaults []Definition, overrides []Override) ([]Definition, error) {
 			byName[name] = idx
 		}
 		origin[idx] = i
-		d := &out[idx]
-		if o.Path != nil {
-			d.Path = *o.Path
-			if d.Path == seedStatisticsCarrier {
-				d.Path = carrierChangesPath
-			}
-		}
-		if o.Enabled != nil {
-			d.Enabled = *o.Enabled
-		}
-		if o.IsFatal != nil {
-			d.IsFatal = *o.IsFatal
-		}
-		if o.ThresholdType != nil {
-			d.ThresholdType = *o.ThresholdType
-		}
-		if o.Threshold != nil {
-			d.Threshold = *o.Threshold
-		}
-		if o.VelocityUnit != nil {
-			d.VelocityUnit = *o.VelocityUnit
-		}
-		if o.Description != nil {
-			d.Description = *o.Description
-		}
+		o.applyTo(&out[idx])
 	}
-
 	for i := range out {
 		errs = append(errs, validate(&out[i], origin[i])...)
 	}
@@ -168,6 +115,75 @@ func Merge(defaults []Definition, overrides []Override) ([]Definition, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// overrideName checks an override's name: present, not repeated, usable.
+func overrideName(o Override, i int, seen map[string]int) (string, error) {
+	if o.Name == nil || strings.TrimSpace(*o.Name) == "" {
+		return "", &ValidationError{Index: i, Key: "name", Reason: "is required"}
+	}
+	name := *o.Name
+	if first, dup := seen[name]; dup {
+		return "", &ValidationError{Index: i, Counter: name, Key: "name",
+			Reason: fmt.Sprintf("duplicates counterDetection.counters[%d]; each counter may appear once", first)}
+	}
+	seen[name] = i
+	if r := nameProblem(name); r != "" {
+		return "", &ValidationError{Index: i, Counter: name, Key: "name", Reason: r}
+	}
+	return name, nil
+}
+
+// missingForNew lists the keys a custom counter (not one of the defaults)
+// must set.
+func missingForNew(o Override, i int, name string) []error {
+	var missing []string
+	if o.Path == nil {
+		missing = append(missing, "path")
+	}
+	if o.ThresholdType == nil {
+		missing = append(missing, "thresholdType")
+	}
+	if o.Threshold == nil {
+		missing = append(missing, "threshold")
+	}
+	if o.ThresholdType != nil && *o.ThresholdType == TypeVelocity && o.VelocityUnit == nil {
+		missing = append(missing, "velocityUnit")
+	}
+	var errs []error
+	for _, k := range missing {
+		errs = append(errs, &ValidationError{Index: i, Counter: name, Key: k,
+			Reason: "is required for a counter that is not one of the defaults"})
+	}
+	return errs
+}
+
+// applyTo sets the keys the override names.
+func (o Override) applyTo(d *Definition) {
+	if o.Path != nil {
+		d.Path = *o.Path
+		if d.Path == seedStatisticsCarrier {
+			d.Path = carrierChangesPath
+		}
+	}
+	if o.Enabled != nil {
+		d.Enabled = *o.Enabled
+	}
+	if o.IsFatal != nil {
+		d.IsFatal = *o.IsFatal
+	}
+	if o.ThresholdType != nil {
+		d.ThresholdType = *o.ThresholdType
+	}
+	if o.Threshold != nil {
+		d.Threshold = *o.Threshold
+	}
+	if o.VelocityUnit != nil {
+		d.VelocityUnit = *o.VelocityUnit
+	}
+	if o.Description != nil {
+		d.Description = *o.Description
+	}
 }
 
 // Validate checks definitions that did not come through Merge (for
