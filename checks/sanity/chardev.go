@@ -107,103 +107,126 @@ func charDevicesWith(p topology.Paths, devs []*topology.Device, issm bool, read 
 		read = os.ReadFile
 	}
 	classRoot := filepath.Dir(p.ClassInfiniBand)
-	devDir := filepath.Join(p.DevRoot, "infiniband")
-	verbsDir := filepath.Join(classRoot, "infiniband_verbs")
-	madDir := filepath.Join(classRoot, "infiniband_mad")
-	verbs, verbsState := listClass(verbsDir, false, read)
-	mads, madState := listClass(madDir, true, read)
-
-	verbsOf := map[string][]string{}
+	sc := charDevScan{
+		devDir:   filepath.Join(p.DevRoot, "infiniband"),
+		verbsDir: filepath.Join(classRoot, "infiniband_verbs"),
+		madDir:   filepath.Join(classRoot, "infiniband_mad"),
+		issm:     issm,
+		verbsOf:  map[string][]string{},
+		madOf:    map[string]map[madPort]string{"umad": {}, "issm": {}},
+	}
+	var verbs, mads []classEntry
+	verbs, sc.verbsState = listClass(sc.verbsDir, false, read)
+	mads, sc.madState = listClass(sc.madDir, true, read)
 	for _, e := range verbs {
-		verbsOf[e.ibdev] = append(verbsOf[e.ibdev], e.name)
+		sc.verbsOf[e.ibdev] = append(sc.verbsOf[e.ibdev], e.name)
 	}
-	type portKey struct {
-		dev  string
-		port int
-	}
-	madOf := map[string]map[portKey]string{"umad": {}, "issm": {}}
 	for _, e := range mads {
 		if k := madKind(e.name); k != "" {
-			key := portKey{e.ibdev, e.port}
-			if _, dup := madOf[k][key]; !dup {
-				madOf[k][key] = e.name
+			key := madPort{e.ibdev, e.port}
+			if _, dup := sc.madOf[k][key]; !dup {
+				sc.madOf[k][key] = e.name
 			}
 		}
 	}
-
-	var out []Finding
-	nodeMissing := func(dev string, port int, class, name string) {
-		node := filepath.Join(devDir, name)
-		if _, err := os.Stat(node); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		what := fmt.Sprintf("NIC %s", dev)
-		if port > 0 {
-			what = fmt.Sprintf("Port %s port %d", dev, port)
-		}
-		out = append(out, Finding{
-			Device: dev, Port: port, Kind: KindCharDevice,
-			Message: fmt.Sprintf("%s: character device %s is missing although %s/%s exists: "+
-				"check that the rdma-core udev rules are installed (udevadm trigger --subsystem-match=%s) "+
-				"and, in a container, that /dev/infiniband is mounted", what, node, class, name, class),
-			Metadata: map[string]string{"class": class, "node": node, "missing": "node"},
-		})
-	}
-
 	for _, d := range devs {
 		if d == nil || !d.Monitored() {
 			continue
 		}
-		switch names := verbsOf[d.Name]; {
-		case verbsState == classUnknown:
-		case len(names) == 0:
-			why := "no entry of " + verbsDir + " names it"
-			if verbsState == classMissing {
-				why = verbsDir + " does not exist"
-			}
-			out = append(out, Finding{
-				Device: d.Name, Kind: KindCharDevice,
-				Message: fmt.Sprintf("NIC %s has no verbs character device (uverbs; %s): RDMA applications cannot open it; "+
-					"load ib_uverbs (modprobe ib_uverbs) and install rdma-core's udev rules", d.Name, why),
-				Metadata: map[string]string{"class": "infiniband_verbs", "missing": "uverbs"},
-			})
-		default:
-			for _, n := range names {
-				nodeMissing(d.Name, 0, "infiniband_verbs", n)
-			}
-		}
-		if madState == classUnknown {
-			continue
-		}
-		for i := range d.Ports {
-			port := &d.Ports[i]
-			kinds := []string{"umad"}
-			if issm && port.LinkLayer == topology.LinkLayerInfiniBand {
-				kinds = append(kinds, "issm")
-			}
-			for _, k := range kinds {
-				name, ok := madOf[k][portKey{d.Name, port.Num}]
-				if ok {
-					nodeMissing(d.Name, port.Num, "infiniband_mad", name)
-					continue
-				}
-				why := "no entry of " + madDir + " names it"
-				if madState == classMissing {
-					why = madDir + " does not exist"
-				}
-				impact := "the subnet manager and diagnostics (ibstat, perfquery) cannot reach it"
-				if k == "issm" {
-					impact = "a subnet manager on this host cannot take the port over"
-				}
-				out = append(out, Finding{
-					Device: d.Name, Port: port.Num, Kind: KindCharDevice,
-					Message: fmt.Sprintf("Port %s port %d has no %s character device (%s): %s; "+
-						"load ib_umad (modprobe ib_umad) and install rdma-core's udev rules",
-						d.Name, port.Num, k, why, impact),
-					Metadata: map[string]string{"class": "infiniband_mad", "missing": k},
-				})
-			}
+		sc.verbsOfDevice(d)
+		if sc.madState != classUnknown {
+			sc.madsOfDevice(d)
 		}
 	}
-	return out
+	return sc.out
+}
+
+// madPort names one port in the infiniband_mad class.
+type madPort struct {
+	dev  string
+	port int
+}
+
+// charDevScan is one pass over the character device classes.
+type charDevScan struct {
+	devDir, verbsDir, madDir string
+	issm                     bool
+	verbsOf                  map[string][]string
+	madOf                    map[string]map[madPort]string
+	verbsState, madState     classState
+	out                      []Finding
+}
+
+// nodeMissing reports a class entry whose /dev node is absent.
+func (sc *charDevScan) nodeMissing(dev string, port int, class, name string) {
+	node := filepath.Join(sc.devDir, name)
+	if _, err := os.Stat(node); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	what := fmt.Sprintf("NIC %s", dev)
+	if port > 0 {
+		what = fmt.Sprintf("Port %s port %d", dev, port)
+	}
+	sc.out = append(sc.out, Finding{
+		Device: dev, Port: port, Kind: KindCharDevice,
+		Message: fmt.Sprintf("%s: character device %s is missing although %s/%s exists: "+
+			"check that the rdma-core udev rules are installed (udevadm trigger --subsystem-match=%s) "+
+			"and, in a container, that /dev/infiniband is mounted", what, node, class, name, class),
+		Metadata: map[string]string{"class": class, "node": node, "missing": "node"},
+	})
+}
+
+// verbsOfDevice checks the device's uverbs entries and nodes.
+func (sc *charDevScan) verbsOfDevice(d *topology.Device) {
+	switch names := sc.verbsOf[d.Name]; {
+	case sc.verbsState == classUnknown:
+	case len(names) == 0:
+		why := "no entry of " + sc.verbsDir + " names it"
+		if sc.verbsState == classMissing {
+			why = sc.verbsDir + " does not exist"
+		}
+		sc.out = append(sc.out, Finding{
+			Device: d.Name, Kind: KindCharDevice,
+			Message: fmt.Sprintf("NIC %s has no verbs character device (uverbs; %s): RDMA applications cannot open it; "+
+				"load ib_uverbs (modprobe ib_uverbs) and install rdma-core's udev rules", d.Name, why),
+			Metadata: map[string]string{"class": "infiniband_verbs", "missing": "uverbs"},
+		})
+	default:
+		for _, n := range names {
+			sc.nodeMissing(d.Name, 0, "infiniband_verbs", n)
+		}
+	}
+}
+
+// madsOfDevice checks each port's umad (and, when asked, issm) entries
+// and nodes.
+func (sc *charDevScan) madsOfDevice(d *topology.Device) {
+	for i := range d.Ports {
+		port := &d.Ports[i]
+		kinds := []string{"umad"}
+		if sc.issm && port.LinkLayer == topology.LinkLayerInfiniBand {
+			kinds = append(kinds, "issm")
+		}
+		for _, k := range kinds {
+			if name, ok := sc.madOf[k][madPort{d.Name, port.Num}]; ok {
+				sc.nodeMissing(d.Name, port.Num, "infiniband_mad", name)
+				continue
+			}
+			why := "no entry of " + sc.madDir + " names it"
+			if sc.madState == classMissing {
+				why = sc.madDir + " does not exist"
+			}
+			impact := "the subnet manager and diagnostics (ibstat, perfquery) cannot reach it"
+			if k == "issm" {
+				impact = "a subnet manager on this host cannot take the port over"
+			}
+			sc.out = append(sc.out, Finding{
+				Device: d.Name, Port: port.Num, Kind: KindCharDevice,
+				Message: fmt.Sprintf("Port %s port %d has no %s character device (%s): %s; "+
+					"load ib_umad (modprobe ib_umad) and install rdma-core's udev rules",
+					d.Name, port.Num, k, why, impact),
+				Metadata: map[string]string{"class": "infiniband_mad", "missing": k},
+			})
+		}
+	}
 }
