@@ -160,20 +160,13 @@ func pcieWith(dev *topology.Device, read topology.ReadFunc) (*Finding, error) {
 	if widthLow {
 		kind = KindPCIeWidth
 	}
-	unknown := func(s string) string {
-		if s == "" {
-			return "unknown speed"
-		}
-		return s
-	}
-	lanes := func(w int) string {
-		if w == 0 {
-			return "x?"
-		}
-		return "x" + strconv.Itoa(w)
-	}
+	return pcieFinding(dev, hca, kind, slotNotes), nil
+}
+
+// pcieFinding describes a link below its capability.
+func pcieFinding(dev *topology.Device, hca pcieLink, kind string, slotNotes []string) *Finding {
 	msg := fmt.Sprintf("NIC %s (%s) PCIe link runs at %s %s, capable of %s %s", dev.Name, orUnknown(dev.PCIAddress),
-		unknown(hca.curSpeedText), lanes(hca.curWidth), unknown(hca.maxSpeedText), lanes(hca.maxWidth))
+		speedOrUnknown(hca.curSpeedText), lanes(hca.curWidth), speedOrUnknown(hca.maxSpeedText), lanes(hca.maxWidth))
 	if len(slotNotes) > 0 {
 		msg += " (" + strings.Join(slotNotes, ", ") + ")"
 	}
@@ -183,7 +176,21 @@ func pcieWith(dev *topology.Device, read topology.ReadFunc) (*Finding, error) {
 		"currentSpeed": hca.curSpeedText, "maxSpeed": hca.maxSpeedText,
 		"currentWidth": strconv.Itoa(hca.curWidth), "maxWidth": strconv.Itoa(hca.maxWidth),
 	}
-	return &Finding{Device: dev.Name, Kind: kind, Message: msg, Metadata: md}, nil
+	return &Finding{Device: dev.Name, Kind: kind, Message: msg, Metadata: md}
+}
+
+func speedOrUnknown(s string) string {
+	if s == "" {
+		return "unknown speed"
+	}
+	return s
+}
+
+func lanes(w int) string {
+	if w == 0 {
+		return "x?"
+	}
+	return "x" + strconv.Itoa(w)
 }
 
 func orUnknown(s string) string {
