@@ -363,3 +363,33 @@ func TestIntegration_OneVerdict_FrozenBusDoesNotStopPolling(t *testing.T) {
 	b.waitPort("mlx5_3", 1, "caught up", func(p dbusapi.PortView) bool { return p.State == want })
 	b.stop()
 }
+
+// One byte that is not UTF-8 in a sysfs file must not break a view
+// (DESIGN.md section 9): the D-Bus replies, nichealthctl and the fatal
+// HealthEvent signal all carry the text with the byte escaped.
+func TestIntegration_OneVerdict_InvalidUTF8InSysfsBreaksNoView(t *testing.T) {
+	needBusctl(t)
+	v := newViewNode(t)
+	v.start()
+	v.waitReady()
+	sigs := subscribe(t, v.bus)
+	if err := v.h.WriteRaw("mlx5_3", 1, "rate", "400 Gb/sec (4X NDR\xff)\n"); err != nil {
+		t.Fatal(err)
+	}
+	v.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
+	dbustest.WaitSignal(t, sigs, func(s *dbus.Signal) bool {
+		return s.Name == dbusapi.ManagerIface+".HealthEvent" && len(s.Body) > 2 && s.Body[2] == "mlx5_3"
+	})
+	p := v.waitPort("mlx5_3", 1, "the escaped rate", func(p dbusapi.PortView) bool { return strings.Contains(p.Rate, `\xff`) })
+	if !p.Fatal {
+		t.Fatalf("port view %+v", p)
+	}
+	if out, code := v.ctl("ports"); code != 2 && code != 1 || !strings.Contains(out, `NDR\xff`) {
+		t.Fatalf("nichealthctl ports (exit %d):\n%s", code, out)
+	}
+	if out, code := v.ctl("status"); code == 0 || !strings.Contains(out, "mlx5_3/1") {
+		t.Fatalf("nichealthctl status (exit %d):\n%s", code, out)
+	}
+	v.mustBusctl("call", dbusapi.BusName, string(dbusapi.RootPath), "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+	v.stop()
+}
