@@ -21,7 +21,8 @@ var ranks = []struct {
 	prefix string
 	rank   int
 }{
-	// internal/component is test support that imports nothing of ours.
+	// internal holds leaf packages that import nothing of ours (test
+	// support, the log-repeat limiter).
 	{"internal", -1},
 	{"topology", 0},
 	{"checks/health", 2},

@@ -19,6 +19,7 @@ import (
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
+	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
@@ -91,7 +92,7 @@ type Daemon struct {
 	boot         persist.BootStatus
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
-	reloadLogs repeats
+	reloadLogs repeats.Limiter
 	// appendFails counts consecutive polls whose events the outbox
 	// could not take.
 	appendFails int
@@ -205,7 +206,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
-		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats{window: time.Minute},
+		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats.Limiter{Window: time.Minute},
 		metrics: metrics.New(),
 		model:   model,
 		// A replay or a model rebuilt from an older state file is saved
@@ -795,7 +796,7 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 // log (repeats collapsed) and in LastReloadError.
 func (d *Daemon) refuseReloadLocked(err error) {
 	d.reloadErr = err.Error()
-	if ok, n := d.reloadLogs.note("refused "+err.Error(), time.Now()); ok {
+	if ok, n := d.reloadLogs.Note("refused "+err.Error(), time.Now()); ok {
 		d.log.Error("configuration refused; the running configuration stays", "err", err, "repeats", n)
 	}
 	d.publishSnapshotLocked()
@@ -857,7 +858,7 @@ func (d *Daemon) logApplied(cfg *config.Config, unchanged bool) {
 			"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
 		return
 	}
-	if ok, n := d.reloadLogs.note("unchanged", time.Now()); ok {
+	if ok, n := d.reloadLogs.Note("unchanged", time.Now()); ok {
 		d.log.Info("configuration applied (file unchanged)", "file", d.opts.ConfigPath, "generation", d.generation,
 			"repeats", n)
 	}

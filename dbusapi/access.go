@@ -6,7 +6,6 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -142,52 +141,10 @@ func (s *Server) authorize(sender dbus.Sender, method string) (uint32, *dbus.Err
 	if !allowed(c, gid, exists) {
 		// A client retrying in a loop (with a permissive bus policy,
 		// every call reaches us) gets one line per minute, with a count.
-		if ok, n := s.denials.note(fmt.Sprintf("%s/%d", method, c.uid), time.Now()); ok {
+		if ok, n := s.denials.Note(fmt.Sprintf("%s/%d", method, c.uid), time.Now()); ok {
 			s.log.Warn("D-Bus call denied", "method", method, "sender", string(sender), "uid", c.uid, "group", group, "repeats", n)
 		}
 		return c.uid, denied
 	}
 	return c.uid, nil
-}
-
-// logRepeats collapses a log line that keeps coming back: the first of a
-// kind is logged, repeats within window are only counted, and the first
-// one after the window is logged with that count.
-type logRepeats struct {
-	window time.Duration
-
-	mu   sync.Mutex
-	seen map[string]*logRepeat
-}
-
-type logRepeat struct {
-	at time.Time
-	n  int
-}
-
-// note reports whether a line of kind key should be logged now, and how
-// many were suppressed since the last one that was.
-func (r *logRepeats) note(key string, now time.Time) (log bool, suppressed int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[string]*logRepeat{}
-	}
-	e := r.seen[key]
-	if e != nil && now.Sub(e.at) < r.window {
-		e.n++
-		return false, 0
-	}
-	if e != nil {
-		suppressed = e.n
-	}
-	if len(r.seen) > 256 {
-		for k, v := range r.seen {
-			if now.Sub(v.at) >= r.window {
-				delete(r.seen, k)
-			}
-		}
-	}
-	r.seen[key] = &logRepeat{at: now}
-	return true, suppressed
 }

@@ -297,7 +297,7 @@ func (s *Server) reload(sender dbus.Sender) *dbus.Error {
 	// returns see the outcome without waiting for the next poll.
 	s.Refresh()
 	if err != nil {
-		if ok, n := s.denials.note("Reload refused "+err.Error(), time.Now()); ok {
+		if ok, n := s.denials.Note("Reload refused "+err.Error(), time.Now()); ok {
 			s.log.Warn("reload requested over D-Bus was refused", "sender", string(sender), "err", err, "repeats", n)
 		}
 		return toDBusError(err, ErrNameConfigRefused)

@@ -13,6 +13,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/internal/repeats"
 )
 
 // Options tune Serve. The zero value is the production configuration.
@@ -42,7 +43,7 @@ type Server struct {
 	// adminGroup is Options.AdminGroup until SetAdminGroup changes it.
 	adminGroup atomic.Pointer[string]
 	// denials collapses repeated denied and refused calls in the log.
-	denials logRepeats
+	denials repeats.Limiter
 
 	// refreshMu serialises Refresh, Close and the exports they do, so
 	// signals leave in the order the state changed.
@@ -101,7 +102,7 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		ring:  newRing(opts.RingSize),
 		out:   newSender(),
 	}
-	s.denials.window = time.Minute
+	s.denials.Window = time.Minute
 	s.SetAdminGroup(opts.AdminGroup)
 	s.mgrMeta = metaOf(s.mgrDefs)
 	s.prtMeta = metaOf(s.prtDefs)

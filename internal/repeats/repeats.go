@@ -1,16 +1,14 @@
-package daemon
+package repeats
 
 import (
 	"sync"
 	"time"
 )
 
-// repeats collapses a log line that keeps coming back (the same reload
-// a thousand times, the same refusal): the first of a kind is logged, the
-// repeats within window are only counted, and the first one after the
-// window is logged again with that count.
-type repeats struct {
-	window time.Duration
+// Limiter is safe for concurrent use; the zero value never suppresses.
+type Limiter struct {
+	// Window is how long repeats of a kind are only counted.
+	Window time.Duration
 
 	mu   sync.Mutex
 	seen map[string]*repeat
@@ -21,16 +19,16 @@ type repeat struct {
 	n  int
 }
 
-// note reports whether a line of kind key should be logged now, and how
+// Note reports whether a line of kind key should be logged now, and how
 // many were suppressed since the last one that was.
-func (r *repeats) note(key string, now time.Time) (log bool, suppressed int) {
+func (r *Limiter) Note(key string, now time.Time) (log bool, suppressed int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {
 		r.seen = map[string]*repeat{}
 	}
 	e := r.seen[key]
-	if e != nil && now.Sub(e.at) < r.window {
+	if e != nil && now.Sub(e.at) < r.Window {
 		e.n++
 		return false, 0
 	}
@@ -41,7 +39,7 @@ func (r *repeats) note(key string, now time.Time) (log bool, suppressed int) {
 		// Keys are error texts; a flood of distinct ones must not grow
 		// the map for ever.
 		for k, v := range r.seen {
-			if now.Sub(v.at) >= r.window {
+			if now.Sub(v.at) >= r.Window {
 				delete(r.seen, k)
 			}
 		}
