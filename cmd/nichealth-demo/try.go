@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/nichealth/nichealthd/dbusapi/localbus"
+
 	"context"
 	"errors"
 	"fmt"
@@ -27,34 +29,6 @@ type tryOptions struct {
 // pidFileName lists what --keep started, one "PID NAME" per line, daemon
 // first: --stop ends them in that order.
 const pidFileName = "try.pid"
-
-// The stock <policy context="default"> of /usr/share/dbus-1/system.conf, so
-// that the project's policy file acts on this bus exactly as on a host's.
-const tryBusConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
-  </policy>
-  <includedir>%s</includedir>
-</busconfig>
-`
 
 // ownerPolicy lets the invoking user own the name: on a host only the
 // nichealthd user and root may, and here the daemon runs as whoever typed
@@ -190,7 +164,7 @@ func startTryBus(dir, policy string) (string, error) {
 	}
 	sock := filepath.Join(dir, "bus.sock")
 	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(tryBusConfig, sock, pdir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(localbus.Config(sock, localbus.HostPolicy, pdir)), 0o644); err != nil {
 		return "", err
 	}
 	cmd := exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile")

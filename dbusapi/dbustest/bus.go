@@ -14,31 +14,9 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/nichealth/nichealthd/dbusapi/localbus"
 	"github.com/nichealth/nichealthd/internal/component"
 )
-
-// defaultPolicy is the <policy context="default"> of the stock
-// /usr/share/dbus-1/system.conf: connect, no names, no method calls, except
-// to the bus itself. The project's policy file punches its holes into it,
-// exactly as on a real system bus.
-const defaultPolicy = `  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Debug.Stats"/>
-  </policy>
-`
 
 // PermissivePolicy lets everybody own the name and call everything on it.
 // Tests use it to prove the daemon's own access check holds when the bus
@@ -118,15 +96,7 @@ func Start(tb testing.TB, opts Options) *Bus {
 		}
 	}
 	sock := filepath.Join(dir, "system_bus_socket")
-	conf := `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=` + escapeAddressValue(sock) + `</listen>
-  <auth>EXTERNAL</auth>
-` + defaultPolicy + `  <includedir>` + policyDir + `</includedir>
-</busconfig>
-`
+	conf := localbus.Config(escapeAddressValue(sock), localbus.HostPolicy, policyDir)
 	confPath := filepath.Join(dir, "bus.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		tb.Fatal(err)

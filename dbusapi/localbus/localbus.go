@@ -15,24 +15,57 @@ type Bus struct {
 	cmd     *exec.Cmd
 }
 
-// config is a system bus (policy checks behave as on a real host) whose
-// default policy lets anyone own names and call anything: the daemon under
-// demonstration runs as the invoking user, not as root or nichealthd.
-const config = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
+// PermissivePolicy lets anyone own names and call anything: the daemon
+// under demonstration runs as the invoking user, not as root or nichealthd.
+const PermissivePolicy = `  <policy context="default">
     <allow user="*"/>
     <allow own="*"/>
     <allow send_type="method_call"/>
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
   </policy>
-</busconfig>
 `
+
+// HostPolicy is the <policy context="default"> of the stock
+// /usr/share/dbus-1/system.conf: connect, no names, no method calls, except
+// to the bus itself. The project's policy file (in an included directory)
+// punches its holes into it, exactly as on a real system bus.
+const HostPolicy = `  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
+  </policy>
+`
+
+// Config is a system-type bus configuration (policy checks behave as on a
+// real host; a session bus would refuse other uids) listening on the
+// address value listen (escaped for a D-Bus address), with policy and, when
+// includeDir is set, the policy files in it.
+func Config(listen, policy, includeDir string) string {
+	inc := ""
+	if includeDir != "" {
+		inc = "  <includedir>" + includeDir + "</includedir>\n"
+	}
+	return `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=` + listen + `</listen>
+  <auth>EXTERNAL</auth>
+` + policy + inc + `</busconfig>
+`
+}
 
 // Start runs dbus-daemon with its socket and configuration in dir. It fails
 // when dbus-daemon is not installed (apt-get install dbus) or does not come
@@ -44,7 +77,7 @@ func Start(dir string) (*Bus, error) {
 	}
 	sock := filepath.Join(dir, "bus.sock")
 	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(config, sock)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(Config(sock, PermissivePolicy, "")), 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
 	}
 	c := exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile")
