@@ -41,6 +41,8 @@ type Monitor struct {
 	present   map[string]checks.Presence
 	devices   []*topology.Device
 	matrix    *gpumeta.Matrix
+	// gpusOf describes the GPUs behind each monitored device (gpusBehind).
+	gpusOf map[string]string
 	ports     []*portPlan
 	planOf    map[*topology.Port]*portPlan // the plan entry of each monitored port
 	// availLogged is the counter availability last logged per device.
@@ -205,6 +207,12 @@ func (m *Monitor) Discover() error {
 		m.listerDir = m.cfg.Paths.ClassInfiniBand
 	}
 	m.lister.SetKnown(m.names)
+	m.gpusOf = map[string]string{}
+	for _, d := range devs {
+		if d.Monitored() {
+			m.gpusOf[d.Name] = m.gpusBehind(d)
+		}
+	}
 	clear(m.present)
 	for _, d := range devs {
 		if d.Monitored() {

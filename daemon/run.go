@@ -482,7 +482,7 @@ func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, boo
 	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
 	evs := make([]event.Event, len(specs))
 	for i, s := range specs {
-		evs[i] = event.New(s, stamp)
+		evs[i] = event.New(d.mon.withGPUs(s), stamp)
 	}
 	seqs, err := d.ob.Append(evs)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -108,6 +109,7 @@ func (m *Monitor) portInfos() []health.PortInfo {
 			pi.State, pi.PhysState = event.Clean(p.obs.State.Name), event.Clean(p.obs.Phys.Name)
 			pi.HealthyMessage = event.Clean(healthyMessage(p.obs))
 		}
+		pi.GPUs = m.gpusOf[p.dev.Name]
 		pi.Counters = m.counterInfos(p)
 		out = append(out, pi)
 	}
@@ -185,4 +187,67 @@ func (m *Monitor) counterInfos(p *portPlan) []health.Counter {
 		})
 	}
 	return out
+}
+
+// noGPUAffinity is what a NIC's events say when no GPU sits behind it
+// (storage and management NICs, or a compute NIC the matrix puts on
+// another switch).
+const noGPUAffinity = "no GPU affinity"
+
+// gpusBehind describes the GPUs behind a device (PIX/PXB in the matrix),
+// e.g. "GPU3 (0000:5d:00.0)", for every event of its ports and for the
+// views.
+func (m *Monitor) gpusBehind(dev *topology.Device) string {
+	if dev.Role != topology.RoleCompute {
+		return noGPUAffinity
+	}
+	var parts []string
+	for _, g := range m.matrix.Near(dev.Name) {
+		if g.PCIAddress != "" {
+			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, g.PCIAddress))
+		} else {
+			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
+		}
+	}
+	if len(parts) == 0 {
+		return noGPUAffinity
+	}
+	return strings.Join(parts, ", ")
+}
+
+// withGPUs adds metadata "gpus" to a NIC event: the GPUs behind its NIC
+// (or the NICs of the ports a card event names), so a scheduler can drain
+// those GPUs or their rail rather than the node. The spec's own metadata
+// map is never modified: checks may share it.
+func (m *Monitor) withGPUs(s event.Spec) event.Spec {
+	if _, set := s.Metadata["gpus"]; set {
+		return s
+	}
+	var names []string
+	if s.Device != "" {
+		names = append(names, s.Device)
+	}
+	for _, p := range s.Ports {
+		names = append(names, p.Device)
+	}
+	var parts []string
+	for _, n := range names {
+		if g, ok := m.gpusOf[n]; ok && !slices.Contains(parts, g) && g != noGPUAffinity {
+			parts = append(parts, g)
+		}
+	}
+	if len(names) == 0 {
+		return s
+	}
+	g := noGPUAffinity
+	if len(parts) > 0 {
+		g = strings.Join(parts, ", ")
+	}
+	md := make(map[string]string, len(s.Metadata)+1)
+	for k, v := range s.Metadata {
+		md[k] = v
+	}
+	md["gpus"] = g
+	s.Metadata = md
+	return s
 }

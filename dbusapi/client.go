@@ -313,6 +313,7 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		NetDev:         get[string](m, "NetDev"),
 		PCIAddress:     get[string](m, "PCIAddress"),
 		NUMANode:       get[int32](m, "NUMANode"),
+		GPUs:           get[string](m, "GPUs"),
 		Rate:           get[string](m, "Rate"),
 		State:          get[string](m, "State"),
 		PhysState:      get[string](m, "PhysState"),

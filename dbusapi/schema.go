@@ -119,6 +119,7 @@ func portProps() []propDef[PortView] {
 		{"NetDev", "s", true, func(p *PortView) any { return p.NetDev }},
 		{"PCIAddress", "s", true, func(p *PortView) any { return p.PCIAddress }},
 		{"NUMANode", "i", true, func(p *PortView) any { return p.NUMANode }},
+		{"GPUs", "s", true, func(p *PortView) any { return p.GPUs }},
 		{"Rate", "s", true, func(p *PortView) any { return p.Rate }},
 		{"State", "s", true, func(p *PortView) any { return p.State }},
 		{"PhysState", "s", true, func(p *PortView) any { return p.PhysState }},

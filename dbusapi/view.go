@@ -14,11 +14,14 @@ type PortView struct {
 	NetDev     string `json:"netDev"`
 	PCIAddress string `json:"pciAddress"`
 	NUMANode   int32  `json:"numaNode"`
-	Rate       string `json:"rate"`
-	State      string `json:"state"`
-	PhysState  string `json:"physState"`
-	Healthy    bool   `json:"healthy"`
-	Fatal      bool   `json:"fatal"`
+	// GPUs are the GPUs behind the NIC (PIX/PXB), e.g. "GPU3
+	// (0000:5d:00.0)", or "no GPU affinity": what to drain for this port.
+	GPUs      string `json:"gpus"`
+	Rate      string `json:"rate"`
+	State     string `json:"state"`
+	PhysState string `json:"physState"`
+	Healthy   bool   `json:"healthy"`
+	Fatal     bool   `json:"fatal"`
 	// Verdict is "healthy", "degraded" or "fatal": the worst condition on
 	// the port, its NIC or its card (checks/health).
 	Verdict    string          `json:"verdict"`

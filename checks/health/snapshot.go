@@ -55,6 +55,9 @@ type PortInfo struct {
 	HealthyMessage string
 	LastChange     time.Time
 	Counters       []Counter
+	// GPUs are the GPUs behind the port's NIC (PIX/PXB in the matrix), or
+	// "no GPU affinity".
+	GPUs string
 	// LinkDownEpisodes counts the port's link-down episodes this boot, as
 	// the flap rule counts them (checks/rules).
 	LinkDownEpisodes uint64

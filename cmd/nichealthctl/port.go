@@ -71,6 +71,7 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 		role += " (" + pv.RoleReason + ")"
 	}
 	row("Role", role)
+	row("GPUs", orDash(pv.GPUs))
 	row("NetDev", orDash(pv.NetDev))
 	row("PCI", orDash(pv.PCIAddress))
 	if pv.NUMANode >= 0 {

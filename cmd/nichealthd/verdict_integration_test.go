@@ -393,3 +393,36 @@ func TestIntegration_OneVerdict_InvalidUTF8InSysfsBreaksNoView(t *testing.T) {
 	v.mustBusctl("call", dbusapi.BusName, string(dbusapi.RootPath), "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
 	v.stop()
 }
+
+// Every NIC event names the GPUs behind its NIC (PIX/PXB in the matrix),
+// as D-Bus and nichealthctl port do, so a scheduler can drain the GPUs or
+// rail rather than the node; storage NICs say they have no GPU affinity.
+func TestIntegration_GPUsBehindEveryNICEvent(t *testing.T) {
+	needBusctl(t)
+	v := newViewNode(t)
+	v.start()
+	v.waitReady()
+	skip := len(v.read())
+	v.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
+	e := v.waitEventAfter(skip, "mlx5_3 down", portEvent("mlx5_3", event.KindPortFatal))
+	if g := e.Metadata["gpus"]; !strings.HasPrefix(g, "GPU3 (") {
+		t.Fatalf("mlx5_3 event gpus %q, want GPU3 with its PCI address", g)
+	}
+	card := v.waitEventAfter(skip, "card anomaly", portEvent("mlx5_3", event.KindCardAnomaly))
+	if card.Metadata["gpus"] != e.Metadata["gpus"] {
+		t.Fatalf("card event gpus %q, port event %q", card.Metadata["gpus"], e.Metadata["gpus"])
+	}
+	skip = len(v.read())
+	v.h.SetOperstate("enp65s0f0np0", "down")
+	s := v.waitEventAfter(skip, "mlx5_8 degraded", portEvent("mlx5_8", event.KindPortNonFatal))
+	if g := s.Metadata["gpus"]; g != "no GPU affinity" {
+		t.Fatalf("storage NIC event gpus %q", g)
+	}
+	if p := v.waitPort("mlx5_3", 1, "GPUs", func(p dbusapi.PortView) bool { return p.GPUs != "" }); p.GPUs != e.Metadata["gpus"] {
+		t.Fatalf("D-Bus GPUs %q, event %q", p.GPUs, e.Metadata["gpus"])
+	}
+	if out, _ := v.ctl("port", "mlx5_3", "1"); !strings.Contains(out, e.Metadata["gpus"]) {
+		t.Fatalf("nichealthctl port lacks the GPUs:\n%s", out)
+	}
+	v.stop()
+}

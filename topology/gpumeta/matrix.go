@@ -271,3 +271,19 @@ func NormalizePCIAddress(s string) string {
 	}
 	return dom + ":" + rest
 }
+
+// Near lists the GPUs a NIC shares a PCIe switch with (PIX or PXB in the
+// matrix): the GPUs whose traffic a fault of that NIC stalls first, which a
+// scheduler can drain instead of the whole node.
+func (m *Matrix) Near(nic string) []GPU {
+	if m == nil {
+		return nil
+	}
+	var out []GPU
+	for i, level := range m.NICs[nic] {
+		if (level == "PIX" || level == "PXB") && i < len(m.GPUs) {
+			out = append(out, m.GPUs[i])
+		}
+	}
+	return out
+}
