@@ -43,8 +43,8 @@ type Monitor struct {
 	matrix    *gpumeta.Matrix
 	// gpusOf describes the GPUs behind each monitored device (gpusBehind).
 	gpusOf map[string]string
-	ports     []*portPlan
-	planOf    map[*topology.Port]*portPlan // the plan entry of each monitored port
+	ports  []*portPlan
+	planOf map[*topology.Port]*portPlan // the plan entry of each monitored port
 	// availLogged is the counter availability last logged per device.
 	availLogged map[string]string
 	files       []*reader.File
