@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -219,7 +218,7 @@ func readConfig(path string, deadline time.Duration) ([]byte, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		b, err := readRegular(path)
+		b, err := regularfile.Read(path, maxConfigBytes)
 		ch <- result{b, err}
 	}()
 	t := time.NewTimer(deadline)
@@ -230,32 +229,6 @@ func readConfig(path string, deadline time.Duration) ([]byte, error) {
 	case <-t.C:
 		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
 	}
-}
-
-func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s): the configuration must be a file or a symlink to one", fi.Mode().Type())
-	}
-	if fi.Size() > maxConfigBytes {
-		return nil, fmt.Errorf("%d bytes, above the limit of %d", fi.Size(), maxConfigBytes)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfigBytes {
-		return nil, fmt.Errorf("grew above the limit of %d bytes while being read", maxConfigBytes)
-	}
-	return b, nil
 }
 
 // Parse validates a TOML document; path is only used in messages.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/persist"
 )
 
@@ -37,7 +38,7 @@ func (o *Outbox) loadParked(p string) {
 	if !validSink(sink) {
 		return
 	}
-	b, err := persist.ReadRegular(p, maxParkedBytes)
+	b, err := regularfile.Read(p, maxParkedBytes)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			o.corrupt++

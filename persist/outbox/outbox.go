@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/persist"
 )
 
@@ -294,7 +295,7 @@ func (o *Outbox) index(s *segment, newest bool, last *uint64) error {
 	// Bounded: a file put there under a segment's name must not exhaust
 	// memory. A real segment holds at most SegmentBytes plus one batch,
 	// under the largest bound it was written with.
-	b, err := persist.ReadRegular(s.path, 2*max(o.opts.MaxBytes, DefaultMaxBytes))
+	b, err := regularfile.Read(s.path, 2*max(o.opts.MaxBytes, DefaultMaxBytes))
 	if err != nil {
 		return fmt.Errorf("read outbox segment %s: %w (move the file away to start without it)", s.path, err)
 	}
@@ -360,7 +361,7 @@ func (o *Outbox) readCursor(sink string) (uint64, bool) {
 const maxCursorBytes = 64
 
 func parseCursor(p string) (uint64, error) {
-	b, err := persist.ReadRegular(p, maxCursorBytes)
+	b, err := regularfile.Read(p, maxCursorBytes)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package persist
+package regularfile
 
 import (
 	"fmt"
@@ -7,13 +7,11 @@ import (
 	"syscall"
 )
 
-// ReadRegular reads a file the daemon keeps under its state directory,
-// refusing anything that is not a regular file or holds more than limit
-// bytes: a FIFO put there would block the read forever and a link to
-// /dev/zero would exhaust memory. The open does not block (O_NONBLOCK) and
-// the type is checked on the open file, so a swap between check and read
-// cannot slip a FIFO in.
-func ReadRegular(path string, limit int64) ([]byte, error) {
+// Read reads path, refusing anything that is not a regular file (a
+// symlink to one is followed) or holds more than limit bytes. The open
+// does not block (O_NONBLOCK) and the type is checked on the open file, so
+// a swap between check and read cannot slip a FIFO in. Errors name path.
+func Read(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -24,7 +22,7 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): move it away", path, fi.Mode().Type())
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
 	}
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s holds %d bytes, more than the %d expected", path, fi.Size(), limit)

@@ -1,4 +1,4 @@
-package persist
+package regularfile
 
 import (
 	"os"
@@ -27,40 +27,21 @@ func TestReadRegular_RefusesFIFODevZeroAndOversize(t *testing.T) {
 	}
 	for _, p := range []string{fifo, zero, big} {
 		done := make(chan error, 1)
-		go func() { _, err := ReadRegular(p, 64); done <- err }()
+		go func() { _, err := Read(p, 64); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), p) {
-				t.Errorf("ReadRegular(%s) = %v, want an error naming it", p, err)
+				t.Errorf("Read(%s) = %v, want an error naming it", p, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("ReadRegular(%s) blocked", p)
+			t.Fatalf("Read(%s) blocked", p)
 		}
 	}
 	ok := filepath.Join(dir, "ok")
 	if err := os.WriteFile(ok, []byte("42\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := ReadRegular(ok, 64); err != nil || string(b) != "42\n" {
-		t.Fatalf("ReadRegular(ok) = %q, %v", b, err)
-	}
-}
-
-// TestLoad_FIFOStateFileIsSetAsideNotWaitedOn: a FIFO where the state file
-// belongs would block start-up forever; it is treated as an unusable file.
-func TestLoad_FIFOStateFileIsSetAsideNotWaitedOn(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "state.json")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan LoadStatus, 1)
-	go func() { _, st, _ := Load(p); done <- st }()
-	select {
-	case st := <-done:
-		if st != LoadCorrupt {
-			t.Fatalf("status %v, want %v", st, LoadCorrupt)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Load blocked on a FIFO")
+	if b, err := Read(ok, 64); err != nil || string(b) != "42\n" {
+		t.Fatalf("Read(ok) = %q, %v", b, err)
 	}
 }
