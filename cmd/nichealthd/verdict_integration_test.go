@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,16 +44,6 @@ func ctlBinary(t *testing.T) string {
 	return ctlPath
 }
 
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // viewNode is a daemon with every window open: JSON lines, D-Bus on a
 // private bus, /metrics on loopback and a notify socket.
 type viewNode struct {
@@ -67,7 +56,7 @@ func newViewNode(t *testing.T) *viewNode {
 	t.Helper()
 	needBusctl(t)
 	b := newBusNode(t, "dgx-h100", integConfig{}, dbustest.Options{})
-	addr := freeLoopback(t)
+	addr := freePort(t)
 	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
 	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
