@@ -77,6 +77,11 @@ type Monitor struct {
 	// unclassifiedNote then says why.
 	unclassifiedOK   bool
 	unclassifiedNote string
+	// viewChanged: something the published verdict shows moved (a port's
+	// observation or rate, a counter's value or rate, the plan): the
+	// daemon rebuilds the snapshot only then, so a quiet poll stays cheap.
+	viewChanged bool
+	ratesSeen   uint64 // the evaluator's RateChanges at the last TakeViewChanged
 	// activeChanged: some port became or stopped being active this cycle,
 	// so card homogeneity must be judged again (DESIGN.md difference 9).
 	activeChanged bool
@@ -179,6 +184,18 @@ func counterTables(cfg *config.Config) (all, enabled []counters.Definition) {
 // Devices returns the devices of the last discovery.
 func (m *Monitor) Devices() []*topology.Device { return m.devices }
 
+// TakeViewChanged reports whether anything the published verdict shows
+// moved since the last call: a port's observation or rate, a counter's
+// value or computed rate, the read plan.
+func (m *Monitor) TakeViewChanged() bool {
+	if r := m.eval.RateChanges(); r != m.ratesSeen {
+		m.ratesSeen, m.viewChanged = r, true
+	}
+	c := m.viewChanged
+	m.viewChanged = false
+	return c
+}
+
 // Memory returns what the checks remember (the daemon saves it).
 func (m *Monitor) Memory() *Memory { return m.mem }
 
@@ -221,6 +238,7 @@ func (m *Monitor) Discover() error {
 	}
 	m.buildPlan()
 	m.devicesSetChanged = true
+	m.viewChanged = true
 	return nil
 }
 
@@ -301,6 +319,7 @@ func (m *Monitor) closePlan() {
 // buildPlan lists every file a steady poll reads. VFs, management and
 // excluded devices get no entry: after discovery they cost nothing.
 func (m *Monitor) buildPlan() {
+	m.viewChanged = true
 	old := map[string]*portPlan{}
 	for _, p := range m.ports {
 		old[checks.PortKey(p.dev.Name, p.port.Num)] = p
@@ -605,6 +624,9 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 			err := cr.file.Err
 			raw := cr.file.Value()
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
+			if !unchanged {
+				m.viewChanged = true
+			}
 			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
@@ -676,6 +698,7 @@ func (m *Monitor) observe(p *portPlan) {
 		v := p.rate.Value()
 		if string(v) != string(p.rateRaw[:p.rateLen]) {
 			p.rateLen = copy(p.rateRaw[:], v)
+			m.viewChanged = true
 			if r, err := sysfs.ParseRate(v); err == nil {
 				if p.observed && r.Gbps != p.rateGbps {
 					m.rateChanged = true
@@ -685,6 +708,9 @@ func (m *Monitor) observe(p *portPlan) {
 		}
 	}
 	wasActive := p.active()
+	if !p.observed || o != p.obs {
+		m.viewChanged = true
+	}
 	p.obs, p.observed = o, true
 	if p.active() != wasActive {
 		m.activeChanged = true

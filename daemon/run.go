@@ -89,6 +89,7 @@ type Daemon struct {
 	rules        *rules.Engine
 	rulePorts    []rules.Port
 	rulesStarted bool
+	rulesAt      time.Time // when the rules last ran
 	boot         persist.BootStatus
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
@@ -389,14 +390,24 @@ func (d *Daemon) poll(now time.Time) {
 	evs := d.commitLocked(specs, changed, now)
 	// The rules read the model the cycle's events just updated. Their
 	// windows move with those events, so they are saved with them (a
-	// crash must not forget an episode); a quiet poll saves nothing.
-	if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
-		evs = append(evs, d.commitLocked(rs, true, now)...)
+	// crash must not forget an episode); a quiet poll saves nothing. With
+	// no event they only have time to judge (minutes-long windows), so a
+	// fast poll runs them at most once a second.
+	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
+		d.rulesAt = now
+		if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
+			evs = append(evs, d.commitLocked(rs, true, now)...)
+		}
 	}
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
-	snap := d.publishSnapshotLocked()
+	// The verdict is rebuilt only when something it shows moved: events,
+	// an observation, a counter value or rate. A quiet poll reuses it.
+	snap := d.snap.Load()
+	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || snap == nil {
+		snap = d.publishSnapshotLocked()
+	}
 	d.lastPollNano.Store(time.Now().UnixNano())
 	d.mu.Unlock()
 

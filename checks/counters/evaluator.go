@@ -62,6 +62,14 @@ type Sample struct {
 	Since time.Time
 }
 
+// RateChanges counts the computed rates that changed since the evaluator
+// was made: a view built from View needs rebuilding when it moved.
+func (e *Evaluator) RateChanges() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rateChanges
+}
+
 // Evaluator applies seed section 10.4 to one reading at a time. It keeps
 // in memory what the seed keeps in memory (the last value read per counter,
 // step 7) plus the last computed rate for the D-Bus view; everything that
@@ -80,6 +88,8 @@ type Evaluator struct {
 	mem        map[memKey]*memEntry
 	unreadable map[fileKey]time.Time
 	defs       map[string]Definition // table of the last Reconcile, by name
+	// rateChanges counts computed rates that moved (RateChanges).
+	rateChanges uint64
 }
 
 type memKey struct {
@@ -345,6 +355,9 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	st.CounterSnapshots[ent.key] = next
 
 	limit, _, hasLimit := SaturationLimit(d.Path)
+	if !ent.hasRate || ent.rate != m.rate {
+		e.rateChanges++
+	}
 	ent.hasRate, ent.rate, ent.perSec, ent.portGbps = true, m.rate, m.perSec, s.PortRateGbps
 	ent.lowerBound = hasLimit && cur == limit
 	if !m.breach {
