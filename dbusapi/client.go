@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/checks/health"
 )
 
 // Client reads and drives a running nichealthd over D-Bus. It is what
@@ -347,39 +348,9 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 	return p
 }
 
-// naturalLess orders names with embedded numbers numerically, so mlx5_2
-// sorts before mlx5_10 as operators expect.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, ra := leadingDigits(a)
-		db, rb := leadingDigits(b)
-		if da != "" && db != "" {
-			na, _ := strconv.ParseUint(da, 10, 64)
-			nb, _ := strconv.ParseUint(db, 10, 64)
-			if na != nb {
-				return na < nb
-			}
-			if len(da) != len(db) {
-				return len(da) < len(db)
-			}
-			a, b = ra, rb
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func leadingDigits(s string) (digits, rest string) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i], s[i:]
-}
+// naturalLess orders device names as every view lists them
+// (health.CompareDevices).
+func naturalLess(a, b string) bool { return health.CompareDevices(a, b) < 0 }
 
 // WatchDaemon reports the daemon leaving (false) and coming back (true) on
 // the bus, from NameOwnerChanged, until ctx ends.

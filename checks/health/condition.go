@@ -3,7 +3,6 @@ package health
 import (
 	"cmp"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -135,17 +134,23 @@ func compareConditions(a, b *Condition) int {
 	return cmp.Compare(a.Check, b.Check)
 }
 
-// CompareDevices orders device names so that mlx5_2 comes before mlx5_10,
-// as every view lists them.
+// CompareDevices orders device names as every view lists them: runs of
+// digits compare by value, so mlx5_2 comes before mlx5_10; of equal
+// values the shorter run (mlx5_2 before mlx5_02) comes first.
 func CompareDevices(a, b string) int {
 	for a != "" && b != "" {
 		na, ra := leadingDigits(a)
 		nb, rb := leadingDigits(b)
 		if na != "" && nb != "" {
-			x, _ := strconv.ParseUint(strings.TrimLeft(na, "0")+"0", 10, 64)
-			y, _ := strconv.ParseUint(strings.TrimLeft(nb, "0")+"0", 10, 64)
-			if x != y {
-				return cmp.Compare(x, y)
+			x, y := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
+			if c := cmp.Compare(len(x), len(y)); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(x, y); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
 			}
 			a, b = ra, rb
 			continue
@@ -160,7 +165,7 @@ func CompareDevices(a, b string) int {
 
 func leadingDigits(s string) (string, string) {
 	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' && i < 18 {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}
 	return s[:i], s[i:]

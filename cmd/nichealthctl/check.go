@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/dbusapi"
@@ -108,13 +107,12 @@ func (e *checkEntry) add(s nagiosStatus, reason string) {
 
 // checkResult is the whole answer; --json prints it.
 type checkResult struct {
-	Status   nagiosStatus     `json:"status"`
-	ExitCode int              `json:"exitCode"`
-	Source   string           `json:"source"` // "daemon" or "sysfs"
-	Notes    []string         `json:"notes,omitempty"`
-	Output   string           `json:"output"` // the plugin line as printed without --json
-	Ports    []checkEntry     `json:"ports"`
-	Findings []sanity.Finding `json:"findings,omitempty"` // sysfs mode: the link sanity findings
+	Status   nagiosStatus `json:"status"`
+	ExitCode int          `json:"exitCode"`
+	Source   string       `json:"source"` // "daemon" or "sysfs"
+	Notes    []string     `json:"notes,omitempty"`
+	Output   string       `json:"output"` // the plugin line as printed without --json
+	Ports    []checkEntry `json:"ports"`
 }
 
 func entryName(device, netdev string, port int) string {
@@ -373,37 +371,4 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	}
 	res.finish(perf)
 	return res, nil
-}
-
-// naturalLess orders device names as the daemon's port list does: numbers
-// compare by value, so mlx5_2 comes before mlx5_10.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		na, ra := splitDigits(a)
-		nb, rb := splitDigits(b)
-		if na != "" && nb != "" {
-			x, y := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
-			if len(x) != len(y) {
-				return len(x) < len(y)
-			}
-			if x != y {
-				return x < y
-			}
-			a, b = ra, rb
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func splitDigits(s string) (string, string) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i], s[i:]
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	healthmodel "github.com/nichealth/nichealthd/checks/health"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -429,3 +431,6 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// naturalLess is the device order every view uses.
+func naturalLess(a, b string) bool { return healthmodel.CompareDevices(a, b) < 0 }

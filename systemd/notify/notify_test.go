@@ -75,7 +75,7 @@ func TestNotify_4_LifecycleInOrder(t *testing.T) {
 		t.Fatal("Enabled() = false with NOTIFY_SOCKET set")
 	}
 
-	status := FormatStatus(16, 10, 0, "")
+	status := "16 ports on 10 NICs monitored; all healthy"
 	if err := n.Ready(status); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestNotify_4_LifecycleInOrder(t *testing.T) {
 	if err := n.Status(status); err != nil {
 		t.Fatal(err)
 	}
-	fatal := FormatStatus(16, 10, 1, "mlx5_3 port 1 DOWN")
+	fatal := "16 ports on 10 NICs monitored; 1 fatal: Port mlx5_3 port 1: state DOWN, phys_state Disabled"
 	if err := n.Status(fatal); err != nil {
 		t.Fatal(err)
 	}
@@ -218,27 +218,6 @@ func TestNotify_4_WatchdogInterval(t *testing.T) {
 				t.Errorf("warning logged = %v, want %v; log: %s", logged, tc.logged, buf.String())
 			}
 		})
-	}
-}
-
-func TestFormatStatus(t *testing.T) {
-	tests := []struct {
-		ports, nics, fatal int
-		first, want        string
-	}{
-		{16, 10, 0, "", "16 ports on 10 NICs monitored; all healthy"},
-		{16, 10, 1, "mlx5_3 port 1 DOWN", "16 ports on 10 NICs monitored; 1 fatal: mlx5_3 port 1 DOWN"},
-		{16, 10, 3, "mlx5_3 port 1 DOWN", "16 ports on 10 NICs monitored; 3 fatal: mlx5_3 port 1 DOWN (and 2 more)"},
-		{16, 10, 2, "", "16 ports on 10 NICs monitored; 2 fatal"},
-		{1, 1, 0, "ignored", "1 port on 1 NIC monitored; all healthy"},
-		{0, 0, 0, "", "0 ports on 0 NICs monitored; all healthy"},
-		{-1, -2, -3, "", "0 ports on 0 NICs monitored; all healthy"},
-		{2, 1, 1, "mlx5_0 port 1\nDOWN", "2 ports on 1 NIC monitored; 1 fatal: mlx5_0 port 1 DOWN"},
-	}
-	for _, tc := range tests {
-		if got := FormatStatus(tc.ports, tc.nics, tc.fatal, tc.first); got != tc.want {
-			t.Errorf("FormatStatus(%d, %d, %d, %q) = %q, want %q", tc.ports, tc.nics, tc.fatal, tc.first, got, tc.want)
-		}
 	}
 }
 
