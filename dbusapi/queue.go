@@ -3,6 +3,9 @@ package dbusapi
 import (
 	"encoding/json"
 	"sync"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/repeats"
 )
 
 // maxQueuedSignals bounds the HealthEvent signals waiting for a bus that
@@ -23,6 +26,10 @@ type sender struct {
 	kick    chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
+	// dropLogs keeps a slow bus to one warning a minute; droppedTotal
+	// (sender goroutine only) says how many in all.
+	dropLogs     repeats.Limiter
+	droppedTotal int
 }
 
 type queuedSignal struct {
@@ -38,7 +45,8 @@ type signalArgs struct {
 }
 
 func newSender() *sender {
-	return &sender{kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	return &sender{kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+		dropLogs: repeats.Limiter{Window: time.Minute}}
 }
 
 func (q *sender) wake() {
@@ -87,8 +95,11 @@ func (s *Server) runSender() {
 		}
 		sigs, refresh, dropped := q.take()
 		if dropped > 0 {
-			s.log.Warn("D-Bus HealthEvent signals dropped: the bus did not take them in time (events stay in the outbox, the journal and ListEvents)",
-				"dropped", dropped)
+			q.droppedTotal += dropped
+			if ok, _ := q.dropLogs.Note("dropped", time.Now()); ok {
+				s.log.Warn("D-Bus HealthEvent signals dropped: the bus did not take them in time (events stay in the outbox, the journal and ListEvents)",
+					"dropped", dropped, "dropped_since_start", q.droppedTotal)
+			}
 		}
 		for _, sg := range sigs {
 			if s.closed.Load() {
