@@ -36,7 +36,11 @@ func ParseSource(r io.Reader) ([]*Page, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := sc.Text()
+		// The scanner drops one carriage return before a newline; any
+		// more (a file that went through two CRLF conversions) would
+		// survive as text that troff prints as garbage, and would not
+		// survive writing the source back. Every trailing one goes.
+		line := strings.TrimRight(sc.Text(), "\r")
 		if strings.HasPrefix(line, "@page") {
 			m := pageLine.FindStringSubmatch(line)
 			if m == nil {
