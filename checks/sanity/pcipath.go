@@ -112,8 +112,14 @@ func judgeHop(path []topology.PCIHop, i int, linkOf func(topology.PCIHop) *pcieL
 	if p < 0 {
 		return nil
 	}
-	self, other := linkOf(path[i]), linkOf(path[p])
-	if self == nil || other == nil {
+	self := linkOf(path[i])
+	if self == nil || (self.curSpeed >= self.maxSpeed && self.curWidth >= self.maxWidth) {
+		// At its own maximum (or unknown): the other end cannot make it
+		// slow, and the healthy pass never reads it.
+		return nil
+	}
+	other := linkOf(path[p])
+	if other == nil {
 		return nil
 	}
 	j := &hopJudgement{hop: path[i], role: hopRole(path, i), cur: *self}
@@ -178,4 +184,25 @@ func laneRate(gts float64) float64 {
 		return gts * 8 / 10
 	}
 	return gts * 128 / 130
+}
+
+// passRead reads each file once per pass (read nil: os.ReadFile): the NIC
+// check and the path check share the slot's and the NIC's link files.
+func passRead(read topology.ReadFunc) topology.ReadFunc {
+	if read == nil {
+		read = os.ReadFile
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	seen := map[string]result{}
+	return func(p string) ([]byte, error) {
+		if r, ok := seen[p]; ok {
+			return r.b, r.err
+		}
+		b, err := read(p)
+		seen[p] = result{b, err}
+		return b, err
+	}
 }

@@ -86,6 +86,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 	var rates []PortRate
 	order := map[string]int{}
 	var monitored []*topology.Device
+	linkRead := passRead(opts.Read)
 	for _, d := range devs {
 		if d == nil || !d.Monitored() {
 			continue
@@ -93,7 +94,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		order[d.Name] = len(order)
 		monitored = append(monitored, d)
 		if opts.PCIe {
-			if f, err := pcieWith(d, opts.Read); err == nil && f != nil {
+			if f, err := pcieWith(d, linkRead); err == nil && f != nil {
 				out = append(out, *f)
 			}
 		}
@@ -112,7 +113,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		}
 	}
 	if opts.PCIe {
-		out = append(out, pciePathWith(p.SysfsRoot, monitored, opts.Read)...)
+		out = append(out, pciePathWith(p.SysfsRoot, monitored, linkRead)...)
 	}
 	if opts.CharDevices {
 		out = append(out, charDevicesWith(p, monitored, opts.ISSM, opts.Read)...)
