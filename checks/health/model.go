@@ -111,7 +111,7 @@ func (m *Model) rename(old, nw string) bool {
 		c.Entity.Device = nw
 		m.conds[c.Key()] = c
 	}
-	return changed
+	return m.renamePorts(old, nw) || changed
 }
 
 // EntityOf says which entity an event is about. The kinds with a finer

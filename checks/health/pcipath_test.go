@@ -47,3 +47,22 @@ func TestPCIePath_HopConditionCoversEveryPortBelow(t *testing.T) {
 		t.Fatalf("after the clear %+v", m.Conditions())
 	}
 }
+
+// TestPCIePath_RenamedNICStaysCovered: a NIC renamed under the same PCI
+// address keeps the hop condition on its ports.
+func TestPCIePath_RenamedNICStaysCovered(t *testing.T) {
+	m := NewModel()
+	m.Apply(ev(event.Spec{Kind: event.KindLinkSanity, CheckName: event.InfiniBandDegradationCheck, Message: "slow",
+		ErrorCode: []string{"pcie-path-speed"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}},
+		Metadata: map[string]string{"pciHop": "0000:15:01.0"}}))
+	before := m.Conditions()
+	m.Apply(ev(event.Spec{Kind: event.KindDeviceReappeared, CheckName: event.InfiniBandStateCheck, IsHealthy: true,
+		Device: "mlx5_0", Metadata: map[string]string{"newName": "ibp25s0"}}))
+	s := Build(Node{}, []PortInfo{{Device: "ibp25s0", Port: 1}}, m.Conditions())
+	if s.Port("ibp25s0", 1).Verdict != NonFatal {
+		t.Fatalf("renamed NIC not covered: %+v", m.Conditions())
+	}
+	if before[0].Ports[0].Device != "mlx5_0" {
+		t.Fatal("rename changed an earlier snapshot's ports")
+	}
+}

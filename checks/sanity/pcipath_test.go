@@ -159,3 +159,26 @@ func TestPCIePath_UnreadableHopFailsOpen(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// TestPCIePath_MemoryValidateAndRename: hop reports restore by
+// "<kind>|<PCI address>" with their check, follow a NIC's rename, and
+// malformed ones are dropped and listed.
+func TestPCIePath_MemoryValidateAndRename(t *testing.T) {
+	m := &Memory{Reported: map[string]string{}, Hops: map[string]HopReport{
+		"pcie-path-width|0000:17:00.0": {Check: "EthernetDegradationCheck", Message: "x8", NICs: []string{"mlx5_0", "mlx5_1"}},
+		"no-address":                   {Check: "EthernetDegradationCheck"},
+		"pcie-path-speed|0000:15:01.0": {Message: "no check"},
+	}}
+	dropped := m.Validate()
+	if len(dropped) != 2 || len(m.Hops) != 1 {
+		t.Fatalf("dropped %v, kept %+v", dropped, m.Hops)
+	}
+	m.Rename("mlx5_1", "enp24s0f1")
+	if got := m.Hops["pcie-path-width|0000:17:00.0"].NICs; !reflect.DeepEqual(got, []string{"mlx5_0", "enp24s0f1"}) {
+		t.Fatalf("after rename %v", got)
+	}
+	var old Memory // a state file from before hop reports
+	if old.Validate(); old.Hops == nil {
+		t.Fatal("validated memory has no hop map")
+	}
+}
