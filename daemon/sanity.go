@@ -43,7 +43,12 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 	m.rateChanged = false
 	findings := m.sanityFindings(now)
 	seen := map[string]bool{}
+	var hops []sanity.Finding
 	for _, f := range findings {
+		if f.PCI != "" {
+			hops = append(hops, f)
+			continue
+		}
 		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
 		seen[key] = true
 		if _, reported := m.mem.Sanity.Reported[key]; reported {
@@ -75,6 +80,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 			Message: fmt.Sprintf("Resolved: %s", msg),
 		})
 	}
+	m.reportPCIePath(hops, specs, changed)
 }
 
 // sanityFindings runs the checks of package sanity over the monitored

@@ -3,6 +3,7 @@ package health
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,10 @@ type Entity struct {
 	Port   int        `json:"port,omitempty"`
 	Card   string     `json:"card,omitempty"`
 	Name   string     `json:"name,omitempty"`
+	// PCI is the bridge or switch port of a PCIe path finding: one
+	// condition per hop, covering the ports of every NIC below it (the
+	// condition's Ports).
+	PCI string `json:"pci,omitempty"`
 }
 
 func (e Entity) String() string {
@@ -61,6 +66,9 @@ func (e Entity) String() string {
 		return e.Device
 	case EntityPort:
 		return fmt.Sprintf("%s/%d", e.Device, e.Port)
+	}
+	if e.PCI != "" {
+		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
 	}
 	if e.Port > 0 {
 		return fmt.Sprintf("%s/%d %s", e.Device, e.Port, e.Name)
@@ -90,7 +98,8 @@ type Condition struct {
 	Action   event.RecommendedAction `json:"action"`
 	Since    time.Time               `json:"since"`
 	EventID  string                  `json:"eventId,omitempty"`
-	// Ports are the ports a card condition names (below the peer mode).
+	// Ports are the ports a card condition names (below the peer mode), or
+	// those below a PCIe path hop.
 	Ports []PortRef `json:"ports,omitempty"`
 }
 
@@ -101,6 +110,9 @@ func (c *Condition) Key() Key { return Key{c.Check, c.Entity} }
 // about the port itself (or one of its counters, files or findings), its
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
+	if c.Entity.PCI != "" {
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
+	}
 	switch c.Entity.Kind {
 	case EntityNode:
 		return false
@@ -129,6 +141,9 @@ func compareConditions(a, b *Condition) int {
 		return c
 	}
 	if c := cmp.Compare(a.Entity.Name, b.Entity.Name); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Entity.PCI, b.Entity.PCI); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Check, b.Check)

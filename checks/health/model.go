@@ -77,7 +77,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard {
+	if ent.Kind == EntityCard || ent.PCI != "" {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -111,7 +111,7 @@ func (m *Model) rename(old, nw string) bool {
 		c.Entity.Device = nw
 		m.conds[c.Key()] = c
 	}
-	return changed
+	return m.renamePorts(old, nw) || changed
 }
 
 // EntityOf says which entity an event is about. The kinds with a finer
@@ -144,6 +144,11 @@ func EntityOf(e *event.Event) (Entity, bool) {
 	case event.KindLinkSanity, event.KindLinkSanityOK:
 		if len(e.ErrorCode) != 1 {
 			return Entity{}, false
+		}
+		if hop := e.Metadata["pciHop"]; hop != "" {
+			// A slow link on the PCIe path is one finding whatever the
+			// NICs below it (their ports are the event's entities).
+			return Entity{Kind: EntityFinding, PCI: hop, Name: e.ErrorCode[0]}, true
 		}
 		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
 	case event.KindDeviceDisappeared, event.KindDeviceReappeared:

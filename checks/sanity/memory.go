@@ -17,10 +17,23 @@ const MemoryVersion = 1
 type Memory struct {
 	Version  int               `json:"version"`
 	Reported map[string]string `json:"sanity"`
+	// Hops are the PCIe path findings reported, keyed "<kind>|<PCI
+	// address>" (one per hop, however many NICs are below it).
+	Hops map[string]HopReport `json:"pcieHops,omitempty"`
+}
+
+// HopReport is what a PCIe path finding said when it was raised, so its
+// clear carries the same check and names the same NICs.
+type HopReport struct {
+	Check   string   `json:"check"`
+	Message string   `json:"message"`
+	NICs    []string `json:"nics"`
 }
 
 // NewMemory returns an empty memory.
-func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Reported: map[string]string{}} }
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Reported: map[string]string{}, Hops: map[string]HopReport{}}
+}
 
 // Validate drops keys that are not "<kind>|<device>|<port>".
 func (m *Memory) Validate() (dropped []string) {
@@ -34,6 +47,7 @@ func (m *Memory) Validate() (dropped []string) {
 			delete(m.Reported, k)
 		}
 	}
+	dropped = append(dropped, m.validateHops()...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -45,6 +59,34 @@ func (m *Memory) Rename(old, nw string) {
 		if len(parts) == 3 && parts[1] == old {
 			delete(m.Reported, k)
 			m.Reported[parts[0]+"|"+nw+"|"+parts[2]] = v
+		}
+	}
+	m.renameInHops(old, nw)
+}
+
+// validateHops drops hop keys that are not "<kind>|<PCI address>" and
+// reports without a check name.
+func (m *Memory) validateHops() (dropped []string) {
+	if m.Hops == nil {
+		m.Hops = map[string]HopReport{}
+	}
+	for k, r := range m.Hops {
+		kind, addr, ok := strings.Cut(k, "|")
+		if !ok || kind == "" || addr == "" || r.Check == "" {
+			dropped = append(dropped, fmt.Sprintf("pcieHops[%q]: key is not <kind>|<PCI address> with a check", k))
+			delete(m.Hops, k)
+		}
+	}
+	return dropped
+}
+
+// renameInHops renames a NIC in the NICs the hop findings name.
+func (m *Memory) renameInHops(old, nw string) {
+	for _, r := range m.Hops {
+		for i, n := range r.NICs {
+			if n == old {
+				r.NICs[i] = nw
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package sanity
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/nichealth/nichealthd/topology"
@@ -15,6 +16,10 @@ const (
 	KindSMLID          = "sm-lid"
 	KindCharDevice     = "char-device"
 	KindRateBelowPeers = "rate-below-peers"
+	// A bridge or switch port on a NIC's path whose link runs below what
+	// both of its ends support (pcipath.go).
+	KindPCIePathSpeed = "pcie-path-speed"
+	KindPCIePathWidth = "pcie-path-width"
 )
 
 // Finding is one thing about a NIC's link that is not as it should be.
@@ -25,6 +30,11 @@ type Finding struct {
 	Kind     string            `json:"kind"`
 	Message  string            `json:"message"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// PCI and Below are set on a PCIe path finding: the bridge or switch
+	// port whose link is slow, and every monitored NIC below it (Device is
+	// the first of them).
+	PCI   string   `json:"pci,omitempty"`
+	Below []string `json:"below,omitempty"`
 }
 
 // AppliesTo reports whether the finding concerns port of device: its own
@@ -32,7 +42,7 @@ type Finding struct {
 // per-port view (the D-Bus Sanity property, a plugin line) shows a PCIe
 // problem on each port it slows down.
 func (f Finding) AppliesTo(device string, port int) bool {
-	return f.Device == device && (f.Port == 0 || f.Port == port)
+	return f.Device == device && (f.Port == 0 || f.Port == port) || slices.Contains(f.Below, device)
 }
 
 // Options selects the checks Run performs. ISSM is opt-in because some
@@ -76,6 +86,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 	var rates []PortRate
 	order := map[string]int{}
 	var monitored []*topology.Device
+	linkRead := passRead(opts.Read)
 	for _, d := range devs {
 		if d == nil || !d.Monitored() {
 			continue
@@ -83,7 +94,7 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		order[d.Name] = len(order)
 		monitored = append(monitored, d)
 		if opts.PCIe {
-			if f, err := pcieWith(d, opts.Read); err == nil && f != nil {
+			if f, err := pcieWith(d, linkRead); err == nil && f != nil {
 				out = append(out, *f)
 			}
 		}
@@ -100,6 +111,9 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 					HCAType: d.HCAType, Gbps: g, Active: active})
 			}
 		}
+	}
+	if opts.PCIe {
+		out = append(out, pciePathWith(p.SysfsRoot, monitored, linkRead)...)
 	}
 	if opts.CharDevices {
 		out = append(out, charDevicesWith(p, monitored, opts.ISSM, opts.Read)...)

@@ -38,6 +38,8 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
   metadata write|remove                   rewrite or delete gpu_metadata.json
+  pcie-link PCI-ADDR|NIC SPEED WIDTH      current PCIe link of a hop (a NIC: the port
+                                          above it), e.g. 0000:17:00.0 "" 8 ("" keeps one)
 
 --root defaults to $NICHEALTH_SIM_ROOT.`
 
@@ -278,6 +280,11 @@ func dispatch(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, id)
 		return nil
+	case "pcie-link":
+		if err := want(3, "PCI-ADDR|NIC SPEED WIDTH"); err != nil {
+			return err
+		}
+		return pcieLink(h, stdout, pos[0], pos[1], pos[2])
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err

@@ -117,6 +117,9 @@ type pciNode struct {
 	children []*pciNode
 	rootPort bool
 
+	upstream  bool   // a switch's upstream port: its link goes up
+	linkSpeed string // a switch port's max link speed; "" is Gen5
+
 	gpuModel gpuModel
 	gpuID    int
 	c2c      bool
@@ -180,6 +183,7 @@ func (b *pciNode) bridge(dev int) *pciNode {
 // returns the downstream ports.
 func (b *pciNode) sw(n int) []*pciNode {
 	up := b.bridge(0)
+	up.upstream = true
 	dn := make([]*pciNode, n)
 	for i := range dn {
 		dn[i] = up.bridge(i)

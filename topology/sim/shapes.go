@@ -173,6 +173,7 @@ func a100OCI() *layout {
 		rp := l.freshRootPort(0, 0x40+0x10*(g%4)+0x80*(g/4), numa)
 		l.pxbPair(rp, gpuA100, cardSpec{names: []string{mlx(names[2*g]), mlx(names[2*g+1])}, model: cx6, linkLayer: eth, rate: rateEth100,
 			totalVFs: 8, role: topology.RoleCompute, reason: fmt.Sprintf("PXB to GPU %d", g)}, 2)
+		rp.switchesAt(pcieGen4)
 	}
 	l.routeVia = l.plainNIC(l.freshRootPort(0, 0x20, 0), "")
 	l.finish(vfPrefixMLX)
