@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology/sim/simtest"
+)
+
+func specsOfKind(specs []event.Spec, k event.Kind) []event.Spec {
+	var out []event.Spec
+	for _, s := range specs {
+		if s.Kind == k {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A counter file of a restricted function (EACCES) is reported once as
+// parked on its port, is not reported again when a reload rebuilds the
+// plan, and clears when it reads again at a re-probe.
+func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\nparkReprobeInterval = \"20ms\"\n",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
+	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Discover(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const rel = "counters/symbol_error"
+	path, _ := h.PortPath("mlx5_0", 1, rel)
+	if err := h.FailFile("mlx5_0", 1, rel, "EACCES"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	var parked []event.Spec
+	for i := 0; i < 6; i++ {
+		ss, _ := m.Cycle(now)
+		parked = append(parked, specsOfKind(ss, event.KindReadParked)...)
+		now = now.Add(time.Second)
+	}
+	if len(parked) != 1 {
+		t.Fatalf("%d read-parked events, want 1: %+v", len(parked), parked)
+	}
+	p := parked[0]
+	if p.IsFatal || p.IsHealthy || p.Device != "mlx5_0" || p.Port != 1 || p.Metadata["file"] != path || p.Metadata["errno"] != "EACCES" ||
+		p.CheckName != event.InfiniBandDegradationCheck {
+		t.Fatalf("parked spec %+v", p)
+	}
+	for _, want := range []string{"mlx5_0", "port 1", path, "EACCES", "restricted", "nicExclusionRegex"} {
+		if !strings.Contains(p.Message, want) {
+			t.Errorf("message lacks %q: %s", want, p.Message)
+		}
+	}
+	ev := event.New(p, event.Stamp{NodeName: "t"})
+	if ent, ok := health.EntityOf(&ev); !ok || ent.Kind != health.EntityFile || ent.Name != path || ent.Port != 1 {
+		t.Fatalf("entity %+v %v", ent, ok)
+	}
+	m.Reconfigure(cfg, now)
+	ss, _ := m.Cycle(now)
+	if n := len(specsOfKind(ss, event.KindReadParked)); n != 0 {
+		t.Fatalf("a rebuilt plan re-announced the parked file %d times", n)
+	}
+	if err := h.FailFile("mlx5_0", 1, rel, "off"); err != nil {
+		t.Fatal(err)
+	}
+	var resumed []event.Spec
+	for i := 0; i < 2000 && len(resumed) == 0; i++ {
+		time.Sleep(2 * time.Millisecond) // the re-probe interval is on the real clock
+		now = now.Add(time.Second)
+		ss, _ := m.Cycle(now)
+		resumed = specsOfKind(ss, event.KindReadResumed)
+	}
+	if len(resumed) != 1 || !resumed[0].IsHealthy || resumed[0].Metadata["file"] != path || resumed[0].Device != "mlx5_0" || resumed[0].Port != 1 {
+		t.Fatalf("resumed %+v", resumed)
+	}
+}
