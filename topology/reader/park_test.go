@@ -330,3 +330,27 @@ func TestParking_ZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per cycle with a parked file", a)
 	}
 }
+
+// BenchmarkParking_Read13FilesSimSeam is BenchmarkRead13Files on a
+// simulated host, where the errno seam is active with nothing injected:
+// the seam's cost is one statx of the table per Read call.
+func BenchmarkParking_Read13FilesSimSeam(b *testing.B) {
+	root := b.TempDir()
+	sys := filepath.Join(root, "sys")
+	os.MkdirAll(sys, 0o755)
+	os.WriteFile(filepath.Join(root, SimManifestName), []byte(`{"simulated":true}`), 0o644)
+	var files []*File
+	for i := 0; i < 13; i++ {
+		p := filepath.Join(sys, string(rune('a'+i)))
+		os.WriteFile(p, []byte("12345\n"), 0o644)
+		files = append(files, NewFile(p))
+	}
+	r := New(Options{SysfsRoot: sys})
+	if r.inj == nil {
+		b.Fatal("seam not active on a simulated tree")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Read(files, nil)
+	}
+}
