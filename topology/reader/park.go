@@ -148,6 +148,20 @@ func (r *Reader) notePark(path string, err error) error {
 	return rec.err
 }
 
+// shortenReprobes brings the parked paths' next re-probe within the new,
+// shorter interval: an operator who lowers it expects the parked files to
+// be tried within it, not at the end of the old one.
+func (r *Reader) shortenReprobes(reprobe time.Duration) {
+	r.pathMu.Lock()
+	defer r.pathMu.Unlock()
+	limit := r.clock().Add(reprobe)
+	for _, rec := range r.parks {
+		if rec.parked && rec.next.After(limit) {
+			rec.next = limit
+		}
+	}
+}
+
 func (r *Reader) dropPark(path string, rec *parkRec) {
 	if rec.parked {
 		r.parkedN.Add(-1)

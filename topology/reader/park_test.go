@@ -354,3 +354,24 @@ func BenchmarkParking_Read13FilesSimSeam(b *testing.B) {
 		r.Read(files, nil)
 	}
 }
+
+// Lowering the re-probe interval (a reload) brings pending re-probes
+// within the new interval.
+func TestParking_ShorterReprobeAppliesToParkedFiles(t *testing.T) {
+	h := newSimHost(t)
+	h.inject(t, "EIO "+h.rel)
+	r, clk := newParkReader(h, time.Hour)
+	for i := 0; i < ParkAfter; i++ {
+		readOne(r, h.file)
+	}
+	h.inject(t)
+	clk.now = clk.now.Add(time.Minute)
+	if f := readOne(r, h.file); !errors.Is(f.Err, ErrParked) {
+		t.Fatalf("re-probed early: %v", f.Err)
+	}
+	r.SetOptions(Options{Timeout: 5 * time.Second, SysfsRoot: h.sys, Reprobe: 10 * time.Second})
+	clk.now = clk.now.Add(10 * time.Second)
+	if f := readOne(r, h.file); f.Err != nil {
+		t.Fatalf("after the interval was lowered: %v", f.Err)
+	}
+}

@@ -171,6 +171,9 @@ func (r *Reader) SetOptions(opts Options) {
 	if opts.SysfsRoot != r.opts.SysfsRoot {
 		r.inj = newInjector(opts.SysfsRoot)
 	}
+	if opts.Reprobe < r.opts.Reprobe {
+		r.shortenReprobes(opts.Reprobe)
+	}
 	r.opts = opts
 	r.keepOpen.Store(opts.KeepOpen)
 }
