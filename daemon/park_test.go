@@ -90,3 +90,45 @@ func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 		t.Fatalf("resumed %+v", resumed)
 	}
 }
+
+// parkedPerfMonitor is a warmed dgx-h100 monitor with one counter file
+// parked (EACCES, as a restricted function's).
+func parkedPerfMonitor(tb testing.TB) (*Monitor, time.Time) {
+	tb.Helper()
+	m, h := perfMonitor(tb, "dgx-h100", false)
+	if err := h.FailFile("mlx5_0", 1, "counters/symbol_error", "EACCES"); err != nil {
+		tb.Fatal(err)
+	}
+	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
+	if m.rd.ParkedCount() != 1 {
+		tb.Fatalf("%d files parked after %d cycles, want 1", m.rd.ParkedCount(), perfWarmCycles)
+	}
+	return m, now
+}
+
+// A steady poll with a parked file allocates nothing either: the parked
+// file is skipped with its kept error and reported only once.
+func TestParking_SteadyCycleWithParkedFileAllocatesNothing(t *testing.T) {
+	m, now := parkedPerfMonitor(t)
+	allocs := testing.AllocsPerRun(50, func() {
+		now = now.Add(time.Second)
+		m.lastSanity = now
+		m.Cycle(now)
+	})
+	if allocs != 0 {
+		t.Fatalf("a steady dgx-h100 poll with a parked file allocates %.1f objects", allocs)
+	}
+}
+
+// BenchmarkCycle_dgxH100ParkedFile is BenchmarkCycle_dgxH100 with one
+// counter file parked.
+func BenchmarkCycle_dgxH100ParkedFile(b *testing.B) {
+	m, now := parkedPerfMonitor(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Second)
+		m.lastSanity = now
+		m.Cycle(now)
+	}
+	perfReport(b, m)
+}
