@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/config"
@@ -44,10 +45,17 @@ func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 	defer m.Close()
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
+	now := time.Unix(1_700_000_000, 0)
+	m.Cycle(now)
+	now = now.Add(time.Second)
+	key := counters.Key("mlx5_0", 1, "symbol_error")
+	snap, ok := m.mem.Counters.CounterSnapshots[key]
+	if !ok {
+		t.Fatalf("no symbol_error snapshot after the first tick")
+	}
 	if err := h.FailFile("mlx5_0", 1, rel, "EACCES"); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1_700_000_000, 0)
 	var parked []event.Spec
 	for i := 0; i < 6; i++ {
 		ss, _ := m.Cycle(now)
@@ -70,6 +78,10 @@ func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 	ev := event.New(p, event.Stamp{NodeName: "t"})
 	if ent, ok := health.EntityOf(&ev); !ok || ent.Kind != health.EntityFile || ent.Name != path || ent.Port != 1 {
 		t.Fatalf("entity %+v %v", ent, ok)
+	}
+	// Not judged while parked (fail open), and its memory is kept.
+	if got, ok := m.mem.Counters.CounterSnapshots[key]; !ok || got != snap {
+		t.Fatalf("symbol_error snapshot %+v %v while parked, want %+v kept", got, ok, snap)
 	}
 	m.Reconfigure(cfg, now)
 	ss, _ := m.Cycle(now)
