@@ -45,9 +45,6 @@ func parkingErrno(err error) (unix.Errno, bool) {
 			e = x
 			break
 		}
-		if _, stuck := err.(*parkedError); stuck {
-			return 0, false
-		}
 		u, ok := err.(interface{ Unwrap() error })
 		if !ok {
 			return 0, false

@@ -352,13 +352,6 @@ func (w *worker) run(r *Reader) {
 			w.claim.Store(claimReading)
 			w.cur.Store(int64(i))
 			n, err := readOnce(f, r.keepOpen.Load())
-			if r.inj != nil {
-				// The real file was opened (opens stay countable); the
-				// injected errno replaces the outcome.
-				if e, ok := r.inj.lookup(f.Path); ok {
-					n, err = 0, &errPath{op: "read", path: f.Path, err: e}
-				}
-			}
 			w.cur.Store(-1)
 			if !w.claim.CompareAndSwap(claimReading, claimIdle) {
 				// This read outlived its deadline. The main loop has moved on
@@ -371,6 +364,16 @@ func (w *worker) run(r *Reader) {
 				r.stuckNow.Add(-1)
 				f.stuck.Store(false)
 				return
+			}
+			// Only past the claim: an abandoned worker must not touch the
+			// injection table or the parking records, which the next Read
+			// may be updating.
+			if r.inj != nil {
+				// The real file was opened (opens stay countable); the
+				// injected errno replaces the outcome.
+				if e, ok := r.inj.lookup(f.Path); ok {
+					n, err = 0, &errPath{op: "read", path: f.Path, err: e}
+				}
 			}
 			if err != nil || r.parkRecs.Load() > 0 {
 				if pe := r.notePark(f.Path, err); pe != nil {
