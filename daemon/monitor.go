@@ -64,7 +64,7 @@ type Monitor struct {
 	stuckReported map[string]bool
 	// parkReported holds files whose parking was reported and that have
 	// not read successfully since (park.go).
-	parkReported map[string]bool
+	parkReported map[string]parkedFile
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
 	pendingSpecs    []event.Spec
 	lastSanity      time.Time
@@ -354,6 +354,7 @@ func (m *Monitor) buildPlan() {
 			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
+	m.forgetUnplannedParked()
 }
 
 // addFile adds a file to the plan and to one of its cadences.

@@ -35,22 +35,54 @@ func (m *Monitor) parked(files []*reader.File, specs *[]event.Spec) {
 		return
 	}
 	if m.parkReported == nil {
-		m.parkReported = map[string]bool{}
+		m.parkReported = map[string]parkedFile{}
 	}
 	for _, f := range files {
-		if m.parkReported[f.Path] {
+		if pf, ok := m.parkReported[f.Path]; ok {
 			if f.Err == nil {
 				delete(m.parkReported, f.Path)
 				m.viewChanged = true
-				*specs = append(*specs, m.resumedSpec(f))
+				*specs = append(*specs, m.resumedSpec(f.Path, pf, "reading %s works again; the file is no longer parked and is read every poll"))
 			}
 			continue
 		}
 		if errors.Is(f.Err, reader.ErrParked) {
-			m.parkReported[f.Path] = true
+			dev, port, ll := m.fileOwner(f)
+			m.parkReported[f.Path] = parkedFile{dev: dev, port: port, linkLayer: ll}
 			m.viewChanged = true
 			*specs = append(*specs, m.parkedSpec(f))
 		}
+	}
+}
+
+// parkedFile is the port a reported parked file belongs to: its clear
+// must name the same port even when the file has left the plan.
+type parkedFile struct {
+	dev       string
+	port      int
+	linkLayer string
+}
+
+// forgetUnplannedParked clears, with the next cycle, the parked condition
+// of each file a rebuilt plan no longer reads (a reload disabled its
+// counter, rediscovery dropped its device): nothing would read it again,
+// so nothing else would ever clear it. Should it come back still failing,
+// the reader still has it parked and it is reported again.
+func (m *Monitor) forgetUnplannedParked() {
+	if len(m.parkReported) == 0 {
+		return
+	}
+	planned := make(map[string]bool, len(m.files))
+	for _, f := range m.files {
+		planned[f.Path] = true
+	}
+	for path, pf := range m.parkReported {
+		if planned[path] {
+			continue
+		}
+		delete(m.parkReported, path)
+		m.viewChanged = true
+		m.pendingSpecs = append(m.pendingSpecs, m.resumedSpec(path, pf, "%s is no longer read (the configuration or the device set changed); its parked condition is cleared"))
 	}
 }
 
@@ -70,15 +102,15 @@ func (m *Monitor) parkedSpec(f *reader.File) event.Spec {
 	}
 }
 
-// resumedSpec clears the read-parked condition of f: same check, device,
-// port and file.
-func (m *Monitor) resumedSpec(f *reader.File) event.Spec {
-	dev, port, ll := m.fileOwner(f)
-	m.log.Info("parked sysfs file reads again; it is read every poll again", "device", dev, "port", port, "file", f.Path)
+// resumedSpec clears the read-parked condition of path: same check,
+// device, port and file. why is a format with one %s, the path.
+func (m *Monitor) resumedSpec(path string, pf parkedFile, why string) event.Spec {
+	msg := fmt.Sprintf(why, path)
+	m.log.Info("parked sysfs file cleared", "device", pf.dev, "port", pf.port, "file", path, "reason", msg)
 	return event.Spec{
-		Kind: event.KindReadResumed, CheckName: checks.DegradationCheckFor(ll), IsHealthy: true, Device: dev, Port: port,
-		Message:  fmt.Sprintf("Port %s port %d: reading %s works again; the file is no longer parked and is read every poll", dev, port, f.Path),
-		Metadata: map[string]string{"file": f.Path},
+		Kind: event.KindReadResumed, CheckName: checks.DegradationCheckFor(pf.linkLayer), IsHealthy: true, Device: pf.dev, Port: pf.port,
+		Message:  fmt.Sprintf("Port %s port %d: %s", pf.dev, pf.port, msg),
+		Metadata: map[string]string{"file": path},
 	}
 }
 

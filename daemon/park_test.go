@@ -144,3 +144,49 @@ func BenchmarkCycle_dgxH100ParkedFile(b *testing.B) {
 	}
 	perfReport(b, m)
 }
+
+// A reload that stops reading a parked file (both counters reading it
+// disabled) clears
+// its condition with the next cycle: nothing would read it to clear it.
+func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	base := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\n",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
+	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Discover(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const rel = "counters/symbol_error"
+	path, _ := h.PortPath("mlx5_0", 1, rel)
+	if err := h.FailFile("mlx5_0", 1, rel, "EIO"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	parked := 0
+	for i := 0; i < 4; i++ {
+		ss, _ := m.Cycle(now)
+		parked += len(specsOfKind(ss, event.KindReadParked))
+		now = now.Add(time.Second)
+	}
+	if parked != 1 {
+		t.Fatalf("%d read-parked events", parked)
+	}
+	off, err := config.Parse(filepath.Join(h.Root, "config.toml"),
+		[]byte(base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
+			"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reconfigure(off, now)
+	ss, _ := m.Cycle(now)
+	r := specsOfKind(ss, event.KindReadResumed)
+	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
+		r[0].CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r[0].Message, "no longer read") {
+		t.Fatalf("clear after the counter left the plan: %+v", r)
+	}
+}
