@@ -62,6 +62,9 @@ type Monitor struct {
 	// stuckReported holds files whose hung read was reported and has not
 	// read successfully since.
 	stuckReported map[string]bool
+	// parkReported holds files whose parking was reported and that have
+	// not read successfully since (park.go).
+	parkReported map[string]parkedFile
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
 	pendingSpecs    []event.Spec
 	lastSanity      time.Time
@@ -157,10 +160,7 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 	} else {
 		m.start = checks.Resume
 	}
-	m.rd = reader.New(reader.Options{
-		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
-		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
-	})
+	m.rd = reader.New(readerOptions(cfg))
 	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
 		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
@@ -354,6 +354,7 @@ func (m *Monitor) buildPlan() {
 			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
+	m.forgetUnplannedParked()
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -600,6 +601,7 @@ func (m *Monitor) read(files []*reader.File, specs *[]event.Spec) {
 			}
 		}
 	}
+	m.parked(files, specs)
 }
 
 // counterCycle samples and judges every counter when the counter tick is
@@ -858,11 +860,12 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	rediscover := cfg.Paths != m.cfg.Paths || cfg.ExclusionRaw != m.cfg.ExclusionRaw ||
 		cfg.InclusionRaw != m.cfg.InclusionRaw || cfg.TopologySource != m.cfg.TopologySource ||
 		cfg.MetadataPath != m.cfg.MetadataPath
-	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads || cfg.Paths.SysfsRoot != m.cfg.Paths.SysfsRoot {
+	if cfg.ReadTimeout != m.cfg.ReadTimeout || cfg.MaxStuckReads != m.cfg.MaxStuckReads || cfg.Paths.SysfsRoot != m.cfg.Paths.SysfsRoot ||
+		cfg.ParkReprobe != m.cfg.ParkReprobe {
 		// In place: a new reader would forget the reads still hung in the
 		// kernel, read those files again and strand one more thread on
 		// each at every reload.
-		m.rd.SetOptions(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot)})
+		m.rd.SetOptions(readerOptions(cfg))
 	}
 	if cfg.PollInterval != m.cfg.PollInterval {
 		m.nextStatePoll = now // the new cadence starts at the next wake

@@ -56,6 +56,10 @@ const (
 	// Node-local analyzer rules (flap, drop, repeated degradation).
 	KindRuleRaised  Kind = "rule-raised"
 	KindRuleCleared Kind = "rule-cleared"
+	// A file failing with EINVAL/EIO/EOPNOTSUPP/EACCES/EPERM is parked
+	// (not read each poll) and resumes when it reads again.
+	KindReadParked  Kind = "read-parked"
+	KindReadResumed Kind = "read-resumed"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -64,6 +68,7 @@ var Kinds = []Kind{
 	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
+	KindReadParked, KindReadResumed,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -135,7 +135,7 @@ func EntityOf(e *event.Event) (Entity, bool) {
 			return Entity{}, false
 		}
 		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: name}, true
-	case event.KindReadStuck, event.KindReadRecovered:
+	case event.KindReadStuck, event.KindReadRecovered, event.KindReadParked, event.KindReadResumed:
 		f := e.Metadata["file"]
 		if f == "" {
 			return Entity{}, false

@@ -32,6 +32,8 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   remove DEV | restore DEV                NIC falls off the PCI bus / comes back
   rename OLD NEW                          new ib device name, same PCI address
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
+  fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
+                                          EOPNOTSUPP, EACCES, EPERM, ...) / undo
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
   default-route NETDEV|none               IPv4 default route (proc/net/route)
@@ -225,6 +227,15 @@ func dispatch(args []string, stdout io.Writer) error {
 		default:
 			return h.SetRate(pos[0], p, pos[2])
 		}
+	case "fail":
+		if err := want(4, "DEV PORT REL ERRNO|off"); err != nil {
+			return err
+		}
+		p, err := port(pos[1])
+		if err != nil {
+			return err
+		}
+		return h.FailFile(pos[0], p, pos[2], pos[3])
 	case "remove", "restore":
 		if err := want(1, "DEV"); err != nil {
 			return err

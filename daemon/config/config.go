@@ -69,6 +69,7 @@ type File struct {
 	PollingInterval           Duration `toml:"pollingInterval"`
 	ReadTimeout               Duration `toml:"readTimeout"`
 	MaxStuckReads             int      `toml:"maxStuckReads"`
+	ParkReprobeInterval       Duration `toml:"parkReprobeInterval"`
 	NodeName                  string   `toml:"nodeName"`
 	ProcessingStrategy        string   `toml:"processingStrategy"`
 	Checks                    []string `toml:"checks"`
@@ -134,6 +135,9 @@ type Config struct {
 	PollInterval   time.Duration
 	ReadTimeout    time.Duration
 	MaxStuckReads  int
+	// ParkReprobe is how often a parked file (one failing with EINVAL,
+	// EIO, EOPNOTSUPP, EACCES or EPERM three times in a row) is read again.
+	ParkReprobe    time.Duration
 	NodeName       string
 	Strategy       event.ProcessingStrategy
 	Checks         map[string]bool
@@ -265,7 +269,7 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "sinks.connector.batchInterval", "sinks.connector.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -387,7 +391,7 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
 		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
-	return nil
+	return parkFrom(c, f, bad)
 }
 
 // identityFrom reads node name, processing strategy, checks and the metrics address.

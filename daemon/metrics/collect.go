@@ -104,6 +104,8 @@ const (
 	mEventsFailed
 	mOutboxFolded
 	mEventsRejected
+	mParkedFiles
+	mParkedFile
 	numFamilies
 )
 
@@ -159,12 +161,15 @@ func descriptors() [numFamilies]desc {
 		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
 		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
+		mParkedFiles:      {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
+		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
 	}
 }
 
 // fill turns a snapshot into samples. The histogram is written separately.
 func fill(e *encoder, s *snapshot) {
 	fillNode(e, s)
+	fillParked(e, s)
 	for i := range s.health.Ports {
 		fillPort(e, &s.health.Ports[i])
 	}

@@ -26,6 +26,8 @@ const (
 	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
 	MessageIDRuleRaised        = "4af7f7a9bb0b40e6a34aa8e9ebd67b9a"
 	MessageIDRuleCleared       = "40aad8a437454425b6ec4acf60d2d91b"
+	MessageIDReadParked        = "96491fa78b184bd085a27cf781eeca5f"
+	MessageIDReadResumed       = "3bbe207d7c784a78a432ff0a74cd1054"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -70,6 +72,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDRuleRaised, true
 	case event.KindRuleCleared:
 		return MessageIDRuleCleared, true
+	case event.KindReadParked:
+		return MessageIDReadParked, true
+	case event.KindReadResumed:
+		return MessageIDReadResumed, true
 	}
 	return "", false
 }

@@ -4,5 +4,7 @@
 // elsewhere (a simulated host on tmpfs, whose files are replaced by rename)
 // it opens each file afresh. Every read has a deadline: a read that hangs in
 // the kernel (a dying HCA's firmware command) marks only that file stuck,
-// and the cycle completes without it.
+// and the cycle completes without it. A file that fails with EINVAL, EIO,
+// EOPNOTSUPP, EACCES or EPERM three times in a row is parked: not opened
+// again until its re-probe (ErrParked, park.go).
 package reader

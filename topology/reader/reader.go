@@ -76,6 +76,12 @@ type Options struct {
 	// KeepOpen keeps descriptors open between cycles; only correct on real
 	// sysfs, where pread at offset 0 regenerates the value.
 	KeepOpen bool
+	// Reprobe is how often a parked file is read again (DefaultReprobe
+	// when zero); see ErrParked.
+	Reprobe time.Duration
+	// SysfsRoot enables the simulator's errno injection when it is a
+	// simulated host's sys directory (never on a real sysfs mount).
+	SysfsRoot string
 }
 
 // Reader runs read plans. It is used by one poll loop at a time.
@@ -95,6 +101,16 @@ type Reader struct {
 	// more goroutine (and OS thread) on the same hung file.
 	pathMu     sync.Mutex
 	stuckPaths map[string]struct{}
+
+	// parks holds the failure streak of each path that failed with a
+	// parking errno, and its parking (park.go); per path for the same
+	// reason as stuckPaths. parkRecs counts its entries, so a cycle with
+	// no failing file never takes the lock; parkedN counts parked paths.
+	parks    map[string]*parkRec
+	parkRecs atomic.Int32
+	parkedN  atomic.Int32
+	clock    func() time.Time
+	inj      *injector // nil unless on a simulated host (inject.go)
 }
 
 // Who owns the file being read: the worker until the read returns, or the
@@ -125,9 +141,13 @@ func New(opts Options) *Reader {
 	if opts.MaxStuck <= 0 {
 		opts.MaxStuck = 4
 	}
+	if opts.Reprobe <= 0 {
+		opts.Reprobe = DefaultReprobe
+	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	r := &Reader{opts: opts, timer: t, stuckPaths: map[string]struct{}{}}
+	r := &Reader{opts: opts, timer: t, stuckPaths: map[string]struct{}{},
+		parks: map[string]*parkRec{}, clock: time.Now, inj: newInjector(opts.SysfsRoot)}
 	r.keepOpen.Store(opts.KeepOpen)
 	return r
 }
@@ -143,8 +163,17 @@ func (r *Reader) SetOptions(opts Options) {
 	if opts.MaxStuck <= 0 {
 		opts.MaxStuck = 4
 	}
+	if opts.Reprobe <= 0 {
+		opts.Reprobe = DefaultReprobe
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if opts.SysfsRoot != r.opts.SysfsRoot {
+		r.inj = newInjector(opts.SysfsRoot)
+	}
+	if opts.Reprobe < r.opts.Reprobe {
+		r.shortenReprobes(opts.Reprobe)
+	}
 	r.opts = opts
 	r.keepOpen.Store(opts.KeepOpen)
 }
@@ -225,6 +254,9 @@ func IsSysfs(dir string) bool {
 func (r *Reader) Read(files []*File, newlyStuck []*File) []*File {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.inj != nil {
+		r.inj.refresh()
+	}
 	start := 0
 	for start < len(files) {
 		w := r.worker
@@ -311,6 +343,12 @@ func (w *worker) run(r *Reader) {
 				f.Err = ErrStuck
 				continue
 			}
+			if r.parkRecs.Load() > 0 {
+				if err := r.skipParked(f.Path); err != nil {
+					f.n, f.Err = 0, err
+					continue
+				}
+			}
 			w.claim.Store(claimReading)
 			w.cur.Store(int64(i))
 			n, err := readOnce(f, r.keepOpen.Load())
@@ -326,6 +364,21 @@ func (w *worker) run(r *Reader) {
 				r.stuckNow.Add(-1)
 				f.stuck.Store(false)
 				return
+			}
+			// Only past the claim: an abandoned worker must not touch the
+			// injection table or the parking records, which the next Read
+			// may be updating.
+			if r.inj != nil {
+				// The real file was opened (opens stay countable); the
+				// injected errno replaces the outcome.
+				if e, ok := r.inj.lookup(f.Path); ok {
+					n, err = 0, &errPath{op: "read", path: f.Path, err: e}
+				}
+			}
+			if err != nil || r.parkRecs.Load() > 0 {
+				if pe := r.notePark(f.Path, err); pe != nil {
+					n, err = 0, pe
+				}
 			}
 			f.n = n
 			f.Err = err

@@ -1,0 +1,80 @@
+package sim_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nichealth/nichealthd/topology/reader"
+	"github.com/nichealth/nichealthd/topology/sim"
+	"github.com/nichealth/nichealthd/topology/sim/simtest"
+)
+
+// The reader finds the simulator's manifest and injection table under the
+// names the simulator writes them.
+func TestParking_SimSeamNames(t *testing.T) {
+	if sim.ManifestName != reader.SimManifestName {
+		t.Fatalf("sim writes %s, the reader looks for %s", sim.ManifestName, reader.SimManifestName)
+	}
+}
+
+// FailFile makes the reader see the chosen errno on exactly that file
+// (the real file is still there and still opened), and off undoes it.
+func TestParking_SimFailFile(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	const rel = "counters/symbol_error"
+	p, err := h.PortPath("mlx5_0", 1, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := h.PortPath("mlx5_0", 1, "counters/link_downed")
+	rd := reader.New(reader.Options{Timeout: 5 * time.Second, SysfsRoot: h.SysRoot()})
+	defer rd.Close()
+	for _, tc := range []struct {
+		name  string
+		errno unix.Errno
+	}{{"EIO", unix.EIO}, {"einval", unix.EINVAL}, {"EOPNOTSUPP", unix.EOPNOTSUPP}, {"EACCES", unix.EACCES}, {"EPERM", unix.EPERM}} {
+		if err := h.FailFile("mlx5_0", 1, rel, tc.name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rd.ReadFile(p, 0); !errors.Is(err, tc.errno) {
+			t.Fatalf("%s: read %v", tc.name, err)
+		}
+		if _, err := rd.ReadFile(other, 0); err != nil {
+			t.Fatalf("%s: another file fails too: %v", tc.name, err)
+		}
+		if err := h.FailFile("mlx5_0", 1, rel, "off"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rd.ReadFile(p, 0); err != nil {
+			t.Fatalf("%s off: %v", tc.name, err)
+		}
+	}
+	if err := h.FailFile("mlx5_0", 1, rel, "EAGAIN-ISH"); err == nil {
+		t.Fatal("unknown errno accepted")
+	}
+	if err := h.FailFile("mlx5_0", 1, "counters/nope", "EIO"); err == nil {
+		t.Fatal("missing file accepted")
+	}
+	if err := h.FailFile("mlx5_0", 1, rel, "EACCES"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := h.FailingFiles(); err != nil || m["class/infiniband/mlx5_0/ports/1/"+rel] != "EACCES" {
+		t.Fatalf("FailingFiles = %v, %v", m, err)
+	}
+	// Without the simulated mark the table is ignored: the seam can never
+	// act on a tree that is not the simulator's.
+	mf := filepath.Join(h.Root, sim.ManifestName)
+	if err := os.WriteFile(mf, []byte(`{"shape":"minimal"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := reader.New(reader.Options{Timeout: 5 * time.Second, SysfsRoot: h.SysRoot()})
+	defer plain.Close()
+	if _, err := plain.ReadFile(p, 0); err != nil {
+		t.Fatalf("unmarked tree: %v", err)
+	}
+}
