@@ -56,6 +56,9 @@ const (
 	// Node-local analyzer rules (flap, drop, repeated degradation).
 	KindRuleRaised  Kind = "rule-raised"
 	KindRuleCleared Kind = "rule-cleared"
+	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
+	KindPCIeAER          Kind = "pcie-aer"
+	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -64,6 +67,7 @@ var Kinds = []Kind{
 	KindCounterBreach, KindCounterRecovered, KindCounterBaseline, KindCounterSaturated,
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
+	KindPCIeAER, KindPCIeAERRecovered,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

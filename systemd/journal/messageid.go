@@ -26,6 +26,8 @@ const (
 	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
 	MessageIDRuleRaised        = "4af7f7a9bb0b40e6a34aa8e9ebd67b9a"
 	MessageIDRuleCleared       = "40aad8a437454425b6ec4acf60d2d91b"
+	MessageIDPCIeAER           = "21cf9a9b22184e86b2ab306dd6ada3c0"
+	MessageIDPCIeAERRecovered  = "a23c699b54b04d9687f8dada11d7dd3c"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -70,6 +72,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDRuleRaised, true
 	case event.KindRuleCleared:
 		return MessageIDRuleCleared, true
+	case event.KindPCIeAER:
+		return MessageIDPCIeAER, true
+	case event.KindPCIeAERRecovered:
+		return MessageIDPCIeAERRecovered, true
 	}
 	return "", false
 }
