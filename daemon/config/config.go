@@ -84,6 +84,8 @@ type File struct {
 
 	Rules RulesFile `toml:"rules"`
 
+	PCIeAER AERFile `toml:"pcieAER"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -147,6 +149,8 @@ type Config struct {
 
 	// Rules are the node-local flap, drop and degradation rules.
 	Rules rules.Config
+
+	PCIeAER AERConfig
 
 	JournalEnabled   bool
 	JSONLPath        string
@@ -306,7 +310,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err
