@@ -3,6 +3,7 @@ package health
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ const (
 	EntityCounter EntityKind = "counter" // Name: the counter
 	EntityFile    EntityKind = "file"    // Name: the sysfs file whose read hung
 	EntityFinding EntityKind = "finding" // Name: the link sanity finding kind
+	// EntityPCI is a PCI function on NICs' paths (Card: its address,
+	// Name: the AER class); it covers the ports its condition lists.
+	EntityPCI EntityKind = "pci"
 )
 
 // Entity names the thing a condition is about. Device and Port are set for
@@ -57,6 +61,8 @@ func (e Entity) String() string {
 		return "node"
 	case EntityCard:
 		return "card " + e.Card
+	case EntityPCI:
+		return "pci " + e.Card + " " + e.Name
 	case EntityNIC:
 		return e.Device
 	case EntityPort:
@@ -106,6 +112,8 @@ func (c *Condition) Covers(device string, port int, card string) bool {
 		return false
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
+	case EntityPCI:
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityNIC:
 		return c.Entity.Device == device
 	}

@@ -77,7 +77,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard {
+	if ent.Kind == EntityCard || ent.Kind == EntityPCI {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -126,6 +126,11 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		return Entity{Kind: EntityCard, Card: card}, true
 	}
 	switch e.Kind {
+	case event.KindPCIeAER, event.KindPCIeAERRecovered:
+		if e.Metadata["pci"] == "" {
+			return Entity{}, false
+		}
+		return Entity{Kind: EntityPCI, Card: e.Metadata["pci"], Name: e.Metadata["aer"]}, true
 	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterBaseline:
 		name := e.Metadata["counter"]
 		if name == "" && len(e.ErrorCode) == 1 {
