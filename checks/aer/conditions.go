@@ -160,3 +160,19 @@ func (f *Function) Acknowledge(mem *Memory, who string) []event.Spec {
 	}
 	return out
 }
+
+// ClearAll clears every condition of the function (it is no longer
+// watched: its NICs left, or the check was switched off).
+func (f *Function) ClearAll(mem *Memory, why string) []event.Spec {
+	fm := mem.Functions[f.Address]
+	if fm == nil {
+		return nil
+	}
+	var out []event.Spec
+	for cl := Class(0); cl < NumClasses; cl++ {
+		if _, ok := fm.Raised[cl.String()]; ok {
+			out = append(out, f.clear(fm, cl, why))
+		}
+	}
+	return out
+}
