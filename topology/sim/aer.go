@@ -170,3 +170,19 @@ func (h *Host) rewriteAER(pci string, zero bool) error {
 	}
 	return nil
 }
+
+// WriteAER writes content verbatim as a function's AER file of class
+// (malformed lines, a future kernel's new names).
+func (h *Host) WriteAER(pci, class, content string) error {
+	c, ok := aerClasses[class]
+	if !ok {
+		return fmt.Errorf("unknown AER class %q (correctable, nonfatal or fatal)", class)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dir, err := h.pciDir(pci)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(h.Root, filepath.Join(dir, c.file), []byte(content))
+}
