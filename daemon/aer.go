@@ -11,7 +11,9 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
@@ -233,4 +235,43 @@ func (m *Monitor) acknowledgeAER(device, who string) []event.Spec {
 		}
 	}
 	return out
+}
+
+// aerTotals is what /metrics shows of the AER memory: every function on
+// the current plan with the classes it has files for.
+func (m *Monitor) aerTotals() []metrics.AERTotal {
+	if m.aer == nil {
+		return nil
+	}
+	var out []metrics.AERTotal
+	for _, a := range m.aer.fns {
+		fm := m.mem.AER.Functions[a.fn.Address]
+		if fm == nil {
+			continue
+		}
+		for cl, f := range a.files {
+			if f != nil {
+				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: aer.Class(cl).String(), Total: fm.Totals[cl]})
+			}
+		}
+	}
+	return out
+}
+
+// AERAckCounter is the counter name AcknowledgeReset takes for the PCIe
+// AER conditions on a port's path (not a counter-table name).
+const AERAckCounter = "pcie_aer"
+
+// acknowledge is AcknowledgeReset: counter "pcie_aer" clears the
+// uncorrectable AER conditions on the port's path, anything else goes to
+// the counter table.
+func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	if counter != AERAckCounter {
+		return d.mon.eval.Acknowledge(d.mon.mem.Counters, device, port, counter, now, who)
+	}
+	specs := d.mon.acknowledgeAER(device, who)
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("acknowledge %s port %d: %w: no PCIe AER fatal or non-fatal condition on its path", device, port, counters.ErrNotLatched)
+	}
+	return specs, nil
 }

@@ -43,6 +43,7 @@ type snapshot struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
+	aer      []AERTotal
 }
 
 func gather(src Source) snapshot {
@@ -56,6 +57,7 @@ func gather(src Source) snapshot {
 		ob:       src.Outbox(),
 		sinks:    src.Sinks(),
 		stalled:  src.Stalled(),
+		aer:      aerTotals(src),
 	}
 }
 
@@ -104,6 +106,7 @@ const (
 	mEventsFailed
 	mOutboxFolded
 	mEventsRejected
+	mPCIeAERErrors
 	numFamilies
 )
 
@@ -159,6 +162,7 @@ func descriptors() [numFamilies]desc {
 		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
 		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
+		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
 	}
 }
 
@@ -169,6 +173,7 @@ func fill(e *encoder, s *snapshot) {
 		fillPort(e, &s.health.Ports[i])
 	}
 	fillOutbox(e, s)
+	fillAER(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its
