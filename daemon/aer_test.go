@@ -197,3 +197,29 @@ func TestAER_MalformedFileLoggedOnce(t *testing.T) {
 		t.Errorf("logged %d times:\n%s", n, lb.String())
 	}
 }
+
+// BenchmarkAER_Cycle_dgxH100 is one AER read of the whole plan (every
+// function on the monitored NICs' paths, three files each), parsed and
+// judged, in steady state: what the 5 s AER cadence adds.
+func BenchmarkAER_Cycle_dgxH100(b *testing.B) {
+	h, err := sim.Build(b.TempDir(), "dgx-h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := perfMonitorOn(b, h, false)
+	now := perfWarm(m, aerT0, perfWarmCycles)
+	var specs []event.Spec
+	changed := false
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(aerInterval)
+		specs = specs[:0]
+		m.aerCycle(now, &specs, &changed)
+	}
+	if b.N > 0 {
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(ns/float64(len(m.ports)), "ns/port")
+		b.ReportMetric(ns/float64(len(m.aer.files)), "ns/file")
+		b.ReportMetric(float64(len(m.aer.files)), "files")
+	}
+}
