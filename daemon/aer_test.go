@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"
@@ -221,5 +223,31 @@ func BenchmarkAER_Cycle_dgxH100(b *testing.B) {
 		b.ReportMetric(ns/float64(len(m.ports)), "ns/port")
 		b.ReportMetric(ns/float64(len(m.aer.files)), "ns/file")
 		b.ReportMetric(float64(len(m.aer.files)), "files")
+	}
+}
+
+// AcknowledgeReset with counter pcie_aer clears the uncorrectable AER
+// conditions on the port's path; with nothing raised it says so.
+func TestAER_AcknowledgeResetClearsThePath(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	m, _ := aerMonitor(t, h, NewMemory(), persist.BootFresh)
+	d := &Daemon{mon: m}
+	aerSpecs(m, aerT0)
+	if _, err := d.acknowledge("mlx5_0", 1, AERAckCounter, aerT0, "uid 0"); !errors.Is(err, counters.ErrNotLatched) {
+		t.Fatalf("nothing raised: %v", err)
+	}
+	rp, _ := h.AERAbove("mlx5_0")
+	if err := h.AddAER(rp, "fatal", "DLP", 1); err != nil {
+		t.Fatal(err)
+	}
+	if s := aerSpecs(m, aerT0.Add(aerInterval)); len(s) != 1 || !s[0].IsFatal {
+		t.Fatalf("raise %+v", s)
+	}
+	specs, err := d.acknowledge("mlx5_0", 1, AERAckCounter, aerT0, "uid 0")
+	if err != nil || len(specs) != 1 || !specs[0].IsHealthy || specs[0].Metadata["pci"] != rp {
+		t.Fatalf("ack: %+v %v", specs, err)
+	}
+	if s := aerSpecs(m, aerT0.Add(2*aerInterval)); len(s) != 0 {
+		t.Fatalf("acknowledged error raised again: %+v", s)
 	}
 }
