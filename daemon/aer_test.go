@@ -251,3 +251,28 @@ func TestAER_AcknowledgeResetClearsThePath(t *testing.T) {
 		t.Fatalf("acknowledged error raised again: %+v", s)
 	}
 }
+
+// A reload switching [pcieAER] off clears what it raised, and the
+// thresholds of a reload apply at the next read.
+func TestAER_ReloadSwitchedOffClearsConditions(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	m, _ := aerMonitor(t, h, NewMemory(), persist.BootFresh)
+	aerSpecs(m, aerT0)
+	nic, _ := h.Device("mlx5_0")
+	if err := h.AddAER(nic.PCIAddress, "nonfatal", "UnsupReq", 1); err != nil {
+		t.Fatal(err)
+	}
+	if s := aerSpecs(m, aerT0.Add(aerInterval)); len(s) != 1 {
+		t.Fatalf("raise %+v", s)
+	}
+	cfg := *m.cfg
+	cfg.PCIeAER.Enabled = false
+	m.Reconfigure(&cfg, aerT0.Add(2*aerInterval))
+	s := aerSpecs(m, aerT0.Add(2*aerInterval))
+	if len(s) != 1 || !s[0].IsHealthy || !strings.Contains(s[0].Message, "pcieAER.enabled = false") {
+		t.Fatalf("switched off: %+v", s)
+	}
+	if len(m.aer.files) != 0 {
+		t.Errorf("switched off but %d AER files planned", len(m.aer.files))
+	}
+}
