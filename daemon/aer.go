@@ -47,6 +47,15 @@ type aerPlan struct {
 type aerFn struct {
 	fn    aer.Function
 	files [aer.NumClasses]*reader.File // nil: absent when planned
+	// root are a root port's aer_rootport_total_err_* files and rootTotal
+	// their last values: what the root port received from everything
+	// below it. They are shown on /metrics but not judged: the functions
+	// below report the same errors through their own counters, and a
+	// non-NIC device below the root port (a GPU) must not raise a NIC
+	// event.
+	root      [aer.NumClasses]*reader.File
+	rootTotal [aer.NumClasses]uint64
+	rootOK    [aer.NumClasses]bool
 }
 
 // planAER rebuilds the AER plan from the devices (buildPlan calls it).
@@ -108,6 +117,14 @@ func (m *Monitor) newAERFn(hop topology.PCIHop, own bool, d *topology.Device) *a
 		a.files[cl] = reader.NewFileSize(path, aerFileMax)
 		m.aer.files = append(m.aer.files, a.files[cl])
 	}
+	for cl, name := range aer.RootFiles {
+		path := filepath.Join(hop.Dir, name)
+		if _, err := os.Stat(path); err != nil || !hop.RootPort {
+			continue
+		}
+		a.root[cl] = reader.NewFile(path)
+		m.aer.files = append(m.aer.files, a.root[cl])
+	}
 	if a.files == [aer.NumClasses]*reader.File{} && !m.aer.logged[hop.Address] {
 		m.aer.logged[hop.Address] = true
 		m.log.Info("no PCIe AER counters on this PCI function; its AER errors are not monitored",
@@ -155,6 +172,11 @@ func (m *Monitor) aerCycle(now time.Time, specs *[]event.Spec, changed *bool) {
 	th := aer.Thresholds{CorrectablePerMinute: m.cfg.PCIeAER.CorrectablePerMinute,
 		Window: m.cfg.PCIeAER.Window, NonFatalQuiet: m.cfg.PCIeAER.NonFatalQuiet}
 	for _, a := range p.fns {
+		for cl, f := range a.root {
+			if f != nil && f.Err == nil {
+				a.rootTotal[cl], a.rootOK[cl] = aer.ParseTotal(f.Value())
+			}
+		}
 		if !m.aerReading(a) {
 			continue
 		}
@@ -245,13 +267,14 @@ func (m *Monitor) aerTotals() []metrics.AERTotal {
 	}
 	var out []metrics.AERTotal
 	for _, a := range m.aer.fns {
-		fm := m.mem.AER.Functions[a.fn.Address]
-		if fm == nil {
-			continue
-		}
-		for cl, f := range a.files {
-			if f != nil {
-				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: aer.Class(cl).String(), Total: fm.Totals[cl]})
+		fm := m.mem.AER.Functions[a.fn.Address] // nil before the first read
+		for cl := range a.files {
+			sev := aer.Class(cl).String()
+			if a.files[cl] != nil && fm != nil {
+				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: sev, Total: fm.Totals[cl]})
+			}
+			if a.rootOK[cl] {
+				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: sev, Total: a.rootTotal[cl], RootPort: true})
 			}
 		}
 	}

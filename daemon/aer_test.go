@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -114,8 +115,9 @@ func TestAER_SharedHopReadOnce(t *testing.T) {
 		seen[a.fn.Address] = true
 	}
 	// 8 compute NICs behind a switch (NIC, 2 switch ports, root port) and
-	// 2 storage cards of two functions below one root port each.
-	if len(m.aer.fns) != 8*4+2*3 || len(m.aer.files) != 3*len(m.aer.fns) {
+	// 2 storage cards of two functions below one root port each; three
+	// files per function and three more per root port (10).
+	if len(m.aer.fns) != 8*4+2*3 || len(m.aer.files) != 3*len(m.aer.fns)+3*10 {
 		t.Errorf("%d functions, %d files", len(m.aer.fns), len(m.aer.files))
 	}
 	rp, _ := h.AERAbove("mlx5_8")
@@ -274,5 +276,35 @@ func TestAER_ReloadSwitchedOffClearsConditions(t *testing.T) {
 	}
 	if len(m.aer.files) != 0 {
 		t.Errorf("switched off but %d AER files planned", len(m.aer.files))
+	}
+}
+
+// /metrics shows each planned function's totals and, for root ports,
+// what they received from below.
+func TestAER_MetricsTotals(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	m, _ := aerMonitor(t, h, NewMemory(), persist.BootFresh)
+	nic, _ := h.Device("mlx5_0")
+	if err := h.AddAER(nic.PCIAddress, "correctable", "BadTLP", 7); err != nil {
+		t.Fatal(err)
+	}
+	aerSpecs(m, aerT0)
+	var root string
+	for _, a := range m.aer.fns {
+		if a.fn.Label == "root port above mlx5_0" {
+			root = a.fn.Address
+		}
+	}
+	if err := h.AddAER(root, "nonfatal", "DLP", 3); err != nil {
+		t.Fatal(err)
+	}
+	aerSpecs(m, aerT0.Add(aerInterval))
+	got := map[string]uint64{}
+	for _, tt := range m.aerTotals() {
+		got[fmt.Sprintf("%s %s %v", tt.PCI, tt.Severity, tt.RootPort)] = tt.Total
+	}
+	// 4 functions x 3 classes, plus the root port's 3 received totals.
+	if len(got) != 15 || got[nic.PCIAddress+" correctable false"] != 7 || got[root+" nonfatal false"] != 3 || got[root+" nonfatal true"] != 3 {
+		t.Errorf("totals %v", got)
 	}
 }

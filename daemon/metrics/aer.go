@@ -12,6 +12,9 @@ type AERTotal struct {
 	PCI      string
 	Severity string // correctable, nonfatal, fatal
 	Total    uint64
+	// RootPort: a root port's aer_rootport_total_err_* (what it received
+	// from every device below it), not the function's own counters.
+	RootPort bool
 }
 
 func aerTotals(src Source) []AERTotal {
@@ -23,6 +26,10 @@ func aerTotals(src Source) []AERTotal {
 
 func fillAER(e *encoder, s *snapshot) {
 	for _, t := range s.aer {
-		e.add(mPCIeAERErrors, e.labels("pci", t.PCI, "severity", t.Severity), uval(t.Total))
+		f := mPCIeAERErrors
+		if t.RootPort {
+			f = mPCIeAERRootPort
+		}
+		e.add(f, e.labels("pci", t.PCI, "severity", t.Severity), uval(t.Total))
 	}
 }

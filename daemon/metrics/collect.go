@@ -107,6 +107,7 @@ const (
 	mOutboxFolded
 	mEventsRejected
 	mPCIeAERErrors
+	mPCIeAERRootPort
 	numFamilies
 )
 
@@ -163,6 +164,7 @@ func descriptors() [numFamilies]desc {
 		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
 		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
+		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 	}
 }
 
