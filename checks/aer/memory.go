@@ -31,7 +31,8 @@ type FunctionMemory struct {
 	// fatal), Totals their TOTAL_ERR_* lines.
 	Counts [NumClasses]map[string]uint64 `json:"counts"`
 	Totals [NumClasses]uint64            `json:"totals"`
-	// At is when the counts were last read.
+	// At is when the counts last changed (they held these values at
+	// every read since): the base of the correctable rate after a restart.
 	At time.Time `json:"at"`
 	// Raised are the active conditions by class name.
 	Raised map[string]Raised `json:"raised,omitempty"`
