@@ -36,9 +36,21 @@ func (f *Function) raise(fm *FunctionMemory, cl Class, moved string, now time.Ti
 	return event.Spec{
 		Kind: event.KindPCIeAER, CheckName: r.Check, IsFatal: cl == Fatal, Ports: f.Ports,
 		Message:   msg + ". " + fix(cl),
-		ErrorCode: []string{"PCIE_AER_" + map[Class]string{Correctable: "CORRECTABLE", NonFatal: "NONFATAL", Fatal: "FATAL"}[cl]},
+		ErrorCode: []string{cl.ErrorCode()},
 		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "moved": moved, "hop": f.Label},
 	}
+}
+
+// ErrorCode is the class's error code on its events (raise and clear
+// alike, so an undelivered raise is superseded by its clear).
+func (c Class) ErrorCode() string {
+	switch c {
+	case NonFatal:
+		return "PCIE_AER_NONFATAL"
+	case Fatal:
+		return "PCIE_AER_FATAL"
+	}
+	return "PCIE_AER_CORRECTABLE"
 }
 
 func fix(cl Class) string {
@@ -60,7 +72,7 @@ func (f *Function) clear(fm *FunctionMemory, cl Class, why string) event.Spec {
 		check = f.Check
 	}
 	return event.Spec{
-		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports,
+		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{cl.ErrorCode()},
 		Message:  fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
 		Metadata: map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
 	}
