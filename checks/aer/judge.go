@@ -121,24 +121,32 @@ func newFunctionMemory(r *Reading, now time.Time) *FunctionMemory {
 }
 
 // same compares without allocating (a map index by string(bytes) does not
-// copy the key).
+// copy the key). The memory keeps only the names that are not zero.
 func same(fm *FunctionMemory, cl Class, c *Counts) bool {
-	if fm.Totals[cl] != c.Total || len(fm.Counts[cl]) != c.N {
+	if fm.Totals[cl] != c.Total || fm.Counts[cl] == nil {
 		return false
 	}
+	nonzero := 0
 	for i := 0; i < c.N; i++ {
-		v, ok := fm.Counts[cl][string(c.Name(i))]
-		if !ok || v != c.Value(i) {
+		if fm.Counts[cl][string(c.Name(i))] != c.Value(i) {
 			return false
 		}
+		if c.Value(i) != 0 {
+			nonzero++
+		}
 	}
-	return true
+	return nonzero == len(fm.Counts[cl])
 }
 
+// countsMap keeps the names that are not zero (a healthy function's
+// memory is a few bytes); it is never nil, so a file that was read is
+// told apart from one that was absent.
 func countsMap(c *Counts) map[string]uint64 {
-	m := make(map[string]uint64, c.N)
+	m := map[string]uint64{}
 	for i := 0; i < c.N; i++ {
-		m[string(c.Name(i))] = c.Value(i)
+		if c.Value(i) != 0 {
+			m[string(c.Name(i))] = c.Value(i)
+		}
 	}
 	return m
 }

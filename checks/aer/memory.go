@@ -27,8 +27,9 @@ type Memory struct {
 
 // FunctionMemory is one PCI function's last counts and raised conditions.
 type FunctionMemory struct {
-	// Counts holds the named counters by class (correctable, nonfatal,
-	// fatal), Totals their TOTAL_ERR_* lines.
+	// Counts holds the named counters that are not zero by class
+	// (correctable, nonfatal, fatal; null: the file was absent), Totals
+	// their TOTAL_ERR_* lines.
 	Counts [NumClasses]map[string]uint64 `json:"counts"`
 	Totals [NumClasses]uint64            `json:"totals"`
 	// At is when the counts last changed (they held these values at
