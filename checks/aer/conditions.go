@@ -13,7 +13,7 @@ import (
 //     is cleared then), or the operator acknowledges it (Acknowledge);
 //   - non-fatal: clears after Thresholds.NonFatalQuiet without new ones;
 //   - correctable: clears when the rate over the window is back at or
-//     below the threshold.
+//     below half the threshold (so a rate hovering at it does not flap).
 // New errors of a raised class re-raise it with the new names.
 
 // raise returns the unhealthy event of class cl and records it. rate is
@@ -60,7 +60,7 @@ func fix(cl Class) string {
 	case NonFatal:
 		return "Transactions were lost on this link: reseat the card, check the riser, update NIC and platform firmware, and replace the card if it recurs; this clears after a quiet period without new errors"
 	}
-	return "A marginal link retries constantly: reseat the card, check the riser and cabling, update firmware; this clears when the rate falls below the threshold"
+	return "A marginal link retries constantly: reseat the card, check the riser and cabling, update firmware; this clears when the rate falls to half the threshold"
 }
 
 // clear returns the healthy counterpart of class cl's condition.
@@ -109,8 +109,11 @@ func (f *Function) rate(fm *FunctionMemory, total uint64, moved string, now time
 			moved = "no single name moved in the last read"
 		}
 		return []event.Spec{f.raise(fm, Correctable, moved, now, perMin)}
-	case raised && (perMin <= th.CorrectablePerMinute || th.CorrectablePerMinute <= 0):
-		return []event.Spec{f.clear(fm, Correctable, fmt.Sprintf("the rate fell to %.1f per minute over the last %v", perMin, th.Window))}
+	case raised && (perMin <= th.CorrectablePerMinute/2 || th.CorrectablePerMinute <= 0):
+		// Half the threshold: a rate hovering at the threshold raises
+		// once, not at every read.
+		return []event.Spec{f.clear(fm, Correctable, fmt.Sprintf("the rate fell to %.1f per minute over the last %v (half the threshold %.1f or less)",
+			perMin, th.Window, th.CorrectablePerMinute))}
 	}
 	return nil
 }

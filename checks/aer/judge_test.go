@@ -98,6 +98,13 @@ func TestAER_Rules(t *testing.T) {
 				want: []string{"raise correctable: correctable errors at 10.2 per minute over the last 10m0s (threshold 10.0); RxErr +1, BadTLP +2"}},
 			{after: 30 * time.Minute, cor: "RxErr 1\nBadTLP 101\nTOTAL_ERR_COR 102\n", nonfatal: nf0, ft: ft0, want: []string{"clear correctable"}},
 		}},
+		{"a correctable rate hovering at the threshold does not flap", []step{
+			{cor: cor0, nonfatal: nf0, ft: ft0},
+			{after: time.Minute, cor: "RxErr 0\nBadTLP 110\nTOTAL_ERR_COR 110\n", nonfatal: nf0, ft: ft0,
+				want: []string{"raise correctable: correctable errors at 11.0 per minute"}},
+			{after: 9 * time.Minute, cor: "RxErr 0\nBadTLP 110\nTOTAL_ERR_COR 110\n", nonfatal: nf0, ft: ft0},
+			{after: 90 * time.Second, cor: "RxErr 0\nBadTLP 170\nTOTAL_ERR_COR 170\n", nonfatal: nf0, ft: ft0},
+		}},
 		{"correctable errors below the rate are tolerated", []step{
 			{cor: cor0, nonfatal: nf0, ft: ft0},
 			{after: time.Minute, cor: "RxErr 0\nBadTLP 100\nTOTAL_ERR_COR 100\n", nonfatal: nf0, ft: ft0},
