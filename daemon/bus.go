@@ -77,7 +77,7 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		return fmt.Errorf("%w: %s port %d is not a monitored port (see nichealthctl ports)", dbusapi.ErrNoSuchPort, device, port)
 	}
 	now := time.Now()
-	specs, err := d.mon.eval.Acknowledge(d.mon.mem.Counters, device, port, counter, now, fmt.Sprintf("uid %d", uid))
+	specs, err := d.acknowledge(device, port, counter, now, fmt.Sprintf("uid %d", uid))
 	if err != nil {
 		d.mu.Unlock()
 		switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/sanity"
@@ -19,11 +20,12 @@ type Memory struct {
 	Counters *counters.Memory
 	Cards    *cards.Memory
 	Sanity   *sanity.Memory
+	AER      *aer.Memory
 }
 
 // NewMemory returns every check's empty memory.
 func NewMemory() *Memory {
-	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory()}
+	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory(), AER: aer.NewMemory()}
 }
 
 // section is one check's memory as the state file stores it.
@@ -40,6 +42,7 @@ func (m *Memory) sections() []section {
 		{"counters", m.Counters, counters.MemoryVersion, m.Counters.Validate},
 		{"cards", m.Cards, cards.MemoryVersion, m.Cards.Validate},
 		{"sanity", m.Sanity, sanity.MemoryVersion, m.Sanity.Validate},
+		{"pcieAER", m.AER, aer.MemoryVersion, m.AER.Validate},
 	}
 }
 
@@ -88,6 +91,8 @@ func replaceSection(m, fresh Memory, name string) Memory {
 		m.Cards = fresh.Cards
 	case "sanity":
 		m.Sanity = fresh.Sanity
+	case "pcieAER":
+		m.AER = fresh.AER
 	}
 	return m
 }

@@ -98,6 +98,9 @@ type Monitor struct {
 	nextStatePoll   time.Time
 	nextCounterTick time.Time
 	counterTicks    uint64
+
+	// aer is the PCIe AER read plan (daemon/aer.go).
+	aer *aerPlan
 }
 
 type portPlan struct {
@@ -299,6 +302,7 @@ func roleByLinkLayer(d *topology.Device) topology.Role {
 // Close releases the monitor's descriptors and its reader's worker.
 func (m *Monitor) Close() {
 	m.closePlan()
+	m.closeAER()
 	m.rd.Close()
 	if m.lister != nil {
 		m.lister.Close()
@@ -355,6 +359,7 @@ func (m *Monitor) buildPlan() {
 		}
 	}
 	m.forgetUnplannedParked()
+	m.planAER()
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -452,9 +457,9 @@ const counterTick = time.Second
 // next state poll and the next counter tick.
 func (m *Monitor) NextWake() time.Time {
 	if len(m.counterFiles) > 0 && m.nextCounterTick.Before(m.nextStatePoll) {
-		return m.nextCounterTick
+		return m.aerWake(m.nextCounterTick)
 	}
-	return m.nextStatePoll
+	return m.aerWake(m.nextStatePoll)
 }
 
 // Cycle is one poll, read as the pipeline it is: observe (enumerate, read
@@ -469,6 +474,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	if m.cycles != 0 && now.Before(m.nextStatePoll) {
 		// Woken for the counter tick alone: the state poll is slower.
 		m.counterCycle(now, &specs, &changed)
+		m.aerCycle(now, &specs, &changed)
 		return specs, changed
 	}
 	enumErr := m.enumerate()
@@ -488,6 +494,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	m.judgePorts(now, anomalous, &specs, &changed)
 	specs = append(specs, cardSpecs...)
 	m.counterCycle(now, &specs, &changed)
+	m.aerCycle(now, &specs, &changed)
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)
 	}

@@ -45,5 +45,7 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 		m.Counters.Replay(e, defs)
 	case event.KindCardAnomaly, event.KindCardRecovered:
 		m.Cards.Replay(e)
+	case event.KindPCIeAER, event.KindPCIeAERRecovered:
+		m.AER.Replay(e)
 	}
 }

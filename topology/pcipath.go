@@ -38,7 +38,7 @@ func PCIPath(dev *Device, sysfsRoot string) []PCIHop {
 		dir = d
 	}
 	var out []PCIHop
-	for isPCIAddress(filepath.Base(dir)) {
+	for IsPCIAddress(filepath.Base(dir)) {
 		parent := filepath.Dir(dir)
 		out = append(out, PCIHop{Address: filepath.Base(dir), Dir: dir})
 		if isHostBridge(filepath.Base(parent)) && len(out) > 1 {
@@ -49,9 +49,10 @@ func PCIPath(dev *Device, sysfsRoot string) []PCIHop {
 	return out
 }
 
-// isPCIAddress matches the kernel's function names: "0000:17:00.0" (domain
+// IsPCIAddress reports whether s is a PCI function name as the kernel
+// writes it (lower-case hex): "0000:17:00.0" (domain
 // and bus in hex, device and function), domains above ffff included.
-func isPCIAddress(s string) bool {
+func IsPCIAddress(s string) bool {
 	// dddd:bb:dd.f with a domain of at least four hex digits.
 	n := len(s)
 	if n < 12 || s[n-2] != '.' || s[n-5] != ':' || s[n-8] != ':' {
@@ -74,7 +75,7 @@ func isHex(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
 	}

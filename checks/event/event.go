@@ -60,6 +60,9 @@ const (
 	// (not read each poll) and resumes when it reads again.
 	KindReadParked  Kind = "read-parked"
 	KindReadResumed Kind = "read-resumed"
+	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
+	KindPCIeAER          Kind = "pcie-aer"
+	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -69,6 +72,7 @@ var Kinds = []Kind{
 	KindDeviceDisappeared, KindDeviceReappeared, KindCardAnomaly, KindCardRecovered,
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 	KindReadParked, KindReadResumed,
+	KindPCIeAER, KindPCIeAERRecovered,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

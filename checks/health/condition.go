@@ -40,6 +40,11 @@ const (
 	EntityCounter EntityKind = "counter" // Name: the counter
 	EntityFile    EntityKind = "file"    // Name: the sysfs file whose read hung
 	EntityFinding EntityKind = "finding" // Name: the link sanity finding kind
+	// EntityPCI is a PCI function on NICs' paths, the NIC's own function
+	// or a bridge/switch port above it (PCI: its address, Name: the AER
+	// class or the path finding's kind). Its condition covers exactly the
+	// ports its event listed: every NIC below the function.
+	EntityPCI EntityKind = "pci"
 )
 
 // Entity names the thing a condition is about. Device and Port are set for
@@ -50,9 +55,8 @@ type Entity struct {
 	Port   int        `json:"port,omitempty"`
 	Card   string     `json:"card,omitempty"`
 	Name   string     `json:"name,omitempty"`
-	// PCI is the bridge or switch port of a PCIe path finding: one
-	// condition per hop, covering the ports of every NIC below it (the
-	// condition's Ports).
+	// PCI is the address of an EntityPCI: one condition per function and
+	// name, whatever NIC below it was named first.
 	PCI string `json:"pci,omitempty"`
 }
 
@@ -62,13 +66,12 @@ func (e Entity) String() string {
 		return "node"
 	case EntityCard:
 		return "card " + e.Card
+	case EntityPCI:
+		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
 	case EntityNIC:
 		return e.Device
 	case EntityPort:
 		return fmt.Sprintf("%s/%d", e.Device, e.Port)
-	}
-	if e.PCI != "" {
-		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
 	}
 	if e.Port > 0 {
 		return fmt.Sprintf("%s/%d %s", e.Device, e.Port, e.Name)
@@ -110,14 +113,13 @@ func (c *Condition) Key() Key { return Key{c.Check, c.Entity} }
 // about the port itself (or one of its counters, files or findings), its
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
-	if c.Entity.PCI != "" {
-		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
-	}
 	switch c.Entity.Kind {
 	case EntityNode:
 		return false
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
+	case EntityPCI:
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityNIC:
 		return c.Entity.Device == device
 	}

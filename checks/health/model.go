@@ -77,7 +77,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard || ent.PCI != "" {
+	if ent.Kind == EntityCard || ent.Kind == EntityPCI {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -126,6 +126,11 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		return Entity{Kind: EntityCard, Card: card}, true
 	}
 	switch e.Kind {
+	case event.KindPCIeAER, event.KindPCIeAERRecovered:
+		if e.Metadata["pci"] == "" {
+			return Entity{}, false
+		}
+		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: e.Metadata["aer"]}, true
 	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterBaseline:
 		name := e.Metadata["counter"]
 		if name == "" && len(e.ErrorCode) == 1 {
@@ -148,7 +153,7 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		if hop := e.Metadata["pciHop"]; hop != "" {
 			// A slow link on the PCIe path is one finding whatever the
 			// NICs below it (their ports are the event's entities).
-			return Entity{Kind: EntityFinding, PCI: hop, Name: e.ErrorCode[0]}, true
+			return Entity{Kind: EntityPCI, PCI: hop, Name: e.ErrorCode[0]}, true
 		}
 		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
 	case event.KindDeviceDisappeared, event.KindDeviceReappeared:

@@ -59,6 +59,10 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
 			NonFatal, EntityFinding},
+		{"PCIe AER on a function above the port",
+			event.Spec{Kind: event.KindPCIeAER, CheckName: deg, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
+			event.Spec{Kind: event.KindPCIeAERRecovered, CheckName: deg, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
+			Fatal, EntityPCI},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewModel()

@@ -30,7 +30,7 @@ func TestPCIePath_HopConditionCoversEveryPortBelow(t *testing.T) {
 		t.Fatalf("conditions %+v", m.Conditions())
 	}
 	e, _ := EntityOf(hop("0000:17:00.0", "pcie-path-width", false))
-	if e.String() != "PCI 0000:17:00.0 pcie-path-width" || e.Kind != EntityFinding || e.Device != "" {
+	if e.String() != "PCI 0000:17:00.0 pcie-path-width" || e.Kind != EntityPCI || e.Device != "" {
 		t.Fatalf("entity %+v %q", e, e.String())
 	}
 	s := Build(Node{}, []PortInfo{{Device: "mlx5_0", Port: 1}, {Device: "mlx5_1", Port: 1}, {Device: "mlx5_3", Port: 1}}, m.Conditions())

@@ -117,7 +117,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Port == 0 {
+		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {

@@ -21,7 +21,7 @@ func main() {
 const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
 
   build --shape SHAPE --root DIR [--no-metadata] [--bond] [--foreign-rdma]
-        [--node-name N] [--private-files]
+        [--node-name N] [--private-files] [--no-aer]
   shapes                                  list shapes
   list --root DIR [--json]                devices and their expected roles
   port-state DEV PORT STATE PHYS          e.g. mlx5_0 1 DOWN Disabled ("" keeps one)
@@ -42,6 +42,9 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   metadata write|remove                   rewrite or delete gpu_metadata.json
   pcie-link PCI-ADDR|NIC SPEED WIDTH      current PCIe link of a hop (a NIC: the port
                                           above it), e.g. 0000:17:00.0 "" 8 ("" keeps one)
+  aer add PCI|above:NIC CLASS NAME N      PCIe AER errors, CLASS correctable|nonfatal|fatal,
+                                          e.g. aer add above:mlx5_0 fatal MalfTLP 1
+  aer reset|remove PCI|above:NIC          zero the AER counters / delete the AER files
 
 --root defaults to $NICHEALTH_SIM_ROOT.`
 
@@ -100,6 +103,7 @@ func dispatch(args []string, stdout io.Writer) error {
 	private := fs.Bool("private-files", false, "one inode per file")
 	foreign := fs.Bool("foreign-rdma", false, "add irdma0, a non-mlx5 RDMA device")
 	asJSON := fs.Bool("json", false, "list as JSON")
+	noAER := fs.Bool("no-aer", false, "build without PCIe AER counter files")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -131,7 +135,7 @@ func dispatch(args []string, stdout io.Writer) error {
 		if *shape == "" {
 			return usageErr("build needs --shape (one of %s)", strings.Join(sim.Shapes(), ", "))
 		}
-		h, err := sim.BuildWith(*root, *shape, sim.BuildOptions{NoMetadata: *noMeta, Bond: *bond, NodeName: *nodeName, PrivateFiles: *private, ForeignRDMA: *foreign})
+		h, err := sim.BuildWith(*root, *shape, sim.BuildOptions{NoMetadata: *noMeta, Bond: *bond, NodeName: *nodeName, PrivateFiles: *private, ForeignRDMA: *foreign, NoAER: *noAER})
 		if err != nil {
 			return err
 		}
@@ -307,6 +311,8 @@ func dispatch(args []string, stdout io.Writer) error {
 			return h.RemoveMetadata()
 		}
 		return usageErr("metadata wants write or remove, not %q", pos[0])
+	case "aer":
+		return aerCommand(h, pos, stdout)
 	}
 	return usageErr("unknown command %q", cmd)
 }

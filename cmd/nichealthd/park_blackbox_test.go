@@ -6,35 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
 )
-
-var (
-	simOnce sync.Once
-	simPath string
-	simErr  error
-)
-
-// simBinary builds nichealth-sim once, next to the daemon under test.
-func simBinary(t *testing.T) string {
-	t.Helper()
-	simOnce.Do(func() {
-		simPath = filepath.Join(filepath.Dir(daemonBin), "nichealth-sim")
-		out, err := exec.Command("go", "build", "-o", simPath, "../nichealth-sim").CombinedOutput()
-		if err != nil {
-			simErr = fmt.Errorf("build nichealth-sim: %v\n%s", err, out)
-		}
-	})
-	if simErr != nil {
-		t.Fatal(simErr)
-	}
-	return simPath
-}
 
 func simFail(t *testing.T, root, dev, port, rel, errno string) {
 	t.Helper()

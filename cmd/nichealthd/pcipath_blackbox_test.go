@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/event"
@@ -15,29 +13,6 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
-
-var (
-	pcieSimOnce sync.Once
-	pcieSimPath string
-	pcieSimErr  error
-)
-
-// pcieSimBinary builds nichealth-sim once, next to the daemon under test,
-// so faults are injected the way an operator would.
-func pcieSimBinary(t *testing.T) string {
-	t.Helper()
-	pcieSimOnce.Do(func() {
-		pcieSimPath = filepath.Join(filepath.Dir(daemonBin), "nichealth-sim")
-		out, err := exec.Command("go", "build", "-o", pcieSimPath, "../nichealth-sim").CombinedOutput()
-		if err != nil {
-			pcieSimErr = fmt.Errorf("build nichealth-sim: %v\n%s", err, out)
-		}
-	})
-	if pcieSimErr != nil {
-		t.Fatal(pcieSimErr)
-	}
-	return pcieSimPath
-}
 
 // newPCIeViewNode is newViewNode on an OCI H100, whose dual-function RoCE
 // cards put two NICs below one switch downstream port.
@@ -61,7 +36,7 @@ func newPCIeViewNode(t *testing.T) *viewNode {
 
 func (v *viewNode) pcieLink(args ...string) string {
 	v.t.Helper()
-	out, err := exec.Command(pcieSimBinary(v.t), append([]string{"pcie-link", "--root", v.h.Root}, args...)...).CombinedOutput()
+	out, err := exec.Command(simBinary(v.t), append([]string{"pcie-link", "--root", v.h.Root}, args...)...).CombinedOutput()
 	if err != nil {
 		v.t.Fatalf("nichealth-sim pcie-link %v: %v\n%s", args, err, out)
 	}

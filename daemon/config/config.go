@@ -85,6 +85,8 @@ type File struct {
 
 	Rules RulesFile `toml:"rules"`
 
+	PCIeAER AERFile `toml:"pcieAER"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -151,6 +153,8 @@ type Config struct {
 
 	// Rules are the node-local flap, drop and degradation rules.
 	Rules rules.Config
+
+	PCIeAER AERConfig
 
 	JournalEnabled   bool
 	JSONLPath        string
@@ -310,7 +314,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err

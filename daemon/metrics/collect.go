@@ -43,6 +43,7 @@ type snapshot struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
+	aer      []AERTotal
 }
 
 func gather(src Source) snapshot {
@@ -56,6 +57,7 @@ func gather(src Source) snapshot {
 		ob:       src.Outbox(),
 		sinks:    src.Sinks(),
 		stalled:  src.Stalled(),
+		aer:      aerTotals(src),
 	}
 }
 
@@ -106,6 +108,8 @@ const (
 	mEventsRejected
 	mParkedFiles
 	mParkedFile
+	mPCIeAERErrors
+	mPCIeAERRootPort
 	numFamilies
 )
 
@@ -163,6 +167,8 @@ func descriptors() [numFamilies]desc {
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
 		mParkedFiles:      {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
 		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
+		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
+		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 	}
 }
 
@@ -174,6 +180,7 @@ func fill(e *encoder, s *snapshot) {
 		fillPort(e, &s.health.Ports[i])
 	}
 	fillOutbox(e, s)
+	fillAER(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

@@ -74,6 +74,15 @@ func foldKey(ev *event.Event) uint64 {
 		h.Write([]byte{2})
 		h.Write([]byte(ev.Metadata[k]))
 	}
+	// A PCIe AER event names every port below its PCI function: the
+	// function and the AER class keep two hops above the same ports
+	// apart. Only written when set, so other events keep their keys.
+	for _, k := range []string{"pci", "aer"} {
+		if v := ev.Metadata[k]; v != "" {
+			h.Write([]byte{3})
+			h.Write([]byte(v))
+		}
+	}
 	return max(h.Sum64(), 1)
 }
 

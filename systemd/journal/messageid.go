@@ -28,6 +28,8 @@ const (
 	MessageIDRuleCleared       = "40aad8a437454425b6ec4acf60d2d91b"
 	MessageIDReadParked        = "96491fa78b184bd085a27cf781eeca5f"
 	MessageIDReadResumed       = "3bbe207d7c784a78a432ff0a74cd1054"
+	MessageIDPCIeAER           = "21cf9a9b22184e86b2ab306dd6ada3c0"
+	MessageIDPCIeAERRecovered  = "a23c699b54b04d9687f8dada11d7dd3c"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -76,6 +78,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDReadParked, true
 	case event.KindReadResumed:
 		return MessageIDReadResumed, true
+	case event.KindPCIeAER:
+		return MessageIDPCIeAER, true
+	case event.KindPCIeAERRecovered:
+		return MessageIDPCIeAERRecovered, true
 	}
 	return "", false
 }

@@ -436,3 +436,14 @@ type errPath struct {
 
 func (e *errPath) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
 func (e *errPath) Unwrap() error { return e.err }
+
+// NewFileSize prepares a plan file whose values may be longer than
+// MaxValue (up to max bytes), e.g. a multi-line counter table such as
+// aer_dev_correctable. The buffer is allocated once, here.
+func NewFileSize(path string, max int) *File {
+	f := NewFile(path)
+	if max > MaxValue {
+		f.ext = make([]byte, max)
+	}
+	return f
+}

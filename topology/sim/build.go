@@ -275,6 +275,7 @@ func (b *builder) writePCI(n *pciNode) {
 	w.file(dir+"/numa_node", fmt.Sprintf("%d\n", n.numa))
 	w.file(dir+"/enable", "1\n")
 	b.writeLink(dir, n, speed, width)
+	b.writeAER(n, dir)
 	w.file(dir+"/uevent", fmt.Sprintf("DRIVER=%s\nPCI_CLASS=%s\nPCI_ID=%s:%s\nPCI_SLOT_NAME=%s\n",
 		driver, strings.TrimLeft(strings.TrimPrefix(class, "0x"), "0"), strings.ToUpper(vendor[2:]), strings.ToUpper(device[2:]), n.addr))
 	drv := filepath.Join(b.sys, "bus/pci/drivers", driver)

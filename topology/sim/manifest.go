@@ -72,6 +72,9 @@ type BuildOptions struct {
 	// ForeignRDMA adds irdma0, an Intel E810 RDMA device (vendor 0x8086,
 	// driver ice) on NUMA 0, that discovery must list but never monitor.
 	ForeignRDMA bool
+	// NoAER leaves out the PCIe AER counter files (aer_dev_*): a kernel
+	// without AER statistics or AER disabled by firmware.
+	NoAER bool `json:",omitempty"`
 }
 
 type manifest struct {
