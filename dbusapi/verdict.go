@@ -124,7 +124,7 @@ func PortViewOf(p *health.Port) PortView {
 		pv.Counters = append(pv.Counters, cv)
 	}
 	for _, c := range p.Conditions {
-		if c.Entity.Kind == health.EntityFinding {
+		if c.IsSanityFinding() {
 			pv.Sanity = append(pv.Sanity, c.Message)
 		}
 	}

@@ -109,6 +109,13 @@ type Condition struct {
 // Key returns the condition's key.
 func (c *Condition) Key() Key { return Key{c.Check, c.Entity} }
 
+// IsSanityFinding reports whether the condition is a link sanity finding:
+// one about a port, or one about a PCIe hop above it (an EntityPCI raised
+// by the sanity pass). Views list these as the port's sanity findings.
+func (c *Condition) IsSanityFinding() bool {
+	return c.Entity.Kind == EntityFinding || c.Entity.Kind == EntityPCI && c.Kind == event.KindLinkSanity
+}
+
 // Covers reports whether the condition bears on a port's verdict: it is
 // about the port itself (or one of its counters, files or findings), its
 // NIC, or its card.

@@ -236,7 +236,7 @@ func fillPort(e *encoder, pv *health.Port) {
 	short := e.labels("device", pv.Device, "port", port)
 	findings := 0
 	for _, c := range pv.Conditions {
-		if c.Entity.Kind == health.EntityFinding {
+		if c.IsSanityFinding() {
 			findings++
 		}
 	}
