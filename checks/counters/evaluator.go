@@ -337,9 +337,13 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	next := CounterSnapshot{Value: cur, Timestamp: now}
 	changed := cur != snap.Value
 	var m measure
-	if d.ThresholdType == TypeVelocity {
+	if d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER {
 		var w windowState
-		m, w = velocity(d, ent, snap, now, cur-snap.Value)
+		if d.ThresholdType == TypeBER {
+			m, w = ber(d, ent, snap, now, cur-snap.Value, s.PortRateGbps)
+		} else {
+			m, w = velocity(d, ent, snap, now, cur-snap.Value)
+		}
 		switch w {
 		case windowHeld:
 			return nil, false // window not full: hold the snapshot

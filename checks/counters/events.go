@@ -131,6 +131,9 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		head += " - " + d.Description
 	}
 	msg := fmt.Sprintf("%s (value=%d, delta%s%d, rate%s%.2f%s)", head, s.Value, cmp, delta, cmp, rate, unitSuffix(unit))
+	if d.ThresholdType == TypeBER {
+		msg = berMessage(head, s, delta, rate, elapsed)
+	}
 
 	md := map[string]string{
 		"counter":       d.Name,
@@ -146,6 +149,12 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	}
 	if lowerBound {
 		md["lowerBound"] = "true"
+	}
+	if d.ThresholdType == TypeBER {
+		md["ber"] = FormatBER(rate)
+		md["rate"] = strconv.FormatFloat(rate, 'g', 4, 64)
+		md["unit"] = TypeBER
+		md["portRateGbps"] = strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64)
 	}
 	if isXmitWait(d) {
 		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)
