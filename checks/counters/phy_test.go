@@ -71,7 +71,7 @@ func TestPHY_BERThreshold(t *testing.T) {
 		ber    string
 	}{
 		{"400G above", 400, 300_000_000, true, "1.25e-05"}, // 3e8 / 2.4e13 = 1.25e-5
-		{"400G below", 400, 200_000_000, false, ""},       // 8.3e-6
+		{"400G below", 400, 200_000_000, false, ""},        // 8.3e-6
 		{"200G above", 200, 150_000_000, true, "1.25e-05"}, // 1.5e8 / 1.2e13
 		{"200G below", 200, 100_000_000, false, ""},
 		{"200G at threshold", 200, 120_000_000, false, ""}, // exactly 1e-5 is not above it
