@@ -34,6 +34,7 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
+  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -278,6 +279,11 @@ func dispatch(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintln(stdout, id)
 		return nil
+	case "phy":
+		if err := want(3, "NETDEV STAT VALUE|+DELTA"); err != nil {
+			return err
+		}
+		return phy(h, pos[0], pos[1], pos[2])
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err
