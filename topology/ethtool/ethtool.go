@@ -27,6 +27,8 @@ type Source interface {
 	// list the source was opened with); ok is false when the driver does
 	// not have it.
 	Value(slot int) (v uint64, ok bool)
+	// Has reports whether the driver has the wanted statistic at slot.
+	Has(slot int) bool
 	Close()
 }
 
@@ -219,6 +221,9 @@ func (s *Stats) Read() error {
 	}
 	return nil
 }
+
+// Has reports whether the driver has the wanted statistic at slot.
+func (s *Stats) Has(slot int) bool { return slot >= 0 && slot < len(s.slot) && s.slot[slot] >= 0 }
 
 // Value returns the wanted statistic at slot from the last Read.
 func (s *Stats) Value(slot int) (uint64, bool) {

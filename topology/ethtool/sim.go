@@ -156,6 +156,9 @@ func (f *FileStats) Read() error {
 	return nil
 }
 
+// Has reports whether the file has the wanted statistic at slot.
+func (f *FileStats) Has(slot int) bool { return slot >= 0 && slot < len(f.slot) && f.slot[slot] >= 0 }
+
 // Value returns the wanted statistic at slot from the last Read.
 func (f *FileStats) Value(slot int) (uint64, bool) {
 	if slot < 0 || slot >= len(f.slot) || f.slot[slot] < 0 {
