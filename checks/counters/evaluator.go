@@ -309,6 +309,8 @@ func (ev *evaluation) step(rebootDetected bool) {
 		ent.hasRate = false
 	case !ev.hasSnap:
 		ev.setSnap()
+	case breached && d.ThresholdType == TypeBER && ent.seen && ent.typ == TypeBER:
+		ev.berHeld()
 	case breached:
 		// Latched (seed 6.3): only a counter reset, a reboot, an
 		// acknowledgement or disabling the counter ends it.

@@ -141,3 +141,36 @@ func berMessage(head string, s *Sample, delta uint64, rate float64, elapsed time
 		head, FormatBER(rate), elapsed.Round(time.Second), strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64),
 		FormatBER(s.Def.Threshold), s.Value, delta)
 }
+
+// berHeld judges a breached ber counter's next windows. Unlike the seed's
+// latching counters, whose increments record events that happened (a link
+// went down), a bit error rate describes the link now: once a full window
+// is back at or below the threshold (the corrected bits stopped piling up,
+// a cable was reseated), the condition clears with a recovery event. Seed
+// 6.3's latch is kept for everything else.
+func (ev *evaluation) berHeld() {
+	s, ent, d := &ev.s, ev.ent, ev.s.Def
+	m, w := ber(d, ent, ev.snap, s.Now, s.Value-ev.snap.Value, s.PortRateGbps)
+	switch w {
+	case windowHeld:
+		return
+	case windowRestarted:
+		ev.setSnap()
+		return
+	}
+	ev.setSnap()
+	ev.changed = true
+	if !ent.hasRate || ent.rate != m.rate {
+		ev.e.rateChanges++
+	}
+	ent.hasRate, ent.rate, ent.perSec, ent.portGbps = true, m.rate, m.perSec, s.PortRateGbps
+	if m.breach {
+		return
+	}
+	delete(ev.st.BreachFlags, ent.key)
+	msg := fmt.Sprintf("Counter %s recovered on port %s port %d (pre-FEC BER=%s over %s, at or below %s)",
+		d.Name, s.Device, s.Port, FormatBER(m.rate), m.elapsed.Round(time.Second), FormatBER(d.Threshold))
+	sp := reasonRecoverySpec(d.Name, s.Device, s.Port, ev.flag, msg, "below-threshold")
+	sp.Metadata["ber"] = FormatBER(m.rate)
+	ev.specs = append(ev.specs, sp)
+}

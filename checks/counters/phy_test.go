@@ -170,3 +170,27 @@ func TestPHY_Validation(t *testing.T) {
 		t.Fatalf("error %v does not name the path key", err)
 	}
 }
+
+// A BER breach describes the link now, so it clears when a full window is
+// back at or below the threshold; it stays while the rate stays high.
+func TestPHY_BERClearsWhenCorrectionsStop(t *testing.T) {
+	d := phyDef("rx_corrected_bits_phy")
+	r := phyRig(t, 400)
+	r.none(d, 0)
+	r.at(time.Minute).one(d, 300_000_000) // 1.25e-5
+	r.at(90*time.Second).none(d, 400_000_000)
+	r.at(2*time.Minute).none(d, 600_000_000) // still 1.25e-5 over the minute
+	if !r.breached(d) {
+		t.Fatal("breach cleared while the BER stayed above the threshold")
+	}
+	sp := r.at(3*time.Minute).one(d, 600_000_000+1_000)
+	if sp.Kind != event.KindCounterRecovered || !sp.IsHealthy || sp.CheckName != event.EthernetDegradationCheck ||
+		sp.Metadata["reason"] != "below-threshold" || !strings.Contains(sp.Message, "pre-FEC BER=4.17e-11") {
+		t.Fatalf("recovery %+v", sp)
+	}
+	if r.breached(d) {
+		t.Fatal("still breached after the recovery")
+	}
+	// And it can breach again.
+	r.at(4*time.Minute).one(d, 600_001_000+300_000_000)
+}
