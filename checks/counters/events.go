@@ -131,9 +131,6 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		head += " - " + d.Description
 	}
 	msg := fmt.Sprintf("%s (value=%d, delta%s%d, rate%s%.2f%s)", head, s.Value, cmp, delta, cmp, rate, unitSuffix(unit))
-	if d.ThresholdType == TypeBER {
-		msg = berMessage(head, s, delta, rate, elapsed)
-	}
 
 	md := map[string]string{
 		"counter":       d.Name,
@@ -151,10 +148,7 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		md["lowerBound"] = "true"
 	}
 	if d.ThresholdType == TypeBER {
-		md["ber"] = FormatBER(rate)
-		md["rate"] = strconv.FormatFloat(rate, 'g', 4, 64)
-		md["unit"] = TypeBER
-		md["portRateGbps"] = strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64)
+		msg = berBreach(head, s, delta, rate, elapsed, md)
 	}
 	if isXmitWait(d) {
 		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)

@@ -133,6 +133,16 @@ func ber(d *Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delt
 // FormatBER prints a bit error rate as operators write it: 3.20e-05.
 func FormatBER(v float64) string { return strconv.FormatFloat(v, 'e', 2, 64) }
 
+// berBreach completes a ber counter's breach metadata and returns its
+// message (see berMessage).
+func berBreach(head string, s *Sample, delta uint64, rate float64, elapsed time.Duration, md map[string]string) string {
+	md["ber"] = FormatBER(rate)
+	md["rate"] = strconv.FormatFloat(rate, 'g', 4, 64)
+	md["unit"] = TypeBER
+	md["portRateGbps"] = strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64)
+	return berMessage(head, s, delta, rate, elapsed)
+}
+
 // berMessage is the breach message of a ber counter, e.g.
 // "Port mlx5_0 port 1: rx_corrected_bits_phy - <description> (pre-FEC
 // BER=3.20e-05 over 1m0s at 400 Gb/s, threshold 1.00e-05; value=..., delta=...)".
