@@ -92,16 +92,17 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, 
 		return nil, missing
 	}
 	f := reader.NewSource("ethtool:"+pp.netdev, src)
-	m.files = append(m.files, f)
-	m.counterFiles = append(m.counterFiles, f)
 	byStat := map[string]int{}
 	for _, i := range defIdx {
 		stat := m.defs[i].EthtoolStat()
 		if !src.Has(slotOf[stat]) {
+			// Not planned: an absent statistic would be a failed reading
+			// every tick. A driver that gains it is seen at the next plan
+			// build (reload, rediscovery).
 			missing = append(missing, m.defs[i].Name)
-		} else {
-			present = append(present, m.defs[i].Name)
+			continue
 		}
+		present = append(present, m.defs[i].Name)
 		if j, ok := byStat[stat]; ok {
 			pp.counters[j].defs = append(pp.counters[j].defs, i)
 			continue
@@ -109,6 +110,12 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, 
 		byStat[stat] = len(pp.counters)
 		pp.counters = append(pp.counters, counterRead{file: f, defs: []int{i}, phy: &phyRead{src: src, slot: slotOf[stat]}})
 	}
+	if len(byStat) == 0 {
+		src.Close() // nothing to read: no driver call per tick
+		return present, missing
+	}
+	m.files = append(m.files, f)
+	m.counterFiles = append(m.counterFiles, f)
 	return present, missing
 }
 

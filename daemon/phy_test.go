@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/ethtool"
 )
 
 // On a simulated RoCE port the PHY rows are read through one driver
@@ -116,4 +118,54 @@ func TestPHY_LinkDownEventsWitnessReachesTheRules(t *testing.T) {
 		return
 	}
 	t.Fatal("mlx5_8 port 1 not among the rules' readings")
+}
+
+// Statistics the driver does not have are not planned (no failed reading
+// every tick), and a netdev without statistics costs no driver call.
+func TestPHY_AbsentStatisticsAreNotPlanned(t *testing.T) {
+	m, h := cadenceMonitor(t, time.Second)
+	const netdev = "enp65s0f0np0"
+	phyRows := func() (rows, sources int) {
+		for _, p := range m.ports {
+			if p.netdev != netdev {
+				continue
+			}
+			for _, cr := range p.counters {
+				if cr.phy != nil {
+					rows++
+				}
+			}
+		}
+		for _, f := range m.counterFiles {
+			if f.Path == "ethtool:"+netdev {
+				sources++
+			}
+		}
+		return rows, sources
+	}
+	if rows, sources := phyRows(); rows != 4 || sources != 1 {
+		t.Fatalf("%d PHY rows, %d sources on %s; want 4 and 1", rows, sources, netdev)
+	}
+	if err := os.WriteFile(h.PHYStatsFile(netdev), ethtool.Format([]string{"rx_packets", "link_down_events_phy"}, []uint64{1, 2}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.buildPlan()
+	if rows, sources := phyRows(); rows != 1 || sources != 1 {
+		t.Fatalf("%d PHY rows, %d sources with one statistic present; want 1 and 1", rows, sources)
+	}
+	if err := os.WriteFile(h.PHYStatsFile(netdev), ethtool.Format([]string{"rx_packets"}, []uint64{1}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.buildPlan()
+	if rows, sources := phyRows(); rows != 0 || sources != 0 {
+		t.Fatalf("%d PHY rows, %d sources with none present; want 0 and 0", rows, sources)
+	}
+	if err := os.Remove(h.PHYStatsFile(netdev)); err != nil {
+		t.Fatal(err)
+	}
+	m.buildPlan()
+	if rows, sources := phyRows(); rows != 0 || sources != 0 {
+		t.Fatalf("%d PHY rows, %d sources without statistics; want 0 and 0", rows, sources)
+	}
+	m.Cycle(time.Unix(1_700_000_000, 0)) // and the tick runs without them
 }
