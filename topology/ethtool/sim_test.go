@@ -81,3 +81,28 @@ func TestPHY_SimSeamNeverOnSysfs(t *testing.T) {
 		t.Fatal("the real /sys counted as simulated")
 	}
 }
+
+// BenchmarkSimFileRead is the simulated host's per-netdev cost: reopen and
+// parse a 24-statistic file.
+func BenchmarkSimFileRead(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "eth0")
+	names := make([]string, 24)
+	vals := make([]uint64, 24)
+	for i := range names {
+		names[i] = "stat_" + string(rune('a'+i)) + "_phy"
+		vals[i] = uint64(i) * 1_000_003
+	}
+	if err := os.WriteFile(p, Format(names, vals), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := OpenFile(p, []string{"stat_x_phy"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
