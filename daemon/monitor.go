@@ -112,6 +112,7 @@ type portPlan struct {
 	rate      *reader.File
 	oper      *reader.File
 	counters  []counterRead
+	phyAvail  [2][]string // driver statistics present, missing (phy.go)
 	obs       checks.Observation
 	observed  bool // obs holds a reading from this boot of the daemon
 	judged    checks.Observation
@@ -136,6 +137,7 @@ type counterRead struct {
 	// unlatched delta counter holds the value read then, so a delta is
 	// measured over the tick since, not since the value last changed.
 	lastAt time.Time
+	phy    *phyRead // a driver statistic rather than a file (phy.go)
 }
 
 // NewMonitor prepares a monitor over the checks' memory. bootStatus says
@@ -350,6 +352,7 @@ func (m *Monitor) buildPlan() {
 				m.planCounters(pp)
 				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
 				present, missing = append(present, p...), append(missing, ms...)
+				present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
 			}
 			m.ports = append(m.ports, pp)
 			m.planOf[port] = pp
@@ -376,9 +379,14 @@ func (m *Monitor) addFile(path string, cadence *[]*reader.File) *reader.File {
 func (m *Monitor) planCounters(pp *portPlan) {
 	port := pp.port
 	byFile := map[string]int{}
+	var phyDefs []int
 	for i := range m.defs {
 		def := &m.defs[i]
 		if !def.AppliesTo(port.LinkLayer) {
+			continue
+		}
+		if def.IsEthtool() {
+			phyDefs = append(phyDefs, i)
 			continue
 		}
 		path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
@@ -397,6 +405,9 @@ func (m *Monitor) planCounters(pp *portPlan) {
 		}
 		byFile[path] = len(pp.counters)
 		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
+	}
+	if len(phyDefs) > 0 {
+		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs, m.phySimRoot())
 	}
 }
 
@@ -630,8 +641,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
-			err := cr.file.Err
-			raw := cr.file.Value()
+			raw, err := cr.sample()
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
 			if !unchanged {
 				m.viewChanged = true
@@ -644,7 +654,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 				cr.seen = false
 			}
 			if err == nil {
-				v, err = sysfs.ParseCounter(cr.file.Value())
+				v, err = sysfs.ParseCounter(raw)
 				if err != nil {
 					err = fmt.Errorf("%s: %w", cr.file.Path, err)
 				}
@@ -892,10 +902,11 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 
 // currentValue parses the last reading of a counter file.
 func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
-	if cr.file.Err != nil {
+	raw, err := cr.sample()
+	if err != nil {
 		return 0, false
 	}
-	v, err := sysfs.ParseCounter(cr.file.Value())
+	v, err := sysfs.ParseCounter(raw)
 	return v, err == nil
 }
 

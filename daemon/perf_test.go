@@ -285,6 +285,9 @@ func perfPortOf(m *Monitor, path string) (*portPlan, bool) {
 		if p.netdev != "" && strings.HasPrefix(path, m.cfg.Paths.ClassNet+"/"+p.netdev+"/") {
 			return p, true
 		}
+		if p.netdev != "" && path == "ethtool:"+p.netdev { // the port's driver statistics (phy.go)
+			return p, true
+		}
 	}
 	return nil, false
 }

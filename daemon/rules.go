@@ -80,11 +80,13 @@ func (m *Monitor) ruleReadings(buf []rules.Port, model *health.Model) []rules.Po
 					dst = &rp.LinkDowned
 				case "carrier_changes":
 					dst = &rp.CarrierChanges
+				case phyLinkDownEvents:
+					dst = &rp.LinkDownEvents
 				default:
 					continue
 				}
-				if cr.file.Err == nil {
-					if v, err := sysfs.ParseCounter(cr.file.Value()); err == nil {
+				if raw, err := cr.sample(); err == nil {
+					if v, err := sysfs.ParseCounter(raw); err == nil {
 						*dst = rules.Reading{Value: v, OK: true}
 					}
 				}

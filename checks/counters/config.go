@@ -147,7 +147,7 @@ func missingForNew(o Override, i int, name string) []error {
 	if o.Threshold == nil {
 		missing = append(missing, "threshold")
 	}
-	if o.ThresholdType != nil && *o.ThresholdType == TypeVelocity && o.VelocityUnit == nil {
+	if o.ThresholdType != nil && (*o.ThresholdType == TypeVelocity || *o.ThresholdType == TypeBER) && o.VelocityUnit == nil {
 		missing = append(missing, "velocityUnit")
 	}
 	var errs []error
@@ -211,9 +211,12 @@ func validate(d *Definition, idx int) []error {
 		errs = append(errs, &ValidationError{Index: idx, Counter: d.Name, Key: key, Reason: reason})
 	}
 	switch d.ThresholdType {
-	case TypeDelta, TypeVelocity:
+	case TypeDelta, TypeVelocity, TypeBER:
 	default:
-		bad("thresholdType", fmt.Sprintf("%q is not one of delta, velocity", d.ThresholdType))
+		bad("thresholdType", fmt.Sprintf("%q is not one of delta, velocity, ber", d.ThresholdType))
+	}
+	if r := berProblem(d); r != "" {
+		bad("threshold", r)
 	}
 	if math.IsNaN(d.Threshold) || math.IsInf(d.Threshold, 0) {
 		bad("threshold", fmt.Sprintf("%v is not a finite number", d.Threshold))
@@ -222,8 +225,8 @@ func validate(d *Definition, idx int) []error {
 	}
 	if _, ok := unitDuration(d.VelocityUnit); !ok {
 		switch {
-		case d.ThresholdType == TypeVelocity && d.VelocityUnit == "":
-			bad("velocityUnit", "is required for a velocity threshold (second, minute or hour)")
+		case (d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER) && d.VelocityUnit == "":
+			bad("velocityUnit", "is required for a velocity threshold (second, minute or hour) and for a ber threshold, as its window")
 		case d.VelocityUnit != "":
 			// A typo is rejected even on a delta counter, where the unit
 			// is unused, because the operator evidently meant something.
@@ -260,11 +263,14 @@ func pathProblem(p string) string {
 	if p == "" {
 		return "is empty"
 	}
+	if stat, ok := strings.CutPrefix(p, EthtoolPrefix); ok {
+		return ethtoolStatProblem(stat)
+	}
 	if strings.Contains(p, InterfacePlaceholder) || strings.HasPrefix(p, "/") {
 		rest, ok := strings.CutPrefix(p, NetClassPrefix+InterfacePlaceholder+"/")
 		if !ok {
 			return "must be relative to the port directory (counters/<file>, hw_counters/<file>) " +
-				"or be /sys/class/net/{interface}/<file> or /sys/class/net/{interface}/statistics/<file>"
+				"or be /sys/class/net/{interface}/<file>, /sys/class/net/{interface}/statistics/<file> or ethtool:<statistic>"
 		}
 		rest = strings.TrimPrefix(rest, "statistics/")
 		if !simpleFile(rest) {

@@ -14,6 +14,9 @@ import (
 const (
 	TypeDelta    = "delta"
 	TypeVelocity = "velocity"
+	// TypeBER judges a counter of corrected bits as a bit error rate over
+	// a held window (see phy.go).
+	TypeBER = "ber"
 )
 
 // Velocity units (seed section 10.1).
@@ -127,7 +130,7 @@ func unitSuffix(unit string) string {
 // computed (seed 10.4 step 5): one velocityUnit. It is 0 for delta
 // counters, which are evaluated on every reading.
 func (d *Definition) Window() time.Duration {
-	if d.ThresholdType != TypeVelocity {
+	if d.ThresholdType != TypeVelocity && d.ThresholdType != TypeBER {
 		return 0
 	}
 	w, _ := unitDuration(d.VelocityUnit)
@@ -148,7 +151,7 @@ func (d *Definition) IsNetdev() bool {
 // port stays ACTIVE, and each such toggle counts a carrier change that says
 // nothing about the link (DESIGN.md, field facts).
 func (d *Definition) AppliesTo(linkLayer string) bool {
-	return !d.IsNetdev() || linkLayer == topology.LinkLayerEthernet
+	return (!d.IsNetdev() && !d.IsEthtool()) || linkLayer == topology.LinkLayerEthernet
 }
 
 // File resolves the definition to the absolute file to read:
@@ -156,8 +159,12 @@ func (d *Definition) AppliesTo(linkLayer string) bool {
 //   - a netdev counter: Path with the /sys/class/net prefix replaced by
 //     netClassDir and {interface} by iface;
 //   - a netdev counter on a port without a netdev (iface == ""): "" — there
-//     is nothing to read.
+//     is nothing to read;
+//   - a driver statistic (IsEthtool): "" — it is not a file.
 func (d *Definition) File(portDir, netClassDir, iface string) string {
+	if d.IsEthtool() {
+		return ""
+	}
 	if !d.IsNetdev() {
 		return filepath.Join(portDir, d.Path)
 	}
@@ -182,7 +189,7 @@ func (d *Definition) Fingerprint() string {
 	b.WriteByte('|')
 	b.WriteString(strconv.FormatFloat(d.Threshold, 'g', -1, 64))
 	b.WriteByte('|')
-	if d.ThresholdType == TypeVelocity {
+	if d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER {
 		b.WriteString(d.VelocityUnit)
 	}
 	b.WriteByte('|')

@@ -309,6 +309,8 @@ func (ev *evaluation) step(rebootDetected bool) {
 		ent.hasRate = false
 	case !ev.hasSnap:
 		ev.setSnap()
+	case breached && d.ThresholdType == TypeBER && ent.seen && ent.typ == TypeBER:
+		ev.berHeld()
 	case breached:
 		// Latched (seed 6.3): only a counter reset, a reboot, an
 		// acknowledgement or disabling the counter ends it.
@@ -337,9 +339,13 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	next := CounterSnapshot{Value: cur, Timestamp: now}
 	changed := cur != snap.Value
 	var m measure
-	if d.ThresholdType == TypeVelocity {
+	if d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER {
 		var w windowState
-		m, w = velocity(d, ent, snap, now, cur-snap.Value)
+		if d.ThresholdType == TypeBER {
+			m, w = ber(d, ent, snap, now, cur-snap.Value, s.PortRateGbps)
+		} else {
+			m, w = velocity(d, ent, snap, now, cur-snap.Value)
+		}
 		switch w {
 		case windowHeld:
 			return nil, false // window not full: hold the snapshot

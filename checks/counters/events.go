@@ -147,6 +147,9 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	if lowerBound {
 		md["lowerBound"] = "true"
 	}
+	if d.ThresholdType == TypeBER {
+		msg = berBreach(head, s, delta, rate, elapsed, md)
+	}
 	if isXmitWait(d) {
 		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)
 		md["lostGbps"] = strconv.FormatFloat(gbps, 'f', 1, 64)

@@ -48,11 +48,13 @@ func Files(defs []Definition) []FileGroup {
 // device at start and when a device appears, and never again while polling
 // (seed 7.1: missing counters fail open and are not re-logged). A netdev
 // counter of a port without a netdev (iface == "") counts as missing.
-// Disabled definitions are left out of both lists.
+// Disabled definitions and driver statistics are left out of both lists.
 func Availability(portDir, netClassDir, iface string, defs []Definition) (present, missing []string) {
 	for i := range defs {
 		d := &defs[i]
-		if !d.Enabled {
+		if !d.Enabled || d.IsEthtool() {
+			// Driver statistics are not files: the daemon asks the driver
+			// for its names when it builds the plan (see daemon/phy.go).
 			continue
 		}
 		f := d.File(portDir, netClassDir, iface)

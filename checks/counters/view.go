@@ -50,6 +50,9 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition)
 		if d.ThresholdType == TypeVelocity {
 			v.RateUnit = unitSuffix(d.VelocityUnit)
 		}
+		if d.ThresholdType == TypeBER {
+			v.RateUnit = TypeBER // a bit error rate has no time unit
+		}
 		key := Key(device, port, d.Name)
 		ent := e.mem[memKey{device, port, d.Name}]
 		if ent != nil && ent.hasLast {

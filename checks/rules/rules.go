@@ -98,6 +98,10 @@ type Port struct {
 	State          string
 	LinkDowned     Reading
 	CarrierChanges Reading
+	// LinkDownEvents is mlx5's link_down_events_phy (Ethernet ports): the
+	// PHY's 64-bit count of the same link downs, which keeps counting
+	// after link_downed (8 bits) is stuck at 255.
+	LinkDownEvents Reading
 }
 
 // Condition is one rule's finding on a port, keyed by (Check, Device,
@@ -148,9 +152,13 @@ type PortState struct {
 	// Episodes each witness saw since the baseline, and the port's total
 	// (the largest of them; never decreases).
 	ByLinkDowned uint64 `json:"byLinkDowned"`
-	ByCarrier    uint64 `json:"byCarrier"`
-	ByState      uint64 `json:"byState"`
-	Total        uint64 `json:"total"`
+	// The link_down_events_phy witness, as link_downed's.
+	LinkDownEvents    uint64 `json:"linkDownEvents,omitempty"`
+	HasLinkDownEvents bool   `json:"hasLinkDownEvents,omitempty"`
+	ByLinkDownEvents  uint64 `json:"byLinkDownEvents,omitempty"`
+	ByCarrier         uint64 `json:"byCarrier"`
+	ByState           uint64 `json:"byState"`
+	Total             uint64 `json:"total"`
 	// Up: ACTIVE seen since the last DOWN; Known: a state was read.
 	Up    bool `json:"up"`
 	Known bool `json:"known"`
@@ -301,8 +309,9 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 }
 
 // episodes counts the link-down episodes pt shows since the previous
-// cycle. Each witness (link_downed steps, carrier_changes down+up pairs
-// counted at their first half, falls from ACTIVE to DOWN) keeps its own
+// cycle. Each witness (link_downed steps, link_down_events_phy steps,
+// carrier_changes down+up pairs counted at their first half, falls from
+// ACTIVE to DOWN) keeps its own
 // running count since the baseline, and the port's total is the largest
 // of them: one episode seen by several witnesses counts once, also when
 // they see it in different cycles (the counters are sampled on a 1 s
@@ -315,6 +324,12 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 			p.ByLinkDowned += delta(p.LinkDowned, pt.LinkDowned.Value)
 		}
 		p.LinkDowned, p.HasLinkDowned = pt.LinkDowned.Value, true
+	}
+	if pt.LinkDownEvents.OK {
+		if old && p.HasLinkDownEvents {
+			p.ByLinkDownEvents += delta(p.LinkDownEvents, pt.LinkDownEvents.Value)
+		}
+		p.LinkDownEvents, p.HasLinkDownEvents = pt.LinkDownEvents.Value, true
 	}
 	if pt.CarrierChanges.OK {
 		if old && p.HasCarrier {
@@ -335,7 +350,7 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		}
 		p.Up, p.Known = false, true
 	}
-	total := max(p.ByLinkDowned, p.ByCarrier, p.ByState)
+	total := max(p.ByLinkDowned, p.ByLinkDownEvents, p.ByCarrier, p.ByState)
 	n := total - min(total, p.Total)
 	p.Total = max(total, p.Total)
 	return n

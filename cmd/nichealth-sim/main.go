@@ -36,6 +36,7 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
                                           EOPNOTSUPP, EACCES, EPERM, ...) / undo
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
+  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -300,6 +301,11 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return pcieLink(h, stdout, pos[0], pos[1], pos[2])
+	case "phy":
+		if err := want(3, "NETDEV STAT VALUE|+DELTA"); err != nil {
+			return err
+		}
+		return phy(h, pos[0], pos[1], pos[2])
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err

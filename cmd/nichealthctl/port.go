@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
 )
 
@@ -109,11 +110,17 @@ func counterRate(c dbusapi.CounterView) string {
 	if c.Unit == "" {
 		return "-"
 	}
+	if c.Unit == counters.TypeBER {
+		return "BER " + counters.FormatBER(c.Rate) // a bit error rate has no time unit
+	}
 	return strconv.FormatFloat(c.Rate, 'g', 4, 64) + "/" + c.Unit
 }
 
 func threshold(c dbusapi.CounterView) string {
 	t := strconv.FormatFloat(c.Threshold, 'f', -1, 64)
+	if c.ThresholdType == counters.TypeBER {
+		t = strconv.FormatFloat(c.Threshold, 'g', -1, 64)
+	}
 	s := orDash(c.ThresholdType) + " > " + t
 	if c.ThresholdType == "velocity" && c.Unit != "" {
 		s += "/" + c.Unit

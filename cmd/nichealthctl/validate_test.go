@@ -16,11 +16,11 @@ func TestValidate_ValidFiles(t *testing.T) {
 	cases := []struct {
 		name, body, want string
 	}{
-		{"empty file is all defaults", "", ": configuration is valid (14 counters enabled, poll every 1s)\n"},
+		{"empty file is all defaults", "", ": configuration is valid (18 counters enabled, poll every 1s)\n"},
 		{"faster poll, one counter off", "pollingInterval = \"250ms\"\n[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n",
-			": configuration is valid (13 counters enabled, poll every 250ms)\n"},
+			": configuration is valid (17 counters enabled, poll every 250ms)\n"},
 		{"custom counter added", "[[counterDetection.counters]]\nname = \"rx_icrc_encapsulated\"\npath = \"hw_counters/rx_icrc_encapsulated\"\n" +
-			"thresholdType = \"delta\"\nthreshold = 10\n", ": configuration is valid (15 counters enabled, poll every 1s)\n"},
+			"thresholdType = \"delta\"\nthreshold = 10\n", ": configuration is valid (19 counters enabled, poll every 1s)\n"},
 		{"counters off", "[counterDetection]\nenabled = false\n", ": configuration is valid (counter detection disabled, poll every 1s)\n"},
 	}
 	for _, c := range cases {
@@ -84,7 +84,7 @@ func TestValidate_JSONAndUsage(t *testing.T) {
 	p := writeConfig(t, "pollingInterval = \"2s\"\n")
 	out, _, code := runIn("validate", p, "--json")
 	var v validateJSON
-	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK || !v.Valid || !v.Exists || v.PollInterval != "2s" || v.CountersEnabled != 14 {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK || !v.Valid || !v.Exists || v.PollInterval != "2s" || v.CountersEnabled != 18 {
 		t.Errorf("--json: %v code %d %+v", err, code, v)
 	}
 	if _, errs, code := runIn("validate", p, p); code != exitUsage {
@@ -102,7 +102,7 @@ func TestValidate_DefaultFileAbsent(t *testing.T) {
 		t.Skip(config.DefaultPath + " exists on this host")
 	}
 	out, errs, code := runIn("validate")
-	if code != exitOK || out != config.DefaultPath+": not present; nichealthd runs with the built-in defaults (14 counters enabled, poll every 1s)\n" {
+	if code != exitOK || out != config.DefaultPath+": not present; nichealthd runs with the built-in defaults (18 counters enabled, poll every 1s)\n" {
 		t.Errorf("code %d %q %q", code, out, errs)
 	}
 }

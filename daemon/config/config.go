@@ -436,7 +436,7 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
 		return bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
 	}
-	if c.Counters, err = counters.Merge(counters.Defaults(), f.CounterDetection.Counters); err != nil {
+	if c.Counters, err = counters.Merge(counters.TableDefaults(), f.CounterDetection.Counters); err != nil {
 		return &Error{File: c.Path, Reason: err.Error()}
 	}
 	return nil

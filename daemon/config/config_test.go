@@ -25,7 +25,7 @@ func TestEmptyFileIsTheDefaults(t *testing.T) {
 		c.MetadataPath != "/var/lib/nvsentinel/gpu_metadata.json" || c.ExclusionRaw != DefaultExclusion {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if len(c.Counters) != len(counters.Defaults()) {
+	if len(c.Counters) != len(counters.TableDefaults()) {
 		t.Fatalf("counters %d", len(c.Counters))
 	}
 	if !c.Sanity.Enabled || c.Sanity.ISSM || c.Sanity.Fatal {

@@ -150,7 +150,7 @@ func descriptors() [numFamilies]desc {
 			"Link-down episodes of the port this boot (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once), counted as the node's flap rule counts them.", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
-		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour).", gauge},
+		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
 		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
 		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
 		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
@@ -252,7 +252,7 @@ func fillPort(e *encoder, pv *health.Port) {
 		e.add(mCounterValue, cl, uval(c.Value))
 		e.add(mCounterBreached, cl, bval(c.Breached))
 		e.add(mCounterSaturated, cl, bval(c.Saturated))
-		if c.ThresholdType == "velocity" {
+		if c.ThresholdType == "velocity" || c.ThresholdType == "ber" {
 			e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
 		}
 	}

@@ -65,14 +65,14 @@ func TestDefaultConfig_10_2_ShownValuesAreTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Counters, counters.Defaults()) {
-		t.Errorf("counter table shown differs from counters.Defaults():\n got %+v\nwant %+v", got.Counters, counters.Defaults())
+	if !reflect.DeepEqual(got.Counters, counters.TableDefaults()) {
+		t.Errorf("counter table shown differs from counters.TableDefaults():\n got %+v\nwant %+v", got.Counters, counters.TableDefaults())
 	}
 	if !reflect.DeepEqual(comparable(got), comparable(want)) {
 		t.Errorf("shown values differ from the built-in defaults:\n got %+v\nwant %+v", comparable(got), comparable(want))
 	}
-	if n := strings.Count(text, "\n[[counterDetection.counters]]"); n != len(counters.Defaults()) {
-		t.Errorf("file shows %d counters, the built-in table has %d", n, len(counters.Defaults()))
+	if n := strings.Count(text, "\n[[counterDetection.counters]]"); n != len(counters.TableDefaults()) {
+		t.Errorf("file shows %d counters, the built-in table has %d", n, len(counters.TableDefaults()))
 	}
 }
 

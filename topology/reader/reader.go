@@ -31,6 +31,7 @@ type File struct {
 	cpath []byte // NUL-terminated for raw open without allocation
 	fd    int32  // -1 when not kept open
 	stuck atomic.Bool
+	src   Source // a driver call instead of a file (NewSource)
 }
 
 // NewFile prepares a file for reading.
@@ -57,6 +58,9 @@ func (f *File) Stuck() bool { return f.stuck.Load() }
 // Close releases a kept-open descriptor. It must not be called while a read
 // of the file is stuck (the blocked reader still owns the descriptor).
 func (f *File) Close() {
+	if f.src != nil && !f.stuck.Load() {
+		f.src.Close()
+	}
 	if f.fd >= 0 && !f.stuck.Load() {
 		unix.Close(int(f.fd))
 		f.fd = -1
@@ -388,6 +392,9 @@ func (w *worker) run(r *Reader) {
 }
 
 func readOnce(f *File, keep bool) (int, error) {
+	if f.src != nil {
+		return 0, f.src.Read()
+	}
 	if keep && f.fd >= 0 {
 		n, err := unix.Pread(int(f.fd), f.buf(), 0)
 		if err == nil {

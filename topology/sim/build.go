@@ -77,6 +77,9 @@ func buildLayout(abs, shape string, l *layout, opts BuildOptions, write bool) (*
 			return nil, err
 		}
 	}
+	if err := h.writePHYStats(); err != nil {
+		return nil, err
+	}
 	if err := h.saveManifest(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"time"
+
+	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/reader"
+)
+
+// Driver statistics (counter paths "ethtool:<name>", Ethernet ports only)
+// join the counter table through the same counterRead entries as files:
+// all of a port's statistics share one plan entry, a reader.Source whose
+// read is one GSTATS (or, on a simulated host, one read of the
+// simulator's file), so a netdev costs one driver call per counter tick
+// however many rows read it. Each row's counterRead points at its slot in
+// that sample; its value is rendered as decimal text so the rest of the
+// counter tick treats it exactly like a sysfs counter.
+
+// phyRead is the driver-statistic side of a counterRead.
+type phyRead struct {
+	src  ethtool.Source
+	slot int
+	text [24]byte // the value as decimal text, for the file-shaped path
+}
+
+// errStatAbsent is a statistic the driver does not publish: skipped
+// silently every tick, like a missing counter file (seed 7.1), after the
+// availability log named it.
+var errStatAbsent = fmt.Errorf("driver has no such ethtool statistic: %w", fs.ErrNotExist)
+
+// value is the statistic as the counter tick reads a file: its text, or
+// the error of this tick's read.
+func (pr *phyRead) value(f *reader.File) ([]byte, error) {
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	v, ok := pr.src.Value(pr.slot)
+	if !ok {
+		return nil, errStatAbsent
+	}
+	return strconv.AppendUint(pr.text[:0], v, 10), nil
+}
+
+// sample returns a counter's raw text and read error: a file's, or a
+// driver statistic's.
+func (cr *counterRead) sample() ([]byte, error) {
+	if cr.phy != nil {
+		return cr.phy.value(cr.file)
+	}
+	return cr.file.Value(), cr.file.Err
+}
+
+// phySimRoot is the simulated host whose statistics files replace the
+// ioctl, "" on a real host (ethtool.SimulatedRoot: never on sysfs).
+func (m *Monitor) phySimRoot() string {
+	root, _ := ethtool.SimulatedRoot(m.cfg.Paths.SysfsRoot, m.cfg.Paths.ClassNet, reader.IsSysfs)
+	return root
+}
+
+// planPHY adds the port's driver-statistic rows: one source per netdev,
+// opened (names resolved) now, one counterRead per statistic. A netdev the
+// driver gives no statistics for (or that cannot be opened in time) leaves
+// its rows missing, logged with the device's availability.
+func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, missing []string) {
+	if len(defIdx) == 0 {
+		return nil, nil
+	}
+	want, slotOf := []string{}, map[string]int{}
+	for _, i := range defIdx {
+		stat := m.defs[i].EthtoolStat()
+		if _, ok := slotOf[stat]; !ok {
+			slotOf[stat] = len(want)
+			want = append(want, stat)
+		}
+	}
+	var src ethtool.Source
+	err := errors.New("the port has no netdev")
+	if pp.netdev != "" {
+		src, err = m.openPHY(pp.netdev, want, simRoot)
+	}
+	if err != nil {
+		m.log.Warn("driver statistics unavailable; the ethtool: counters of this port are skipped",
+			"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "err", err.Error(),
+			"fix", "expected on drivers without ethtool statistics; disable the ethtool: counters under [[counterDetection.counters]] if this is permanent")
+		for _, i := range defIdx {
+			missing = append(missing, m.defs[i].Name)
+		}
+		return nil, missing
+	}
+	f := reader.NewSource("ethtool:"+pp.netdev, src)
+	byStat := map[string]int{}
+	for _, i := range defIdx {
+		stat := m.defs[i].EthtoolStat()
+		if !src.Has(slotOf[stat]) {
+			// Not planned: an absent statistic would be a failed reading
+			// every tick. A driver that gains it is seen at the next plan
+			// build (reload, rediscovery).
+			missing = append(missing, m.defs[i].Name)
+			continue
+		}
+		present = append(present, m.defs[i].Name)
+		if j, ok := byStat[stat]; ok {
+			pp.counters[j].defs = append(pp.counters[j].defs, i)
+			continue
+		}
+		byStat[stat] = len(pp.counters)
+		pp.counters = append(pp.counters, counterRead{file: f, defs: []int{i}, phy: &phyRead{src: src, slot: slotOf[stat]}})
+	}
+	if len(byStat) == 0 {
+		src.Close() // nothing to read: no driver call per tick
+		return present, missing
+	}
+	m.files = append(m.files, f)
+	m.counterFiles = append(m.counterFiles, f)
+	return present, missing
+}
+
+// errOpenTimeout is a GSTRINGS that did not return within the read
+// deadline.
+var errOpenTimeout = errors.New("ethtool statistics names did not return within the read timeout")
+
+// openPHY opens netdev's statistics under the read deadline: the names
+// are asked once per plan build, and a driver that hangs there must not
+// stall the loop. An abandoned open closes its source when it returns.
+func (m *Monitor) openPHY(netdev string, want []string, simRoot string) (ethtool.Source, error) {
+	type result struct {
+		src ethtool.Source
+		err error
+	}
+	done := make(chan result) // unbuffered: a late result goes to the abandoned branch
+	abandoned := make(chan struct{})
+	go func() {
+		src, err := ethtool.OpenSource(netdev, want, simRoot)
+		select {
+		case done <- result{src, err}:
+		case <-abandoned:
+			if err == nil {
+				src.Close()
+			}
+		}
+	}()
+	t := time.NewTimer(m.cfg.ReadTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.src, r.err
+	case <-t.C:
+		close(abandoned)
+		// The goroutine may have sent just now.
+		select {
+		case r := <-done:
+			if r.err == nil {
+				r.src.Close()
+			}
+		default:
+		}
+		return nil, fmt.Errorf("ethtool %s: %w (%s)", netdev, errOpenTimeout, m.cfg.ReadTimeout)
+	}
+}
+
+// phyLinkDownEvents is the counter row the flap and drop rules take as a
+// link-down witness beside link_downed: 64-bit, so a link_downed saturated
+// at 255 (checks/counters/saturation.go) no longer hides new link downs
+// on a RoCE port.
+const phyLinkDownEvents = "link_down_events_phy"
