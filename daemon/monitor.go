@@ -61,10 +61,10 @@ type Monitor struct {
 	lastChange map[string]time.Time
 	// stuckReported holds files whose hung read was reported and has not
 	// read successfully since.
-	stuckReported map[string]bool
+	stuckReported map[string]fileRef
 	// parkReported holds files whose parking was reported and that have
 	// not read successfully since (park.go).
-	parkReported map[string]parkedFile
+	parkReported map[string]fileRef
 	// pendingSpecs are emitted with the next cycle (start-up reconcile).
 	pendingSpecs    []event.Spec
 	lastSanity      time.Time
@@ -148,7 +148,7 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
-		stuckReported: map[string]bool{},
+		stuckReported: map[string]fileRef{},
 		present:       map[string]checks.Presence{},
 		planOf:        map[*topology.Port]*portPlan{},
 		availLogged:   map[string]string{},
@@ -361,7 +361,7 @@ func (m *Monitor) buildPlan() {
 			m.logAvailability(d.Name, uniq(present), uniq(missing))
 		}
 	}
-	m.forgetUnplannedParked()
+	m.forgetUnplannedFiles()
 	m.planAER()
 }
 
@@ -597,7 +597,7 @@ func (m *Monitor) read(files []*reader.File, specs *[]event.Spec) {
 		// Skipped because an earlier read of the path still hangs: one
 		// started by discovery, or by the plan before a reload rebuilt it.
 		for _, f := range files {
-			if f.Err == reader.ErrStuck && !m.stuckReported[f.Path] {
+			if _, reported := m.stuckReported[f.Path]; f.Err == reader.ErrStuck && !reported {
 				m.stuckBuf = append(m.stuckBuf, f)
 			}
 		}
@@ -605,17 +605,18 @@ func (m *Monitor) read(files []*reader.File, specs *[]event.Spec) {
 	for _, f := range m.stuckBuf {
 		// Once per episode, keyed by path so a plan rebuilt by a reload
 		// does not re-announce a file that is still hanging.
-		if !m.stuckReported[f.Path] {
-			m.stuckReported[f.Path] = true
+		if _, reported := m.stuckReported[f.Path]; !reported {
+			dev, port, ll := m.fileOwner(f)
+			m.stuckReported[f.Path] = fileRef{dev: dev, port: port, linkLayer: ll}
 			*specs = append(*specs, m.stuckSpec(f))
 		}
 	}
 	if len(m.stuckReported) > 0 {
 		for _, f := range files {
-			if m.stuckReported[f.Path] && f.Err == nil {
+			if ref, reported := m.stuckReported[f.Path]; reported && f.Err == nil {
 				delete(m.stuckReported, f.Path)
 				m.log.Info("stuck sysfs read returned; the file is monitored again", "file", f.Path)
-				*specs = append(*specs, m.readRecoveredSpec(f))
+				*specs = append(*specs, m.readRecoveredSpec(f.Path, ref, "reading %s works again; the file is monitored again"))
 			}
 		}
 	}
@@ -763,14 +764,14 @@ func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 	return "", 0, ""
 }
 
-// readRecoveredSpec clears the read-stuck event of f: same check, device,
-// port and file, so a consumer keyed on them sees the condition end.
-func (m *Monitor) readRecoveredSpec(f *reader.File) event.Spec {
-	dev, port, ll := m.fileOwner(f)
+// readRecoveredSpec clears the read-stuck event of path: same check,
+// device, port and file, so a consumer keyed on them sees the condition
+// end. why is a format with one %s, the path.
+func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.Spec {
 	return event.Spec{
-		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ll), IsHealthy: true, Device: dev, Port: port,
-		Message:  fmt.Sprintf("Port %s port %d: reading %s works again; the file is monitored again", dev, port, f.Path),
-		Metadata: map[string]string{"file": f.Path},
+		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
+		Message:  fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
+		Metadata: map[string]string{"file": path},
 	}
 }
 

@@ -35,7 +35,7 @@ func (m *Monitor) parked(files []*reader.File, specs *[]event.Spec) {
 		return
 	}
 	if m.parkReported == nil {
-		m.parkReported = map[string]parkedFile{}
+		m.parkReported = map[string]fileRef{}
 	}
 	for _, f := range files {
 		if pf, ok := m.parkReported[f.Path]; ok {
@@ -48,28 +48,30 @@ func (m *Monitor) parked(files []*reader.File, specs *[]event.Spec) {
 		}
 		if errors.Is(f.Err, reader.ErrParked) {
 			dev, port, ll := m.fileOwner(f)
-			m.parkReported[f.Path] = parkedFile{dev: dev, port: port, linkLayer: ll}
+			m.parkReported[f.Path] = fileRef{dev: dev, port: port, linkLayer: ll}
 			m.viewChanged = true
 			*specs = append(*specs, m.parkedSpec(f))
 		}
 	}
 }
 
-// parkedFile is the port a reported parked file belongs to: its clear
-// must name the same port even when the file has left the plan.
-type parkedFile struct {
+// fileRef is the port a reported file condition (parked, stuck) belongs
+// to: its clear must name the same port even when the file has left the
+// plan.
+type fileRef struct {
 	dev       string
 	port      int
 	linkLayer string
 }
 
-// forgetUnplannedParked clears, with the next cycle, the parked condition
-// of each file a rebuilt plan no longer reads (a reload disabled its
-// counter, rediscovery dropped its device): nothing would read it again,
-// so nothing else would ever clear it. Should it come back still failing,
-// the reader still has it parked and it is reported again.
-func (m *Monitor) forgetUnplannedParked() {
-	if len(m.parkReported) == 0 {
+// forgetUnplannedFiles clears, with the next cycle, the parked and
+// stuck conditions of each file a rebuilt plan no longer reads (a reload
+// disabled its counter, rediscovery dropped its device): nothing would
+// read it again, so nothing else would ever clear them. Should the file
+// come back still failing or hung, the reader still has it parked or
+// stuck and it is reported again.
+func (m *Monitor) forgetUnplannedFiles() {
+	if len(m.parkReported) == 0 && len(m.stuckReported) == 0 {
 		return
 	}
 	planned := make(map[string]bool, len(m.files))
@@ -83,6 +85,14 @@ func (m *Monitor) forgetUnplannedParked() {
 		delete(m.parkReported, path)
 		m.viewChanged = true
 		m.pendingSpecs = append(m.pendingSpecs, m.resumedSpec(path, pf, "%s is no longer read (the configuration or the device set changed); its parked condition is cleared"))
+	}
+	for path, ref := range m.stuckReported {
+		if planned[path] {
+			continue
+		}
+		delete(m.stuckReported, path)
+		m.viewChanged = true
+		m.pendingSpecs = append(m.pendingSpecs, m.readRecoveredSpec(path, ref, "%s is no longer read (the configuration or the device set changed); its hung-read condition is cleared"))
 	}
 }
 
@@ -104,7 +114,7 @@ func (m *Monitor) parkedSpec(f *reader.File) event.Spec {
 
 // resumedSpec clears the read-parked condition of path: same check,
 // device, port and file. why is a format with one %s, the path.
-func (m *Monitor) resumedSpec(path string, pf parkedFile, why string) event.Spec {
+func (m *Monitor) resumedSpec(path string, pf fileRef, why string) event.Spec {
 	msg := fmt.Sprintf(why, path)
 	m.log.Info("parked sysfs file cleared", "device", pf.dev, "port", pf.port, "file", path, "reason", msg)
 	return event.Spec{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,6 +186,59 @@ func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 	m.Reconfigure(off, now)
 	ss, _ := m.Cycle(now)
 	r := specsOfKind(ss, event.KindReadResumed)
+	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
+		r[0].CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r[0].Message, "no longer read") {
+		t.Fatalf("clear after the counter left the plan: %+v", r)
+	}
+}
+
+// TestStuckRead_FileLeavingThePlanIsCleared: a hung read reported as
+// read-stuck whose file then leaves the plan (a reload disabled its
+// counters) is cleared with the next cycle, naming the same port and
+// file; nothing would read the file again to clear it otherwise.
+func TestStuckRead_FileLeavingThePlanIsCleared(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	base := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\nreadTimeout = \"50ms\"\n",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
+	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Discover(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const rel = "counters/symbol_error"
+	path, _ := h.PortPath("mlx5_0", 1, rel)
+	if err := h.MakeFIFO("mlx5_0", 1, rel); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Release the reader still blocked opening the FIFO.
+		if w, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+	})
+	now := time.Unix(1_700_000_000, 0)
+	stuck := 0
+	for i := 0; i < 3 && stuck == 0; i++ {
+		ss, _ := m.Cycle(now)
+		stuck += len(specsOfKind(ss, event.KindReadStuck))
+		now = now.Add(time.Second)
+	}
+	if stuck != 1 {
+		t.Fatalf("%d read-stuck events", stuck)
+	}
+	off, err := config.Parse(filepath.Join(h.Root, "config.toml"),
+		[]byte(base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
+			"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reconfigure(off, now)
+	ss, _ := m.Cycle(now)
+	r := specsOfKind(ss, event.KindReadRecovered)
 	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
 		r[0].CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r[0].Message, "no longer read") {
 		t.Fatalf("clear after the counter left the plan: %+v", r)
