@@ -26,13 +26,13 @@ func (d *Daemon) buildSinksFor(cfg *config.Config, lenient bool) ([]sink.Sink, e
 	var out []sink.Sink
 	if cfg.JSONLPath != "" {
 		path := cfg.JSONLPath
-		s, err := jsonl.New(path)
+		s, err := jsonl.New(path, d.log)
 		switch {
 		case err == nil:
 			out = append(out, s)
 		case lenient:
 			d.log.Error("JSON-lines sink cannot open its file; its events stay queued and opening is retried with backoff", "err", err)
-			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path) }})
+			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path, d.log) }})
 		default:
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ const Name = "jsonl"
 // is one write, so a reader tailing the file sees whole lines.
 type Sink struct {
 	path string
+	log *slog.Logger
 
 	mu  sync.Mutex // Send runs on the drainer, Reopen on the reload path
 	w   io.Writer
@@ -32,11 +34,15 @@ type Sink struct {
 
 // New opens path for appending ("-" is stdout). A path that is a
 // directory, or that cannot be created, is an error naming the key to fix.
-func New(path string) (*Sink, error) {
-	if path == "-" {
-		return &Sink{path: path, w: os.Stdout}, nil
+// log (nil: silent) hears of a torn last line removed at open.
+func New(path string, log *slog.Logger) (*Sink, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sink{path: path}
+	if path == "-" {
+		return &Sink{path: path, log: log, w: os.Stdout}, nil
+	}
+	s := &Sink{path: path, log: log}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -44,7 +50,8 @@ func New(path string) (*Sink, error) {
 }
 
 func (s *Sink) open() error {
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o640)
+	// Read-write, not write-only: a torn last line is found and cut.
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o640)
 	if err != nil {
 		return fmt.Errorf("open JSON-lines sink %s: %w (check [sinks.jsonl] path)", s.path, err)
 	}
@@ -57,6 +64,13 @@ func (s *Sink) open() error {
 		// A FIFO or device would block or swallow events; stdout is "-".
 		f.Close()
 		return fmt.Errorf("JSON-lines sink %s is not a regular file (%s): set [sinks.jsonl] path to a file, or \"-\" for stdout", s.path, fi.Mode().Type())
+	}
+	if cut, err := cutTornLine(f, fi.Size()); err != nil {
+		f.Close()
+		return fmt.Errorf("JSON-lines sink %s: %w", s.path, err)
+	} else if cut > 0 {
+		s.log.Warn("JSON-lines sink ended in a partial line (the daemon was killed while writing it); the partial line was removed and its events are sent again from the outbox",
+			"path", s.path, "bytes_removed", cut)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	if s.f != nil {
@@ -123,4 +137,58 @@ func (s *Sink) Close() error {
 		return s.f.Close()
 	}
 	return nil
+}
+
+// maxLine bounds the search for the last newline: an event is a few
+// kilobytes; a tail longer than this without one is not ours to cut.
+const maxLine = 1 << 20
+
+// cutTornLine truncates the file after its last newline when it does not
+// end in one, and returns how many bytes it removed. A batch is one
+// write(2), but the kernel stops a write to a regular file between pages
+// when the writer gets SIGKILL: the file is left with the first bytes of
+// a line, and the next line appended would be glued to them, making both
+// unparseable. The events of that batch were not confirmed, so the outbox
+// sends them again; the fragment carries nothing that is lost. A tail
+// longer than maxLine without a newline is not a torn batch of ours: it
+// gets a newline instead, so our lines at least start clean.
+func cutTornLine(f *os.File, size int64) (int64, error) {
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, fmt.Errorf("read its last byte: %w", err)
+	}
+	if last[0] == '\n' {
+		return 0, nil
+	}
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0 && size-end < maxLine; {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read its tail: %w", err)
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] == '\n' {
+				keep := start + int64(i) + 1
+				if err := f.Truncate(keep); err != nil {
+					return 0, fmt.Errorf("cut the partial last line: %w", err)
+				}
+				return size - keep, nil
+			}
+		}
+		if start == 0 {
+			if err := f.Truncate(0); err != nil {
+				return 0, fmt.Errorf("cut the partial last line: %w", err)
+			}
+			return size, nil
+		}
+		end = start
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return 0, fmt.Errorf("end its last line: %w", err)
+	}
+	return 0, nil
 }

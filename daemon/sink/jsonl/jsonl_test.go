@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func send(t *testing.T, s *Sink, i int) event.Event {
 func TestJSONL_ReopensAfterRotation(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "events.jsonl")
-	s, err := New(p)
+	s, err := New(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestJSONL_ReopensAfterRotation(t *testing.T) {
 // TestJSONL_RefusesDirectoryAndFIFO: neither blocks nor swallows events.
 func TestJSONL_RefusesDirectoryAndFIFO(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := New(dir); err == nil || !strings.Contains(err.Error(), dir) {
+	if _, err := New(dir, nil); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("directory: %v", err)
 	}
 	fifo := filepath.Join(dir, "fifo")
@@ -98,7 +99,7 @@ func TestJSONL_RefusesDirectoryAndFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := New(fifo); done <- err }()
+	go func() { _, err := New(fifo, nil); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), fifo) {
@@ -106,5 +107,52 @@ func TestJSONL_RefusesDirectoryAndFIFO(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("opening a FIFO without a reader blocked")
+	}
+}
+
+// TestJSONL_TornLastLineIsCutAtOpen: a daemon killed while writing a batch
+// leaves the first bytes of a line (the kernel stops a write between
+// pages on SIGKILL). Opening the sink cuts them, so the next line is not
+// glued to them, and says how much it removed; whole files, empty files
+// and a file that is only a fragment are handled.
+func TestJSONL_TornLastLineIsCutAtOpen(t *testing.T) {
+	whole := `{"id":"a"}` + "\n" + `{"id":"b"}` + "\n"
+	for _, tc := range []struct {
+		name, before, want string
+		cut                bool
+	}{
+		{"whole lines stay", whole, whole, false},
+		{"empty file", "", "", false},
+		{"torn last line", whole + `{"id":"c`, whole, true},
+		{"only a fragment", `{"id":"b`, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "events.jsonl")
+			if err := os.WriteFile(p, []byte(tc.before), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			var logged strings.Builder
+			s, err := New(p, slog.New(slog.NewTextHandler(&logged, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Send(context.Background(), []event.Event{{ID: "d"}}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(p)
+			want := tc.want + `{"id":"d"`
+			if !strings.HasPrefix(string(got), want) || strings.Count(string(got), "\n") != strings.Count(tc.want, "\n")+1 {
+				t.Fatalf("file after open and one event:\n%q\nwant it to start %q", got, want)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+				if !json.Valid([]byte(line)) {
+					t.Fatalf("line %q is not JSON", line)
+				}
+			}
+			if tc.cut != strings.Contains(logged.String(), "partial line") {
+				t.Fatalf("log %q (cut %v)", logged.String(), tc.cut)
+			}
+		})
 	}
 }
