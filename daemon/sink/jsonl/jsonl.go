@@ -22,7 +22,7 @@ const Name = "jsonl"
 // is one write, so a reader tailing the file sees whole lines.
 type Sink struct {
 	path string
-	log *slog.Logger
+	log  *slog.Logger
 
 	mu  sync.Mutex // Send runs on the drainer, Reopen on the reload path
 	w   io.Writer
