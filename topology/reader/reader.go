@@ -30,6 +30,11 @@ type File struct {
 	n     int
 	cpath []byte // NUL-terminated for raw open without allocation
 	fd    int32  // -1 when not kept open
+	// oneShot files (ReadFile) are never kept open, whatever the policy:
+	// nobody would read or close them again, so every one-shot read of a
+	// sanity pass or a rediscovery would leak a descriptor until the
+	// process ran out of them and every read failed with EMFILE.
+	oneShot bool
 	stuck atomic.Bool
 	src   Source // a driver call instead of a file (NewSource)
 }
@@ -221,6 +226,7 @@ func (r *Reader) ReadFile(path string, max int) ([]byte, error) {
 	}
 	f := NewFile(path)
 	f.ext = make([]byte, max)
+	f.oneShot = true
 	r.Read([]*File{f}, nil)
 	if f.Err != nil {
 		return nil, f.Err
@@ -395,6 +401,7 @@ func readOnce(f *File, keep bool) (int, error) {
 	if f.src != nil {
 		return 0, f.src.Read()
 	}
+	keep = keep && !f.oneShot
 	if keep && f.fd >= 0 {
 		n, err := unix.Pread(int(f.fd), f.buf(), 0)
 		if err == nil {

@@ -112,3 +112,45 @@ func TestReadFileBoundedAndShared(t *testing.T) {
 	release(t, fifo)
 	waitUnstuck(t, r)
 }
+
+// openDescriptors counts this process's open descriptors.
+func openDescriptors(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("count descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// TestReadFile_NeverKeepsADescriptor: under the keep-open policy (real
+// sysfs) a one-shot read still closes its descriptor. Nobody reads or
+// closes a one-shot File again, so a kept descriptor would leak with every
+// sanity pass and rediscovery until the daemon hit its descriptor limit and
+// every read failed with EMFILE. Plan files stay open as before.
+func TestReadFile_NeverKeepsADescriptor(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "current_link_speed")
+	if err := os.WriteFile(p, []byte("32.0 GT/s PCIe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Timeout: time.Second, KeepOpen: true})
+	defer r.Close()
+	if _, err := r.ReadFile(p, 0); err != nil { // the worker's own start-up
+		t.Fatal(err)
+	}
+	before := openDescriptors(t)
+	for i := 0; i < 50; i++ {
+		if b, err := r.ReadFile(p, 0); err != nil || string(b) != "32.0 GT/s PCIe\n" {
+			t.Fatalf("read %d: %q %v", i, b, err)
+		}
+	}
+	if after := openDescriptors(t); after > before {
+		t.Fatalf("50 one-shot reads left %d descriptors open", after-before)
+	}
+	plan := []*File{NewFile(p)}
+	r.Read(plan, nil)
+	defer plan[0].Close()
+	if after := openDescriptors(t); after != before+1 {
+		t.Fatalf("a plan file under keep-open holds %d descriptors, want 1", after-before)
+	}
+}
