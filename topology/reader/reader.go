@@ -35,8 +35,8 @@ type File struct {
 	// sanity pass or a rediscovery would leak a descriptor until the
 	// process ran out of them and every read failed with EMFILE.
 	oneShot bool
-	stuck atomic.Bool
-	src   Source // a driver call instead of a file (NewSource)
+	stuck   atomic.Bool
+	src     Source // a driver call instead of a file (NewSource)
 }
 
 // NewFile prepares a file for reading.
