@@ -19,3 +19,7 @@ func NewSource(name string, src Source) *File {
 	f.src = src
 	return f
 }
+
+// IsSource reports whether f is a driver call (NewSource) rather than a
+// file: it has no path to open.
+func (f *File) IsSource() bool { return f.src != nil }
