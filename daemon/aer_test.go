@@ -205,12 +205,18 @@ func TestAER_MalformedFileLoggedOnce(t *testing.T) {
 // BenchmarkAER_Cycle_dgxH100 is one AER read of the whole plan (every
 // function on the monitored NICs' paths, three files each), parsed and
 // judged, in steady state: what the 5 s AER cadence adds.
-func BenchmarkAER_Cycle_dgxH100(b *testing.B) {
+func BenchmarkAER_Cycle_dgxH100(b *testing.B) { benchAER(b, false) }
+
+// BenchmarkAER_Cycle_dgxH100_KeepOpen is the same read with descriptors
+// kept open, as on real sysfs.
+func BenchmarkAER_Cycle_dgxH100_KeepOpen(b *testing.B) { benchAER(b, true) }
+
+func benchAER(b *testing.B, keepOpen bool) {
 	h, err := sim.Build(b.TempDir(), "dgx-h100")
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := perfMonitorOn(b, h, false)
+	m := perfMonitorOn(b, h, keepOpen)
 	now := perfWarm(m, aerT0, perfWarmCycles)
 	var specs []event.Spec
 	changed := false
