@@ -195,16 +195,18 @@ func (m *Monitor) counterInfos(p *portPlan) []health.Counter {
 const noGPUAffinity = "no GPU affinity"
 
 // gpusBehind describes the GPUs behind a device (PIX/PXB in the matrix),
-// e.g. "GPU3 (0000:5d:00.0)", for every event of its ports and for the
-// views.
+// e.g. "GPU3 (0000:5d:00.0 GPU-8c1e…)", for every event of its ports and
+// for the views: index, PCI address and, where the metadata has it, the
+// UUID a scheduler drains by.
 func (m *Monitor) gpusBehind(dev *topology.Device) string {
 	if dev.Role != topology.RoleCompute {
 		return noGPUAffinity
 	}
 	var parts []string
 	for _, g := range m.matrix.Near(dev.Name) {
-		if g.PCIAddress != "" {
-			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, g.PCIAddress))
+		ids := strings.TrimSpace(g.PCIAddress + " " + g.UUID)
+		if ids != "" {
+			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, ids))
 		} else {
 			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
+	"github.com/nichealth/nichealthd/topology/sim"
 )
 
 var (
@@ -394,8 +395,14 @@ func TestIntegration_GPUsBehindEveryNICEvent(t *testing.T) {
 	skip := len(v.read())
 	v.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
 	e := v.waitEventAfter(skip, "mlx5_3 down", portEvent("mlx5_3", event.KindPortFatal))
-	if g := e.Metadata["gpus"]; !strings.HasPrefix(g, "GPU3 (") {
-		t.Fatalf("mlx5_3 event gpus %q, want GPU3 with its PCI address", g)
+	var gpu3 sim.GPUInfo
+	for _, g := range v.h.GPUs() {
+		if g.ID == 3 {
+			gpu3 = g
+		}
+	}
+	if want := fmt.Sprintf("GPU3 (%s %s)", gpu3.PCIAddress, gpu3.UUID); gpu3.UUID == "" || e.Metadata["gpus"] != want {
+		t.Fatalf("mlx5_3 event gpus %q, want %q: GPU3 with its PCI address and the metadata's UUID", e.Metadata["gpus"], want)
 	}
 	card := v.waitEventAfter(skip, "card anomaly", portEvent("mlx5_3", event.KindCardAnomaly))
 	if card.Metadata["gpus"] != e.Metadata["gpus"] {

@@ -37,6 +37,9 @@ type GPU struct {
 	ID         int    `json:"gpu_id"`
 	PCIAddress string `json:"pci_address,omitempty"`
 	NUMANode   int    `json:"numa_node"`
+	// UUID is the GPU's UUID (GPU-…) where the metadata has it; a matrix
+	// built from sysfs has none.
+	UUID string `json:"uuid,omitempty"`
 }
 
 // Matrix is the GPU list and, per NIC name, one topology level per GPU in
@@ -66,12 +69,13 @@ func ValidLevel(s string) bool {
 
 // metadataFile is the part of the collector's file this package reads.
 // encoding/json ignores every other field (version, timestamp, node_name,
-// driver_version, gpus[].uuid, serial_number, device_name, nvlinks, ...).
+// driver_version, serial_number, device_name, nvlinks, ...).
 type metadataFile struct {
 	GPUs []struct {
 		ID         *int   `json:"gpu_id"`
 		PCIAddress string `json:"pci_address"`
 		NUMANode   *int   `json:"numa_node"`
+		UUID       string `json:"uuid"`
 	} `json:"gpus"`
 	NICTopology map[string][]string `json:"nic_topology"`
 }
@@ -125,7 +129,7 @@ func decode(b []byte) (*Matrix, error) {
 		if g.NUMANode != nil && *g.NUMANode >= 0 {
 			numa = *g.NUMANode
 		}
-		m.GPUs = append(m.GPUs, GPU{ID: *g.ID, PCIAddress: g.PCIAddress, NUMANode: numa})
+		m.GPUs = append(m.GPUs, GPU{ID: *g.ID, PCIAddress: g.PCIAddress, NUMANode: numa, UUID: strings.TrimSpace(g.UUID)})
 	}
 	for nic, row := range f.NICTopology {
 		if nic == "" {
