@@ -777,10 +777,15 @@ func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.
 
 func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 	dev, port, ll := m.fileOwner(f)
+	what := "the file is skipped until the read returns"
+	if f.IsSource() {
+		// A driver call (ETHTOOL_GSTATS), named "ethtool:<netdev>".
+		what = "the driver statistics are skipped until the call returns"
+	}
 	return event.Spec{
 		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
-		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; the file is skipped until the read returns and the rest of the node stays monitored. A sysfs read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
-			dev, port, f.Path, m.cfg.ReadTimeout),
+		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
+			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
 	}
 }
