@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
@@ -24,18 +21,7 @@ func cadenceMonitor(t *testing.T, poll time.Duration) (*Monitor, *sim.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\npollingInterval = %q\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath(), poll.String())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := m.Discover(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m, h
+	return simMonitor(t, h, fmt.Sprintf("pollingInterval = %q\n", poll.String())), h
 }
 
 func breachesOf(specs []event.Spec, counter string) []event.Spec {

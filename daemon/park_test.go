@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +9,6 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/daemon/config"
-	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
@@ -33,17 +27,7 @@ func specsOfKind(specs []event.Spec, k event.Kind) []event.Spec {
 // plan, and clears when it reads again at a re-probe.
 func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 	h := simtest.Build(t, "minimal")
-	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\nparkReprobeInterval = \"20ms\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := m.Discover(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := simMonitor(t, h, "parkReprobeInterval = \"20ms\"\n")
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	now := time.Unix(1_700_000_000, 0)
@@ -84,7 +68,7 @@ func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 	if got, ok := m.mem.Counters.CounterSnapshots[key]; !ok || got != snap {
 		t.Fatalf("symbol_error snapshot %+v %v while parked, want %+v kept", got, ok, snap)
 	}
-	m.Reconfigure(cfg, now)
+	m.Reconfigure(m.cfg, now)
 	ss, _ := m.Cycle(now)
 	if n := len(specsOfKind(ss, event.KindReadParked)); n != 0 {
 		t.Fatalf("a rebuilt plan re-announced the parked file %d times", n)
@@ -151,17 +135,8 @@ func BenchmarkCycle_dgxH100ParkedFile(b *testing.B) {
 // its condition with the next cycle: nothing would read it to clear it.
 func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 	h := simtest.Build(t, "minimal")
-	base := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := m.Discover(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	base := ""
+	m := simMonitor(t, h, base)
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	if err := h.FailFile("mlx5_0", 1, rel, "EIO"); err != nil {
@@ -177,13 +152,8 @@ func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 	if parked != 1 {
 		t.Fatalf("%d read-parked events", parked)
 	}
-	off, err := config.Parse(filepath.Join(h.Root, "config.toml"),
-		[]byte(base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
-			"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Reconfigure(off, now)
+	m.Reconfigure(simConfig(t, h, base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
+		"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"), now)
 	ss, _ := m.Cycle(now)
 	r := specsOfKind(ss, event.KindReadResumed)
 	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
@@ -198,17 +168,8 @@ func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 // file; nothing would read the file again to clear it otherwise.
 func TestStuckRead_FileLeavingThePlanIsCleared(t *testing.T) {
 	h := simtest.Build(t, "minimal")
-	base := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\nreadTimeout = \"50ms\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := m.Discover(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	base := "readTimeout = \"50ms\"\n"
+	m := simMonitor(t, h, base)
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	if err := h.MakeFIFO("mlx5_0", 1, rel); err != nil {
@@ -230,13 +191,8 @@ func TestStuckRead_FileLeavingThePlanIsCleared(t *testing.T) {
 	if stuck != 1 {
 		t.Fatalf("%d read-stuck events", stuck)
 	}
-	off, err := config.Parse(filepath.Join(h.Root, "config.toml"),
-		[]byte(base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
-			"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Reconfigure(off, now)
+	m.Reconfigure(simConfig(t, h, base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
+		"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"), now)
 	ss, _ := m.Cycle(now)
 	r := specsOfKind(ss, event.KindReadRecovered)
 	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||

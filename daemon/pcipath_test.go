@@ -1,17 +1,14 @@
 package daemon
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
@@ -35,17 +32,7 @@ func TestPCIePath_MonitorOneEventPerHopAndItsClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := m.Discover(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m := simMonitor(t, h, "")
 	now := time.Unix(1_700_000_000, 0)
 	if s, _ := m.Cycle(now); len(pathSpecs(s)) != 0 {
 		t.Fatalf("healthy node: %+v", pathSpecs(s))

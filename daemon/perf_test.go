@@ -21,10 +21,8 @@ package daemon
 //	go test -run '^$' -bench 'Cycle|Floor' -benchmem ./daemon/ ./topology/reader/
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -48,13 +46,7 @@ const perfWarmCycles = 5
 // perfConfig points every path of the configuration at a simulated host.
 func perfConfig(tb testing.TB, h *sim.Host) *config.Config {
 	tb.Helper()
-	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"perf\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
-	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
-	if err != nil {
-		tb.Fatalf("config for %s: %v", h.Root, err)
-	}
-	return cfg
+	return simConfig(tb, h, "")
 }
 
 // perfMonitor builds shape in a temporary directory and returns a

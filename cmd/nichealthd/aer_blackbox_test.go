@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/dbusapi/dbustest"
-	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
 
 func (v *viewNode) sim(args ...string) string {
@@ -20,25 +17,6 @@ func (v *viewNode) sim(args ...string) string {
 		v.t.Fatalf("nichealth-sim %v: %v\n%s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// newShapeViewNode is newViewNode on another shape.
-func newShapeViewNode(t *testing.T, shape string) *viewNode {
-	t.Helper()
-	needBusctl(t)
-	b := newBusNode(t, shape, integConfig{}, dbustest.Options{})
-	addr := freePort(t)
-	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
-	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	b.env = append(b.env, l.Env())
-	return &viewNode{busNode: b, metrics: "http://" + addr + "/metrics", notify: l}
 }
 
 // TestAER_BlackBox_FatalOnSwitchPortShowsOnBothNICs: on the OCI H100

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -10,28 +9,13 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
-	"github.com/nichealth/nichealthd/dbusapi/dbustest"
-	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
 
 // newPCIeViewNode is newViewNode on an OCI H100, whose dual-function RoCE
 // cards put two NICs below one switch downstream port.
 func newPCIeViewNode(t *testing.T) *viewNode {
 	t.Helper()
-	needBusctl(t)
-	b := newBusNode(t, "h100-oci", integConfig{}, dbustest.Options{})
-	addr := freePort(t)
-	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
-	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	b.env = append(b.env, l.Env())
-	return &viewNode{busNode: b, metrics: "http://" + addr + "/metrics", notify: l}
+	return newShapeViewNode(t, "h100-oci")
 }
 
 func (v *viewNode) pcieLink(args ...string) string {

@@ -55,8 +55,15 @@ type viewNode struct {
 
 func newViewNode(t *testing.T) *viewNode {
 	t.Helper()
+	return newShapeViewNode(t, "dgx-h100")
+}
+
+// newShapeViewNode is a node of the given shape with D-Bus, /metrics and
+// a notify socket: every view the verdict tests compare.
+func newShapeViewNode(t *testing.T, shape string) *viewNode {
+	t.Helper()
 	needBusctl(t)
-	b := newBusNode(t, "dgx-h100", integConfig{}, dbustest.Options{})
+	b := newBusNode(t, shape, integConfig{}, dbustest.Options{})
 	addr := freePort(t)
 	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
 	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {

@@ -1,0 +1,38 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/topology/sim"
+)
+
+// simConfig is the configuration of a monitor on the simulated host h,
+// with extra TOML appended (top-level keys first, then tables).
+func simConfig(tb testing.TB, h *sim.Host, extra string) *config.Config {
+	tb.Helper()
+	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\n",
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath()) + extra
+	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
+	if err != nil {
+		tb.Fatalf("config for %s: %v", h.Root, err)
+	}
+	return cfg
+}
+
+// simMonitor is a discovered monitor on h (closed when the test ends) and
+// the configuration it runs with.
+func simMonitor(tb testing.TB, h *sim.Host, extra string) *Monitor {
+	tb.Helper()
+	m := NewMonitor(simConfig(tb, h, extra), NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := m.Discover(); err != nil {
+		tb.Fatalf("discover %s: %v", h.Root, err)
+	}
+	tb.Cleanup(m.Close)
+	return m
+}
