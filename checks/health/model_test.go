@@ -21,6 +21,23 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		{Device: "mlx5_1", Port: 1, Card: "0000:3c:00", HealthyMessage: "ok1"},
 	}
 	ib, deg := event.InfiniBandStateCheck, event.InfiniBandDegradationCheck
+	raised := map[event.Kind]bool{}
+	defer func() {
+		// A new kind that raises a condition must come with its clear,
+		// and a case here proving it.
+		for _, k := range event.Kinds {
+			switch k {
+			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
+				event.KindCounterSaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
+				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
+				event.KindPCIeAERRecovered:
+				continue
+			}
+			if !raised[k] {
+				t.Errorf("event kind %s raises conditions but no case here clears one", k)
+			}
+		}
+	}()
 	for _, tc := range []struct {
 		name         string
 		raise, clear event.Spec
@@ -63,7 +80,20 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindPCIeAER, CheckName: deg, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
 			event.Spec{Kind: event.KindPCIeAERRecovered, CheckName: deg, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
 			Fatal, EntityPCI},
+		{"parked file",
+			event.Spec{Kind: event.KindReadParked, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"EACCES"}, Metadata: map[string]string{"file": "/s/counters/symbol_error", "errno": "EACCES"}},
+			event.Spec{Kind: event.KindReadResumed, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/counters/symbol_error"}},
+			NonFatal, EntityFile},
+		{"slow PCIe hop above the port",
+			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
+			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
+			NonFatal, EntityPCI},
+		{"fleet rule on the port",
+			event.Spec{Kind: event.KindRuleRaised, CheckName: "NICLinkFlapRule", Device: "mlx5_0", Port: 1, Message: "flapping"},
+			event.Spec{Kind: event.KindRuleCleared, CheckName: "NICLinkFlapRule", IsHealthy: true, Device: "mlx5_0", Port: 1},
+			NonFatal, EntityPort},
 	} {
+		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewModel()
 			if !m.Apply(ev(tc.raise)) {
