@@ -9,11 +9,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// SimManifest is the file the simulator writes at the root of a host it
-// builds (topology/sim.ManifestName; a test there keeps them equal).
-const SimManifest = ".nichealth-sim.json"
+	"github.com/nichealth/nichealthd/topology/reader"
+)
 
 // SimDir is the directory under a simulated host's root that holds one
 // statistics file per netdev. It is beside sys/, never under
@@ -26,19 +24,14 @@ const SimDir = "ethtool-stats"
 func SimFile(root, netdev string) string { return filepath.Join(root, SimDir, netdev) }
 
 // SimulatedRoot says whether the statistics of the interfaces under
-// classNet come from the simulator's files, and the simulated host's root.
-// Both conditions must hold: classNet is not on sysfs, and the directory
-// above sysfsRoot carries the simulator's manifest. On a real host classNet
-// is sysfs, so the ioctl is always used there.
+// classNet come from the simulator's files, and the simulated host's root:
+// classNet is not on sysfs and reader.SimulatedHost recognises the host.
+// On a real host classNet is sysfs, so the ioctl is always used there.
 func SimulatedRoot(sysfsRoot, classNet string, onSysfs func(string) bool) (string, bool) {
 	if onSysfs(classNet) {
 		return "", false
 	}
-	root := filepath.Dir(filepath.Clean(sysfsRoot))
-	if _, err := os.Stat(filepath.Join(root, SimManifest)); err != nil {
-		return "", false
-	}
-	return root, true
+	return reader.SimulatedHost(sysfsRoot)
 }
 
 // OpenSource opens netdev's statistics: from the simulator's file when

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nichealth/nichealthd/topology/reader"
 )
 
 func writeStats(t *testing.T, path string, names []string, vals []uint64) {
@@ -68,7 +70,7 @@ func TestPHY_SimSeamNeverOnSysfs(t *testing.T) {
 	if _, ok := SimulatedRoot(sys, net, notSysfs); ok {
 		t.Fatal("simulated without a manifest")
 	}
-	if err := os.WriteFile(filepath.Join(root, SimManifest), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, reader.SimManifestName), []byte(`{"simulated":true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := SimulatedRoot(sys, net, notSysfs); !ok || got != root {

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
 // SimManifestName is the file a simulated host records itself in, beside
@@ -38,20 +40,36 @@ type injector struct {
 	errs  map[string]unix.Errno // by the full path the plans read
 }
 
-// newInjector returns the seam for sysfsRoot, or nil on a real host.
-func newInjector(sysfsRoot string) *injector {
+// maxManifest bounds the simulator's manifest: a few hundred bytes.
+const maxManifest = 64 << 10
+
+// SimulatedHost reports whether sysfsRoot belongs to a host the simulator
+// built, and that host's root directory. Both must hold: sysfsRoot is not
+// on sysfs, and the manifest beside it says "simulated": true. Every seam
+// through which the simulator stands in for the kernel (injected errnos,
+// driver statistics) asks this, so none is ever active on a real host.
+func SimulatedHost(sysfsRoot string) (root string, ok bool) {
 	if sysfsRoot == "" || IsSysfs(sysfsRoot) {
-		return nil
+		return "", false
 	}
-	host := filepath.Dir(filepath.Clean(sysfsRoot))
-	b, err := os.ReadFile(filepath.Join(host, SimManifestName))
+	root = filepath.Dir(filepath.Clean(sysfsRoot))
+	b, err := regularfile.Read(filepath.Join(root, SimManifestName), maxManifest)
 	if err != nil {
-		return nil
+		return "", false
 	}
 	var m struct {
 		Simulated bool `json:"simulated"`
 	}
 	if json.Unmarshal(b, &m) != nil || !m.Simulated {
+		return "", false
+	}
+	return root, true
+}
+
+// newInjector returns the seam for sysfsRoot, or nil on a real host.
+func newInjector(sysfsRoot string) *injector {
+	host, ok := SimulatedHost(sysfsRoot)
+	if !ok {
 		return nil
 	}
 	return &injector{

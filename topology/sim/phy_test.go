@@ -10,9 +10,6 @@ import (
 // Every mlx5 Ethernet netdev of every shape has PHY statistics: zeros and
 // a non-zero corrected-bits baseline; IB netdevs have none.
 func TestPHY_SimShapesCarryStats(t *testing.T) {
-	if ManifestName != ethtool.SimManifest {
-		t.Fatalf("ethtool.SimManifest %q != ManifestName %q: the daemon would not recognise a simulated host", ethtool.SimManifest, ManifestName)
-	}
 	for _, shape := range []string{"dgx-h100", "h100-oci", "gb200"} {
 		h, err := Build(t.TempDir(), shape)
 		if err != nil {
