@@ -1,5 +1,7 @@
 package aer
 
+import "github.com/nichealth/nichealthd/topology/sysfs"
+
 // Class is one of the three AER counter files.
 type Class int
 
@@ -145,8 +147,8 @@ func Parse(b []byte, cl Class, c *Counts) (bad int, reason string) {
 
 // ParseTotal reads an aer_rootport_total_err_* file: one decimal count.
 func ParseTotal(b []byte) (uint64, bool) {
-	v, ok := parseUint(trimSpace(b))
-	return v, ok
+	v, err := sysfs.ParseCounter(b)
+	return v, err == nil
 }
 
 func splitLine(line []byte) (name []byte, val uint64, why string) {
@@ -167,8 +169,8 @@ func splitLine(line []byte) (name []byte, val uint64, why string) {
 	if len(rest) == 0 {
 		return nil, 0, ReasonNoValue
 	}
-	v, ok := parseUint(rest)
-	if !ok {
+	v, err := sysfs.ParseCounter(rest)
+	if err != nil {
 		return nil, 0, ReasonBadValue
 	}
 	return name, v, ""
@@ -176,24 +178,6 @@ func splitLine(line []byte) (name []byte, val uint64, why string) {
 
 func isTotal(name []byte) bool {
 	return len(name) > 10 && string(name[:10]) == "TOTAL_ERR_"
-}
-
-func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	var v uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	return v, true
 }
 
 func cutLine(b []byte) (line, rest []byte) {

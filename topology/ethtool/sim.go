@@ -3,6 +3,7 @@ package ethtool
 import (
 	"errors"
 	"fmt"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,8 +132,8 @@ func (f *FileStats) Read() error {
 			bad = errLayout
 			return false
 		}
-		v, ok := parseUint(val)
-		if !ok {
+		v, err := sysfs.ParseCounter(val)
+		if err != nil {
 			bad = fmt.Errorf("%s: %s: %q is not a counter value", f.path, name, val)
 			return false
 		}
@@ -202,24 +203,6 @@ func trim(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	return v, true
 }
 
 // Format renders statistics in `ethtool -S` format, as SimFile holds them.
