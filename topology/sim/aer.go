@@ -18,10 +18,21 @@ var (
 
 // AER classes as the Host's AER methods name them, with their files and
 // TOTAL_ERR_* lines.
-var aerClasses = map[string]struct{ file, total, root string }{
+type aerClass struct{ file, total, root string }
+
+var aerClasses = map[string]aerClass{
 	"correctable": {"aer_dev_correctable", "TOTAL_ERR_COR", "aer_rootport_total_err_cor"},
 	"nonfatal":    {"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL", "aer_rootport_total_err_nonfatal"},
 	"fatal":       {"aer_dev_fatal", "TOTAL_ERR_FATAL", "aer_rootport_total_err_fatal"},
+}
+
+// aerClassOf names the files and TOTAL_ERR_ line of an AER class.
+func aerClassOf(class string) (aerClass, error) {
+	c, ok := aerClasses[class]
+	if !ok {
+		return c, fmt.Errorf("unknown AER class %q (correctable, nonfatal or fatal)", class)
+	}
+	return c, nil
 }
 
 func aerZero(names []string, total string) string {
@@ -83,9 +94,9 @@ func (h *Host) AERAbove(nic string) (string, error) {
 // correctable, nonfatal or fatal to a PCI function, with its TOTAL_ERR_*
 // line and, on a root port, its aer_rootport_total_err_* file.
 func (h *Host) AddAER(pci, class, name string, n uint64) error {
-	c, ok := aerClasses[class]
-	if !ok {
-		return fmt.Errorf("unknown AER class %q (correctable, nonfatal or fatal)", class)
+	c, err := aerClassOf(class)
+	if err != nil {
+		return err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -174,9 +185,9 @@ func (h *Host) rewriteAER(pci string, zero bool) error {
 // WriteAER writes content verbatim as a function's AER file of class
 // (malformed lines, a future kernel's new names).
 func (h *Host) WriteAER(pci, class, content string) error {
-	c, ok := aerClasses[class]
-	if !ok {
-		return fmt.Errorf("unknown AER class %q (correctable, nonfatal or fatal)", class)
+	c, err := aerClassOf(class)
+	if err != nil {
+		return err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
