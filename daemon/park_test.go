@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
@@ -152,14 +153,7 @@ func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 	if parked != 1 {
 		t.Fatalf("%d read-parked events", parked)
 	}
-	m.Reconfigure(simConfig(t, h, base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
-		"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"), now)
-	ss, _ := m.Cycle(now)
-	r := specsOfKind(ss, event.KindReadResumed)
-	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
-		r[0].CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r[0].Message, "no longer read") {
-		t.Fatalf("clear after the counter left the plan: %+v", r)
-	}
+	clearedWhenLeavingThePlan(t, m, simConfig(t, h, base+symbolErrorOff), now, path, event.KindReadResumed)
 }
 
 // TestStuckRead_FileLeavingThePlanIsCleared: a hung read reported as
@@ -191,10 +185,22 @@ func TestStuckRead_FileLeavingThePlanIsCleared(t *testing.T) {
 	if stuck != 1 {
 		t.Fatalf("%d read-stuck events", stuck)
 	}
-	m.Reconfigure(simConfig(t, h, base+"[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n"+
-		"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"), now)
+	clearedWhenLeavingThePlan(t, m, simConfig(t, h, base+symbolErrorOff), now, path, event.KindReadRecovered)
+}
+
+// symbolErrorOff disables both rows that read counters/symbol_error, so
+// the file leaves the plan.
+const symbolErrorOff = "[[counterDetection.counters]]\nname = \"symbol_error\"\nenabled = false\n" +
+	"[[counterDetection.counters]]\nname = \"symbol_error_fatal\"\nenabled = false\n"
+
+// clearedWhenLeavingThePlan reloads m with off, which no longer reads
+// path, and wants one clear of kind for mlx5_0 port 1 and path with the
+// next cycle.
+func clearedWhenLeavingThePlan(t *testing.T, m *Monitor, off *config.Config, now time.Time, path string, kind event.Kind) {
+	t.Helper()
+	m.Reconfigure(off, now)
 	ss, _ := m.Cycle(now)
-	r := specsOfKind(ss, event.KindReadRecovered)
+	r := specsOfKind(ss, kind)
 	if len(r) != 1 || !r[0].IsHealthy || r[0].Device != "mlx5_0" || r[0].Port != 1 || r[0].Metadata["file"] != path ||
 		r[0].CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r[0].Message, "no longer read") {
 		t.Fatalf("clear after the counter left the plan: %+v", r)
