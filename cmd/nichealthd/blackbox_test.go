@@ -92,6 +92,36 @@ func newNode(t *testing.T, shape, extra string) *node {
 	return n
 }
 
+// newNotifiedNode is a dgx-h100 node whose daemon reports to a notify
+// socket the test listens on, with env added to its environment (e.g.
+// WATCHDOG_USEC).
+func newNotifiedNode(t *testing.T, env ...string) (*node, *notifytest.Listener) {
+	t.Helper()
+	l, err := notifytest.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	n := newNode(t, "dgx-h100", "")
+	n.env = append([]string{l.Env()}, env...)
+	return n, l
+}
+
+// makeFIFO turns a port file into a FIFO nobody writes, so reads of it hang
+// as a sysfs read does when the firmware stops answering, and returns its
+// path (releaseFIFO ends the hang).
+func (n *node) makeFIFO(dev string, port int, rel string) string {
+	n.t.Helper()
+	p, err := n.h.PortPath(dev, port, rel)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.h.MakeFIFO(dev, port, rel); err != nil {
+		n.t.Fatal(err)
+	}
+	return p
+}
+
 func (n *node) writeConfig(extra string) {
 	c := fmt.Sprintf(`sysfsRoot = %q
 procfsRoot = %q
@@ -362,20 +392,8 @@ func TestBlackBox_StartupErrorIsOneLine(t *testing.T) {
 // FIFO): it is reported once, the rest stays monitored, the watchdog keeps
 // being fed.
 func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	n := newNode(t, "dgx-h100", "")
-	n.env = []string{l.Env(), "WATCHDOG_USEC=400000", "WATCHDOG_PID="}
-	fifo, err := n.h.PortPath("mlx5_1", 1, "counters/symbol_error")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.h.MakeFIFO("mlx5_1", 1, "counters/symbol_error"); err != nil {
-		t.Fatal(err)
-	}
+	n, l := newNotifiedNode(t, "WATCHDOG_USEC=400000", "WATCHDOG_PID=")
+	fifo := n.makeFIFO("mlx5_1", 1, "counters/symbol_error")
 	n.start()
 	ready, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") })
 	if err != nil {

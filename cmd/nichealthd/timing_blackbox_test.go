@@ -98,20 +98,8 @@ func fileEvent(kind event.Kind, dev, file string) func(e event.Event) bool {
 // every other NIC gets its baseline, the hung file is reported as stuck,
 // and once it answers again a read-recovered event clears it.
 func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	n := newNode(t, "dgx-h100", "")
-	n.env = []string{l.Env()}
-	fifo, err := n.h.PortPath("mlx5_1", 1, "state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.h.MakeFIFO("mlx5_1", 1, "state"); err != nil {
-		t.Fatal(err)
-	}
+	n, l := newNotifiedNode(t)
+	fifo := n.makeFIFO("mlx5_1", 1, "state")
 	start := time.Now()
 	n.start()
 	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
@@ -151,29 +139,11 @@ func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
 // read the file again and strand one more thread on it each time), and a
 // port fault after the loop is still detected.
 func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	n := newNode(t, "dgx-h100", "")
 	// Watchdog pings are sent only after poll progress: two pings after a
 	// reload's READY=1 prove that a poll ran under the new configuration.
-	n.env = []string{l.Env(), "WATCHDOG_USEC=100000", "WATCHDOG_PID="}
-	fifo, err := n.h.PortPath("mlx5_1", 1, "rate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.h.MakeFIFO("mlx5_1", 1, "rate"); err != nil {
-		t.Fatal(err)
-	}
-	counterFifo, err := n.h.PortPath("mlx5_2", 1, "counters/symbol_error")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.h.MakeFIFO("mlx5_2", 1, "counters/symbol_error"); err != nil {
-		t.Fatal(err)
-	}
+	n, l := newNotifiedNode(t, "WATCHDOG_USEC=100000", "WATCHDOG_PID=")
+	fifo := n.makeFIFO("mlx5_1", 1, "rate")
+	counterFifo := n.makeFIFO("mlx5_2", 1, "counters/symbol_error")
 	n.start()
 	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
@@ -377,13 +347,7 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 // exist, and runs only what was asked. A list naming no known check is a
 // typo and refused.
 func TestTiming_UnknownCheckNamesLoggedAndSkipped(t *testing.T) {
-	l, err := notifytest.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	n := newNode(t, "dgx-h100", "")
-	n.env = []string{l.Env()}
+	n, l := newNotifiedNode(t)
 	n.start("--checks", "InfiniBandStateCheck,BogusCheck")
 	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
 		t.Fatalf("no READY=1 with an unknown check name: %v\n%s", err, n.stderr.String())
