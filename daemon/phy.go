@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"time"
+	"sync"
 
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
@@ -119,47 +119,38 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, 
 	return present, missing
 }
 
-// errOpenTimeout is a GSTRINGS that did not return within the read
-// deadline.
-var errOpenTimeout = errors.New("ethtool statistics names did not return within the read timeout")
-
-// openPHY opens netdev's statistics under the read deadline: the names
-// are asked once per plan build, and a driver that hangs there must not
-// stall the loop. An abandoned open closes its source when it returns.
+// openPHY opens netdev's statistics through the reader's deadline: the
+// names are asked once per plan build, and a driver that hangs there must
+// neither stall the loop nor, plan build after plan build, strand one more
+// call each time (a name still hanging fails at once). A source whose open
+// returns after the deadline is closed by whichever side sees it last.
 func (m *Monitor) openPHY(netdev string, want []string, simRoot string) (ethtool.Source, error) {
-	type result struct {
-		src ethtool.Source
-		err error
-	}
-	done := make(chan result) // unbuffered: a late result goes to the abandoned branch
-	abandoned := make(chan struct{})
-	go func() {
-		src, err := ethtool.OpenSource(netdev, want, simRoot)
-		select {
-		case done <- result{src, err}:
-		case <-abandoned:
-			if err == nil {
-				src.Close()
-			}
+	var (
+		mu        sync.Mutex
+		src       ethtool.Source
+		abandoned bool
+	)
+	err := m.rd.Call("ethtool-names:"+netdev, func() error {
+		s, err := ethtool.OpenSource(netdev, want, simRoot)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && abandoned {
+			s.Close()
+			return nil
 		}
-	}()
-	t := time.NewTimer(m.cfg.ReadTimeout)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.src, r.err
-	case <-t.C:
-		close(abandoned)
-		// The goroutine may have sent just now.
-		select {
-		case r := <-done:
-			if r.err == nil {
-				r.src.Close()
-			}
-		default:
+		src = s
+		return err
+	})
+	if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		abandoned = true
+		if src != nil {
+			src.Close()
 		}
-		return nil, fmt.Errorf("ethtool %s: %w (%s)", netdev, errOpenTimeout, m.cfg.ReadTimeout)
+		return nil, fmt.Errorf("ethtool %s: %w", netdev, err)
 	}
+	return src, nil
 }
 
 // phyLinkDownEvents is the counter row the flap and drop rules take as a

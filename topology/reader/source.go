@@ -1,5 +1,7 @@
 package reader
 
+import "fmt"
+
 // Source is a plan entry that is not a file: a driver call, such as the
 // ethtool statistics ioctl, that ends in a firmware command and can hang in
 // the kernel just like a sysfs read.
@@ -23,3 +25,25 @@ func NewSource(name string, src Source) *File {
 // IsSource reports whether f is a driver call (NewSource) rather than a
 // file: it has no path to open.
 func (f *File) IsSource() bool { return f.src != nil }
+
+// callSource runs a one-shot call as a plan entry.
+type callSource func() error
+
+func (c callSource) Read() error { return c() }
+func (c callSource) Close()      {}
+
+// Call runs a one-shot driver call (resolving the ethtool statistics'
+// names at a plan build, say) under the deadline, worker and stuck
+// accounting of ReadFile. A name whose earlier call still hangs fails at
+// once with ErrStuck, so plan builds repeated against a hung driver never
+// strand more than one call per name. A call that misses the deadline
+// keeps running; whatever it produces is its own to release.
+func (r *Reader) Call(name string, call func() error) error {
+	if r.PathStuck(name) {
+		return fmt.Errorf("%s: %w", name, ErrStuck)
+	}
+	f := NewSource(name, callSource(call))
+	f.oneShot = true
+	r.Read([]*File{f}, nil)
+	return f.Err
+}

@@ -60,3 +60,32 @@ func TestSource_HungDriverCallIsBounded(t *testing.T) {
 		t.Fatal("Close did not close the source")
 	}
 }
+
+// TestCall_HungCallIsBoundedAndNotRepeated: a one-shot driver call that
+// hangs fails with ErrStuck at the deadline, and a second call of the same
+// name while it hangs fails at once without running: plan builds against a
+// hung driver strand one call, not one each. Once it returns, the name is
+// called again.
+func TestCall_HungCallIsBoundedAndNotRepeated(t *testing.T) {
+	r := New(Options{Timeout: 20 * time.Millisecond, MaxStuck: 2})
+	defer r.Close()
+	block := make(chan struct{})
+	calls := 0
+	hung := func() error { calls++; <-block; return nil }
+	if err := r.Call("ethtool-names:eth9", hung); !errors.Is(err, ErrStuck) {
+		t.Fatalf("hung call: %v, want ErrStuck", err)
+	}
+	if err := r.Call("ethtool-names:eth9", hung); !errors.Is(err, ErrStuck) {
+		t.Fatalf("second call while hung: %v, want ErrStuck", err)
+	}
+	close(block)
+	for r.StuckCount() != 0 {
+		time.Sleep(time.Millisecond) // wait for the abandoned call to return
+	}
+	if calls != 1 {
+		t.Fatalf("the hung name was called %d times, want 1", calls)
+	}
+	if err := r.Call("ethtool-names:eth9", func() error { calls++; return nil }); err != nil || calls != 2 {
+		t.Fatalf("after return: %v, calls %d", err, calls)
+	}
+}
