@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"unsafe"
@@ -40,8 +39,12 @@ type injector struct {
 	errs  map[string]unix.Errno // by the full path the plans read
 }
 
-// maxManifest bounds the simulator's manifest: a few hundred bytes.
-const maxManifest = 64 << 10
+// maxManifest bounds the simulator's manifest (a few hundred bytes) and
+// maxInjectTable its errno table (a line per failing file).
+const (
+	maxManifest    = 64 << 10
+	maxInjectTable = 1 << 20
+)
 
 // SimulatedHost reports whether sysfsRoot belongs to a host the simulator
 // built, and that host's root directory. Both must hold: sysfsRoot is not
@@ -94,7 +97,7 @@ func (in *injector) refresh() {
 		return
 	}
 	in.have, in.ino, in.size, in.mtime = true, in.stx.Ino, in.stx.Size, in.stx.Mtime
-	b, err := os.ReadFile(string(in.table[:len(in.table)-1]))
+	b, err := regularfile.Read(string(in.table[:len(in.table)-1]), maxInjectTable)
 	if err != nil {
 		in.errs = nil
 		return
