@@ -13,7 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
@@ -174,7 +174,11 @@ func (m *Monitor) aerCycle(now time.Time, specs *[]event.Spec, changed *bool) {
 	for _, a := range p.fns {
 		for cl, f := range a.root {
 			if f != nil && f.Err == nil {
-				a.rootTotal[cl], a.rootOK[cl] = aer.ParseTotal(f.Value())
+				total, ok := aer.ParseTotal(f.Value())
+				if total != a.rootTotal[cl] || ok != a.rootOK[cl] {
+					m.viewChanged = true // the snapshot shows it
+				}
+				a.rootTotal[cl], a.rootOK[cl] = total, ok
 			}
 		}
 		if !m.aerReading(a) {
@@ -183,6 +187,7 @@ func (m *Monitor) aerCycle(now time.Time, specs *[]event.Spec, changed *bool) {
 		ss, ch := a.fn.Judge(m.mem.AER, &p.reading, now, th)
 		*specs = append(*specs, ss...)
 		*changed = *changed || ch
+		m.viewChanged = m.viewChanged || ch // the totals the snapshot shows
 	}
 }
 
@@ -261,20 +266,20 @@ func (m *Monitor) acknowledgeAER(device, who string) []event.Spec {
 
 // aerTotals is what /metrics shows of the AER memory: every function on
 // the current plan with the classes it has files for.
-func (m *Monitor) aerTotals() []metrics.AERTotal {
+func (m *Monitor) aerTotals() []health.AERTotal {
 	if m.aer == nil {
 		return nil
 	}
-	var out []metrics.AERTotal
+	var out []health.AERTotal
 	for _, a := range m.aer.fns {
 		fm := m.mem.AER.Functions[a.fn.Address] // nil before the first read
 		for cl := range a.files {
 			sev := aer.Class(cl).String()
 			if a.files[cl] != nil && fm != nil {
-				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: sev, Total: fm.Totals[cl]})
+				out = append(out, health.AERTotal{PCI: a.fn.Address, Severity: sev, Total: fm.Totals[cl]})
 			}
 			if a.rootOK[cl] {
-				out = append(out, metrics.AERTotal{PCI: a.fn.Address, Severity: sev, Total: a.rootTotal[cl], RootPort: true})
+				out = append(out, health.AERTotal{PCI: a.fn.Address, Severity: sev, Total: a.rootTotal[cl], RootPort: true})
 			}
 		}
 	}

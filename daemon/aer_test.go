@@ -314,3 +314,34 @@ func TestAER_MetricsTotals(t *testing.T) {
 		t.Errorf("totals %v", got)
 	}
 }
+
+// TestAER_TotalsMovingRepublishTheSnapshot: a correctable error below the
+// rate threshold raises nothing, but the totals /metrics shows come from
+// the published snapshot, so moving them must mark the view changed (a
+// quiet poll does not rebuild the snapshot otherwise); an AER read that
+// moved nothing leaves it unchanged.
+func TestAER_TotalsMovingRepublishTheSnapshot(t *testing.T) {
+	h := simtest.Build(t, "minimal")
+	m, _ := aerMonitor(t, h, NewMemory(), persist.BootFresh)
+	now := aerT0
+	for i := 0; i < 3; i++ { // the first cycles plan and rate every counter
+		aerSpecs(m, now)
+		m.TakeViewChanged()
+		now = now.Add(aerInterval)
+	}
+	aerSpecs(m, now)
+	if m.TakeViewChanged() {
+		t.Fatal("an AER read that moved nothing changed the view")
+	}
+	nic, _ := h.Device("mlx5_0")
+	if err := h.AddAER(nic.PCIAddress, "correctable", "BadTLP", 1); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(aerInterval)
+	if s := aerSpecs(m, now); len(s) != 0 {
+		t.Fatalf("one correctable error raised %+v", s)
+	}
+	if !m.TakeViewChanged() {
+		t.Fatal("a moved AER total did not change the view: /metrics would show the old count")
+	}
+}

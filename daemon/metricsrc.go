@@ -59,14 +59,3 @@ func (d *Daemon) stopMetrics() {
 	<-d.metricsSrv.done
 	d.metricsSrv = nil
 }
-
-// PCIeAER lists the AER totals the AER check remembers, by function and
-// class.
-func (s metricsSource) PCIeAER() []metrics.AERTotal {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	if s.d.mon == nil {
-		return nil
-	}
-	return s.d.mon.aerTotals()
-}

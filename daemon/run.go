@@ -441,6 +441,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.model.Conditions())
+	snap.AER = d.mon.aerTotals()
 	d.snap.Store(snap)
 	return snap
 }

@@ -86,6 +86,20 @@ type Snapshot struct {
 	FatalPorts    []string `json:"fatalPorts"`
 	DegradedPorts []string `json:"degradedPorts"`
 	NICs          int      `json:"nics"`
+	// AER is what the AER check last counted on each PCI function of the
+	// NICs' paths, shown as is (a count, not a verdict: the verdict is in
+	// the conditions).
+	AER []AERTotal `json:"aer,omitempty"`
+}
+
+// AERTotal is one PCI function's total of one AER class.
+type AERTotal struct {
+	PCI      string `json:"pci"`
+	Severity string `json:"severity"` // correctable, nonfatal, fatal
+	Total    uint64 `json:"total"`
+	// RootPort: a root port's aer_rootport_total_err_* (what it received
+	// from every device below it), not the function's own counters.
+	RootPort bool `json:"rootPort,omitempty"`
 }
 
 // Build judges every port by the conditions that cover it and the node by

@@ -43,7 +43,6 @@ type snapshot struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
-	aer      []AERTotal
 }
 
 func gather(src Source) snapshot {
@@ -57,7 +56,6 @@ func gather(src Source) snapshot {
 		ob:       src.Outbox(),
 		sinks:    src.Sinks(),
 		stalled:  src.Stalled(),
-		aer:      aerTotals(src),
 	}
 }
 
