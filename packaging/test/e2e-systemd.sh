@@ -376,6 +376,25 @@ echo "root: ${out:-(accepted)}"
 case $out in *"ccess denied"*) die "root was denied AcknowledgeReset: $out" ;; esac
 ok "unprivileged caller denied, root let through"
 
+# --- remote scrape -------------------------------------------------------------
+say "metrics for a remote scraper (examples/metrics-remote.conf)"
+# The management address stands on lo: the container has no other link.
+ctr ip addr add 10.20.0.17/32 dev lo
+sed 's|^IPAddressAllow=10.20.255.0/28$|IPAddressAllow=10.20.0.17/32|' \
+    "$R/usr/share/doc/nichealthd/examples/metrics-remote.conf" \
+    > "$R/etc/systemd/system/nichealthd.service.d/metrics-remote.conf"
+# A top-level key: before the tables earlier steps appended.
+sed -i '1i metricsAddress = "10.20.0.17:2112"' "$R/etc/nichealthd/config.toml"
+ctr systemctl daemon-reload
+ctr systemctl restart nichealthd.service ||
+    bad "restart with metrics-remote.conf failed: $(ctr journalctl -q --no-pager -u nichealthd.service | tail -n 8)"
+if until_ok 50 ctr curl -sf --interface 10.20.0.17 http://10.20.0.17:2112/metrics; then
+    ctr curl -sf --interface 10.20.0.17 http://10.20.0.17:2112/metrics | grep -E '^nichealth_(healthy|monitored_ports) '
+    ok "scraped http://10.20.0.17:2112/metrics through the shipped drop-in"
+else
+    bad "no scrape of http://10.20.0.17:2112/metrics with metrics-remote.conf: $(ctr journalctl -q --no-pager -u nichealthd.service | tail -n 5)"
+fi
+
 say "uninstall"
 ctr dpkg --purge nichealthd
 [ ! -e "$R/var/lib/nichealthd" ] || die "purge left /var/lib/nichealthd"
