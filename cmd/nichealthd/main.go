@@ -18,6 +18,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/internal/version"
 	"github.com/nichealth/nichealthd/systemd/journal"
 )
@@ -38,6 +39,10 @@ func run(args []string) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: nichealthd [--config FILE] [--state-file FILE] [--node-name NAME] [OPTIONS]\n\nOptions:\n")
+		flagdoc.PrintOptions(fs.Output(), fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
