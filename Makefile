@@ -1,8 +1,10 @@
 # nichealthd build, test and packaging. `make help` lists targets.
 GO        ?= go
 BIN       ?= bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
-LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/daemon.Version=$(VERSION)
+# One version for every binary and the .deb: internal/version.Base plus,
+# off a release tag, the commit (scripts/version says how).
+VERSION   ?= $(shell $(GO) run ./scripts/version)
+LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/internal/version.stamp=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 5s
 CMDS      := $(notdir $(wildcard cmd/*))
@@ -101,7 +103,7 @@ deb: build
 	bash packaging/build-deb.sh $(BIN) dist
 
 install: build
-	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) bash packaging/install.sh $(BIN)
+	VERSION=$(VERSION) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) bash packaging/install.sh $(BIN)
 
 clean:
 	rm -rf $(BIN) dist

@@ -20,13 +20,11 @@ import (
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/internal/version"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
 )
-
-// Version is set at build time (-ldflags -X).
-var Version = "0.1.0-dev"
 
 // Overrides are command-line flags; a set flag wins over the file, also
 // after a reload.
@@ -438,7 +436,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		}
 	}
 	snap := health.Build(health.Node{
-		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
+		Version: version.String(), NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.model.Conditions())
 	snap.AER = d.mon.aerTotals()

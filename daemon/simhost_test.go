@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nichealth/nichealthd/daemon/config"
@@ -14,10 +15,20 @@ import (
 
 // simConfig is the configuration of a monitor on the simulated host h,
 // with extra TOML appended (top-level keys first, then tables).
+//
+// Unless extra sets it, readTimeout is the longest allowed (1m): these
+// tests drive the monitor with a simulated clock, and the read deadline is
+// the one real-time rule inside a cycle, so on a loaded machine a plain
+// file read could otherwise be declared hung and change what a test
+// counts. Tests of hung reads set their own (and use a FIFO).
 func simConfig(tb testing.TB, h *sim.Host, extra string) *config.Config {
 	tb.Helper()
 	doc := fmt.Sprintf("sysfsRoot = %q\nprocfsRoot = %q\ndevRoot = %q\nmetadataPath = %q\nnodeName = \"t\"\n",
-		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath()) + extra
+		h.SysRoot(), h.ProcRoot(), h.DevRoot(), h.MetadataPath())
+	if !strings.Contains(extra, "readTimeout") {
+		doc += "readTimeout = \"1m\"\n"
+	}
+	doc += extra
 	cfg, err := config.Parse(filepath.Join(h.Root, "config.toml"), []byte(doc))
 	if err != nil {
 		tb.Fatalf("config for %s: %v", h.Root, err)

@@ -101,9 +101,20 @@ done
 
 inst 0644 "$PKG/config/config.toml" "$d$DOCDIR/config.toml"
 inst 0644 "$PKG/examples/metrics.conf" "$d$DOCDIR/examples/metrics.conf"
+inst 0644 "$PKG/examples/metrics-remote.conf" "$d$DOCDIR/examples/metrics-remote.conf"
 inst 0644 "$PKG/examples/slurmd-after-nichealthd.conf" "$d$DOCDIR/examples/slurmd-after-nichealthd.conf"
 [ ! -f "$ROOT/README.md" ] || inst 0644 "$ROOT/README.md" "$d$DOCDIR/README.md"
-[ ! -f "$ROOT/LICENSE" ] || inst 0644 "$ROOT/LICENSE" "$d$DOCDIR/copyright"
+inst 0644 "$ROOT/LICENSE" "$d$DOCDIR/LICENSE"
+inst 0644 "$PKG/debian/copyright" "$d$DOCDIR/copyright"
+mkdir -p "$d$DOCDIR"
+# A build between releases names its own version in the newest entry, as
+# the package and the binaries do.
+if [ -n "$VERSION" ]; then
+    sed "1s/^nichealthd ([^)]*)/nichealthd ($VERSION)/" "$PKG/debian/changelog"
+else
+    cat "$PKG/debian/changelog"
+fi | gzip -9n > "$d$DOCDIR/changelog.gz"
+chmod 0644 "$d$DOCDIR/changelog.gz"
 
 echo "install.sh: installed into ${DESTDIR:-/} with PREFIX=$PREFIX"
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 )
 
 // callTimeout bounds one D-Bus round trip, as the bus's own default does.
@@ -33,7 +34,7 @@ func newFlagSet(name, usageLine string, stderr io.Writer) (*flag.FlagSet, *clien
 	fs.StringVar(&cf.busAddress, "bus-address", "", "D-Bus address of the system bus (default $DBUS_SYSTEM_BUS_ADDRESS or the standard socket)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: nichealthctl %s\n\nOptions:\n", usageLine)
-		fs.PrintDefaults()
+		flagdoc.PrintOptions(stderr, fs)
 	}
 	return fs, cf
 }

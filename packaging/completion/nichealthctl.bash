@@ -18,7 +18,9 @@ _nichealthctl() {
     fi
 
     local commands="status ports port events ack reload check wait-ready validate topology"
-    local flags="--json --bus-address --since --follow --retry-rejected --timeout --perfdata --offline --config --root --help --version"
+    # Options of the daemon commands; every command takes them after its
+    # name, none before it (nichealthctl --json status is refused).
+    local common="--json --bus-address --help"
     # Counter names of the built-in table; custom ones can still be typed.
     local counters="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
@@ -45,7 +47,7 @@ _nichealthctl() {
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            _nichealthctl_reply -W "--json --bus-address --help --version"
+            _nichealthctl_reply -W "--help --version"
         else
             _nichealthctl_reply -W "$commands"
         fi
@@ -54,16 +56,20 @@ _nichealthctl() {
 
     case $cmd in
         port|ack)
+            if [[ $cur == -* ]]; then
+                _nichealthctl_reply -W "$common"
+                return
+            fi
             case ${#args[@]} in
                 0) _nichealthctl_reply -W "$(ls "$ibclass" 2>/dev/null)" ;;
                 1) _nichealthctl_reply -W "$(ls "$ibclass/${args[0]}/ports" 2>/dev/null)" ;;
                 2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$counters" ;;
             esac
             ;;
-        events) _nichealthctl_reply -W "--since --follow -f --retry-rejected --json" ;;
-        check) _nichealthctl_reply -W "--perfdata --offline --config --root --json" ;;
-        wait-ready) _nichealthctl_reply -W "--timeout --json" ;;
-        validate) _nichealthctl_reply -f ;;
+        events) _nichealthctl_reply -W "--since --follow -f --retry-rejected $common" ;;
+        check) _nichealthctl_reply -W "--perfdata --offline --config --root $common" ;;
+        wait-ready) _nichealthctl_reply -W "--timeout $common" ;;
+        validate) if [[ $cur == -* ]]; then _nichealthctl_reply -W "--help"; else _nichealthctl_reply -f; fi ;;
         topology)
             if [[ ${#args[@]} -eq 0 ]]; then
                 _nichealthctl_reply -W "parse collect show"
@@ -76,6 +82,6 @@ _nichealthctl() {
                 _nichealthctl_reply -f
             fi
             ;;
-        *) _nichealthctl_reply -W "$flags" ;;
+        *) _nichealthctl_reply -W "$common" ;;
     esac
 } && complete -F _nichealthctl nichealthctl

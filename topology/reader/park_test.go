@@ -103,7 +103,8 @@ func readOne(r *Reader, path string) *File {
 
 // Three failures in a row with each parking errno park the file: the
 // third read's Err is ErrParked wrapping the errno, the fourth cycle does
-// not open the file.
+// not open the file. The 3 is a literal on purpose: the promise is three,
+// whatever ParkAfter says.
 func TestParking_ThreeFailuresPark(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -119,7 +120,8 @@ func TestParking_ThreeFailuresPark(t *testing.T) {
 			opens := newOpenCounter(t, h.file)
 			f := NewFile(h.file)
 			n := 0
-			for i := 1; i < ParkAfter; i++ {
+			const parkAfter = 3
+			for i := 1; i < parkAfter; i++ {
 				r.Read([]*File{f}, nil)
 				n += opens.take(t)
 				if !errors.Is(f.Err, tc.errno) || errors.Is(f.Err, ErrParked) {
@@ -129,13 +131,13 @@ func TestParking_ThreeFailuresPark(t *testing.T) {
 			r.Read([]*File{f}, nil)
 			n += opens.take(t)
 			if !errors.Is(f.Err, ErrParked) || !errors.Is(f.Err, tc.errno) {
-				t.Fatalf("read %d: err %v, want parked on %v", ParkAfter, f.Err, tc.errno)
+				t.Fatalf("read %d: err %v, want parked on %v", parkAfter, f.Err, tc.errno)
 			}
 			if e, ok := r.PathParked(h.file); !ok || e != tc.errno || r.ParkedCount() != 1 {
 				t.Fatalf("PathParked = %v %v, count %d", e, ok, r.ParkedCount())
 			}
-			if n != ParkAfter {
-				t.Fatalf("%d opens in %d failing reads", n, ParkAfter)
+			if n != parkAfter {
+				t.Fatalf("%d opens in %d failing reads", n, parkAfter)
 			}
 			r.Read([]*File{f}, nil)
 			if !errors.Is(f.Err, ErrParked) {
