@@ -156,7 +156,12 @@
       drawn[b] = true;
       var p = L.pos[n.id], chassis = b.indexOf("chassis:") === 0;
       var members = chassis ? L.boxes[b].members : [n];
-      var verdict = members.reduce(function (v, m) { return worse(v, m.verdict); }, "");
+      // A collapsed switch wears the worst verdict of what it hides.
+      var verdict = members.reduce(function (v, m) {
+        v = worse(v, m.verdict);
+        if (isCollapsed(m)) M.nodes.forEach(function (h) { if (h.leaf === m.id) v = worse(v, h.verdict); });
+        return v;
+      }, "");
       var hit = members.some(matches);
       var cls = "node " + (chassis ? "switch chassis" : n.kind) + " " + vclass(verdict) +
         (members.some(isCollapsed) ? " collapsed" : "") + (hit ? " match" : query ? " dim" : "");
