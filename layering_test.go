@@ -32,6 +32,10 @@ var ranks = []struct {
 	{"dbusapi", 3},
 	{"systemd", 3},
 	{"daemon", 4},
+	// fabric is the fleet-side view (nichealth-fabric): it reads what the
+	// fleet exports (Prometheus, status dumps) and never the daemon's
+	// insides, and nothing of the node imports it.
+	{"fabric", 5},
 }
 
 // pendingArrows are arrows against the rules that are known and being
@@ -76,6 +80,8 @@ func TestLayering_ImportsFollowTheFlow(t *testing.T) {
 			}
 			arrow := from + " -> " + to
 			switch {
+			case ftree == "fabric" && ttree != "fabric" && ttree != "internal":
+				bad = append(bad, arrow+" (the fabric view reads what the fleet exports, not the daemon's packages)")
 			case ftree == ttree:
 				// within one tree
 			case ttree == "persist" && ftree != "daemon" && ftree != "daemon/metrics":

@@ -109,6 +109,10 @@ func (m *Monitor) portInfos() []health.PortInfo {
 			pi.State, pi.PhysState = event.Clean(p.obs.State.Name), event.Clean(p.obs.Phys.Name)
 			pi.HealthyMessage = event.Clean(healthyMessage(p.obs))
 		}
+		if g, err := sysfs.ParseNodeGUID([]byte(p.dev.NodeGUID)); err == nil {
+			pi.NodeGUID = sysfs.FormatGUID(g)
+		}
+		pi.PortGUID = p.port.GUID
 		pi.GPUs = m.gpusOf[p.dev.Name]
 		pi.Counters = m.counterInfos(p)
 		out = append(out, pi)

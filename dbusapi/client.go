@@ -318,6 +318,8 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		NetDev:         get[string](m, "NetDev"),
 		PCIAddress:     get[string](m, "PCIAddress"),
 		NUMANode:       get[int32](m, "NUMANode"),
+		NodeGUID:       get[string](m, "NodeGUID"),
+		PortGUID:       get[string](m, "PortGUID"),
 		GPUs:           get[string](m, "GPUs"),
 		Rate:           get[string](m, "Rate"),
 		State:          get[string](m, "State"),

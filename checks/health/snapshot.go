@@ -58,6 +58,12 @@ type PortInfo struct {
 	// GPUs are the GPUs behind the port's NIC (PIX/PXB in the matrix), or
 	// "no GPU affinity".
 	GPUs string
+	// NodeGUID and PortGUID identify the port in the fabric, as
+	// ibnetdiscover prints them ("0xb83fd20300a0b010"), so a fleet view can
+	// join it to a fabric dump by GUID rather than by name; "" when sysfs
+	// did not say.
+	NodeGUID string
+	PortGUID string
 	// LinkDownEpisodes counts the port's link-down episodes this boot, as
 	// the flap rule counts them (checks/rules).
 	LinkDownEpisodes uint64

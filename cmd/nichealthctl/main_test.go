@@ -106,7 +106,7 @@ func TestCtl_Status(t *testing.T) {
 
 	f.update(func(m *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
 		m.Healthy, m.FatalPorts, m.LastReloadError = false, []string{"mlx5_0/1"}, "config.toml: threshold must be > 0"
-		(*ports)[0].Fatal, (*ports)[0].Healthy = true, false
+		(*ports)[0].Fatal, (*ports)[0].Healthy, (*ports)[0].Verdict = true, false, "fatal"
 		(*ports)[1].Healthy = false
 	})
 	out, errs, code = ctl(t, f.bus, nil, "status")
@@ -120,9 +120,22 @@ func TestCtl_Status(t *testing.T) {
 		FatalPorts     []string `json:"fatalPorts"`
 		FatalPortCount int      `json:"fatalPortCount"`
 		Healthy        bool     `json:"healthy"`
+		Ports          []struct {
+			Device   string `json:"device"`
+			Port     int    `json:"port"`
+			NodeGUID string `json:"nodeGUID"`
+			PortGUID string `json:"portGUID"`
+			Verdict  string `json:"verdict"`
+		} `json:"ports"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitFailed || st.NodeName != "gpu-node-1" || st.FatalPortCount != 1 || st.Healthy {
 		t.Errorf("status --json: %v code %d %+v\n%s", err, code, st, out)
+	}
+	// Each port with its GUIDs and verdict: what nichealth-fabric map
+	// --status places on the fabric.
+	if len(st.Ports) != 3 || st.Ports[0].Device != "mlx5_0" || st.Ports[0].NodeGUID != "0xb83fd20300a0b010" ||
+		st.Ports[0].PortGUID != "0xb83fd20300a0b010" || st.Ports[0].Verdict != "fatal" {
+		t.Errorf("status --json ports: %+v", st.Ports)
 	}
 }
 

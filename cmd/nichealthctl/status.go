@@ -10,11 +10,30 @@ import (
 )
 
 // statusJSON is status --json: the manager properties plus the port
-// verdict counts that the human output shows.
+// verdict counts that the human output shows, and each port's identity
+// and verdict, so a dump of it is enough for a fleet view without
+// Prometheus (nichealth-fabric map --status) to place the node's ports on
+// the fabric by GUID.
 type statusJSON struct {
 	dbusapi.ManagerView
-	FatalPortCount    int `json:"fatalPortCount"`
-	DegradedPortCount int `json:"degradedPortCount"`
+	FatalPortCount    int          `json:"fatalPortCount"`
+	DegradedPortCount int          `json:"degradedPortCount"`
+	Ports             []statusPort `json:"ports"`
+}
+
+// statusPort is one port in status --json: who it is and its verdict.
+type statusPort struct {
+	Device     string                  `json:"device"`
+	Port       int32                   `json:"port"`
+	LinkLayer  string                  `json:"linkLayer"`
+	NodeGUID   string                  `json:"nodeGUID"`
+	PortGUID   string                  `json:"portGUID"`
+	State      string                  `json:"state"`
+	PhysState  string                  `json:"physState"`
+	Rate       string                  `json:"rate"`
+	Verdict    string                  `json:"verdict"`
+	Message    string                  `json:"message"`
+	Conditions []dbusapi.ConditionView `json:"conditions"`
 }
 
 func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -40,6 +59,16 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	st := statusJSON{ManagerView: m, FatalPortCount: len(m.FatalPorts), DegradedPortCount: len(m.DegradedPorts)}
 	good := m.Healthy && m.Ready
 	if cf.json {
+		ports, err := c.Ports(ctx)
+		if err != nil {
+			return fail(stderr, "status", err)
+		}
+		st.Ports = make([]statusPort, 0, len(ports))
+		for _, p := range ports {
+			st.Ports = append(st.Ports, statusPort{Device: p.Device, Port: p.Port, LinkLayer: p.LinkLayer,
+				NodeGUID: p.NodeGUID, PortGUID: p.PortGUID, State: p.State, PhysState: p.PhysState, Rate: p.Rate,
+				Verdict: p.Verdict, Message: p.Message, Conditions: p.Conditions})
+		}
 		if err := writeJSON(stdout, st); err != nil {
 			return fail(stderr, "status", err)
 		}

@@ -45,7 +45,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 	for _, pv := range ports {
 		pi := health.PortInfo{Device: pv.Device, Port: int(pv.Port), LinkLayer: pv.LinkLayer, Role: pv.Role,
 			RoleReason: pv.RoleReason, NetDev: pv.NetDev, PCIAddress: pv.PCIAddress, NUMANode: int(pv.NUMANode),
-			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState}
+			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState, NodeGUID: pv.NodeGUID, PortGUID: pv.PortGUID}
 		if pv.LastChangeUSec != 0 {
 			pi.LastChange = time.UnixMicro(int64(pv.LastChangeUSec))
 		}

@@ -165,6 +165,10 @@ ctr getent group nichealth-admin >/dev/null || die "group nichealth-admin not cr
 [ "$(ctr systemctl show -P ActiveState nichealthd.service)" = inactive ] ||
     die "postinst started nichealthd on a host without RDMA devices"
 ok "installed, user and group created, enabled, not started (no /sys/class/infiniband)"
+# The package ships the fabric map and its example dump.
+ctr nichealth-fabric map --ibnetdiscover /usr/share/doc/nichealthd/examples/fabric-dgx-h100.topo --json |
+    grep -q '"switches": 12' || die "nichealth-fabric from the package does not map the shipped example fabric"
+ok "nichealth-fabric maps the shipped example fabric"
 
 # One version everywhere: the package, both binaries and (below) D-Bus.
 # shellcheck disable=SC2016 # dpkg-query's own ${Version} field syntax
