@@ -16,6 +16,7 @@ import (
 	"github.com/nichealth/nichealthd/fabric/overlay"
 	"github.com/nichealth/nichealthd/fabric/page"
 	"github.com/nichealth/nichealthd/internal/regularfile"
+	"github.com/nichealth/nichealthd/internal/version"
 )
 
 // Exit codes: 0 done, 1 the map could not be made, 2 usage.
@@ -51,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return exitUsage
 		}
+		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, "nichealth-fabric", version.String())
 		return exitOK
 	}
 	if args[0] != "map" {

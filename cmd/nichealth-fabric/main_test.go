@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nichealth/nichealthd/internal/version"
 )
 
 const edr = "../../fabric/ibnet/testdata/switchib-edr-2023.topo"
@@ -94,5 +96,12 @@ func TestFabric_12_MapUsage(t *testing.T) {
 		if code := run(tc.args, &out, &errs); code != tc.code || !strings.Contains(errs.String(), tc.msg) {
 			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, code, errs.String(), tc.code, tc.msg)
 		}
+	}
+}
+
+func TestFabric_VersionIsTheProductVersion(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run([]string{"--version"}, &out, &errb); code != exitOK || out.String() != "nichealth-fabric "+version.String()+"\n" {
+		t.Fatalf("--version: exit %d, %q %q", code, out.String(), errb.String())
 	}
 }
