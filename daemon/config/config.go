@@ -425,6 +425,9 @@ func identityFrom(c *Config, f *File, bad badFunc) error {
 	return nil
 }
 
+// MaxDescriptionBytes bounds a counter's description.
+const MaxDescriptionBytes = 1024
+
 // countersFrom reads counter detection and its table.
 func countersFrom(c *Config, f *File, bad badFunc) error {
 	var err error
@@ -435,6 +438,15 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 	}
 	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
 		return bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
+	}
+	for i, o := range f.CounterDetection.Counters {
+		// The description is the text of every event of its counter:
+		// bounded here, so an operator learns of a cut at once rather than
+		// from truncated events (event.New bounds them anyway).
+		if o.Description != nil && len(*o.Description) > MaxDescriptionBytes {
+			return bad(fmt.Sprintf("counterDetection.counters[%d].description", i),
+				"is %d bytes, above the limit of %d: describe the fault in a sentence", len(*o.Description), MaxDescriptionBytes)
+		}
 	}
 	if c.Counters, err = counters.Merge(counters.TableDefaults(), f.CounterDetection.Counters); err != nil {
 		return &Error{File: c.Path, Reason: err.Error()}
@@ -466,6 +478,14 @@ func sinksFrom(c *Config, f *File, bad badFunc) error {
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
 	c.JSONLPath = f.Sinks.JSONL.Path
 	if c.JSONLPath != "" && c.JSONLPath != "-" {
+		if strings.IndexByte(c.JSONLPath, 0) >= 0 || !utf8.ValidString(c.JSONLPath) {
+			return bad("sinks.jsonl.path", "%q contains a NUL byte or invalid UTF-8: name a file by an absolute path", c.JSONLPath)
+		}
+		if !filepath.IsAbs(c.JSONLPath) {
+			// Relative to what the daemon's working directory happens to
+			// be, which systemd sets to /.
+			return bad("sinks.jsonl.path", "%q must be an absolute path (or \"-\" for stdout)", c.JSONLPath)
+		}
 		if fi, err := os.Stat(c.JSONLPath); err == nil && !fi.Mode().IsRegular() {
 			if fi.IsDir() {
 				return bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
@@ -522,7 +542,9 @@ func ParseChecks(list []string) (map[string]bool, error) {
 	for _, n := range list {
 		n = strings.TrimSpace(n)
 		if n == "" {
-			continue
+			// A blank name would leave every check off without a word:
+			// a list means "only these".
+			return nil, fmt.Errorf("empty check name in the list (known: %s); leave the list out to run every check", strings.Join(KnownChecks(), ", "))
 		}
 		if !slices.Contains(KnownChecks(), n) {
 			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))
