@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -196,7 +197,39 @@ const DefaultExclusion = "^veth.*,^docker.*,^br-.*,^lo$"
 // delete it); a missing file anywhere else is an error, because a typo in
 // --config must not silently run with defaults.
 func Load(path string) (*Config, error) {
-	b, err := readConfig(path, readDeadline)
+	var l Loader
+	return l.Load(path)
+}
+
+// Loader loads the configuration as Load does, for a process that loads
+// it again and again (the daemon's reloads). A read that hangs (a hung
+// network filesystem) is abandoned after the deadline but stays pending,
+// and the next Load of the same file waits on that read instead of
+// starting another: each read blocked in the kernel holds an OS thread,
+// and a reload every second would otherwise end in thread exhaustion.
+// The zero value is ready; it is safe for concurrent use.
+type Loader struct {
+	// Deadline bounds how long Load waits for the file (0: 5 s).
+	Deadline time.Duration
+
+	mu      sync.Mutex
+	pending map[string]*pendingRead
+}
+
+// pendingRead is one read of a file in flight; done closes when it ends.
+type pendingRead struct {
+	done chan struct{}
+	b    []byte
+	err  error
+}
+
+// Load reads and validates path (see the package-level Load).
+func (l *Loader) Load(path string) (*Config, error) {
+	deadline := l.Deadline
+	if deadline <= 0 {
+		deadline = readDeadline
+	}
+	b, err := l.read(path, deadline)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
 			b = nil
@@ -213,28 +246,41 @@ const (
 	readDeadline   = 5 * time.Second
 )
 
-// readConfig reads a configuration file that anyone with write access to
+// read reads a configuration file that anyone with write access to
 // its directory may have replaced: only a regular file (or a symlink to
 // one, as ConfigMaps are) of at most 1 MiB is read. A FIFO would block the
 // read forever and /dev/zero would exhaust memory; the non-blocking open
 // and the type check on the open file refuse both at once. A regular file
 // on a hung network filesystem is abandoned after deadline.
-func readConfig(path string, deadline time.Duration) ([]byte, error) {
-	type result struct {
-		b   []byte
-		err error
+// A read still pending from an earlier call is joined, never
+// duplicated.
+func (l *Loader) read(path string, deadline time.Duration) ([]byte, error) {
+	l.mu.Lock()
+	r, joined := l.pending[path]
+	if !joined {
+		r = &pendingRead{done: make(chan struct{})}
+		if l.pending == nil {
+			l.pending = map[string]*pendingRead{}
+		}
+		l.pending[path] = r
+		go func() {
+			r.b, r.err = regularfile.Read(path, maxConfigBytes)
+			l.mu.Lock()
+			delete(l.pending, path)
+			l.mu.Unlock()
+			close(r.done)
+		}()
 	}
-	ch := make(chan result, 1)
-	go func() {
-		b, err := regularfile.Read(path, maxConfigBytes)
-		ch <- result{b, err}
-	}()
+	l.mu.Unlock()
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	select {
-	case r := <-ch:
+	case <-r.done:
 		return r.b, r.err
 	case <-t.C:
+		if joined {
+			return nil, fmt.Errorf("no answer within %v; an earlier read of the file has not returned either (a hung filesystem?)", deadline)
+		}
 		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
 	}
 }
