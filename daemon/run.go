@@ -94,9 +94,9 @@ type Daemon struct {
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
 	reloadLogs repeats.Limiter
-	// appendFails counts consecutive polls whose events the outbox
-	// could not take.
-	appendFails int
+	// held are events the checks emitted that the outbox has not taken
+	// yet (daemon/commit.go).
+	held heldEvents
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
@@ -214,6 +214,9 @@ func New(opts Options) (*Daemon, error) {
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
 		boot:       bs,
+		// A refused append is a local disk problem, like a cursor that
+		// cannot be saved: retried at most every few seconds.
+		held: heldEvents{ep: episode{min: backoffMin, max: saveBackoffMax}},
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
 	var rnote string
@@ -387,8 +390,9 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
 	specs, changed := d.mon.Cycle(now)
-	evs := d.commitLocked(specs, changed, now)
-	// The rules read the model the cycle's events just updated. Their
+	d.holdLocked(specs, now)
+	// The rules read the model the cycle's events just updated (held
+	// events included, with the times they were detected at). Their
 	// windows move with those events, so they are saved with them (a
 	// crash must not forget an episode); a quiet poll saves nothing. With
 	// no event they only have time to judge (minutes-long windows), so a
@@ -396,16 +400,19 @@ func (d *Daemon) poll(now time.Time) {
 	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
 		d.rulesAt = now
 		if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
-			evs = append(evs, d.commitLocked(rs, true, now)...)
+			d.holdLocked(rs, now)
+			changed = true
 		}
 	}
+	evs := d.commitLocked(changed)
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
 	// The verdict is rebuilt only when something it shows moved: events,
-	// an observation, a counter value or rate. A quiet poll reuses it.
+	// an observation, a counter value or rate, the outbox's state. A
+	// quiet poll reuses it.
 	snap := d.snap.Load()
-	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || snap == nil {
+	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || d.takeSnapDirty() || snap == nil {
 		snap = d.publishSnapshotLocked()
 	}
 	d.lastPollNano.Store(time.Now().UnixNano())
@@ -440,7 +447,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	snap := health.Build(health.Node{
 		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
-	}, infos, d.model.Conditions())
+	}, infos, d.conditionsLocked())
 	snap.AER = d.mon.aerTotals()
 	d.snap.Store(snap)
 	return snap
@@ -456,92 +463,6 @@ func (d *Daemon) LastPoll() time.Time {
 		return time.Unix(0, n)
 	}
 	return time.Time{}
-}
-
-type emitted struct {
-	ev  event.Event
-	seq uint64
-}
-
-// commitLocked turns specs into events, appends them durably, then saves
-// the state. Caller holds d.mu.
-func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) []emitted {
-	out, ok := d.appendLocked(specs, now)
-	if !ok {
-		return nil
-	}
-	if d.modelDirty {
-		storeModel(d.st, d.model)
-		d.modelDirty = false
-		changed = true
-	}
-	if changed || len(specs) > 0 {
-		d.saveLocked()
-	}
-	return out
-}
-
-// appendLocked makes the specs' events durable in the outbox and folds
-// them into the health model. ok is false when the outbox refused them:
-// nothing is durable and the state must not be saved, so the specs go
-// back to the front of the next cycle and a full or read-only disk delays
-// events but never loses them (a crash in the meantime re-detects them
-// from the unsaved state).
-func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, bool) {
-	if len(specs) == 0 {
-		return nil, true
-	}
-	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
-	evs := make([]event.Event, len(specs))
-	for i, s := range specs {
-		evs[i] = event.New(d.mon.withGPUs(s), stamp)
-	}
-	seqs, err := d.ob.Append(evs)
-	if err != nil {
-		// One line per episode: a full disk lasts many polls.
-		if d.appendFails == 0 {
-			d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
-		}
-		d.appendFails++
-		d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
-		return nil, false
-	}
-	if d.appendFails > 0 {
-		d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
-		d.appendFails = 0
-	}
-	out := make([]emitted, 0, len(evs))
-	for i := range evs {
-		out = append(out, emitted{evs[i], seqs[i]})
-		if d.model.Apply(&evs[i]) {
-			d.modelDirty = true
-		}
-	}
-	if len(seqs) > 0 {
-		d.st.OutboxSeq = seqs[len(seqs)-1]
-	}
-	// Durable now: signal D-Bus listeners before the state save (a few ms
-	// of fsyncs); signals leave from the bus's own goroutine.
-	d.announce(out)
-	return out, true
-}
-
-// saveLocked saves the state when it changed, with one log line per
-// episode of failures (the error names a fresh temporary file each time).
-func (d *Daemon) saveLocked() {
-	if _, err := d.saveIfChanged(); err != nil {
-		if d.saveErr == "" {
-			d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
-		}
-		d.saveErr = err.Error()
-		d.saveFails++
-		return
-	}
-	if d.saveErr != "" {
-		d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
-		d.saveErr = ""
-		d.saveFails = 0
-	}
 }
 
 // announce logs durable events and signals them on D-Bus.
@@ -586,9 +507,7 @@ func (d *Daemon) statusLocked() string { return d.publishSnapshotLocked().Status
 func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.nt.Stopping()
 	d.mu.Lock()
-	if _, err := d.saveIfChanged(); err != nil {
-		d.log.Error("cannot save state at shutdown", "err", err)
-	}
+	d.commitAtShutdownLocked()
 	d.mu.Unlock()
 	// Give drainers a moment to flush what is queued; anything left stays
 	// in the outbox for the next start.
@@ -796,7 +715,8 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	d.cfg = cfg
 	d.generation++
 	d.reloadErr = ""
-	evs := d.commitLocked(specs, true, time.Now())
+	d.holdLocked(specs, time.Now())
+	evs := d.commitLocked(true)
 	d.publishSnapshotLocked()
 	d.logApplied(cfg, unchanged)
 	d.publish(evs)

@@ -888,6 +888,9 @@ func (o *Outbox) depth(cur uint64) int {
 	return n
 }
 
+// Dir is the outbox's directory.
+func (o *Outbox) Dir() string { return o.dir }
+
 // SetMaxBytes changes the size bound (configuration reload); it applies
 // from the next Append. <= 0 is the default.
 func (o *Outbox) SetMaxBytes(n int64) {
