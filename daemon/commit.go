@@ -247,3 +247,13 @@ func undeliverable(s *health.Snapshot) string {
 	}
 	return ""
 }
+
+// statusOf is the STATUS= line: the verdict's summary, which names the
+// outbox trouble itself when nothing worse leads it.
+func statusOf(s *health.Snapshot) string {
+	st := s.Status()
+	if why := undeliverable(s); why != "" && (len(s.Conditions) == 0 || s.Conditions[0].Check != OutboxCheck) {
+		st += "; events cannot be written to the outbox (see journalctl -u nichealthd)"
+	}
+	return st
+}

@@ -421,7 +421,7 @@ func (d *Daemon) poll(now time.Time) {
 	d.publish(evs)
 	d.wd.Progress()
 	// STATUS= is sent when the verdict's summary changes, not every poll.
-	status := snap.Status()
+	status := statusOf(snap)
 	switch {
 	case first:
 		// Logged before READY=1, so the journal shows the first poll
@@ -502,7 +502,7 @@ func (d *Daemon) saveIfChanged() (bool, error) {
 	return d.store.SaveIfChanged(d.st)
 }
 
-func (d *Daemon) statusLocked() string { return d.publishSnapshotLocked().Status() }
+func (d *Daemon) statusLocked() string { return statusOf(d.publishSnapshotLocked()) }
 
 func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	d.nt.Stopping()

@@ -1,0 +1,182 @@
+package main
+
+// Black-box tests of issue 22, "nothing lost, nothing unbounded": each
+// replays one of its rows against the built daemon.
+
+import (
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/internal/component"
+	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
+)
+
+// freezeOutbox makes the outbox's segments immutable, so every append
+// fails while the state file beside them can still be saved (the case of
+// an EIO on the outbox's disk region), and undoes it when the test ends.
+func (n *node) freezeOutbox(on bool) {
+	n.t.Helper()
+	if _, err := exec.LookPath("chattr"); err != nil {
+		component.Missing(n.t, "chattr not installed")
+	}
+	segs, _ := filepath.Glob(filepath.Join(filepath.Dir(n.state), "outbox", "*.log"))
+	if len(segs) == 0 {
+		n.t.Fatal("no outbox segment")
+	}
+	flag := "-i"
+	if on {
+		flag = "+i"
+		n.t.Cleanup(func() { exec.Command("chattr", append([]string{"-i"}, segs...)...).Run() })
+	}
+	if out, err := exec.Command("chattr", append([]string{flag}, segs...)...).CombinedOutput(); err != nil {
+		component.Missing(n.t, "chattr %s %v (needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs): %v %s", flag, segs, err, out)
+	}
+}
+
+// healthz is the /healthz answer of the running daemon.
+func (n *node) healthz() (int, string) {
+	n.t.Helper()
+	url := strings.TrimSuffix(n.metricsURL(), "/metrics") + "/healthz"
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	k, _ := resp.Body.Read(buf)
+	b.Write(buf[:k])
+	return resp.StatusCode, b.String()
+}
+
+// Issue 22 row 2: the cycle's append failed, and the next commit with no
+// events (or the shutdown) saved the state anyway; after a restart the
+// port's DOWN was never emitted and every view said healthy while sysfs
+// said DOWN. Now, while the outbox refuses, every view says so, the state
+// is not saved, and after SIGTERM or SIGKILL and a restart the DOWN is
+// delivered exactly once.
+func TestBounded_2_FailedAppendNotPaperedOverByASave(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []string{"SIGTERM", "SIGKILL"} {
+		t.Run(stop, func(t *testing.T) {
+			t.Parallel()
+			n, l := newNotifiedNode(t)
+			n.writeIntegConfig(integConfig{})
+			n.withMetrics()
+			n.start()
+			n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+			n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
+			n.waitDrained()
+			n.freezeOutbox(true)
+			before := len(n.read())
+			if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+				t.Fatal(err)
+			}
+			n.waitLog("the failed append", func(l string) bool { return strings.Contains(l, "cannot append events to the outbox") })
+			// Polls go on, and quiet ones among them (the old code saved
+			// the state at the first of them).
+			n.waitPolls(5)
+			n.waitMetric("the node unhealthy", "nichealth_healthy", func(m map[string]float64) bool {
+				v, ok := m["nichealth_healthy"]
+				return ok && v == 0
+			})
+			if code, body := n.healthz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot be made durable") {
+				t.Fatalf("/healthz %d %q while the outbox refuses appends", code, body)
+			}
+			if _, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool {
+				st, _ := m.Get("STATUS")
+				return strings.Contains(st, "outbox")
+			}); err != nil {
+				t.Fatalf("STATUS= never named the outbox: %v", err)
+			}
+			if c := count(n.read()[before:], portEvent("mlx5_3", event.KindPortFatal)); c != 0 {
+				t.Fatal("an event went out that is not durable")
+			}
+			if stop == "SIGTERM" {
+				n.cmd.Process.Signal(syscall.SIGTERM)
+				n.cmd.Wait()
+				if !strings.Contains(n.stderr.String(), "the state file was not saved") {
+					t.Fatalf("shutdown did not say the held events stop the save:\n%s", n.stderr.String())
+				}
+			} else {
+				n.kill()
+			}
+			n.freezeOutbox(false)
+			n.env = nil
+			n.start()
+			n.waitEventAfter(before, "the DOWN after the restart", portEvent("mlx5_3", event.KindPortFatal))
+			n.waitMetric("the node fatal", "nichealth_healthy", func(m map[string]float64) bool { return m["nichealth_healthy"] == 0 })
+			n.stop()
+			if c := count(n.read(), portEvent("mlx5_3", event.KindPortFatal)); c != 1 {
+				t.Fatalf("DOWN delivered %d times: %s", c, summary(n.read()))
+			}
+		})
+	}
+}
+
+// Issue 22 row 13: events held back by a failed append were stamped when
+// finally written (32 events of 5 s, one instant), and the flap rule
+// missed the episodes of that window (it judged a DOWN port without a
+// condition as "unknown"). Three link-downs during the outage keep their
+// own times and raise the flap rule; after the outage each event is
+// delivered once, in order.
+func TestBounded_13_HeldEventsKeepTheirTimes(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
+	n.waitDrained()
+	n.freezeOutbox(true)
+	before := len(n.read())
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		for _, st := range [][2]string{{"DOWN", "Disabled"}, {"ACTIVE", "LinkUp"}} {
+			if err := n.h.SetPortState("mlx5_2", 1, st[0], st[1]); err != nil {
+				t.Fatal(err)
+			}
+			// Each edge must be seen by a poll of its own.
+			n.waitPolls(3)
+		}
+	}
+	n.waitLog("the failed append", func(l string) bool { return strings.Contains(l, "cannot append events to the outbox") })
+	n.freezeOutbox(false)
+	flap := n.waitEventAfter(before, "the flap rule", ruleEvent("mlx5_2", "NICLinkFlapRule", false))
+	n.stop()
+	var edges []event.Event
+	for _, e := range n.read()[before:] {
+		if e.Device() == "mlx5_2" && (e.Kind == event.KindPortFatal || e.Kind == event.KindPortRecovered) {
+			edges = append(edges, e)
+		}
+	}
+	if len(edges) != 6 {
+		t.Fatalf("%d port events for 3 flaps: %s", len(edges), summary(edges))
+	}
+	for i := 1; i < len(edges); i++ {
+		if !edges[i].GeneratedTimestamp.After(edges[i-1].GeneratedTimestamp) {
+			t.Fatalf("event %d stamped %s, not after %s: held events were stamped when written", i,
+				edges[i].GeneratedTimestamp, edges[i-1].GeneratedTimestamp)
+		}
+	}
+	if first := edges[0].GeneratedTimestamp; first.Before(start.Add(-time.Second)) || !first.Before(edges[5].GeneratedTimestamp) {
+		t.Fatalf("first edge stamped %s (test started %s)", first, start)
+	}
+	if flap.GeneratedTimestamp.Before(edges[4].GeneratedTimestamp) {
+		t.Fatalf("flap raised at %s, before the third fall at %s", flap.GeneratedTimestamp, edges[4].GeneratedTimestamp)
+	}
+	seen := map[string]int{}
+	for _, e := range n.read() {
+		if seen[e.ID]++; seen[e.ID] > 1 {
+			t.Fatalf("event %s delivered twice", e.ID)
+		}
+	}
+}
