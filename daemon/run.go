@@ -103,14 +103,22 @@ type Daemon struct {
 
 	sinkMu sync.Mutex
 	sinks  *sinkSet
-	// startMu serialises replacing the sink set (reload, and the retry
-	// after a reload that could not start it).
-	startMu  sync.Mutex
+	// sinkWant is the configuration the sinks should run with; sinkReq
+	// wakes the goroutine that brings them there (daemon/sinks.go).
+	sinkWant atomic.Pointer[sinkWant]
+	sinkReq  chan struct{}
 	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
 	reloadCh chan chan error
 	loadedCh chan loaded
+	// The reload in progress, owned by the loop's goroutine: reloading
+	// while a read is under way, reloadAgain when another was asked for
+	// meanwhile, reloadQueued the callers waiting for that one.
+	reloading    bool
+	reloadAgain  bool
+	reloadQueued []chan error
+	cfgLoader    config.Loader
 	ackSeq   atomic.Uint64
 }
 
@@ -155,7 +163,14 @@ func (o *Overrides) apply(c *config.Config) {
 // LoadConfig loads the file and applies flag overrides and the node-name
 // fallbacks (flag, file, $NODE_NAME, hostname).
 func LoadConfig(path string, o Overrides) (*config.Config, error) {
-	c, err := config.Load(path)
+	var l config.Loader
+	return loadConfigWith(&l, path, o)
+}
+
+// loadConfigWith is LoadConfig through l, which joins a read still
+// pending from an earlier call rather than starting another.
+func loadConfigWith(l *config.Loader, path string, o Overrides) (*config.Config, error) {
+	c, err := l.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +223,7 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats.Limiter{Window: time.Minute},
+		sinkReq: make(chan struct{}, 1),
 		metrics: metrics.New(),
 		model:   model,
 		// A replay or a model rebuilt from an older state file is saved
@@ -304,6 +320,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.startSinks(ctx, d.cfg, false); err != nil {
 		return err
 	}
+	sinksDone := make(chan struct{})
+	go func() { defer close(sinksDone); d.sinkWorker(ctx) }()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -322,21 +340,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return d.shutdown(cancel)
+			return d.shutdown(cancel, sinksDone)
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				d.beginReload(nil)
 				continue
 			}
 			d.log.Info("stopping", "signal", s.String())
-			return d.shutdown(cancel)
+			return d.shutdown(cancel, sinksDone)
 		case reply := <-d.reloadCh:
 			d.beginReload(reply)
 		case l := <-d.loadedCh:
-			err := d.applyReload(l.cfg, l.err)
-			if l.reply != nil {
-				l.reply <- err
-			}
+			d.endReload(l)
 		case <-timer.C:
 			timer.Reset(d.pollAndSchedule())
 		}
@@ -504,7 +519,7 @@ func (d *Daemon) saveIfChanged() (bool, error) {
 
 func (d *Daemon) statusLocked() string { return statusOf(d.publishSnapshotLocked()) }
 
-func (d *Daemon) shutdown(cancel context.CancelFunc) error {
+func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) error {
 	d.nt.Stopping()
 	d.mu.Lock()
 	d.commitAtShutdownLocked()
@@ -515,9 +530,15 @@ func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	for time.Now().Before(deadline) && d.pending() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	d.stopSinks()
+	d.stopSinksWithin(sinkStopTimeout)
 	d.stopMetrics()
 	cancel()
+	select {
+	case <-sinksDone:
+	case <-time.After(time.Second):
+		// Blocked in a sink's Close or write in the kernel: the process
+		// exits without it; its events stay in the outbox.
+	}
 	<-d.busDone
 	d.mon.Close()
 	return d.ob.Close()
@@ -619,37 +640,6 @@ func restartOnly(old, cfg *config.Config) error {
 	return nil
 }
 
-// retryStartSinks starts the sinks of configuration generation gen after
-// a reload could not, with backoff, until it succeeds, a later reload
-// takes over, or the daemon stops.
-func (d *Daemon) retryStartSinks(cfg *config.Config, gen uint64) {
-	ep := episode{min: backoffMin, max: backoffMax}
-	for {
-		_, wait := ep.fail()
-		if !sleep(d.runCtx, wait) {
-			return
-		}
-		d.mu.Lock()
-		current := d.generation == gen
-		d.mu.Unlock()
-		d.startMu.Lock()
-		d.sinkMu.Lock()
-		running := d.sinks != nil
-		d.sinkMu.Unlock()
-		if !current || running {
-			d.startMu.Unlock()
-			return
-		}
-		err := d.startSinks(d.runCtx, cfg, true)
-		d.startMu.Unlock()
-		if err == nil {
-			n, lasted := ep.recovered()
-			d.log.Info("sinks started", "attempts", n, "lasted", lasted)
-			return
-		}
-	}
-}
-
 // RequestReload asks the loop to reload and waits for the outcome.
 func (d *Daemon) RequestReload() error {
 	reply := make(chan error, 1)
@@ -657,29 +647,63 @@ func (d *Daemon) RequestReload() error {
 	return <-reply
 }
 
-// loaded is a configuration read for a reload, off the poll loop.
+// loaded is a configuration read for a reload, off the poll loop, and
+// the callers waiting for its outcome.
 type loaded struct {
-	cfg   *config.Config
-	err   error
-	reply chan error
+	cfg     *config.Config
+	err     error
+	replies []chan error
 }
 
-// beginReload reads the configuration on a goroutine of its own, so that
-// polling goes on while it is read (bounded by config.Load's deadline),
-// and hands the result to the loop, which applies it between cycles.
+// beginReload asks for the configuration to be read again; reply (when
+// not nil) receives the outcome. One read at a time: a request that comes
+// while one is under way (a SIGHUP flood, a file on a hung filesystem) is
+// served by one more read after it, never by a read of its own. Runs on
+// the loop's goroutine, which owns the reload fields.
 func (d *Daemon) beginReload(reply chan error) {
+	if reply != nil {
+		d.reloadQueued = append(d.reloadQueued, reply)
+	}
+	if d.reloading {
+		d.reloadAgain = true
+		return
+	}
+	d.startReloadRead()
+}
+
+// startReloadRead reads the configuration on a goroutine of its own, so
+// that polling goes on while it is read (bounded by the loader's
+// deadline), and hands the result to the loop, which applies it between
+// cycles.
+func (d *Daemon) startReloadRead() {
+	d.reloading, d.reloadAgain = true, false
+	replies := d.reloadQueued
+	d.reloadQueued = nil
 	d.nt.Reloading()
 	ctx := d.runCtx
 	go func() {
-		cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+		cfg, err := loadConfigWith(&d.cfgLoader, d.opts.ConfigPath, d.opts.Overrides)
 		select {
-		case d.loadedCh <- loaded{cfg, err, reply}:
+		case d.loadedCh <- loaded{cfg, err, replies}:
 		case <-ctx.Done():
-			if reply != nil {
-				reply <- fmt.Errorf("reload: the daemon is stopping")
+			for _, r := range replies {
+				r <- fmt.Errorf("reload: the daemon is stopping")
 			}
 		}
 	}()
+}
+
+// endReload applies a finished read, answers its callers, and starts the
+// read that requests made meanwhile are waiting for.
+func (d *Daemon) endReload(l loaded) {
+	d.reloading = false
+	err := d.applyReload(l.cfg, l.err)
+	for _, r := range l.replies {
+		r <- err
+	}
+	if d.reloadAgain || len(d.reloadQueued) > 0 {
+		d.startReloadRead()
+	}
 }
 
 // applyReload applies a loaded configuration between poll cycles, on the
@@ -711,9 +735,11 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	}
 	unchanged := cfg.Digest == d.cfg.Digest
 	specs := d.reconfigureLocked(cfg)
-	d.restartSinksLocked(cfg)
 	d.cfg = cfg
 	d.generation++
+	// Off the loop: stopping a sink waits for its drainer, which may be
+	// blocked in a write to a hung filesystem.
+	d.requestSinks(cfg)
 	d.reloadErr = ""
 	d.holdLocked(specs, time.Now())
 	evs := d.commitLocked(true)
@@ -753,33 +779,6 @@ func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 		d.log.Info("D-Bus admin group changed", "from", d.cfg.AdminGroup, "to", cfg.AdminGroup)
 	}
 	return specs
-}
-
-// restartSinksLocked restarts the sinks when their keys changed (or none
-// runs: an earlier reload could not start them), and otherwise reopens
-// their files, which is how logrotate's SIGHUP is meant. Caller holds
-// d.mu; it is released while sinks stop and start, since a slow Close
-// must not hold up D-Bus readers.
-func (d *Daemon) restartSinksLocked(cfg *config.Config) {
-	d.sinkMu.Lock()
-	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key
-	d.sinkMu.Unlock()
-	if !changed {
-		d.reopenSinks()
-		return
-	}
-	d.mu.Unlock()
-	d.startMu.Lock()
-	d.stopSinks()
-	err := d.startSinks(d.runCtx, cfg, true)
-	d.startMu.Unlock()
-	d.mu.Lock()
-	if err != nil {
-		d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
-		go d.retryStartSinks(cfg, d.generation+1)
-		return
-	}
-	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
 }
 
 // logApplied logs an applied configuration; a reload of the same file (a
