@@ -5,6 +5,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/internal/component"
+	"github.com/nichealth/nichealthd/internal/hangfs"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
 
@@ -178,5 +180,94 @@ func TestBounded_13_HeldEventsKeepTheirTimes(t *testing.T) {
 		if seen[e.ID]++; seen[e.ID] > 1 {
 			t.Fatalf("event %s delivered twice", e.ID)
 		}
+	}
+}
+
+// waitExit waits for the daemon to exit on its own after a signal, and
+// fails the test if it never does.
+func (n *node) waitExit(what string) {
+	n.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- n.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			n.t.Fatalf("%s: exit %v\n%s", what, err, n.stderr.String())
+		}
+	case <-time.After(2 * waitDeadline):
+		n.cmd.Process.Kill()
+		<-done
+		n.t.Fatalf("%s: the daemon did not exit\n%s", what, n.stderr.String())
+	}
+}
+
+// Issue 22 row 5: the JSON-lines file's filesystem hangs, and a reload
+// froze the poll loop (sinks were restarted on the loop's goroutine and
+// waited on a Send blocked in the kernel): a DOWN went unseen and SIGTERM
+// was ignored. Now the loop keeps polling through reloads that reopen and
+// that replace the sinks, SIGTERM ends the daemon while the write still
+// hangs, and once the filesystem answers every event arrives once, in
+// order.
+func TestBounded_5_HungJSONLFilesystemAndReloadKeepPolling(t *testing.T) {
+	t.Parallel()
+	fs := hangfs.Mount(t)
+	n := newNode(t, "dgx-h100", "")
+	n.events = filepath.Join(fs.Dir, "events.jsonl")
+	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
+	// The test reads the file behind the mount, so its own reads never
+	// meet the hang.
+	n.events = filepath.Join(fs.Backing, "events.jsonl")
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.waitReadyLog()
+	n.waitDrained()
+	fs.Hang(false, true)
+	if err := n.h.SetPortState("mlx5_1", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	for fs.Hung() == 0 {
+		n.waitPolls(1) // until the sink's write of that DOWN hangs
+	}
+	// A reload that only reopens the file, then one that replaces the
+	// sinks ([sinks.connector] timeout is part of their key).
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	n.waitLog("the reload", func(l string) bool { return strings.Contains(l, "configuration applied (file unchanged)") })
+	backing := n.events
+	n.events = filepath.Join(fs.Dir, "events.jsonl")
+	edited := "metricsAddress = \"127.0.0.1:0\"\n" + n.configText(integConfig{tables: "[sinks.connector]\ntimeout = \"7s\"\n"})
+	n.events = backing
+	if err := os.WriteFile(n.cfg, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog("the edit applied", func(l string) bool { return n.logGeneration() >= 3 })
+	if err := n.h.SetPortState("mlx5_4", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	n.waitMetric("mlx5_4 fatal, seen by a poll after the reloads", "nichealth_fatal_ports", func(m map[string]float64) bool {
+		return m["nichealth_fatal_ports"] == 2
+	})
+	n.waitPolls(3)
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	n.waitExit("SIGTERM while the sink's write hangs")
+	fs.Release()
+	n.start()
+	n.waitEvent("mlx5_4's DOWN", portEvent("mlx5_4", event.KindPortFatal))
+	n.waitDrained()
+	n.stop()
+	evs := n.read()
+	seen := map[string]bool{}
+	order := []string{}
+	for _, e := range evs {
+		if seen[e.ID] {
+			t.Fatalf("event %s delivered twice: %s", e.ID, summary(evs))
+		}
+		seen[e.ID] = true
+		if e.Kind == event.KindPortFatal {
+			order = append(order, e.Device())
+		}
+	}
+	if strings.Join(order, ",") != "mlx5_1,mlx5_4" {
+		t.Fatalf("fatal events in order %v, want mlx5_1,mlx5_4: %s", order, summary(evs))
 	}
 }
