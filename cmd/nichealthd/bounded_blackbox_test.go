@@ -4,10 +4,12 @@ package main
 // replays one of its rows against the built daemon.
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -270,4 +272,80 @@ func TestBounded_5_HungJSONLFilesystemAndReloadKeepPolling(t *testing.T) {
 	if strings.Join(order, ",") != "mlx5_1,mlx5_4" {
 		t.Fatalf("fatal events in order %v, want mlx5_1,mlx5_4: %s", order, summary(evs))
 	}
+}
+
+// threads is the number of OS threads of the running daemon.
+func (n *node) threads() int {
+	n.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			k, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				n.t.Fatal(err)
+			}
+			return k
+		}
+	}
+	n.t.Fatal("no Threads: line")
+	return 0
+}
+
+// Issue 22 row 6: while the configuration file's read hung, every
+// SIGHUP started a read of its own, each holding a thread (9 to 308
+// threads after 300 SIGHUPs; "fatal error: thread exhaustion" at about
+// 10,000). Now the pending read is reused: 300 SIGHUPs leave the thread
+// count where it was, the daemon polls on, and the edit is applied once
+// the file answers.
+func TestBounded_6_SIGHUPFloodOnHungConfigRead(t *testing.T) {
+	t.Parallel()
+	fs := hangfs.Mount(t)
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
+	b, err := os.ReadFile(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cfg = filepath.Join(fs.Dir, "config.toml")
+	if err := os.WriteFile(n.cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	n.waitReadyLog()
+	n.waitPolls(2)
+	base := n.threads()
+	fs.Hang(true, false)
+	for i := 0; i < 300; i++ {
+		n.cmd.Process.Signal(syscall.SIGHUP)
+		if i%50 == 49 {
+			n.waitPolls(1) // the loop takes the signals in and polls on
+		}
+	}
+	for fs.Hung() == 0 {
+		n.waitPolls(1)
+	}
+	n.waitPolls(3)
+	if got := n.threads(); got > base+8 {
+		t.Fatalf("%d threads after 300 SIGHUPs on a hung configuration file, %d before", got, base)
+	}
+	if h := fs.Hung(); h > 2 {
+		t.Fatalf("%d reads of the configuration file hang in the kernel", h)
+	}
+	// The file answers again: the flood ends in one more read that sees
+	// the edit.
+	edited := strings.Replace(string(b), "readTimeout = \"2s\"", "readTimeout = \"3s\"", 1)
+	if err := os.WriteFile(filepath.Join(fs.Backing, "config.toml"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs.Release()
+	n.waitLog("the edit applied", func(l string) bool { return strings.Contains(l, "msg=\"configuration applied\"") })
+	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	n.waitEvent("a fault after the flood", portEvent("mlx5_3", event.KindPortFatal))
+	n.stop()
 }
