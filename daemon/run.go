@@ -119,7 +119,7 @@ type Daemon struct {
 	reloadAgain  bool
 	reloadQueued []chan error
 	cfgLoader    config.Loader
-	ackSeq   atomic.Uint64
+	ackSeq       atomic.Uint64
 }
 
 type busHolder struct{ b busPublisher }
