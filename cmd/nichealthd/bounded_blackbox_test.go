@@ -5,17 +5,24 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
 	"github.com/nichealth/nichealthd/internal/component"
 	"github.com/nichealth/nichealthd/internal/hangfs"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
@@ -347,5 +354,71 @@ func TestBounded_6_SIGHUPFloodOnHungConfigRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitEvent("a fault after the flood", portEvent("mlx5_3", event.KindPortFatal))
+	n.stop()
+}
+
+// Issue 22 row 8: the connector's gRPC server refuses messages above its
+// size limit with ResourceExhausted, and the daemon retried the same
+// oversized batch for ever (0 of 253 delivered after 45 s) while the log
+// kept showing the outage's first error. The batch is split until it
+// fits: every event arrives, once, in outbox order, and the log names the
+// size limit.
+func TestBounded_8_ConnectorSplitsBatchOnResourceExhausted(t *testing.T) {
+	t.Parallel()
+	sock := connectorSocket(t)
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{connector: sock, batch: "200ms"})
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	// The start-up backlog (about 200 events) waits for the connector,
+	// whose limit takes about 20 events a call.
+	n.waitLog("the outage", func(l string) bool { return strings.Contains(l, "sink unavailable") })
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &platformConnector{}
+	pc.srv = grpc.NewServer(grpc.MaxRecvMsgSize(16 << 10))
+	pb.RegisterPlatformConnectorServer(pc.srv, pc)
+	go pc.srv.Serve(l)
+	t.Cleanup(pc.srv.Stop)
+	want := n.read()
+	if len(want) < 100 {
+		t.Fatalf("only %d events: the batch would fit anyway", len(want))
+	}
+	acc := pc.waitDelivered(n, ids(want))
+	n.waitLog("the current error", func(l string) bool { return strings.Contains(l, "larger than max") })
+	n.stop()
+	seen := map[string]bool{}
+	var order []string
+	for _, e := range acc {
+		if seen[e.GetId()] {
+			t.Fatalf("event %s delivered twice", e.GetId())
+		}
+		seen[e.GetId()] = true
+		order = append(order, e.GetId())
+	}
+	if !slices.Equal(order[:len(want)], ids(want)) {
+		t.Fatal("the connector received the events out of outbox order")
+	}
+}
+
+// Issue 22 row 8, its log: an outage that starts with a missing socket
+// and goes on with the connector refusing (FailedPrecondition) was logged
+// with the missing socket only. The log shows the current error.
+func TestBounded_8_LogShowsTheCurrentError(t *testing.T) {
+	t.Parallel()
+	sock := connectorSocket(t)
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{connector: sock, batch: "200ms"})
+	n.start()
+	n.waitLog("the outage", func(l string) bool { return strings.Contains(l, "no such file or directory") })
+	pc := &platformConnector{refuse: func(int, *pb.HealthEvents) error {
+		return status.Error(codes.FailedPrecondition, "connector not ready")
+	}}
+	startConnector(t, sock, pc)
+	n.waitLog("the current error", func(l string) bool { return strings.Contains(l, "connector not ready") })
+	pc.setRefuse(nil)
+	pc.waitDelivered(n, ids(n.read()))
 	n.stop()
 }
