@@ -4,6 +4,7 @@ package main
 // replays one of its rows against the built daemon.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -421,4 +423,51 @@ func TestBounded_8_LogShowsTheCurrentError(t *testing.T) {
 	pc.setRefuse(nil)
 	pc.waitDelivered(n, ids(n.read()))
 	n.stop()
+}
+
+// Issue 22 row 9: a NUL in a GPU UUID of gpu_metadata.json broke the whole
+// D-Bus object tree (GetManagedObjects, nichealthctl ports and port
+// failed), and escape sequences in it reached the operator's terminal raw
+// through nichealthctl port. The text is cleaned where the daemon builds
+// it and escaped where nichealthctl prints it.
+func TestBounded_9_HostileGPUMetadataText(t *testing.T) {
+	t.Parallel()
+	v := newViewNode(t)
+	md := v.h.Metadata()
+	md.GPUs[0].UUID = "GPU-\x00\xffevil\x1b[2J\x1b]0;owned\x07\u009b"
+	b, err := json.Marshal(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v.h.MetadataPath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v.start()
+	v.waitReady()
+	if out := v.mustBusctl("call", "org.nichealth.NicHealth1", "/org/nichealth/NicHealth1",
+		"org.freedesktop.DBus.ObjectManager", "GetManagedObjects"); !strings.Contains(out, "evil") {
+		t.Fatalf("GetManagedObjects does not carry the GPU text: %.300s", out)
+	}
+	for _, args := range [][]string{{"ports"}, {"port", "mlx5_0", "1"}, {"status"}} {
+		out, code := v.ctl(args...)
+		if code != 0 {
+			t.Fatalf("nichealthctl %v: exit %d\n%s", args, code, out)
+		}
+		if strings.ContainsAny(out, "\x00\x1b\x07\u009b") {
+			t.Fatalf("nichealthctl %v printed a control character raw: %q", args, out)
+		}
+		if args[0] == "port" && (!strings.Contains(out, `evil\x1b[2J`) || !strings.Contains(out, `\x00`)) {
+			t.Fatalf("nichealthctl port does not show the escaped UUID:\n%s", out)
+		}
+	}
+	skip := len(v.read())
+	v.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled")
+	e := v.waitEventAfter(skip, "a DOWN carrying the GPUs", portEvent("mlx5_0", event.KindPortFatal))
+	if g := e.Metadata["gpus"]; !strings.Contains(g, "evil") || strings.ContainsRune(g, 0) || !utf8.ValidString(g) {
+		t.Fatalf("gpus metadata %q", g)
+	}
+	if out, code := v.ctl("port", "mlx5_0", "1"); code != 1 || strings.ContainsAny(out, "\x00\x1b\x07") {
+		t.Fatalf("nichealthctl port on the fatal port: exit %d %q", code, out)
+	}
+	v.stop()
 }
