@@ -471,3 +471,48 @@ func TestBounded_9_HostileGPUMetadataText(t *testing.T) {
 	}
 	v.stop()
 }
+
+// Issue 22 row 10: live reload stopped, silently, once the configuration
+// directory was removed and recreated (the watch on it was never added
+// again). The daemon says the directory is gone, watches it again when it
+// is back, and applies the edits made after that.
+func TestBounded_10_ConfigDirRemovedAndRecreated(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "minimal", "")
+	n.writeIntegConfig(integConfig{})
+	text, err := os.ReadFile(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etc := filepath.Join(n.dir, "etc")
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.cfg = filepath.Join(etc, "config.toml")
+	if err := os.WriteFile(n.cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	n.waitReadyLog()
+	if err := os.RemoveAll(etc); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog("the directory gone", func(l string) bool { return strings.Contains(l, "configuration directory removed") })
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(n.cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog("the directory back", func(l string) bool { return strings.Contains(l, "configuration directory is back") })
+	for i, timeout := range []string{"3s", "4s"} {
+		edited := strings.Replace(string(text), "readTimeout = \"2s\"", "readTimeout = \""+timeout+"\"", 1)
+		if err := os.WriteFile(n.cfg, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n.waitLog("edit "+strconv.Itoa(i+1)+" applied", func(l string) bool {
+			return strings.Count(l, "msg=\"configuration applied\"") >= i+1
+		})
+	}
+	n.stop()
+}
