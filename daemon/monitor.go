@@ -835,6 +835,9 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 		return p != nil && p.activeOrUnread()
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
+		if !m.cfg.Checks[m.cardCheck(an.Card)] {
+			continue // its state check is switched off (checks, --checks)
+		}
 		anomalous[an.Card] = true
 		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
 			continue
