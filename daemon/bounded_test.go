@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -50,5 +54,58 @@ func TestBounded_11_CardEventsFollowTheChecksSwitch(t *testing.T) {
 				t.Fatalf("%d card anomalies, want any: %v", n, c.anomly)
 			}
 		})
+	}
+}
+
+// Issue 22 row 7: one dangling or looping entry in class/infiniband was
+// taken as a new device at every poll: a full rediscovery and a WARN line
+// each time (390 lines in 30 s at 1 s polling). It is warned about once,
+// rediscovered when the entry is replaced and once a minute in case its
+// target appeared, and the rest of the node is polled as before.
+func TestBounded_7_BrokenClassEntryNotNewAtEveryPoll(t *testing.T) {
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := filepath.Join(h.SysRoot(), "class", "infiniband")
+	if err := os.Symlink("../../devices/pci0000:ff/gone/infiniband/mlx5_98", filepath.Join(class, "mlx5_98")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("mlx5_99", filepath.Join(class, "mlx5_99")); err != nil {
+		t.Fatal(err)
+	}
+	m, lb := aerMonitor(t, h, NewMemory(), persist.BootFresh)
+	warns := func() int { return strings.Count(lb.String(), "level=WARN msg=\"cannot read device attribute") }
+	if w := warns(); w != 2 {
+		t.Fatalf("%d warnings at discovery, want one per broken entry:\n%s", w, lb.String())
+	}
+	now := time.Unix(1_700_000_000, 0)
+	for i := 0; i < 30; i++ {
+		now = now.Add(time.Second / 2)
+		m.Cycle(now)
+	}
+	if w := warns(); w != 2 {
+		t.Fatalf("%d warnings after 30 polls:\n%s", w, lb.String())
+	}
+	discovered := m.lastDiscover
+	// Replaced (a fixed link is a new inode): rediscovered at once.
+	os.Remove(filepath.Join(class, "mlx5_98"))
+	if err := os.Symlink("../../devices/pci0000:ff/still-gone/infiniband/mlx5_98", filepath.Join(class, "mlx5_98")); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second / 2)
+	m.Cycle(now)
+	if !m.lastDiscover.After(discovered) {
+		t.Fatal("a replaced entry was not rediscovered")
+	}
+	// A minute on: looked at again, quietly.
+	discovered = m.lastDiscover
+	now = now.Add(61 * time.Second)
+	m.Cycle(now)
+	if !m.lastDiscover.After(discovered) {
+		t.Fatal("the broken entries were never looked at again")
+	}
+	if w := warns(); w != 2 {
+		t.Fatalf("%d warnings, want the first two only (the problems did not change):\n%s", w, lb.String())
 	}
 }
