@@ -1,14 +1,20 @@
 package daemon
 
 import (
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
+	"github.com/nichealth/nichealthd/systemd/notify"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -108,4 +114,107 @@ func TestBounded_7_BrokenClassEntryNotNewAtEveryPoll(t *testing.T) {
 	if w := warns(); w != 2 {
 		t.Fatalf("%d warnings, want the first two only (the problems did not change):\n%s", w, lb.String())
 	}
+}
+
+// boundedExtremes are what a broken or hostile counter shows.
+var boundedExtremes = []uint64{0, 1, 255, 65535, 1 << 32, 1<<63 + 12345, math.MaxUint64 - 1, math.MaxUint64}
+
+// Issue 22 scope: every quantity from outside is bounded before it sizes
+// anything. Every counter of every monitored port (files and driver
+// statistics) is driven through extreme values, jumps and steps backwards
+// while time jumps and steps back, through the whole daemon: the checks,
+// the counter evaluator, the rules, the model, the outbox and the state
+// file. The live heap and the state file stay where they were after the
+// first rounds.
+func TestBounded_1_ExtremeCountersKeepMemoryAndStateBounded(t *testing.T) {
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, h, dir, "")
+	state := filepath.Join(dir, "state", "state.json")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := New(Options{ConfigPath: cfgPath, StateFile: state, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.mon.Close(); d.ob.Close() })
+	d.nt = notify.New(log)
+	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: time.Hour, Logger: log})
+
+	type knob struct {
+		set func(v uint64) error
+		v   uint64
+	}
+	var knobs []*knob
+	for _, p := range d.mon.ports {
+		for _, cr := range p.counters {
+			if cr.phy == nil {
+				path := cr.file.Path
+				knobs = append(knobs, &knob{set: func(v uint64) error { return os.WriteFile(path, []byte(strconv.FormatUint(v, 10)+"\n"), 0o644) }})
+				continue
+			}
+			for _, di := range cr.defs {
+				netdev, stat := p.netdev, d.mon.defs[di].EthtoolStat()
+				knobs = append(knobs, &knob{set: func(v uint64) error { return h.SetPHYStat(netdev, stat, v) }})
+			}
+		}
+	}
+	if len(knobs) < 150 {
+		t.Fatalf("only %d counters to drive", len(knobs))
+	}
+	rng := rand.New(rand.NewPCG(22, 1))
+	now := time.Now()
+	var baseHeap uint64
+	var baseState int64
+	const rounds, settle = 240, 60
+	for i := 0; i < rounds; i++ {
+		for _, k := range knobs {
+			switch rng.IntN(6) {
+			case 0, 1:
+				k.v = boundedExtremes[rng.IntN(len(boundedExtremes))]
+			case 2:
+				k.v += rng.Uint64() >> rng.IntN(64) // a jump, wrapping at 2^64
+			case 3:
+				k.v -= uint64(rng.IntN(1000)) // backwards: a reset, or garbage
+			default:
+				continue
+			}
+			if err := k.set(k.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch rng.IntN(20) {
+		case 0:
+			now = now.Add(-time.Minute) // the clock stepped back
+		case 1:
+			now = now.Add(2 * time.Hour)
+		default:
+			now = now.Add(time.Second)
+		}
+		d.poll(now)
+		if i == settle {
+			baseHeap = liveHeap()
+			baseState = fileSize(t, state)
+		}
+	}
+	grew := int64(liveHeap()) - int64(baseHeap)
+	st := fileSize(t, state)
+	t.Logf("%d counters, %d rounds: heap grew %d bytes after round %d; state file %d bytes (%d then)", len(knobs), rounds, grew, settle, st, baseState)
+	if grew > 8<<20 {
+		t.Fatalf("the live heap grew by %d bytes between round %d and %d", grew, settle, rounds)
+	}
+	if st > 2*baseState+64<<10 {
+		t.Fatalf("the state file grew from %d to %d bytes", baseState, st)
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
