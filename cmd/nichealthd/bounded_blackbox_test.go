@@ -6,6 +6,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -515,4 +516,125 @@ func TestBounded_10_ConfigDirRemovedAndRecreated(t *testing.T) {
 		})
 	}
 	n.stop()
+}
+
+// memCgroup is a cgroup v1 memory group limited to limit bytes, removed
+// when the test ends (after the daemon, which the node's cleanup kills,
+// registered later, so run earlier). Without root or the memory
+// controller the test reports the missing component.
+func memCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/memory"
+	if _, err := os.Stat(filepath.Join(root, "memory.limit_in_bytes")); err != nil {
+		component.Missing(t, "no cgroup v1 memory controller at %s: %v", root, err)
+	}
+	dir := filepath.Join(root, fmt.Sprintf("bounded-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		component.Missing(t, "create a memory cgroup (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		// The daemon is dead by now; rmdir fails only if it is not.
+		for i := 0; i < 100 && os.Remove(dir) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// cgroupValue reads a number file of the cgroup.
+func cgroupValue(t *testing.T, dir, name string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// rssBytes is the daemon's resident set.
+func (n *node) rssBytes() int64 {
+	n.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				n.t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	n.t.Fatal("no VmRSS line")
+	return 0
+}
+
+// Issue 22 row 1: link_downed 0 to 18446744073709551615 (or
+// carrier_changes 2 to 4,000,000,000) was taken as that many link-down
+// episodes, one timestamp each: 19 MB to 837 MB in 2 s, then the OOM
+// killer. In a memory cgroup of 300 MB (the race detector's build needs
+// room of its own) the daemon takes both readings, raises the flap rule
+// on both ports, keeps polling, stays within 100 MB of peak memory
+// (measured by the cgroup, the race detector's shadow memory included)
+// and keeps a small state file.
+func TestBounded_1_CounterJumpWithinMemoryLimit(t *testing.T) {
+	t.Parallel()
+	cg := memCgroup(t, 300<<20)
+	n := newNode(t, "dgx-h100", "")
+	n.writeIntegConfig(integConfig{})
+	n.withMetrics()
+	n.start()
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(n.cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.waitReadyLog()
+	n.waitDrained()
+	if err := n.h.SetCarrierChanges("enp65s0f0np0", 2); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPolls(12) // a counter tick has read 2
+	before := n.rssBytes()
+	if err := n.h.SetCounter("mlx5_0", 1, "counters/link_downed", math.MaxUint64); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.h.SetCarrierChanges("enp65s0f0np0", 4_000_000_000); err != nil {
+		t.Fatal(err)
+	}
+	n.waitEvent("the flap rule on mlx5_0", ruleEvent("mlx5_0", "NICLinkFlapRule", false))
+	n.waitEvent("the flap rule on mlx5_8", ruleEvent("mlx5_8", "NICLinkFlapRule", false))
+	n.waitPolls(20)
+	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err)
+	}
+	n.waitEvent("a fault after the jump", portEvent("mlx5_3", event.KindPortFatal))
+	rss, peak := n.rssBytes(), cgroupValue(t, cg, "memory.max_usage_in_bytes")
+	t.Logf("RSS %d MB before the jump, %d MB after; the cgroup's peak %d MB", before>>20, rss>>20, peak>>20)
+	if rss > 100<<20 {
+		t.Fatalf("RSS %d MB after the jump", rss>>20)
+	}
+	n.stop()
+	if sz := fileSize(t, n.state); sz > 1<<20 {
+		t.Fatalf("state file %d bytes", sz)
+	}
+	if c := cgroupValue(t, cg, "memory.failcnt"); c != 0 {
+		t.Fatalf("the daemon hit the cgroup's limit %d times", c)
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
