@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -217,4 +218,52 @@ func fileSize(t *testing.T, p string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// Issue 22 scope ("nothing unbounded"): events the outbox refuses are held
+// in memory, and an outage of any length must not grow them without
+// bound. Past maxHeld, superseded events of the same check and entity are
+// folded into the newest, which keeps every entity's latest word, in
+// order.
+func TestBounded_2_HeldEventsFoldedAtTheirBound(t *testing.T) {
+	h, err := sim.Build(t.TempDir(), "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d, err := New(Options{ConfigPath: writeConfig(t, h, dir, ""), StateFile: filepath.Join(dir, "state", "state.json"),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.mon.Close(); d.ob.Close() })
+	now := time.Now()
+	last := map[string]string{}
+	for i := 0; i < 3*maxHeld; i++ {
+		dev := []string{"mlx5_0", "mlx5_1", "mlx5_2"}[i%3]
+		msg := fmt.Sprintf("Port %s port 1: flap %d", dev, i)
+		d.holdLocked([]event.Spec{{Kind: event.KindPortNonFatal, CheckName: event.InfiniBandStateCheck, Device: dev, Port: 1, Message: msg}}, now)
+		last[dev] = msg
+		now = now.Add(time.Millisecond)
+	}
+	if n := len(d.held.evs); n > maxHeld {
+		t.Fatalf("%d events held, bound %d", n, maxHeld)
+	}
+	if d.held.folded == 0 {
+		t.Fatal("nothing folded")
+	}
+	got := map[string]string{}
+	for i := 1; i < len(d.held.evs); i++ {
+		if !d.held.evs[i].GeneratedTimestamp.After(d.held.evs[i-1].GeneratedTimestamp) {
+			t.Fatal("held events out of order")
+		}
+	}
+	for _, e := range d.held.evs {
+		got[e.Device()] = e.Message
+	}
+	for dev, msg := range last {
+		if got[dev] != msg {
+			t.Fatalf("%s's latest word %q, held %q", dev, msg, got[dev])
+		}
+	}
 }

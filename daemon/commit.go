@@ -71,16 +71,19 @@ func (d *Daemon) holdLocked(specs []event.Spec, now time.Time) {
 
 // foldHeldLocked drops held events that a newer held event of the same
 // check and entity supersedes (outbox.FoldKey), oldest first, until the
-// held events are within maxHeld again or none is superseded.
+// held events are within three quarters of maxHeld (so that a long outage
+// folds now and then, not at every event) or none is superseded.
 func (d *Daemon) foldHeldLocked() {
+	keys := make([]uint64, len(d.held.evs))
 	newest := make(map[uint64]int, len(d.held.evs))
 	for i := range d.held.evs {
-		newest[outbox.FoldKey(&d.held.evs[i])] = i
+		keys[i] = outbox.FoldKey(&d.held.evs[i])
+		newest[keys[i]] = i
 	}
-	excess := len(d.held.evs) - maxHeld
+	excess := len(d.held.evs) - maxHeld*3/4
 	kept := d.held.evs[:0]
 	for i := range d.held.evs {
-		if excess > 0 && newest[outbox.FoldKey(&d.held.evs[i])] != i {
+		if excess > 0 && newest[keys[i]] != i {
 			excess--
 			d.held.folded++
 			continue
