@@ -120,7 +120,7 @@ func (o *Outbox) keySegment(s *segment) {
 	}
 	keys := make(map[uint64]uint64, len(recs))
 	for i := range recs {
-		keys[recs[i].Seq] = foldKey(&recs[i].Event)
+		keys[recs[i].Seq] = FoldKey(&recs[i].Event)
 	}
 	for i := range s.ents {
 		if s.ents[i].key == 0 {

@@ -526,7 +526,7 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	var keys []uint64
 	for i := range evs {
 		if seqs[i] != 0 {
-			keys = append(keys, foldKey(&evs[i]))
+			keys = append(keys, FoldKey(&evs[i]))
 		}
 	}
 	if len(keys) == 0 {
