@@ -88,7 +88,8 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		}
 		return err
 	}
-	evs := d.commitLocked(specs, true, now)
+	d.holdLocked(specs, now)
+	evs := d.commitLocked(true)
 	d.publishSnapshotLocked()
 	d.mu.Unlock()
 	d.publish(evs)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -23,10 +24,14 @@ type drainer struct {
 	sent, failed atomic.Uint64
 	// retry asks for the parked (rejected) events to be offered again.
 	retry chan struct{}
+	// lastErr is the kind of the last delivery failure (errKind);
+	// errLogs limits how often each kind is logged.
+	lastErr string
+	errLogs repeats.Limiter
 }
 
 func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
-	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1)}
+	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1), errLogs: repeats.Limiter{Window: time.Minute}}
 }
 
 // requestRetry makes the drainer offer its parked events again soon.
@@ -163,25 +168,26 @@ func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, b
 // ctx is done.
 func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *episode) bool {
 	name := d.sink.Name()
-	evs := make([]event.Event, len(recs))
-	for i, r := range recs {
-		evs[i] = r.Event
-	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := d.sink.Send(sctx, evs)
-	cancel()
-	pendingFrom := recs[0].Seq
-	switch {
-	case err == nil:
-		d.sent.Add(uint64(len(evs)))
-		if n, lasted := sendEp.recovered(); n > 0 {
-			d.log.Info("sink delivering again", "sink", name, "failed_attempts", n, "lasted", lasted)
+	n, err := d.sendSplit(ctx, recs)
+	if n > 0 {
+		d.sent.Add(uint64(n))
+		if !d.ack(ctx, recs[n-1].Seq) {
+			return false
 		}
-		return d.ack(ctx, recs[len(recs)-1].Seq)
+	}
+	if err == nil {
+		if k, lasted := sendEp.recovered(); k > 0 {
+			d.log.Info("sink delivering again", "sink", name, "failed_attempts", k, "lasted", lasted)
+		}
+		return true
+	}
+	rest := recs[n:]
+	pendingFrom := rest[0].Seq
+	switch {
 	case sink.IsPermanent(err):
-		d.failed.Add(uint64(len(evs)))
-		done, ierr := d.isolate(ctx, recs, err)
-		if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
+		d.failed.Add(uint64(len(rest)))
+		done, ierr := d.isolate(ctx, rest, err)
+		if done > 0 && !d.ack(ctx, rest[done-1].Seq) {
 			return false
 		}
 		if ierr == nil {
@@ -189,19 +195,72 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 		// Transient trouble half-way, or the dead-letter file could not
 		// be written: the rest stays queued.
-		err, pendingFrom = ierr, recs[done].Seq
+		err, pendingFrom = ierr, rest[done].Seq
 	default:
 		if ctx.Err() != nil {
 			return false
 		}
-		d.failed.Add(uint64(len(evs)))
+		d.failed.Add(uint64(len(rest)))
 	}
 	first, wait := sendEp.fail()
-	if first {
-		d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-			"sink", name, "pending_from_seq", pendingFrom, "err", err)
+	// The outage's first error is logged, and then each different one
+	// (a socket that appears but refuses, a size limit), at most once a
+	// minute each: the log shows what is wrong now, not only what was.
+	kind := errKind(err)
+	if first || kind != d.lastErr {
+		if ok, n := d.errLogs.Note(kind, time.Now()); ok {
+			d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+				"sink", name, "pending_from_seq", pendingFrom, "err", err, "failed_attempts", sendEp.fails, "repeats", n)
+		}
 	}
+	d.lastErr = kind
 	return sleep(ctx, wait)
+}
+
+// sendSplit sends recs, in order, halving a batch the sink finds too
+// large (sink.TooLarge) until the halves fit. It returns how many leading
+// records were delivered and the error that stopped it.
+func (d *drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, error) {
+	evs := make([]event.Event, len(recs))
+	for i, r := range recs {
+		evs[i] = r.Event
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := d.sink.Send(sctx, evs)
+	cancel()
+	if err == nil {
+		return len(recs), nil
+	}
+	if !sink.IsTooLarge(err) || len(recs) == 1 || ctx.Err() != nil {
+		return 0, err
+	}
+	if ok, _ := d.errLogs.Note("split", time.Now()); ok {
+		d.log.Info("sink refused a batch as too large; it is sent in smaller batches", "sink", d.sink.Name(), "events", len(recs), "err", err)
+	}
+	half := len(recs) / 2
+	n, err := d.sendSplit(ctx, recs[:half])
+	if err != nil {
+		return n, err
+	}
+	m, err := d.sendSplit(ctx, recs[half:])
+	return half + m, err
+}
+
+// errKind is an error's text without its numbers, so that "3 events not
+// delivered" and "5 events not delivered" are one kind of failure.
+func errKind(err error) string {
+	s := err.Error()
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if len(b) == 0 || b[len(b)-1] != '#' {
+				b = append(b, '#')
+			}
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // ack records delivery up to seq. While the cursor cannot be saved (a full

@@ -38,9 +38,14 @@ type Monitor struct {
 	names     []string
 	lister    *topology.Lister
 	listerDir string
-	present   map[string]checks.Presence
-	devices   []*topology.Device
-	matrix    *gpumeta.Matrix
+	// lastDiscover is when a poll last ran discovery (or first polled);
+	// problemsLogged the problems discovery logged (each logged once
+	// while it lasts).
+	lastDiscover   time.Time
+	problemsLogged map[string]bool
+	present        map[string]checks.Presence
+	devices        []*topology.Device
+	matrix         *gpumeta.Matrix
 	// gpusOf describes the GPUs behind each monitored device (gpusBehind).
 	gpusOf map[string]string
 	ports  []*portPlan
@@ -212,7 +217,7 @@ func (m *Monitor) Discover() error {
 	if err != nil {
 		return err
 	}
-	topology.LogProblems(m.log, probs)
+	m.logProblems(probs)
 	if err := m.classify(devs); err != nil {
 		return err
 	}
@@ -229,6 +234,7 @@ func (m *Monitor) Discover() error {
 		m.listerDir = m.cfg.Paths.ClassInfiniBand
 	}
 	m.lister.SetKnown(m.names)
+	m.lister.SetUnusable(unusableEntries(devs, probs))
 	m.gpusOf = map[string]string{}
 	for _, d := range devs {
 		if d.Monitored() {
@@ -488,7 +494,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		m.aerCycle(now, &specs, &changed)
 		return specs, changed
 	}
-	enumErr := m.enumerate()
+	enumErr := m.enumerate(now)
 	specs = m.openingClears(specs)
 	m.read(m.stateFiles, &specs)
 	// Presence first: a renamed device's state moves to its new name
@@ -519,12 +525,53 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 
 // enumerate lists class/infiniband and rediscovers when the device set
 // changed. The error says the listing failed (presence is then not judged).
-func (m *Monitor) enumerate() error {
+func (m *Monitor) enumerate(now time.Time) error {
 	setChanged, err := m.lister.Changed(m.cfg.Filter)
-	if err == nil && setChanged {
+	// An entry discovery could not use (a dangling link) is not a change
+	// at every poll; it is looked at again now and then, in case its
+	// target appeared.
+	if m.lastDiscover.IsZero() || setChanged {
+		m.lastDiscover = now
+	}
+	reprobe := m.lister.Unusable() > 0 && now.Sub(m.lastDiscover) >= unusableReprobe
+	if err == nil && (setChanged || reprobe) {
+		m.lastDiscover = now
 		m.rediscover()
 	}
 	return err
+}
+
+// unusableReprobe is how often discovery runs again while an entry of
+// class/infiniband cannot be used.
+const unusableReprobe = time.Minute
+
+// unusableEntries are the names discovery listed but could not describe
+// at all (their directory is a dangling or looping link).
+func unusableEntries(devs []*topology.Device, probs []topology.Problem) []string {
+	var out []string
+	for _, pr := range probs {
+		if !slices.ContainsFunc(devs, func(d *topology.Device) bool { return d.Name == pr.Device }) && !slices.Contains(out, pr.Device) {
+			out = append(out, pr.Device)
+		}
+	}
+	return out
+}
+
+// logProblems logs discovery's problems that the previous discovery did
+// not have: a rediscovery (a reload, a device appearing, the re-probe of
+// a broken entry) must not repeat the same warnings.
+func (m *Monitor) logProblems(probs []topology.Problem) {
+	seen := make(map[string]bool, len(probs))
+	var fresh []topology.Problem
+	for _, pr := range probs {
+		k := pr.Error()
+		seen[k] = true
+		if !m.problemsLogged[k] {
+			fresh = append(fresh, pr)
+		}
+	}
+	m.problemsLogged = seen
+	topology.LogProblems(m.log, fresh)
 }
 
 // openingClears adds, on the first poll after a reboot or with no state,
@@ -835,6 +882,9 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[s
 		return p != nil && p.activeOrUnread()
 	}
 	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
+		if !m.cfg.Checks[m.cardCheck(an.Card)] {
+			continue // its state check is switched off (checks, --checks)
+		}
 		anomalous[an.Card] = true
 		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
 			continue

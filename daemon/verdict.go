@@ -218,7 +218,10 @@ func (m *Monitor) gpusBehind(dev *topology.Device) string {
 	if len(parts) == 0 {
 		return noGPUAffinity
 	}
-	return strings.Join(parts, ", ")
+	// The UUIDs come from gpu_metadata.json, which may hold any bytes: a
+	// NUL or invalid UTF-8 here broke every D-Bus reply that carries the
+	// port (DESIGN.md section 9).
+	return event.Clean(strings.Join(parts, ", "))
 }
 
 // withGPUs adds metadata "gpus" to a NIC event: the GPUs behind its NIC

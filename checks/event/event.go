@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -260,46 +261,60 @@ func New(s Spec, st Stamp) Event {
 	}
 	var ents []Entity
 	if s.Device != "" {
-		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(s.Device)})
+		ents = append(ents, Entity{Type: EntityNIC, Value: name(s.Device)})
 	}
 	if s.Port > 0 {
 		ents = append(ents, Entity{Type: EntityNICPort, Value: fmt.Sprint(s.Port)})
 	}
-	for _, p := range s.Ports {
+	ports := s.Ports
+	if room := (MaxEntities - len(ents)) / 2; len(ports) > room {
+		ports = ports[:room]
+	}
+	for _, p := range ports {
 		// Seed 11.2 knows NIC and NICPort entities only: a card event names
 		// the ports it is about that way, and its card in metadata.
-		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+		ents = append(ents, Entity{Type: EntityNIC, Value: name(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
 	}
 	if ents == nil {
 		ents = []Entity{}
 	}
-	md := s.Metadata
-	if s.Card != "" {
-		md = make(map[string]string, len(s.Metadata)+1)
-		for k, v := range s.Metadata {
-			md[k] = v
+	md := boundMetadata(cleanMap(s.Metadata))
+	if s.Card != "" || len(ports) < len(s.Ports) {
+		// Set after the bound, so that neither is ever left out.
+		out := make(map[string]string, len(md)+2)
+		for k, v := range md {
+			out[k] = v
 		}
-		md["card"] = s.Card
+		if s.Card != "" {
+			out["card"] = name(s.Card)
+		}
+		if len(ports) < len(s.Ports) {
+			out["portsLeftOut"] = fmt.Sprint(len(s.Ports) - len(ports))
+		}
+		md = out
 	}
 	return Event{
 		ID:                 NewID(),
 		Version:            SchemaVersion,
 		Agent:              Agent,
 		ComponentClass:     ComponentClass,
-		CheckName:          Clean(s.CheckName),
+		CheckName:          name(s.CheckName),
 		IsFatal:            s.IsFatal && !s.IsHealthy,
 		IsHealthy:          s.IsHealthy,
-		Message:            Clean(s.Message),
+		Message:            Truncate(Clean(s.Message), MaxMessageBytes),
 		RecommendedAction:  action,
-		ErrorCode:          CleanAll(s.ErrorCode),
+		ErrorCode:          boundStrings(CleanAll(slices.Clone(s.ErrorCode)), MaxErrorCodes, MaxErrorBytes),
 		EntitiesImpacted:   ents,
-		Metadata:           cleanMap(md),
+		Metadata:           md,
 		GeneratedTimestamp: st.Now.UTC(),
-		NodeName:           Clean(st.NodeName),
+		NodeName:           name(st.NodeName),
 		ProcessingStrategy: st.Strategy,
 		Kind:               s.Kind,
 	}
 }
+
+// name is a cleaned, bounded identifier.
+func name(s string) string { return Truncate(Clean(s), MaxNameBytes) }
 
 // NewID returns 128 random bits in hex.
 func NewID() string {

@@ -29,6 +29,14 @@ func (m *Model) Conditions() []Condition {
 	return out
 }
 
+// InsertCondition adds c to conds (sorted worst first, as Conditions
+// returns them) in its place, for a condition the daemon shows about
+// itself without an event (it cannot be one: the outbox refuses events).
+func InsertCondition(conds []Condition, c Condition) []Condition {
+	i, _ := slices.BinarySearchFunc(conds, c, func(a, b Condition) int { return compareConditions(&a, &b) })
+	return slices.Insert(conds, i, c)
+}
+
 // Restore replaces the model's conditions (from the state file).
 func (m *Model) Restore(cs []Condition) {
 	clear(m.conds)

@@ -163,7 +163,11 @@ type PortState struct {
 	Up    bool `json:"up"`
 	Known bool `json:"known"`
 
-	Episodes    []time.Time `json:"episodes"` // within the flap window
+	// FlapWindow counts the episodes within the flap window.
+	FlapWindow Window `json:"flapWindow,omitempty"`
+	// Episodes is the flap window as state files before FlapWindow held
+	// it (one timestamp per episode); New folds it into FlapWindow.
+	Episodes    []time.Time `json:"episodes,omitempty"`
 	LastEpisode time.Time   `json:"lastEpisode"`
 	Flapping    bool        `json:"flapping"`
 
@@ -194,7 +198,44 @@ func New(cfg Config, st State, bootID string) *Engine {
 	if st.BootID != bootID || st.Ports == nil {
 		st = State{BootID: bootID, Ports: map[string]*PortState{}}
 	}
+	for k, p := range st.Ports {
+		if p == nil {
+			delete(st.Ports, k)
+			continue
+		}
+		p.bound(cfg)
+	}
 	return &Engine{cfg: cfg, st: st}
+}
+
+// bound brings a restored port's windows to what the engine itself would
+// have kept: a state file written by an older version (one timestamp per
+// episode) or edited by hand must not size the engine's memory.
+func (p *PortState) bound(cfg Config) {
+	for _, t := range p.Episodes {
+		p.FlapWindow.Add(t, 1)
+	}
+	p.Episodes = nil
+	if len(p.FlapWindow) > 0 {
+		slices.SortStableFunc(p.FlapWindow, func(a, b Bucket) int { return a.At.Compare(b.At) })
+		newest := p.FlapWindow[len(p.FlapWindow)-1].At
+		p.FlapWindow.Trim(newest, cfg.Flap.Window, cfg.Flap.Episodes)
+	}
+	p.NonFatal = newestTimes(p.NonFatal, cfg.Degradation.Events)
+	if p.Seen == nil {
+		p.Seen = map[string]time.Time{}
+	}
+}
+
+// newestTimes keeps the newest n of ts (in time order): "at least n within
+// the window" depends on nothing older.
+func newestTimes(ts []time.Time, n int) []time.Time {
+	n = max(n, 1)
+	if len(ts) <= n {
+		return ts
+	}
+	slices.SortFunc(ts, time.Time.Compare)
+	return slices.Delete(ts, 0, len(ts)-n)
 }
 
 // State returns a deep copy of the rules' memory for the state file.
@@ -202,7 +243,8 @@ func (e *Engine) State() State {
 	out := State{BootID: e.st.BootID, Ports: make(map[string]*PortState, len(e.st.Ports))}
 	for k, p := range e.st.Ports {
 		c := *p
-		c.Episodes = slices.Clone(p.Episodes)
+		c.FlapWindow = slices.Clone(p.FlapWindow)
+		c.Episodes = nil
 		c.NonFatal = slices.Clone(p.NonFatal)
 		c.Seen = make(map[string]time.Time, len(p.Seen))
 		for sk, sv := range p.Seen {
@@ -245,7 +287,7 @@ func (e *Engine) SetConfig(cfg Config) []Change {
 			if p.Flapping {
 				out = append(out, clearChange(FlapCheck, dev, port))
 			}
-			p.Flapping, p.Episodes = false, nil
+			p.Flapping, p.FlapWindow = false, nil
 		}
 		if !cfg.Drop.Enabled {
 			if p.Dropped {
@@ -321,21 +363,21 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 func (p *PortState) episodes(pt *Port, old bool) uint64 {
 	if pt.LinkDowned.OK {
 		if old && p.HasLinkDowned {
-			p.ByLinkDowned += delta(p.LinkDowned, pt.LinkDowned.Value)
+			p.ByLinkDowned = addSat(p.ByLinkDowned, delta(p.LinkDowned, pt.LinkDowned.Value))
 		}
 		p.LinkDowned, p.HasLinkDowned = pt.LinkDowned.Value, true
 	}
 	if pt.LinkDownEvents.OK {
 		if old && p.HasLinkDownEvents {
-			p.ByLinkDownEvents += delta(p.LinkDownEvents, pt.LinkDownEvents.Value)
+			p.ByLinkDownEvents = addSat(p.ByLinkDownEvents, delta(p.LinkDownEvents, pt.LinkDownEvents.Value))
 		}
 		p.LinkDownEvents, p.HasLinkDownEvents = pt.LinkDownEvents.Value, true
 	}
 	if pt.CarrierChanges.OK {
 		if old && p.HasCarrier {
-			before := (p.CarrierChanges + 1) / 2
-			p.CarrierChanges += delta(p.Carrier, pt.CarrierChanges.Value)
-			p.ByCarrier += (p.CarrierChanges+1)/2 - before
+			before := pairs(p.CarrierChanges)
+			p.CarrierChanges = addSat(p.CarrierChanges, delta(p.Carrier, pt.CarrierChanges.Value))
+			p.ByCarrier = addSat(p.ByCarrier, pairs(p.CarrierChanges)-before)
 		} else if pt.State == "DOWN" {
 			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
 		}
@@ -346,7 +388,7 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		p.Up, p.Known = true, true
 	case "DOWN":
 		if old && p.Known && p.Up {
-			p.ByState++
+			p.ByState = addSat(p.ByState, 1)
 		}
 		p.Up, p.Known = false, true
 	}
@@ -367,6 +409,10 @@ func (e *Engine) Episodes(device string, port int) (uint64, bool) {
 	return p.Total, true
 }
 
+// pairs is how many carrier down+up pairs n changes start: n/2 rounded
+// up, without overflowing at 2^64-1.
+func pairs(n uint64) uint64 { return n/2 + n%2 }
+
 func delta(prev, cur uint64) uint64 {
 	if cur >= prev {
 		return cur - prev
@@ -380,15 +426,15 @@ func (e *Engine) flap(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 	if !cfg.Enabled {
 		return nil
 	}
-	for range n {
-		p.Episodes = append(p.Episodes, now)
-	}
+	// n is a number, never a loop count: a counter that jumps by 2^64-1
+	// is one bucket.
+	p.FlapWindow.Add(now, n)
 	if n > 0 {
 		p.LastEpisode = now
 	}
-	p.Episodes = slices.DeleteFunc(p.Episodes, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+	p.FlapWindow.Trim(now, cfg.Window, cfg.Episodes)
 	switch {
-	case !p.Flapping && len(p.Episodes) >= cfg.Episodes:
+	case !p.Flapping && p.FlapWindow.Count() >= uint64(cfg.Episodes):
 		p.Flapping = true
 		return []Change{{Raise: true, Condition: e.flapCondition(pt.Device, pt.Port, p, now)}}
 	case p.Flapping && now.Sub(p.LastEpisode) >= cfg.Stabilization:
@@ -472,6 +518,7 @@ func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[strin
 			}
 		}
 		p.NonFatal = slices.DeleteFunc(p.NonFatal, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+		p.NonFatal = newestTimes(p.NonFatal, cfg.Events)
 		dev, port := splitKey(k)
 		switch {
 		case !p.Escalated && len(p.NonFatal) >= cfg.Events:
@@ -507,7 +554,7 @@ func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time
 	return Condition{Check: FlapCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: NIC port flapping detected (%d link-down episodes within %s; held until stable for %s)",
-			dev, port, max(len(p.Episodes), cfg.Episodes), cfg.Window, cfg.Stabilization)}
+			dev, port, max(p.FlapWindow.Count(), uint64(cfg.Episodes)), cfg.Window, cfg.Stabilization)}
 }
 
 func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time) Condition {

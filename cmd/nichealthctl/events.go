@@ -146,9 +146,10 @@ func (e *eventPrinter) print(r dbusapi.EventRecord) {
 	}
 	ev, err := r.Event()
 	if err != nil {
-		fmt.Fprintf(e.w, "#%d (undecodable event: %v)\n", r.Seq, err)
+		fmt.Fprintf(e.w, "#%d (undecodable event: %s)\n", r.Seq, escapeControls(err.Error()))
 		return
 	}
+	ev = termSafe(ev)
 	fmt.Fprintf(e.w, "#%d %s %s %s %s: %s\n", r.Seq, ev.GeneratedTimestamp.Local().Format("2006-01-02 15:04:05"),
 		e.severity(ev), ev.CheckName, entity(ev), ev.Message)
 }

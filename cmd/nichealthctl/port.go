@@ -41,7 +41,7 @@ func runPort(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "port", err)
 		}
 	} else {
-		printPort(stdout, pv, time.Now())
+		printPort(stdout, termSafe(pv), time.Now())
 	}
 	if !pv.Healthy || pv.Fatal {
 		return exitFailed

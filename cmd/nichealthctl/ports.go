@@ -34,7 +34,7 @@ func runPorts(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "ports", err)
 		}
 	} else {
-		printPorts(stdout, ports)
+		printPorts(stdout, termSafe(ports))
 	}
 	for _, p := range ports {
 		if !p.Healthy || p.Fatal {

@@ -73,7 +73,7 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "status", err)
 		}
 	} else {
-		printStatus(stdout, st, time.Now())
+		printStatus(stdout, termSafe(st), time.Now())
 	}
 	if !good {
 		return exitFailed

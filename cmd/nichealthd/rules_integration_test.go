@@ -42,7 +42,7 @@ func waitRuleEpisodes(t *testing.T, n *node, key string, want int) {
 	for time.Now().Before(deadline) {
 		if st, _, err := persist.Load(n.state); err == nil {
 			var rs rules.State
-			if json.Unmarshal(st.Section("rules"), &rs) == nil && rs.Ports[key] != nil && len(rs.Ports[key].Episodes) >= want && rs.Ports[key].Up {
+			if json.Unmarshal(st.Section("rules"), &rs) == nil && rs.Ports[key] != nil && rs.Ports[key].FlapWindow.Count() >= uint64(want) && rs.Ports[key].Up {
 				return
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -196,7 +197,39 @@ const DefaultExclusion = "^veth.*,^docker.*,^br-.*,^lo$"
 // delete it); a missing file anywhere else is an error, because a typo in
 // --config must not silently run with defaults.
 func Load(path string) (*Config, error) {
-	b, err := readConfig(path, readDeadline)
+	var l Loader
+	return l.Load(path)
+}
+
+// Loader loads the configuration as Load does, for a process that loads
+// it again and again (the daemon's reloads). A read that hangs (a hung
+// network filesystem) is abandoned after the deadline but stays pending,
+// and the next Load of the same file waits on that read instead of
+// starting another: each read blocked in the kernel holds an OS thread,
+// and a reload every second would otherwise end in thread exhaustion.
+// The zero value is ready; it is safe for concurrent use.
+type Loader struct {
+	// Deadline bounds how long Load waits for the file (0: 5 s).
+	Deadline time.Duration
+
+	mu      sync.Mutex
+	pending map[string]*pendingRead
+}
+
+// pendingRead is one read of a file in flight; done closes when it ends.
+type pendingRead struct {
+	done chan struct{}
+	b    []byte
+	err  error
+}
+
+// Load reads and validates path (see the package-level Load).
+func (l *Loader) Load(path string) (*Config, error) {
+	deadline := l.Deadline
+	if deadline <= 0 {
+		deadline = readDeadline
+	}
+	b, err := l.read(path, deadline)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
 			b = nil
@@ -213,28 +246,41 @@ const (
 	readDeadline   = 5 * time.Second
 )
 
-// readConfig reads a configuration file that anyone with write access to
+// read reads a configuration file that anyone with write access to
 // its directory may have replaced: only a regular file (or a symlink to
 // one, as ConfigMaps are) of at most 1 MiB is read. A FIFO would block the
 // read forever and /dev/zero would exhaust memory; the non-blocking open
 // and the type check on the open file refuse both at once. A regular file
 // on a hung network filesystem is abandoned after deadline.
-func readConfig(path string, deadline time.Duration) ([]byte, error) {
-	type result struct {
-		b   []byte
-		err error
+// A read still pending from an earlier call is joined, never
+// duplicated.
+func (l *Loader) read(path string, deadline time.Duration) ([]byte, error) {
+	l.mu.Lock()
+	r, joined := l.pending[path]
+	if !joined {
+		r = &pendingRead{done: make(chan struct{})}
+		if l.pending == nil {
+			l.pending = map[string]*pendingRead{}
+		}
+		l.pending[path] = r
+		go func() {
+			r.b, r.err = regularfile.Read(path, maxConfigBytes)
+			l.mu.Lock()
+			delete(l.pending, path)
+			l.mu.Unlock()
+			close(r.done)
+		}()
 	}
-	ch := make(chan result, 1)
-	go func() {
-		b, err := regularfile.Read(path, maxConfigBytes)
-		ch <- result{b, err}
-	}()
+	l.mu.Unlock()
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	select {
-	case r := <-ch:
+	case <-r.done:
 		return r.b, r.err
 	case <-t.C:
+		if joined {
+			return nil, fmt.Errorf("no answer within %v; an earlier read of the file has not returned either (a hung filesystem?)", deadline)
+		}
 		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
 	}
 }
@@ -425,6 +471,9 @@ func identityFrom(c *Config, f *File, bad badFunc) error {
 	return nil
 }
 
+// MaxDescriptionBytes bounds a counter's description.
+const MaxDescriptionBytes = 1024
+
 // countersFrom reads counter detection and its table.
 func countersFrom(c *Config, f *File, bad badFunc) error {
 	var err error
@@ -435,6 +484,15 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 	}
 	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
 		return bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
+	}
+	for i, o := range f.CounterDetection.Counters {
+		// The description is the text of every event of its counter:
+		// bounded here, so an operator learns of a cut at once rather than
+		// from truncated events (event.New bounds them anyway).
+		if o.Description != nil && len(*o.Description) > MaxDescriptionBytes {
+			return bad(fmt.Sprintf("counterDetection.counters[%d].description", i),
+				"is %d bytes, above the limit of %d: describe the fault in a sentence", len(*o.Description), MaxDescriptionBytes)
+		}
 	}
 	if c.Counters, err = counters.Merge(counters.TableDefaults(), f.CounterDetection.Counters); err != nil {
 		return &Error{File: c.Path, Reason: err.Error()}
@@ -466,6 +524,14 @@ func sinksFrom(c *Config, f *File, bad badFunc) error {
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
 	c.JSONLPath = f.Sinks.JSONL.Path
 	if c.JSONLPath != "" && c.JSONLPath != "-" {
+		if strings.IndexByte(c.JSONLPath, 0) >= 0 || !utf8.ValidString(c.JSONLPath) {
+			return bad("sinks.jsonl.path", "%q contains a NUL byte or invalid UTF-8: name a file by an absolute path", c.JSONLPath)
+		}
+		if !filepath.IsAbs(c.JSONLPath) {
+			// Relative to what the daemon's working directory happens to
+			// be, which systemd sets to /.
+			return bad("sinks.jsonl.path", "%q must be an absolute path (or \"-\" for stdout)", c.JSONLPath)
+		}
 		if fi, err := os.Stat(c.JSONLPath); err == nil && !fi.Mode().IsRegular() {
 			if fi.IsDir() {
 				return bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
@@ -522,7 +588,9 @@ func ParseChecks(list []string) (map[string]bool, error) {
 	for _, n := range list {
 		n = strings.TrimSpace(n)
 		if n == "" {
-			continue
+			// A blank name would leave every check off without a word:
+			// a list means "only these".
+			return nil, fmt.Errorf("empty check name in the list (known: %s); leave the list out to run every check", strings.Join(KnownChecks(), ", "))
 		}
 		if !slices.Contains(KnownChecks(), n) {
 			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))

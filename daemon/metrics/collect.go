@@ -26,6 +26,11 @@ type Source interface {
 	// Stalled reports whether the poll loop has made no progress for
 	// longer than the watchdog allows (the same gate as WATCHDOG=1).
 	Stalled() bool
+	// Undeliverable says why events cannot be made durable (the outbox
+	// refuses appends), or "" when they can: the daemon polls but what
+	// it detects cannot reach anyone. Same rule as Stalled: no lock the
+	// poll loop holds.
+	Undeliverable() string
 }
 
 // SinkStats is one event destination's delivery totals since start.

@@ -27,8 +27,11 @@ const defaultScrapeTimeout = 10 * time.Second
 //	              (Prometheus's X-Prometheus-Scrape-Timeout-Seconds when
 //	              shorter, else 10s) or the request was cancelled;
 //	              500 when src panicked (the panic is contained);
-//	GET /healthz  200 "ok" while the poll loop makes progress,
-//	              503 "poll loop stalled since <time>" when src.Stalled();
+//	GET /healthz  200 "ok" while the poll loop makes progress and its
+//	              events can be made durable,
+//	              503 "poll loop stalled since <time>" when src.Stalled(),
+//	              503 "events cannot be made durable: ..." when
+//	              src.Undeliverable() says why;
 //	GET /         a one-line index; anything else 404, other methods 405.
 //
 // HEAD works wherever GET does. A nil src answers 500 on both endpoints.
@@ -175,6 +178,11 @@ func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	if !h.src.Stalled() {
+		if why := h.src.Undeliverable(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "events cannot be made durable: %s; see journalctl -u nichealthd\n", why)
+			return
+		}
 		w.Write([]byte("ok\n"))
 		return
 	}

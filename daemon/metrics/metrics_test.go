@@ -402,6 +402,13 @@ func TestHealthz_4_OKThenStalled(t *testing.T) {
 	if code, _ := get(); code != 200 {
 		t.Fatalf("recovered: %d", code)
 	}
+	// Issue 22 row 2: polling, but the outbox refuses every event.
+	src.mu.Lock()
+	src.undeliv = "3 events cannot be written to the outbox"
+	src.mu.Unlock()
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot be made durable: 3 events") {
+		t.Fatalf("undeliverable: %d %q", code, body)
+	}
 }
 
 func TestHealthz_4_AnswersWhileSourceBlocked(t *testing.T) {

@@ -23,6 +23,7 @@ type fakeSource struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
+	undeliv  string
 	block    chan struct{}
 	entered  chan struct{} // receives once per Manager call when block is set
 	calls    int
@@ -106,6 +107,12 @@ func (f *fakeSource) Stalled() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stalled
+}
+
+func (f *fakeSource) Undeliverable() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.undeliv
 }
 
 func (f *fakeSource) setStalled(v bool) {
