@@ -34,6 +34,8 @@ type Monitor struct {
 	start checks.Start
 	boot  persist.BootStatus
 	rd    *reader.Reader
+	// seams are a test's stand-ins for the kernel; none in production.
+	seams Seams
 
 	names     []string
 	lister    *topology.Lister
@@ -101,6 +103,10 @@ type Monitor struct {
 
 	// aer is the PCIe AER read plan (daemon/aer.go).
 	aer *aerPlan
+
+	// statsUnavailable is why each netdev's driver statistics could not
+	// be opened, as last logged (phy.go).
+	statsUnavailable map[string]string
 }
 
 type portPlan struct {
@@ -143,8 +149,13 @@ type counterRead struct {
 // NewMonitor prepares a monitor over the checks' memory. bootStatus says
 // what the first poll knows (seed 3.4 step 4).
 func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
+	return newMonitor(cfg, mem, bootStatus, log, Seams{})
+}
+
+// newMonitor is NewMonitor with a test's seams.
+func newMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger, seams Seams) *Monitor {
 	m := &Monitor{
-		cfg: cfg, log: log, mem: mem,
+		cfg: cfg, log: log, mem: mem, seams: seams,
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
@@ -165,7 +176,9 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 	} else {
 		m.start = checks.Resume
 	}
-	m.rd = reader.New(readerOptions(cfg))
+	ro := readerOptions(cfg)
+	ro.Faults = seams.ReadFaults
+	m.rd = reader.New(ro)
 	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
 		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
@@ -407,7 +420,7 @@ func (m *Monitor) planCounters(pp *portPlan) {
 		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
 	}
 	if len(phyDefs) > 0 {
-		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs, m.phySimRoot())
+		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs)
 	}
 }
 

@@ -48,6 +48,9 @@ type Options struct {
 	Log        *slog.Logger
 	// ExtraSinks are added to the configured ones (tests).
 	ExtraSinks []sink.Sink
+	// Seams are a test's stand-ins for the kernel (seams.go); the
+	// production binary passes none.
+	Seams Seams
 	// Signals, when set, is the channel main registered with
 	// signal.Notify before start-up, so a SIGTERM during discovery is
 	// handled as a clean stop rather than killing the process.
@@ -215,7 +218,7 @@ func New(opts Options) (*Daemon, error) {
 		modelDirty: replayed > 0 || len(st.Health) == 0,
 		boot:       bs,
 	}
-	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.mon = newMonitor(cfg, mem, bs, log, opts.Seams)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {

@@ -51,6 +51,10 @@ type node struct {
 	cmd    *exec.Cmd
 	stderr syncBuffer
 	env    []string
+	// bin and seamArgs are set by simulate: the test build and its
+	// --simulate-root. Empty, the node runs the production binary.
+	bin      string
+	seamArgs []string
 }
 
 // syncBuffer is the daemon's stderr, written by exec's copier goroutine and
@@ -144,7 +148,11 @@ func (n *node) start(args ...string) {
 	n.t.Helper()
 	n.stderr.Reset()
 	a := append([]string{"--config", n.cfg, "--state-file", n.state, "--node-name", "bb-node", "--state-polling-interval", "100ms"}, args...)
-	n.cmd = exec.Command(daemonBin, a...)
+	bin := daemonBin
+	if n.bin != "" {
+		bin, a = n.bin, append(a, n.seamArgs...)
+	}
+	n.cmd = exec.Command(bin, a...)
 	n.cmd.Stderr = &n.stderr
 	n.cmd.Env = append(os.Environ(), n.env...)
 	if err := n.cmd.Start(); err != nil {

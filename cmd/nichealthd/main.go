@@ -37,6 +37,7 @@ func run(args []string) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	version := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	seams := seamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -110,9 +111,14 @@ func run(args []string) int {
 		return 0
 	}
 
+	sm, err := seams()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+		return 2
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs})
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs, Seams: sm})
 	if err != nil {
 		// One line on stderr saying what is wrong and how to fix it
 		// (DESIGN.md section 8).

@@ -146,6 +146,18 @@ func TestPHY_EthtoolUnknownInterface(t *testing.T) {
 	}
 }
 
+// An interface the ioctl cannot ask gives a plain nil Source: a nil
+// *Stats inside a non-nil interface passed every "src != nil" test and
+// panicked in Close, at start, on every RoCE host with such a netdev.
+func TestPHY_OpenSourceFailureIsNilInterface(t *testing.T) {
+	for _, name := range []string{"nhphy-absent0", "", "a-name-longer-than-ifnamsiz"} {
+		src, err := OpenSource(name, []string{"rx_corrected_bits_phy"})
+		if err == nil || src != nil {
+			t.Fatalf("OpenSource(%q) = (%#v, %v); want (nil, error)", name, src, err)
+		}
+	}
+}
+
 // BenchmarkGSTATS_Veth is the per-netdev cost of one read: GSSET_INFO and
 // GSTATS.
 func BenchmarkGSTATS_Veth(b *testing.B) {
