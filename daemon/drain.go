@@ -288,7 +288,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		e := &rejected[i].Event
 		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
 			"sink", name, "event_id", e.ID, "seq", rejected[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
-			"message", e.Message, "reason", reasons[i])
+			"message", e.Message, "reason", reasons[i]) //nolint:nilaway // reasons has one entry per rejected record, appended together
 	}
 	return done, stop
 }

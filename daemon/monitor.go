@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -763,7 +764,7 @@ func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		level = slog.LevelInfo // vanishing mid-read: disappearance logic decides
 	}
-	m.log.Log(nil, level, "cannot read port state; keeping its last known state until it reads again",
+	m.log.Log(context.Background(), level, "cannot read port state; keeping its last known state until it reads again",
 		"device", p.dev.Name, "port", p.port.Num, "err", err)
 }
 
@@ -917,16 +918,6 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 		m.buildPlan()
 	}
 	return specs
-}
-
-// currentValue parses the last reading of a counter file.
-func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
-	raw, err := cr.sample()
-	if err != nil {
-		return 0, false
-	}
-	v, err := sysfs.ParseCounter(raw)
-	return v, err == nil
 }
 
 // activeOrUnread counts a port whose state was never read (a hung or

@@ -71,11 +71,7 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int) (present, missing []string
 			want = append(want, stat)
 		}
 	}
-	var src ethtool.Source
-	err := errors.New("the port has no netdev")
-	if pp.netdev != "" {
-		src, err = m.openPHY(pp.netdev, want)
-	}
+	src, err := m.openPHY(pp.netdev, want)
 	if err != nil {
 		m.noteStatsUnavailable(pp, err)
 		for _, i := range defIdx {
@@ -119,6 +115,9 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int) (present, missing []string
 // returns after the deadline is closed by whichever side sees it last. A
 // failed open leaves src a plain nil: nothing to keep, nothing to close.
 func (m *Monitor) openPHY(netdev string, want []string) (ethtool.Source, error) {
+	if netdev == "" {
+		return nil, errors.New("the port has no netdev")
+	}
 	var (
 		mu        sync.Mutex
 		src       ethtool.Source
@@ -149,6 +148,12 @@ func (m *Monitor) openPHY(netdev string, want []string) (ethtool.Source, error) 
 		// Already names the netdev ("ethtool <netdev>: ...", or the
 		// call's name when it hung): wrapped again it read twice.
 		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if src == nil {
+		// An opener that broke its contract: (nil, nil).
+		return nil, fmt.Errorf("ethtool %s: the statistics opener returned no source", netdev)
 	}
 	return src, nil
 }

@@ -114,7 +114,6 @@ type Daemon struct {
 	busDone  chan struct{}
 	reloadCh chan chan error
 	loadedCh chan loaded
-	ackSeq   atomic.Uint64
 }
 
 type busHolder struct{ b busPublisher }
@@ -257,9 +256,9 @@ func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*pe
 // catchUp restores the health model and, on the same boot, replays the
 // outbox events newer than the state onto the checks and the model.
 func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.Outbox, cfg *config.Config, log *slog.Logger) (*health.Model, int, error) {
-	model, merr := restoreModel(st, mem)
-	if merr != nil {
-		log.Warn("state file", "detail", merr.Error())
+	model, note := restoreModel(st, mem)
+	if note != "" {
+		log.Warn("state file", "detail", note)
 	}
 	replayed := 0
 	if bs == persist.BootSame {
@@ -515,7 +514,7 @@ func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, boo
 	}
 	out := make([]emitted, 0, len(evs))
 	for i := range evs {
-		out = append(out, emitted{evs[i], seqs[i]})
+		out = append(out, emitted{evs[i], seqs[i]}) //nolint:nilaway // a successful Append returns one sequence number per event (nil only for none, returned above)
 		if d.model.Apply(&evs[i]) {
 			d.modelDirty = true
 		}

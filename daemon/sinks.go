@@ -32,7 +32,13 @@ func (d *Daemon) buildSinksFor(cfg *config.Config, lenient bool) ([]sink.Sink, e
 			out = append(out, s)
 		case lenient:
 			d.log.Error("JSON-lines sink cannot open its file; its events stay queued and opening is retried with backoff", "err", err)
-			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path, d.log) }})
+			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) {
+				s, err := jsonl.New(path, d.log)
+				if err != nil {
+					return nil, err // not a nil *jsonl.Sink in a non-nil Sink
+				}
+				return s, nil
+			}})
 		default:
 			return nil, err
 		}

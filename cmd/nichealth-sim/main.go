@@ -75,7 +75,7 @@ func usageErr(format string, a ...any) error {
 // parseInterleaved lets flags appear before, between or after positional
 // arguments (the flag package alone stops at the first positional).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+	pos := []string{}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usageErr("%v", err)

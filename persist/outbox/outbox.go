@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -821,8 +822,8 @@ func (o *Outbox) loadRecent() {
 		parts = append(parts, recs)
 		want -= len(recs)
 	}
-	for k := len(parts) - 1; k >= 0; k-- {
-		o.recent = append(o.recent, parts[k]...)
+	for _, recs := range slices.Backward(parts) {
+		o.recent = append(o.recent, recs...)
 	}
 }
 

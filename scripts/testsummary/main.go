@@ -217,7 +217,10 @@ func (s *summary) hasSubtests(r *result) bool {
 
 func (s *summary) finish() {
 	for _, k := range s.order {
-		r := s.tests[k]
+		r, ok := s.tests[k]
+		if !ok {
+			continue
+		}
 		if s.hasSubtests(r) {
 			continue
 		}

@@ -93,6 +93,9 @@ func (h *Host) readPHY(netdev string) (names []string, vals []uint64, err error)
 		}
 		names, vals = append(names, strings.TrimSpace(name)), append(vals, v)
 	}
+	if vals == nil {
+		return nil, nil, fmt.Errorf("netdev %s: %s lists no statistic", netdev, PHYStatsPath(h.Root, netdev))
+	}
 	return names, vals, nil
 }
 
