@@ -363,8 +363,8 @@ func (m *Monitor) buildPlan() {
 				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
-				m.planCounters(pp)
 				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
+				m.planCounters(pp, ms)
 				present, missing = append(present, p...), append(missing, ms...)
 				present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
 			}
@@ -389,8 +389,11 @@ func (m *Monitor) addFile(path string, cadence *[]*reader.File) *reader.File {
 
 // planCounters adds the port's counter files, one read per file however
 // many definitions share it. A path that resolves outside the device's
-// directory through a symlink is never read.
-func (m *Monitor) planCounters(pp *portPlan) {
+// directory through a symlink is never read, and neither is a counter the
+// availability check found missing (seed 7.1): the log says it is skipped,
+// so it is not opened again, failing every tick, until the next plan build
+// (rediscovery, reload) looks for it again.
+func (m *Monitor) planCounters(pp *portPlan, missing []string) {
 	port := pp.port
 	byFile := map[string]int{}
 	var phyDefs []int
@@ -404,7 +407,7 @@ func (m *Monitor) planCounters(pp *portPlan) {
 			continue
 		}
 		path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
-		if path == "" {
+		if path == "" || slices.Contains(missing, def.Name) {
 			continue
 		}
 		resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
@@ -454,7 +457,7 @@ func (m *Monitor) logAvailability(dev string, present, missing []string) {
 		m.log.Info("counter availability", "device", dev, "available", present, "missing", missing)
 		return
 	}
-	m.log.Warn("counter files missing; those counters are skipped on this device", "device", dev,
+	m.log.Warn("counter files missing; those counters are skipped on this device (not read) until a reload or rediscovery looks for them again", "device", dev,
 		"missing", missing, "available", present,
 		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
 }

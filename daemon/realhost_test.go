@@ -2,9 +2,13 @@ package daemon
 
 import (
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/persist"
@@ -63,5 +67,81 @@ func TestRealHost_AbsentNetdevsStartAndSkipDriverStats(t *testing.T) {
 	specs, _ := m.Cycle(now)
 	if fatal := portEvents(specs, "mlx5_8", 1); len(fatal) != 1 || fatal[0].Kind != event.KindPortFatal {
 		t.Fatalf("RoCE port DOWN without driver statistics: %+v", fatal)
+	}
+}
+
+// readCounter is a reader.Faults that injects nothing and counts every
+// read attempt per path, failed opens included: the reader asks it after
+// each attempt, so it sees what inotify cannot (an open of a file that does
+// not exist).
+type readCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *readCounter) Refresh() {}
+
+func (c *readCounter) Lookup(path string) (unix.Errno, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[path]++
+	return 0, false
+}
+
+func (c *readCounter) take(path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n[path]
+	delete(c.n, path)
+	return n
+}
+
+// Seed 7.1: a counter file the NIC lacks is logged once as skipped at the
+// plan build and then really skipped: not opened at every counter tick
+// (it was: one failing openat per port and tick, 16 a second on a 16-port
+// tree for roce_slow_restart), until a reload or rediscovery builds the
+// plan again and looks for it.
+func TestCounters_7_1_MissingCounterFileNotReopened(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	missing, err := h.PortPath("mlx5_8", 1, "hw_counters/roce_slow_restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	present, _ := h.PortPath("mlx5_8", 1, "counters/symbol_error")
+	b, err := os.ReadFile(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(missing); err != nil {
+		t.Fatal(err)
+	}
+	reads := &readCounter{}
+	m := simMonitorWith(t, h, "", Seams{ReadFaults: reads})
+	now := time.Unix(1_700_000_000, 0)
+	const ticks = 10
+	for i := 0; i < ticks; i++ {
+		m.Cycle(now)
+		now = now.Add(time.Second)
+	}
+	if n := reads.take(missing); n != 0 {
+		t.Fatalf("the missing roce_slow_restart was read %d times in %d counter ticks; want 0 after the plan build found it missing", n, ticks)
+	}
+	if n := reads.take(present); n != ticks {
+		t.Fatalf("symbol_error read %d times in %d ticks; the count itself is wrong", n, ticks)
+	}
+	// A firmware update brings it back: the next plan build finds it.
+	if err := os.WriteFile(missing, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconfigure(m.cfg, now)
+	for i := 0; i < ticks; i++ {
+		m.Cycle(now)
+		now = now.Add(time.Second)
+	}
+	if n := reads.take(missing); n != ticks {
+		t.Fatalf("after the reload roce_slow_restart was read %d times in %d ticks, want every tick", n, ticks)
 	}
 }
