@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +25,9 @@ type drainer struct {
 	sent, failed atomic.Uint64
 	// retry asks for the parked (rejected) events to be offered again.
 	retry chan struct{}
+	// panicked is told once when the sink's own code panics (guard.go):
+	// the drainer then stops until the next reload or restart.
+	panicked func(sink string, p *sinkPanic)
 }
 
 func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
@@ -168,7 +173,7 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		evs[i] = r.Event
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := d.sink.Send(sctx, evs)
+	err := d.send(sctx, evs)
 	cancel()
 	pendingFrom := recs[0].Seq
 	switch {
@@ -195,6 +200,14 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 			return false
 		}
 		d.failed.Add(uint64(len(evs)))
+	}
+	if sp, ok := err.(*sinkPanic); ok {
+		// The sink's own bug: retrying would panic again. Its events
+		// stay in the outbox for the sink restarted by a reload.
+		if d.panicked != nil {
+			d.panicked(name, sp)
+		}
+		return false
 	}
 	first, wait := sendEp.fail()
 	if first {
@@ -263,7 +276,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		err := batchErr
 		if len(recs) > 1 {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
+			err = d.send(sctx, []event.Event{recs[i].Event})
 			cancel()
 		}
 		if err == nil {
@@ -352,4 +365,24 @@ func (b backend) RetryRejected(uid uint32) (uint32, error) {
 	n := b.d.RetryRejected()
 	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
 	return uint32(n), nil
+}
+
+// sinkPanic is a panic in a sink's Send (encoding an event, say),
+// recovered on the drainer's goroutine where it would have ended the
+// daemon.
+type sinkPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *sinkPanic) Error() string { return fmt.Sprintf("sink panicked: %v", p.value) }
+
+// send is Sink.Send inside the sink's boundary.
+func (d *drainer) send(ctx context.Context, evs []event.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &sinkPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return d.sink.Send(ctx, evs)
 }

@@ -108,6 +108,8 @@ type Monitor struct {
 	// statsUnavailable is why each netdev's driver statistics could not
 	// be opened, as last logged (phy.go).
 	statsUnavailable map[string]string
+	// guard is the boundary around every check's step (guard.go).
+	guard *checkGuard
 }
 
 type portPlan struct {
@@ -156,7 +158,7 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 // newMonitor is NewMonitor with a test's seams.
 func newMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger, seams Seams) *Monitor {
 	m := &Monitor{
-		cfg: cfg, log: log, mem: mem, seams: seams,
+		cfg: cfg, log: log, mem: mem, seams: seams, guard: newCheckGuard(log, seams.Step),
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
@@ -363,10 +365,13 @@ func (m *Monitor) buildPlan() {
 				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
-				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
-				m.planCounters(pp, ms)
-				present, missing = append(present, p...), append(missing, ms...)
-				present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
+					m.guard.enter(checks.DegradationCheckFor(port.LinkLayer))
+					p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
+					m.planCounters(pp, ms)
+					present, missing = append(present, p...), append(missing, ms...)
+					present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				})
 			}
 			m.ports = append(m.ports, pp)
 			m.planOf[port] = pp
@@ -376,7 +381,14 @@ func (m *Monitor) buildPlan() {
 		}
 	}
 	m.forgetUnplannedFiles()
-	m.planAER()
+	if m.guard.isFailed(aerCheck) {
+		m.closeAER()
+		return
+	}
+	m.guard.run("plan", aerChecks, &m.pendingSpecs, func() {
+		m.guard.enter(aerCheck)
+		m.planAER()
+	})
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -468,11 +480,13 @@ func uniq(s []string) []string {
 }
 
 func (m *Monitor) stateEnabled(ll string) bool {
-	return m.cfg.Checks[checks.StateCheckFor(ll)]
+	c := checks.StateCheckFor(ll)
+	return m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 func (m *Monitor) degradationEnabled(ll string) bool {
-	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
+	c := checks.DegradationCheckFor(ll)
+	return m.cfg.CountersEnabled && m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 // counterTick is the fixed cadence of counter sampling and judging, whatever
@@ -497,35 +511,53 @@ func (m *Monitor) NextWake() time.Time {
 // specs, which the daemon commits to the outbox and folds into the health
 // model. changed says whether what the checks remember moved.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
-	specs, changed := m.pendingSpecs, len(m.pendingSpecs) > 0
+	// After a reboot or with no state, each check's clear comes first
+	// (DESIGN.md difference 5): before what start-up left pending, such as
+	// a check disabled by a panic while the plan was built, which the
+	// clear must not erase.
+	specs := m.openingClears(nil)
+	specs, changed := append(specs, m.pendingSpecs...), len(m.pendingSpecs) > 0
 	m.pendingSpecs = nil
+	// Each check's step runs inside its boundary (guard.go): a panic
+	// disables that check alone.
+	g := m.guard
 	if m.cycles != 0 && now.Before(m.nextStatePoll) {
 		// Woken for the counter tick alone: the state poll is slower.
-		m.counterCycle(now, &specs, &changed)
-		m.aerCycle(now, &specs, &changed)
+		g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+		g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+		m.replanAfterFailure()
 		return specs, changed
 	}
-	enumErr := m.enumerate()
-	specs = m.openingClears(specs)
+	var enumErr error
+	g.run("presence", stateChecks, &specs, func() { enumErr = m.enumerate() })
 	m.read(m.stateFiles, &specs)
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
-	m.presence(enumErr, &specs, &changed)
+	g.run("presence", stateChecks, &specs, func() { m.presence(enumErr, &specs, &changed) })
 	// Observe every port first: card homogeneity needs all of them.
-	for _, p := range m.ports {
-		m.observe(p)
-	}
+	g.run("observe", stateChecks, &specs, func() {
+		for _, p := range m.ports {
+			if c := checks.StateCheckFor(p.port.LinkLayer); !g.isFailed(c) {
+				g.enter(c)
+				m.observe(p)
+			}
+		}
+	})
 	// Card events follow the port events of the same cycle: the port
 	// crossed first, homogeneity escalates it.
 	var cardSpecs []event.Spec
-	anomalous := m.cards(now, &cardSpecs, &changed)
-	m.judgePorts(now, anomalous, &specs, &changed)
+	var anomalous map[string]bool
+	g.run("cards", stateChecks, &specs, func() { anomalous = m.cards(now, &cardSpecs, &changed) })
+	g.run("judge", stateChecks, &specs, func() { m.judgePorts(now, anomalous, &specs, &changed) })
 	specs = append(specs, cardSpecs...)
-	m.counterCycle(now, &specs, &changed)
-	m.aerCycle(now, &specs, &changed)
+	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
-		m.runSanity(now, &specs, &changed)
+		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })
+	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {
+		specs = append(specs, g.resumedSpec(sanityCheck, "link sanity is switched off ([linkSanity] enabled = false)"))
 	}
+	m.replanAfterFailure()
 	m.cycles++
 	m.lastPoll = now
 	m.nextStatePoll = now.Add(m.cfg.PollInterval)
@@ -589,6 +621,7 @@ func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]
 			(!first && p.wasJudged && p.obs == p.judged) {
 			continue
 		}
+		m.guard.enter(checks.StateCheckFor(p.port.LinkLayer))
 		p.judged, p.wasJudged = p.obs, true
 		start := checks.Steady
 		if first {
@@ -656,10 +689,18 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 	m.counterTicks++
 	m.read(m.counterFiles, specs)
 	for _, p := range m.ports {
+		if check := checks.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
+			continue
+		} else if len(p.counters) > 0 {
+			m.guard.enter(check)
+		}
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
 			raw, err := cr.sample()
+			if pe, ok := err.(*reader.PanicError); ok {
+				panic(pe) // a driver call's panic, caught on the worker: this check's
+			}
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
 			if !unchanged {
 				m.viewChanged = true
@@ -912,6 +953,8 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	}
 	m.cfg = cfg
 	m.defs = defs
+	// A reload gives every check disabled by a panic another chance.
+	m.guard.reset()
 	if rediscover {
 		if err := m.Discover(); err != nil {
 			m.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)

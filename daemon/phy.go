@@ -138,6 +138,9 @@ func (m *Monitor) openPHY(netdev string, want []string) (ethtool.Source, error) 
 		src = s
 		return nil
 	})
+	if pe, ok := err.(*reader.PanicError); ok {
+		panic(pe) // the opener panicked on the worker: this check's bug
+	}
 	if err != nil {
 		mu.Lock()
 		defer mu.Unlock()

@@ -114,6 +114,8 @@ type Daemon struct {
 	busDone  chan struct{}
 	reloadCh chan chan error
 	loadedCh chan loaded
+	// sinkFail carries sinks stopped by a panic to the poll loop (guard.go).
+	sinkFail sinkFailures
 }
 
 type busHolder struct{ b busPublisher }
@@ -218,6 +220,9 @@ func New(opts Options) (*Daemon, error) {
 		boot:       bs,
 	}
 	d.mon = newMonitor(cfg, mem, bs, log, opts.Seams)
+	// Checks disabled by a panic before the restart are still reported:
+	// their conditions clear when they run again.
+	d.mon.guard.restore(failedChecksOf(model.Conditions()))
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
@@ -303,6 +308,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.startSinks(ctx, d.cfg, false); err != nil {
 		return err
 	}
+	d.mu.Lock()
+	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
+	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -389,6 +397,7 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
 	specs, changed := d.mon.Cycle(now)
+	specs = append(specs, d.takeSinkFailuresLocked()...)
 	evs := d.commitLocked(specs, changed, now)
 	// The rules read the model the cycle's events just updated. Their
 	// windows move with those events, so they are saved with them (a
@@ -397,7 +406,9 @@ func (d *Daemon) poll(now time.Time) {
 	// fast poll runs them at most once a second.
 	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
 		d.rulesAt = now
-		if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
+		var rs []event.Spec
+		d.mon.guard.run("rules", ruleChecks, &rs, func() { rs = append(rs, d.runRulesLocked(now)...) })
+		if len(rs) > 0 || len(specs) > 0 {
 			evs = append(evs, d.commitLocked(rs, true, now)...)
 		}
 	}
@@ -647,6 +658,7 @@ func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient 
 			batch = cfg.ConnectorBatch
 		}
 		dr := newDrainer(d.ob, s, d.log, batch)
+		dr.panicked = d.sinkPanicked
 		set.drainers = append(set.drainers, dr)
 		set.wg.Add(1)
 		go func() { defer set.wg.Done(); dr.run(ctx) }()
@@ -844,7 +856,8 @@ func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 // must not hold up D-Bus readers.
 func (d *Daemon) restartSinksLocked(cfg *config.Config) {
 	d.sinkMu.Lock()
-	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key
+	// A sink stopped by a panic is restarted by any reload (guard.go).
+	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key || d.anySinkFailed()
 	d.sinkMu.Unlock()
 	if !changed {
 		d.reopenSinks()
@@ -861,7 +874,17 @@ func (d *Daemon) restartSinksLocked(cfg *config.Config) {
 		go d.retryStartSinks(cfg, d.generation+1)
 		return
 	}
+	d.sinksRestartedLocked(d.sinkNames(), "a reload restarted the sink")
 	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
+}
+
+// sinkNames are the running sinks' names.
+func (d *Daemon) sinkNames() []string {
+	var out []string
+	for _, dr := range d.drainerList() {
+		out = append(out, dr.sink.Name())
+	}
+	return out
 }
 
 // logApplied logs an applied configuration; a reload of the same file (a

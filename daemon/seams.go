@@ -20,6 +20,12 @@ type Seams struct {
 	// SIOCETHTOOL ioctl (topology/sim.PHYStatsOpener). It must return a
 	// plain nil Source with every error, as ethtool.OpenSource does.
 	OpenStats func(netdev string, want []string) (ethtool.Source, error)
+	// Step is called inside a check's boundary each time a step starts
+	// working for a check (per port for the state and counter checks),
+	// with the check and the step ("plan", "observe", "judge", "counters",
+	// "pcie-aer", "link-sanity", "rules", ...): a test panics from it to
+	// prove the boundary holds (guard.go).
+	Step func(check, step string)
 }
 
 // openStats is how driver statistics are opened: the ioctl unless a test

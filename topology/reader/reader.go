@@ -398,7 +398,7 @@ func (w *worker) run(r *Reader) {
 
 func readOnce(f *File, keep bool) (int, error) {
 	if f.src != nil {
-		return 0, f.src.Read()
+		return 0, readSource(f)
 	}
 	keep = keep && !f.oneShot
 	if keep && f.fd >= 0 {
