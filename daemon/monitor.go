@@ -110,6 +110,9 @@ type Monitor struct {
 	statsUnavailable map[string]string
 	// guard is the boundary around every check's step (guard.go).
 	guard *checkGuard
+	// netdevUnreadable holds the netdevs whose operstate could not be
+	// read, said once per episode (netdev.go).
+	netdevUnreadable map[string]bool
 }
 
 type portPlan struct {
@@ -362,7 +365,7 @@ func (m *Monitor) buildPlan() {
 			pp.phys = m.addFile(port.Dir+"/phys_state", &m.stateFiles)
 			pp.rate = m.addFile(port.Dir+"/rate", &m.stateFiles)
 			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
-				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
+				pp.oper = m.addNetdevFile(pp, m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
 				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
@@ -433,7 +436,11 @@ func (m *Monitor) planCounters(pp *portPlan, missing []string) {
 			continue
 		}
 		byFile[path] = len(pp.counters)
-		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
+		f := m.addFile(path, &m.counterFiles)
+		if def.IsNetdev() {
+			f.SetKeepOpen(m.netdevOnSysfs(pp))
+		}
+		pp.counters = append(pp.counters, counterRead{file: f, defs: []int{i}})
 	}
 	if len(phyDefs) > 0 {
 		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs)
@@ -762,6 +769,7 @@ func (m *Monitor) observe(p *portPlan) {
 	}
 	o := checks.Observation{Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer, State: s, Phys: ph}
 	if p.oper != nil && p.oper.Err == nil {
+		m.operReadable(p)
 		// Converted to a string only when it changes: steady polls stay
 		// allocation-free.
 		v := sysfs.TrimValue(p.oper.Value())
@@ -771,6 +779,12 @@ func (m *Monitor) observe(p *portPlan) {
 		} else {
 			o.Operstate = p.obs.Operstate
 		}
+	} else if p.oper != nil {
+		// Unreadable (the netdev was deleted or renamed under a kept
+		// descriptor): the port is not judged from a failed read; its
+		// last known operstate stands (DESIGN.md difference 3).
+		o.Operstate = p.obs.Operstate
+		m.operUnreadable(p)
 	}
 	if p.rate.Err == nil {
 		v := p.rate.Value()

@@ -35,8 +35,30 @@ type File struct {
 	// sanity pass or a rediscovery would leak a descriptor until the
 	// process ran out of them and every read failed with EMFILE.
 	oneShot bool
-	stuck   atomic.Bool
-	src     Source // a driver call instead of a file (NewSource)
+	// keepOpen overrides the Reader's policy for this file (SetKeepOpen):
+	// a plan can hold files of two trees, one of them real sysfs.
+	keepOpen keepPolicy
+	stuck    atomic.Bool
+	src      Source // a driver call instead of a file (NewSource)
+}
+
+type keepPolicy uint8
+
+const (
+	keepByReader keepPolicy = iota
+	keepAlways
+	keepNever
+)
+
+// SetKeepOpen makes this file's descriptor kept between cycles (true:
+// the file is on sysfs, where pread at offset 0 regenerates the value) or
+// reopened every cycle (false), whatever the Reader's KeepOpen says. Set it
+// before the first read.
+func (f *File) SetKeepOpen(keep bool) {
+	f.keepOpen = keepNever
+	if keep {
+		f.keepOpen = keepAlways
+	}
 }
 
 // NewFile prepares a file for reading.
@@ -399,6 +421,12 @@ func (w *worker) run(r *Reader) {
 func readOnce(f *File, keep bool) (int, error) {
 	if f.src != nil {
 		return 0, readSource(f)
+	}
+	switch f.keepOpen {
+	case keepAlways:
+		keep = true
+	case keepNever:
+		keep = false
 	}
 	keep = keep && !f.oneShot
 	if keep && f.fd >= 0 {
