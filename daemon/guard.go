@@ -236,17 +236,6 @@ func oneLineValue(s string) string {
 	return s
 }
 
-// replanAfterFailure rebuilds the read plan once after a check failed, so
-// the disabled check's files and driver calls stop being read (a source
-// that panics would otherwise panic on the worker every tick).
-func (m *Monitor) replanAfterFailure() {
-	if !m.guard.replan {
-		return
-	}
-	m.guard.replan = false
-	m.buildPlan()
-}
-
 // A sink is guarded like a check: a panic in its own code (encoding an
 // event) stops its drainer until the next reload or restart, raises
 // check-failed under the sink's name, and the other sinks and every check

@@ -111,8 +111,10 @@ type Monitor struct {
 	// guard is the boundary around every check's step (guard.go).
 	guard *checkGuard
 	// netdevUnreadable holds the netdevs whose operstate could not be
-	// read, said once per episode (netdev.go).
+	// read, said once per episode; netdevGone asks for one rediscovery
+	// when one disappears (netdev.go).
 	netdevUnreadable map[string]bool
+	netdevGone       bool
 }
 
 type portPlan struct {
@@ -365,7 +367,7 @@ func (m *Monitor) buildPlan() {
 			pp.phys = m.addFile(port.Dir+"/phys_state", &m.stateFiles)
 			pp.rate = m.addFile(port.Dir+"/rate", &m.stateFiles)
 			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
-				pp.oper = m.addNetdevFile(pp, m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
+				pp.oper = m.planOperstate(pp)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
 				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
@@ -532,7 +534,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		// Woken for the counter tick alone: the state poll is slower.
 		g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 		g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
-		m.replanAfterFailure()
+		m.rebuildAfterCycle()
 		return specs, changed
 	}
 	var enumErr error
@@ -564,7 +566,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {
 		specs = append(specs, g.resumedSpec(sanityCheck, "link sanity is switched off ([linkSanity] enabled = false)"))
 	}
-	m.replanAfterFailure()
+	m.rebuildAfterCycle()
 	m.cycles++
 	m.lastPoll = now
 	m.nextStatePoll = now.Add(m.cfg.PollInterval)
