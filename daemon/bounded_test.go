@@ -136,7 +136,9 @@ func TestBounded_1_ExtremeCountersKeepMemoryAndStateBounded(t *testing.T) {
 	cfgPath := writeConfig(t, h, dir, "")
 	state := filepath.Join(dir, "state", "state.json")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := New(Options{ConfigPath: cfgPath, StateFile: state, Log: log})
+	// The driver statistics come from the simulator's files (simSeams),
+	// so the ethtool: counters are driven too.
+	d, err := New(Options{ConfigPath: cfgPath, StateFile: state, Log: log, Seams: simSeams(h)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,17 @@ func cadenceMonitor(t *testing.T, poll time.Duration) (*Monitor, *sim.Host) {
 	return simMonitor(t, h, fmt.Sprintf("pollingInterval = %q\n", poll.String())), h
 }
 
+// phyMonitor is cadenceMonitor with the host's driver statistics read
+// from the simulator's files (simSeams).
+func phyMonitor(t *testing.T) (*Monitor, *sim.Host) {
+	t.Helper()
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simMonitorWith(t, h, "pollingInterval = \"1s\"\n", simSeams(h)), h
+}
+
 func breachesOf(specs []event.Spec, counter string) []event.Spec {
 	var out []event.Spec
 	for _, s := range specs {

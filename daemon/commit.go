@@ -128,6 +128,11 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 		return nil, false
 	}
 	seqs, err := d.ob.Append(h.evs)
+	if err == nil && len(seqs) != len(h.evs) {
+		// Append's contract is one sequence number per event; anything
+		// else is kept and retried rather than half-acknowledged.
+		err = fmt.Errorf("outbox returned %d sequence numbers for %d events", len(seqs), len(h.evs))
+	}
 	if err != nil {
 		first, wait := h.ep.fail()
 		h.next = time.Now().Add(wait)
@@ -154,8 +159,8 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 	}
 	h.err, h.logs, h.folded = "", 0, 0
 	out := make([]emitted, 0, len(h.evs))
-	for i := range h.evs {
-		if seqs[i] == 0 {
+	for i, seq := range seqs {
+		if seq == 0 {
 			// Parked by the outbox as a dead letter: durable there, shown
 			// as rejected, never sent.
 			e := &h.evs[i]
@@ -163,8 +168,8 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 				"event_id", e.ID, "check", e.CheckName, "device", e.Device(), "port", e.Port())
 			continue
 		}
-		out = append(out, emitted{h.evs[i], seqs[i]})
-		d.st.OutboxSeq = seqs[i]
+		out = append(out, emitted{h.evs[i], seq})
+		d.st.OutboxSeq = seq
 	}
 	if cap(h.evs) > 64 {
 		h.evs = nil

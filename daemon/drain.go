@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +30,9 @@ type drainer struct {
 	// errLogs limits how often each kind is logged.
 	lastErr string
 	errLogs repeats.Limiter
+	// panicked is told once when the sink's own code panics (guard.go):
+	// the drainer then stops until the next reload or restart.
+	panicked func(sink string, p *sinkPanic)
 }
 
 func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
@@ -202,6 +207,14 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 		d.failed.Add(uint64(len(rest)))
 	}
+	if sp, ok := err.(*sinkPanic); ok {
+		// The sink's own bug: retrying would panic again. Its events
+		// stay in the outbox for the sink restarted by a reload.
+		if d.panicked != nil {
+			d.panicked(name, sp)
+		}
+		return false
+	}
 	first, wait := sendEp.fail()
 	// The outage's first error is logged, and then each different one
 	// (a socket that appears but refuses, a size limit), at most once a
@@ -226,7 +239,7 @@ func (d *drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, err
 		evs[i] = r.Event
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := d.sink.Send(sctx, evs)
+	err := d.send(sctx, evs)
 	cancel()
 	if err == nil {
 		return len(recs), nil
@@ -322,7 +335,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		err := batchErr
 		if len(recs) > 1 {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
+			err = d.send(sctx, []event.Event{recs[i].Event})
 			cancel()
 		}
 		if err == nil {
@@ -347,7 +360,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		e := &rejected[i].Event
 		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
 			"sink", name, "event_id", e.ID, "seq", rejected[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
-			"message", e.Message, "reason", reasons[i])
+			"message", e.Message, "reason", reasons[i]) //nolint:nilaway // reasons has one entry per rejected record, appended together
 	}
 	return done, stop
 }
@@ -367,7 +380,7 @@ func (d *drainer) retryParked(ctx context.Context) bool {
 	var transient error
 	for _, p := range parked {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := d.sink.Send(sctx, []event.Event{p.Event})
+		err := d.send(sctx, []event.Event{p.Event})
 		cancel()
 		if err == nil {
 			d.sent.Add(1)
@@ -411,4 +424,24 @@ func (b backend) RetryRejected(uid uint32) (uint32, error) {
 	n := b.d.RetryRejected()
 	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
 	return uint32(n), nil
+}
+
+// sinkPanic is a panic in a sink's Send (encoding an event, say),
+// recovered on the drainer's goroutine where it would have ended the
+// daemon.
+type sinkPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *sinkPanic) Error() string { return fmt.Sprintf("sink panicked: %v", p.value) }
+
+// send is Sink.Send inside the sink's boundary.
+func (d *drainer) send(ctx context.Context, evs []event.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &sinkPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return d.sink.Send(ctx, evs)
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,6 +35,8 @@ type Monitor struct {
 	start checks.Start
 	boot  persist.BootStatus
 	rd    *reader.Reader
+	// seams are a test's stand-ins for the kernel; none in production.
+	seams Seams
 
 	names     []string
 	lister    *topology.Lister
@@ -106,6 +109,17 @@ type Monitor struct {
 
 	// aer is the PCIe AER read plan (daemon/aer.go).
 	aer *aerPlan
+
+	// statsUnavailable is why each netdev's driver statistics could not
+	// be opened, as last logged (phy.go).
+	statsUnavailable map[string]string
+	// guard is the boundary around every check's step (guard.go).
+	guard *checkGuard
+	// netdevUnreadable holds the netdevs whose operstate could not be
+	// read, said once per episode; netdevGone asks for one rediscovery
+	// when one disappears (netdev.go).
+	netdevUnreadable map[string]bool
+	netdevGone       bool
 }
 
 type portPlan struct {
@@ -148,8 +162,13 @@ type counterRead struct {
 // NewMonitor prepares a monitor over the checks' memory. bootStatus says
 // what the first poll knows (seed 3.4 step 4).
 func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
+	return newMonitor(cfg, mem, bootStatus, log, Seams{})
+}
+
+// newMonitor is NewMonitor with a test's seams.
+func newMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger, seams Seams) *Monitor {
 	m := &Monitor{
-		cfg: cfg, log: log, mem: mem,
+		cfg: cfg, log: log, mem: mem, seams: seams, guard: newCheckGuard(log, seams.Step),
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
@@ -170,7 +189,9 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 	} else {
 		m.start = checks.Resume
 	}
-	m.rd = reader.New(readerOptions(cfg))
+	ro := readerOptions(cfg)
+	ro.Faults = seams.ReadFaults
+	m.rd = reader.New(ro)
 	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
 		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
@@ -352,13 +373,16 @@ func (m *Monitor) buildPlan() {
 			pp.phys = m.addFile(port.Dir+"/phys_state", &m.stateFiles)
 			pp.rate = m.addFile(port.Dir+"/rate", &m.stateFiles)
 			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
-				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
+				pp.oper = m.planOperstate(pp)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
-				m.planCounters(pp)
-				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
-				present, missing = append(present, p...), append(missing, ms...)
-				present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
+					m.guard.enter(checks.DegradationCheckFor(port.LinkLayer))
+					p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
+					m.planCounters(pp, ms)
+					present, missing = append(present, p...), append(missing, ms...)
+					present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				})
 			}
 			m.ports = append(m.ports, pp)
 			m.planOf[port] = pp
@@ -368,7 +392,14 @@ func (m *Monitor) buildPlan() {
 		}
 	}
 	m.forgetUnplannedFiles()
-	m.planAER()
+	if m.guard.isFailed(aerCheck) {
+		m.closeAER()
+		return
+	}
+	m.guard.run("plan", aerChecks, &m.pendingSpecs, func() {
+		m.guard.enter(aerCheck)
+		m.planAER()
+	})
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -381,8 +412,11 @@ func (m *Monitor) addFile(path string, cadence *[]*reader.File) *reader.File {
 
 // planCounters adds the port's counter files, one read per file however
 // many definitions share it. A path that resolves outside the device's
-// directory through a symlink is never read.
-func (m *Monitor) planCounters(pp *portPlan) {
+// directory through a symlink is never read, and neither is a counter the
+// availability check found missing (seed 7.1): the log says it is skipped,
+// so it is not opened again, failing every tick, until the next plan build
+// (rediscovery, reload) looks for it again.
+func (m *Monitor) planCounters(pp *portPlan, missing []string) {
 	port := pp.port
 	byFile := map[string]int{}
 	var phyDefs []int
@@ -396,7 +430,7 @@ func (m *Monitor) planCounters(pp *portPlan) {
 			continue
 		}
 		path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
-		if path == "" {
+		if path == "" || slices.Contains(missing, def.Name) {
 			continue
 		}
 		resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
@@ -410,10 +444,14 @@ func (m *Monitor) planCounters(pp *portPlan) {
 			continue
 		}
 		byFile[path] = len(pp.counters)
-		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
+		f := m.addFile(path, &m.counterFiles)
+		if def.IsNetdev() {
+			f.SetKeepOpen(m.netdevOnSysfs(pp))
+		}
+		pp.counters = append(pp.counters, counterRead{file: f, defs: []int{i}})
 	}
 	if len(phyDefs) > 0 {
-		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs, m.phySimRoot())
+		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs)
 	}
 }
 
@@ -446,7 +484,7 @@ func (m *Monitor) logAvailability(dev string, present, missing []string) {
 		m.log.Info("counter availability", "device", dev, "available", present, "missing", missing)
 		return
 	}
-	m.log.Warn("counter files missing; those counters are skipped on this device", "device", dev,
+	m.log.Warn("counter files missing; those counters are skipped on this device (not read) until a reload or rediscovery looks for them again", "device", dev,
 		"missing", missing, "available", present,
 		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
 }
@@ -457,11 +495,13 @@ func uniq(s []string) []string {
 }
 
 func (m *Monitor) stateEnabled(ll string) bool {
-	return m.cfg.Checks[checks.StateCheckFor(ll)]
+	c := checks.StateCheckFor(ll)
+	return m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 func (m *Monitor) degradationEnabled(ll string) bool {
-	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
+	c := checks.DegradationCheckFor(ll)
+	return m.cfg.CountersEnabled && m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 // counterTick is the fixed cadence of counter sampling and judging, whatever
@@ -486,35 +526,53 @@ func (m *Monitor) NextWake() time.Time {
 // specs, which the daemon commits to the outbox and folds into the health
 // model. changed says whether what the checks remember moved.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
-	specs, changed := m.pendingSpecs, len(m.pendingSpecs) > 0
+	// After a reboot or with no state, each check's clear comes first
+	// (DESIGN.md difference 5): before what start-up left pending, such as
+	// a check disabled by a panic while the plan was built, which the
+	// clear must not erase.
+	specs := m.openingClears(nil)
+	specs, changed := append(specs, m.pendingSpecs...), len(m.pendingSpecs) > 0
 	m.pendingSpecs = nil
+	// Each check's step runs inside its boundary (guard.go): a panic
+	// disables that check alone.
+	g := m.guard
 	if m.cycles != 0 && now.Before(m.nextStatePoll) {
 		// Woken for the counter tick alone: the state poll is slower.
-		m.counterCycle(now, &specs, &changed)
-		m.aerCycle(now, &specs, &changed)
+		g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+		g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+		m.rebuildAfterCycle()
 		return specs, changed
 	}
-	enumErr := m.enumerate(now)
-	specs = m.openingClears(specs)
+	var enumErr error
+	g.run("presence", stateChecks, &specs, func() { enumErr = m.enumerate(now) })
 	m.read(m.stateFiles, &specs)
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
-	m.presence(enumErr, &specs, &changed)
+	g.run("presence", stateChecks, &specs, func() { m.presence(enumErr, &specs, &changed) })
 	// Observe every port first: card homogeneity needs all of them.
-	for _, p := range m.ports {
-		m.observe(p)
-	}
+	g.run("observe", stateChecks, &specs, func() {
+		for _, p := range m.ports {
+			if c := checks.StateCheckFor(p.port.LinkLayer); !g.isFailed(c) {
+				g.enter(c)
+				m.observe(p)
+			}
+		}
+	})
 	// Card events follow the port events of the same cycle: the port
 	// crossed first, homogeneity escalates it.
 	var cardSpecs []event.Spec
-	anomalous := m.cards(now, &cardSpecs, &changed)
-	m.judgePorts(now, anomalous, &specs, &changed)
+	var anomalous map[string]bool
+	g.run("cards", stateChecks, &specs, func() { anomalous = m.cards(now, &cardSpecs, &changed) })
+	g.run("judge", stateChecks, &specs, func() { m.judgePorts(now, anomalous, &specs, &changed) })
 	specs = append(specs, cardSpecs...)
-	m.counterCycle(now, &specs, &changed)
-	m.aerCycle(now, &specs, &changed)
+	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
-		m.runSanity(now, &specs, &changed)
+		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })
+	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {
+		specs = append(specs, g.resumedSpec(sanityCheck, "link sanity is switched off ([linkSanity] enabled = false)"))
 	}
+	m.rebuildAfterCycle()
 	m.cycles++
 	m.lastPoll = now
 	m.nextStatePoll = now.Add(m.cfg.PollInterval)
@@ -619,6 +677,7 @@ func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]
 			(!first && p.wasJudged && p.obs == p.judged) {
 			continue
 		}
+		m.guard.enter(checks.StateCheckFor(p.port.LinkLayer))
 		p.judged, p.wasJudged = p.obs, true
 		start := checks.Steady
 		if first {
@@ -686,10 +745,18 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 	m.counterTicks++
 	m.read(m.counterFiles, specs)
 	for _, p := range m.ports {
+		if check := checks.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
+			continue
+		} else if len(p.counters) > 0 {
+			m.guard.enter(check)
+		}
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
 			raw, err := cr.sample()
+			if pe, ok := err.(*reader.PanicError); ok {
+				panic(pe) // a driver call's panic, caught on the worker: this check's
+			}
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
 			if !unchanged {
 				m.viewChanged = true
@@ -751,6 +818,7 @@ func (m *Monitor) observe(p *portPlan) {
 	}
 	o := checks.Observation{Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer, State: s, Phys: ph}
 	if p.oper != nil && p.oper.Err == nil {
+		m.operReadable(p)
 		// Converted to a string only when it changes: steady polls stay
 		// allocation-free.
 		v := sysfs.TrimValue(p.oper.Value())
@@ -760,6 +828,12 @@ func (m *Monitor) observe(p *portPlan) {
 		} else {
 			o.Operstate = p.obs.Operstate
 		}
+	} else if p.oper != nil {
+		// Unreadable (the netdev was deleted or renamed under a kept
+		// descriptor): the port is not judged from a failed read; its
+		// last known operstate stands (DESIGN.md difference 3).
+		o.Operstate = p.obs.Operstate
+		m.operUnreadable(p)
 	}
 	if p.rate.Err == nil {
 		v := p.rate.Value()
@@ -797,7 +871,7 @@ func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		level = slog.LevelInfo // vanishing mid-read: disappearance logic decides
 	}
-	m.log.Log(nil, level, "cannot read port state; keeping its last known state until it reads again",
+	m.log.Log(context.Background(), level, "cannot read port state; keeping its last known state until it reads again",
 		"device", p.dev.Name, "port", p.port.Num, "err", err)
 }
 
@@ -945,6 +1019,8 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	}
 	m.cfg = cfg
 	m.defs = defs
+	// A reload gives every check disabled by a panic another chance.
+	m.guard.reset()
 	if rediscover {
 		if err := m.Discover(); err != nil {
 			m.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)
@@ -954,16 +1030,6 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 		m.buildPlan()
 	}
 	return specs
-}
-
-// currentValue parses the last reading of a counter file.
-func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
-	raw, err := cr.sample()
-	if err != nil {
-		return 0, false
-	}
-	v, err := sysfs.ParseCounter(raw)
-	return v, err == nil
 }
 
 // activeOrUnread counts a port whose state was never read (a hung or

@@ -13,15 +13,13 @@ import (
 )
 
 // readerOptions is how the configuration tunes the reader: the deadline,
-// the stuck bound, descriptors kept open on real sysfs only, the parked
-// files' re-probe interval, and the sysfs root (the simulator's errno seam
-// is active only on a simulated host's tree).
+// the stuck bound, descriptors kept open on real sysfs only, and the
+// parked files' re-probe interval.
 func readerOptions(cfg *config.Config) reader.Options {
 	return reader.Options{
 		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
-		KeepOpen:  reader.IsSysfs(cfg.Paths.SysfsRoot),
-		Reprobe:   cfg.ParkReprobe,
-		SysfsRoot: cfg.Paths.SysfsRoot,
+		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
+		Reprobe:  cfg.ParkReprobe,
 	}
 }
 

@@ -46,6 +46,9 @@ type Options struct {
 	Log        *slog.Logger
 	// ExtraSinks are added to the configured ones (tests).
 	ExtraSinks []sink.Sink
+	// Seams are a test's stand-ins for the kernel (seams.go); the
+	// production binary passes none.
+	Seams Seams
 	// Signals, when set, is the channel main registered with
 	// signal.Notify before start-up, so a SIGTERM during discovery is
 	// handled as a clean stop rather than killing the process.
@@ -117,7 +120,8 @@ type Daemon struct {
 	reloadAgain  bool
 	reloadQueued []chan error
 	cfgLoader    config.Loader
-	ackSeq       atomic.Uint64
+	// sinkFail carries sinks stopped by a panic to the poll loop (guard.go).
+	sinkFail sinkFailures
 }
 
 type busHolder struct{ b busPublisher }
@@ -232,7 +236,10 @@ func New(opts Options) (*Daemon, error) {
 		// cannot be saved: retried at most every few seconds.
 		held: heldEvents{ep: episode{min: backoffMin, max: saveBackoffMax}},
 	}
-	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.mon = newMonitor(cfg, mem, bs, log, opts.Seams)
+	// Checks disabled by a panic before the restart are still reported:
+	// their conditions clear when they run again.
+	d.mon.guard.restore(failedChecksOf(model.Conditions()))
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
@@ -271,9 +278,9 @@ func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*pe
 // catchUp restores the health model and, on the same boot, replays the
 // outbox events newer than the state onto the checks and the model.
 func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.Outbox, cfg *config.Config, log *slog.Logger) (*health.Model, int, error) {
-	model, merr := restoreModel(st, mem)
-	if merr != nil {
-		log.Warn("state file", "detail", merr.Error())
+	model, note := restoreModel(st, mem)
+	if note != "" {
+		log.Warn("state file", "detail", note)
 	}
 	replayed := 0
 	if bs == persist.BootSame {
@@ -320,6 +327,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	sinksDone := make(chan struct{})
 	go func() { defer close(sinksDone); d.sinkWorker(ctx) }()
+	d.mu.Lock()
+	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
+	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -403,6 +413,7 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
 	specs, changed := d.mon.Cycle(now)
+	specs = append(specs, d.takeSinkFailuresLocked()...)
 	d.holdLocked(specs, now)
 	// The rules read the model the cycle's events just updated (held
 	// events included, with the times they were detected at). Their
@@ -412,7 +423,9 @@ func (d *Daemon) poll(now time.Time) {
 	// fast poll runs them at most once a second.
 	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
 		d.rulesAt = now
-		if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
+		var rs []event.Spec
+		d.mon.guard.run("rules", ruleChecks, &rs, func() { rs = append(rs, d.runRulesLocked(now)...) })
+		if len(rs) > 0 || len(specs) > 0 {
 			d.holdLocked(rs, now)
 			changed = true
 		}
@@ -583,6 +596,7 @@ func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient 
 			batch = cfg.ConnectorBatch
 		}
 		dr := newDrainer(d.ob, s, d.log, batch)
+		dr.panicked = d.sinkPanicked
 		set.drainers = append(set.drainers, dr)
 		set.wg.Add(1)
 		go func() { defer set.wg.Done(); dr.run(ctx) }()
@@ -777,6 +791,15 @@ func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 		d.log.Info("D-Bus admin group changed", "from", d.cfg.AdminGroup, "to", cfg.AdminGroup)
 	}
 	return specs
+}
+
+// sinkNames are the running sinks' names.
+func (d *Daemon) sinkNames() []string {
+	var out []string
+	for _, dr := range d.drainerList() {
+		out = append(out, dr.sink.Name())
+	}
+	return out
 }
 
 // logApplied logs an applied configuration; a reload of the same file (a

@@ -36,11 +36,25 @@ func simConfig(tb testing.TB, h *sim.Host, extra string) *config.Config {
 	return cfg
 }
 
-// simMonitor is a discovered monitor on h (closed when the test ends) and
-// the configuration it runs with.
+// simMonitor is a discovered monitor on h (closed when the test ends),
+// reading it as it would a real host: no seams, so the ethtool ioctl asks
+// this machine for h's netdevs (absent here: ENODEV) and no errno is
+// injected.
 func simMonitor(tb testing.TB, h *sim.Host, extra string) *Monitor {
 	tb.Helper()
-	m := NewMonitor(simConfig(tb, h, extra), NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return simMonitorWith(tb, h, extra, Seams{})
+}
+
+// simSeams are h's stand-ins for the kernel: its errno table (nichealth-sim
+// fail) and its driver-statistics files (nichealth-sim phy).
+func simSeams(h *sim.Host) Seams {
+	return Seams{ReadFaults: sim.NewErrnoTable(h.Root), OpenStats: sim.PHYStatsOpener(h.Root)}
+}
+
+// simMonitorWith is simMonitor with seams.
+func simMonitorWith(tb testing.TB, h *sim.Host, extra string, seams Seams) *Monitor {
+	tb.Helper()
+	m := newMonitor(simConfig(tb, h, extra), NewMemory(), persist.BootFresh, slog.New(slog.NewTextHandler(io.Discard, nil)), seams)
 	if err := m.Discover(); err != nil {
 		tb.Fatalf("discover %s: %v", h.Root, err)
 	}

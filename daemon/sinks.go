@@ -33,7 +33,13 @@ func (d *Daemon) buildSinksFor(cfg *config.Config, lenient bool) ([]sink.Sink, e
 			out = append(out, s)
 		case lenient:
 			d.log.Error("JSON-lines sink cannot open its file; its events stay queued and opening is retried with backoff", "err", err)
-			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path, d.log) }})
+			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) {
+				s, err := jsonl.New(path, d.log)
+				if err != nil {
+					return nil, err // not a nil *jsonl.Sink in a non-nil Sink
+				}
+				return s, nil
+			}})
 		default:
 			return nil, err
 		}
@@ -185,7 +191,8 @@ func (d *Daemon) sinkWorker(ctx context.Context) {
 // applySinks restarts or reopens the sinks for cfg.
 func (d *Daemon) applySinks(ctx context.Context, cfg *config.Config) error {
 	d.sinkMu.Lock()
-	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key
+	// A sink stopped by a panic is restarted by any reload (guard.go).
+	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key || d.anySinkFailed()
 	d.sinkMu.Unlock()
 	if !changed {
 		d.reopenSinks()
@@ -195,6 +202,9 @@ func (d *Daemon) applySinks(ctx context.Context, cfg *config.Config) error {
 	if err := d.startSinks(ctx, cfg, true); err != nil {
 		return err
 	}
+	d.mu.Lock()
+	d.sinksRestartedLocked(d.sinkNames(), "a reload restarted the sink")
+	d.mu.Unlock()
 	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
 	// The usual fix for a rejection is a configuration change: the new
 	// sinks offer their parked events again.

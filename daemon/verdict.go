@@ -22,23 +22,26 @@ import (
 // change that every view reads.
 
 // restoreModel loads the model from the state file. A state file from
-// before the model has no conditions recorded: they are rebuilt from what
-// the checks remember, so an upgrade does not turn a latched breach or a
-// missing NIC into "healthy" in the views.
-func restoreModel(st *persist.State, mem *Memory) (*health.Model, error) {
-	m := health.NewModel()
+// before the model has no conditions recorded, and one whose conditions
+// are unreadable cannot say them: they are rebuilt from what the checks
+// remember, so an upgrade does not turn a latched breach or a missing NIC
+// into "healthy" in the views. note says when the recorded conditions
+// were unreadable.
+func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string) {
+	m = health.NewModel()
 	if len(st.Health) > 0 {
 		var cs []health.Condition
-		if err := json.Unmarshal(st.Health, &cs); err != nil {
-			return m, fmt.Errorf("health conditions in the state file are unreadable (%v); rebuilt from the checks' state", err)
+		err := json.Unmarshal(st.Health, &cs)
+		if err == nil {
+			m.Restore(cs)
+			return m, ""
 		}
-		m.Restore(cs)
-		return m, nil
+		note = fmt.Sprintf("health conditions in the state file are unreadable (%v); rebuilt from the checks' state", err)
 	}
 	for _, e := range eventsFromMemory(mem) {
 		m.Apply(&e)
 	}
-	return m, nil
+	return m, note
 }
 
 // eventsFromMemory restates, as events, the conditions the checks'

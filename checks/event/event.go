@@ -25,11 +25,16 @@ const (
 	EthernetDegradationCheck   = "EthernetDegradationCheck"
 )
 
-// Entity types of seed section 11.2.
+// Entity types of seed section 11.2, and the daemon's own check: a check
+// disabled by a panic is the entity of its check-failed condition, so the
+// healthy event that clears it names it and clears nothing else of that
+// check in a consumer that keys messages by entity (DESIGN.md
+// difference 13).
 const (
 	EntityNIC     = "NIC"
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
+	EntityCheck   = "NICHealthCheck"
 )
 
 // Kind says what happened, independently of the check that saw it. It picks
@@ -64,6 +69,11 @@ const (
 	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
 	KindPCIeAER          Kind = "pcie-aer"
 	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
+	// A check (or sink) disabled by a panic in its own code until the next
+	// reload or restart: the node is not healthy while part of it is not
+	// watched (metadata "check"). Cleared when the check runs again.
+	KindCheckFailed  Kind = "check-failed"
+	KindCheckResumed Kind = "check-resumed"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -74,6 +84,7 @@ var Kinds = []Kind{
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 	KindReadParked, KindReadResumed,
 	KindPCIeAER, KindPCIeAERRecovered,
+	KindCheckFailed, KindCheckResumed,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.
@@ -231,7 +242,10 @@ type Spec struct {
 	Card      string // the card (PCI bus:device) of a card event, as metadata "card"
 	// Ports are further (NIC, NICPort) entity pairs: the ports a card
 	// event is about.
-	Ports    []PortRef
+	Ports []PortRef
+	// Check names the daemon's own check as the entity (EntityCheck) of a
+	// check-failed or check-resumed event.
+	Check    string
 	Metadata map[string]string
 }
 
@@ -274,6 +288,9 @@ func New(s Spec, st Stamp) Event {
 		// Seed 11.2 knows NIC and NICPort entities only: a card event names
 		// the ports it is about that way, and its card in metadata.
 		ents = append(ents, Entity{Type: EntityNIC, Value: name(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+	}
+	if s.Check != "" {
+		ents = append(ents, Entity{Type: EntityCheck, Value: Clean(s.Check)})
 	}
 	if ents == nil {
 		ents = []Entity{}

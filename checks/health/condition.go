@@ -45,6 +45,9 @@ const (
 	// class or the path finding's kind). Its condition covers exactly the
 	// ports its event listed: every NIC below the function.
 	EntityPCI EntityKind = "pci"
+	// EntityCheck is one of the daemon's own checks (Name), disabled by a
+	// panic: the node is not healthy, but no port is at fault.
+	EntityCheck EntityKind = "check"
 )
 
 // Entity names the thing a condition is about. Device and Port are set for
@@ -68,6 +71,8 @@ func (e Entity) String() string {
 		return "card " + e.Card
 	case EntityPCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
+	case EntityCheck:
+		return "check " + e.Name
 	case EntityNIC:
 		return e.Device
 	case EntityPort:
@@ -121,7 +126,7 @@ func (c *Condition) IsSanityFinding() bool {
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
 	switch c.Entity.Kind {
-	case EntityNode:
+	case EntityNode, EntityCheck:
 		return false
 	case EntityCard:
 		return card != "" && c.Entity.Card == card

@@ -134,6 +134,11 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		return Entity{Kind: EntityCard, Card: card}, true
 	}
 	switch e.Kind {
+	case event.KindCheckFailed, event.KindCheckResumed:
+		if name := e.Metadata["check"]; name != "" {
+			return Entity{Kind: EntityCheck, Name: name}, true
+		}
+		return Entity{}, false
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		if e.Metadata["pci"] == "" {
 			return Entity{}, false

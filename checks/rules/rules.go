@@ -260,7 +260,10 @@ func (e *Engine) State() State {
 func (e *Engine) Active(now time.Time) []Condition {
 	var out []Condition
 	for _, k := range e.sortedKeys() {
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		if p.Flapping {
 			out = append(out, e.flapCondition(dev, port, p, now))
@@ -281,7 +284,10 @@ func (e *Engine) Active(now time.Time) []Condition {
 func (e *Engine) SetConfig(cfg Config) []Change {
 	var out []Change
 	for _, k := range e.sortedKeys() {
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		if !cfg.Flap.Enabled {
 			if p.Flapping {
@@ -335,7 +341,10 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 		if seen[k] {
 			continue
 		}
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		for _, c := range []struct {
 			on    bool
@@ -511,7 +520,10 @@ func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[strin
 		if !ports[k] {
 			continue
 		}
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		for ck := range p.Seen {
 			if !active[k][ck] {
 				delete(p.Seen, ck)

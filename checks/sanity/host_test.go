@@ -117,16 +117,6 @@ func (n *host) dev(t testing.TB, name string) *topology.Device {
 	return nil
 }
 
-func (n *host) monitored() []*topology.Device {
-	var out []*topology.Device
-	for _, d := range n.devs {
-		if d.Monitored() {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // writeFile replaces path atomically: the simulator hard-links files of
 // equal content, so writing in place would change every one of them.
 func writeFile(t testing.TB, path, content string) {
@@ -145,14 +135,6 @@ func remove(t testing.TB, path string) {
 	if err := os.RemoveAll(path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func kinds(fs []Finding) []string {
-	out := []string{}
-	for _, f := range fs {
-		out = append(out, f.Kind)
-	}
-	return out
 }
 
 func mkfile(t testing.TB, path, content string) {

@@ -312,7 +312,10 @@ func (s *story) baselines(status string) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		t := byCheck[n]
+		t, ok := byCheck[n]
+		if !ok {
+			continue
+		}
 		switch {
 		case t.counters > 0:
 			s.printf("         %-27s %d counters baselined on %d ports, none breached\n", n, t.counters, len(t.ports))

@@ -33,10 +33,10 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   rename OLD NEW                          new ib device name, same PCI address
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
-                                          EOPNOTSUPP, EACCES, EPERM, ...) / undo
+                                          EOPNOTSUPP, EACCES, EPERM, ...) / undo (*)
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
-  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000
+  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -46,6 +46,10 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   aer add PCI|above:NIC CLASS NAME N      PCIe AER errors, CLASS correctable|nonfatal|fatal,
                                           e.g. aer add above:mlx5_0 fatal MalfTLP 1
   aer reset|remove PCI|above:NIC          zero the AER counters / delete the AER files
+
+(*) what a temporary directory cannot make the kernel say: only nichealthd
+built with -tags simulate and started with --simulate-root H sees it; the
+production nichealthd reads the host's own files and driver.
 
 --root defaults to $NICHEALTH_SIM_ROOT.`
 
@@ -71,7 +75,7 @@ func usageErr(format string, a ...any) error {
 // parseInterleaved lets flags appear before, between or after positional
 // arguments (the flag package alone stops at the first positional).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+	pos := []string{}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usageErr("%v", err)

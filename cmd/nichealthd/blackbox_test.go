@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,15 @@ type node struct {
 	cmd    *exec.Cmd
 	stderr syncBuffer
 	env    []string
+	// bin and seamArgs are set by simulate: the test build and its
+	// --simulate-root. Empty, the node runs the production binary.
+	bin      string
+	seamArgs []string
+	// netns, when set, runs the daemon inside that network namespace
+	// (ip netns exec, which also mounts the namespace's sysfs on /sys),
+	// and http reaches its loopback endpoints from inside it.
+	netns string
+	http  *http.Client
 }
 
 // syncBuffer is the daemon's stderr, written by exec's copier goroutine and
@@ -144,7 +154,15 @@ func (n *node) start(args ...string) {
 	n.t.Helper()
 	n.stderr.Reset()
 	a := append([]string{"--config", n.cfg, "--state-file", n.state, "--node-name", "bb-node", "--state-polling-interval", "100ms"}, args...)
-	n.cmd = exec.Command(daemonBin, a...)
+	bin := daemonBin
+	if n.bin != "" {
+		bin, a = n.bin, append(a, n.seamArgs...)
+	}
+	n.cmd = exec.Command(bin, a...)
+	if n.netns != "" {
+		// ip netns exec execs the daemon: the pid is the daemon's.
+		n.cmd = exec.Command("ip", append([]string{"netns", "exec", n.netns, bin}, a...)...)
+	}
 	n.cmd.Stderr = &n.stderr
 	n.cmd.Env = append(os.Environ(), n.env...)
 	if err := n.cmd.Start(); err != nil {

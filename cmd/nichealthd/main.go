@@ -43,6 +43,7 @@ func run(args []string) int {
 		fmt.Fprintf(fs.Output(), "Usage: nichealthd [--config FILE] [--state-file FILE] [--node-name NAME] [OPTIONS]\n\nOptions:\n")
 		flagdoc.PrintOptions(fs.Output(), fs)
 	}
+	seams := seamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -116,9 +117,14 @@ func run(args []string) int {
 		return 0
 	}
 
+	sm, err := seams()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+		return 2
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs})
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs, Seams: sm})
 	if err != nil {
 		// One line on stderr saying what is wrong and how to fix it
 		// (DESIGN.md section 8).

@@ -55,7 +55,10 @@ func (n *node) metricsURL() string {
 // scrape returns every sample of the endpoint keyed by its name and
 // labels as printed ("nichealth_hwcounter_value{device=\"mlx5_0\",...}").
 func (n *node) scrape(url string) (map[string]float64, error) {
-	c := http.Client{Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: 10 * time.Second}
+	if n.http != nil {
+		c = n.http
+	}
 	resp, err := c.Get(url)
 	if err != nil {
 		return nil, err

@@ -12,9 +12,10 @@ import (
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
 // and Sinks are called once per scrape, from a goroutine of their own, and
-// may take the daemon's lock; Stalled is called by /healthz on the request
-// goroutine and must not take any lock the poll loop holds while polling,
-// because it has to answer precisely when that loop is wedged.
+// may take the daemon's lock; Stalled and Snapshot are called by /healthz
+// on the request goroutine and must not take any lock the poll loop holds
+// while polling, because it has to answer precisely when that loop is
+// wedged.
 type Source interface {
 	// Snapshot is the published verdict (checks/health): the endpoint
 	// shows what every other view shows, and judges nothing itself.

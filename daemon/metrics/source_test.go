@@ -193,5 +193,3 @@ func simSource(tb testing.TB, shape string, allCounters bool) *fakeSource {
 	src.mgr.MonitoredNICs = uint32(len(nics))
 	return src
 }
-
-func portName(p dbusapi.PortView) string { return fmt.Sprintf("%s/%d", p.Device, p.Port) }

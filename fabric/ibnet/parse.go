@@ -25,10 +25,8 @@ type ids struct {
 
 // half is one port line: a link as seen from one of its ends.
 type half struct {
-	local, remote   End
-	width, speed    string
-	localDescribed  bool
-	remoteDescribed bool
+	local, remote End
+	width, speed  string
 }
 
 type parser struct {

@@ -57,10 +57,9 @@ func Mount(t testing.TB) *FS {
 		t.Fatal(err)
 	}
 	root := &fs.LoopbackRoot{Path: h.Backing, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: h}
-	}
-	rootNode := root.NewNode(root, nil, "", &st)
+	// Every node below the root is a node too (WrapChild), so a file
+	// opened anywhere in the tree hangs on command.
+	rootNode := &node{LoopbackNode: &fs.LoopbackNode{RootData: root}, fs: h}
 	root.RootNode = rootNode
 	sec := time.Second
 	srv, err := fs.Mount(h.Dir, rootNode, &fs.Options{
@@ -132,8 +131,13 @@ func (h *FS) wait(ctx context.Context, write bool) syscall.Errno {
 
 // node is a loopback node whose open files hang on command.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fs *FS
+}
+
+// WrapChild makes each new child of a node a node of its own.
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*fs.LoopbackNode), fs: n.fs}
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -504,12 +505,13 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	next := o.nextSeq
 	for i := range evs {
 		before := len(buf)
-		var err error
-		if buf, err = appendRecord(buf, next, &evs[i]); err != nil {
-			buf = buf[:before]
+		rec, err := appendRecord(buf, next, &evs[i])
+		if err != nil {
+			// buf is unchanged: appendRecord adds nothing on failure.
 			unfit = append(unfit, unfitParked(&evs[i], err))
 			continue
 		}
+		buf = rec
 		seqs[i] = next
 		sizes[i] = len(buf) - before
 		next++
@@ -850,8 +852,8 @@ func (o *Outbox) loadRecent() {
 		parts = append(parts, recs)
 		want -= len(recs)
 	}
-	for k := len(parts) - 1; k >= 0; k-- {
-		o.recent = append(o.recent, parts[k]...)
+	for _, recs := range slices.Backward(parts) {
+		o.recent = append(o.recent, recs...)
 	}
 }
 

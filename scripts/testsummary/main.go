@@ -228,7 +228,10 @@ func isHelperProcess(test string) bool {
 
 func (s *summary) finish() {
 	for _, k := range s.order {
-		r := s.tests[k]
+		r, ok := s.tests[k]
+		if !ok {
+			continue
+		}
 		if s.hasSubtests(r) {
 			continue
 		}

@@ -30,6 +30,8 @@ const (
 	MessageIDReadResumed       = "3bbe207d7c784a78a432ff0a74cd1054"
 	MessageIDPCIeAER           = "21cf9a9b22184e86b2ab306dd6ada3c0"
 	MessageIDPCIeAERRecovered  = "a23c699b54b04d9687f8dada11d7dd3c"
+	MessageIDCheckFailed       = "e34a456c703a4e91a244c1a03d3fc5b3"
+	MessageIDCheckResumed      = "44b4e9944cf74c4c87ab404c5cf6bb9c"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -82,6 +84,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDPCIeAER, true
 	case event.KindPCIeAERRecovered:
 		return MessageIDPCIeAERRecovered, true
+	case event.KindCheckFailed:
+		return MessageIDCheckFailed, true
+	case event.KindCheckResumed:
+		return MessageIDCheckResumed, true
 	}
 	return "", false
 }

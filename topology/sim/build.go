@@ -64,7 +64,7 @@ func buildLayout(abs, shape string, l *layout, opts BuildOptions, write bool) (*
 	if err := l.check(); err != nil {
 		return nil, fmt.Errorf("shape %s: %w", shape, err)
 	}
-	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts, Simulated: true}, dryRun: !write}
+	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts}, dryRun: !write}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
