@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/sanity"
@@ -72,9 +71,6 @@ type Monitor struct {
 	charDevFindings []sanity.Finding
 	rateChanged     bool
 	viewDefs        []counters.Definition // scratch for D-Bus views (under d.mu)
-	// Reused per cycle by card homogeneity.
-	anomalous map[string]bool
-	active    map[string]int
 	// unclassifiedOK (one-shot checks only): when roles cannot be
 	// classified, check every PF with an unknown role instead of failing;
 	// unclassifiedNote then says why.
@@ -498,12 +494,11 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	for _, p := range m.ports {
 		m.observe(p)
 	}
-	// Card events follow the port events of the same cycle: the port
-	// crossed first, homogeneity escalates it.
-	var cardSpecs []event.Spec
-	anomalous := m.cards(now, &cardSpecs, &changed)
-	m.judgePorts(now, anomalous, &specs, &changed)
-	specs = append(specs, cardSpecs...)
+	// Ports before cards: a port that falls this cycle is fatal on its own
+	// before homogeneity looks at its card, which then does not report it
+	// a second time.
+	m.judgePorts(now, &specs, &changed)
+	m.cards(now, &specs, &changed)
 	m.counterCycle(now, &specs, &changed)
 	m.aerCycle(now, &specs, &changed)
 	if m.sanityDue(now) {
@@ -565,7 +560,7 @@ func (m *Monitor) presence(enumErr error, specs *[]event.Spec, changed *bool) {
 // It is edge-triggered: an observation equal to the one it last judged
 // cannot cross a boundary, so a steady poll skips it (and its
 // allocations) entirely.
-func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]event.Spec, changed *bool) {
+func (m *Monitor) judgePorts(now time.Time, specs *[]event.Spec, changed *bool) {
 	first := m.cycles == 0
 	for _, p := range m.ports {
 		if !p.observed || !m.stateEnabled(p.port.LinkLayer) || p.state.Err != nil || p.phys.Err != nil ||
@@ -577,7 +572,7 @@ func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]
 		if first {
 			start = m.start
 		}
-		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
+		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start)
 		// A torn state/phys_state pair is held one poll: the same pair
 		// next poll must be judged, not skipped as unchanged.
 		p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
@@ -788,89 +783,6 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
 	}
-}
-
-// cards runs card homogeneity. It is judged on the first poll, whenever
-// the device set changes (seed 7.2 case 3) and whenever a port becomes or
-// stops being active: seed 3.2 relies on it to escalate a port stuck in
-// INIT/ARMED/Polling/LinkErrorRecovery while its peers are ACTIVE, which is
-// a run-time condition (DESIGN.md difference 9). A latched anomaly is
-// checked for recovery on every poll. Steady polls with no such edge cost
-// nothing.
-func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
-	if m.anomalous == nil {
-		m.anomalous, m.active = map[string]bool{}, map[string]int{}
-	}
-	anomalous, active := m.anomalous, m.active
-	clear(anomalous)
-	rejudge := m.cycles == 0 || m.devicesSetChanged || m.activeChanged
-	if len(m.mem.Cards.Anomalies) == 0 && !rejudge {
-		// Nothing latched and nothing new to judge: the common steady poll.
-		return anomalous
-	}
-	clear(active)
-	for _, p := range m.ports {
-		if p.activeOrUnread() {
-			active[p.dev.Card]++
-		}
-	}
-	for card, a := range m.mem.Cards.Anomalies {
-		if active[card] >= a.Expected {
-			delete(m.mem.Cards.Anomalies, card)
-			*changed = true
-			*specs = append(*specs, event.Spec{
-				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
-				Ports:   m.cardPorts(card, false),
-				Message: cards.HealthyMessage(card, topology.Role(a.Role), active[card], a.Expected),
-			})
-			continue
-		}
-		anomalous[card] = true
-	}
-	if !rejudge {
-		return anomalous
-	}
-	isActive := func(d *topology.Device, port *topology.Port) bool {
-		p := m.planOf[port]
-		return p != nil && p.activeOrUnread()
-	}
-	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
-		anomalous[an.Card] = true
-		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
-			continue
-		}
-		m.mem.Cards.Anomalies[an.Card] = cards.Latched{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
-		*changed = true
-		*specs = append(*specs, event.Spec{
-			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
-			Ports:    m.cardPorts(an.Card, true),
-			Message:  an.Message(),
-			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
-		})
-	}
-	return anomalous
-}
-
-// cardPorts lists the monitored ports of a card (only those not active
-// when inactiveOnly): a card event names them as NIC and NICPort entities
-// (seed 11.2), so the platform learns which cable or port to look at.
-func (m *Monitor) cardPorts(card string, inactiveOnly bool) []event.PortRef {
-	var out []event.PortRef
-	for _, p := range m.ports {
-		if p.dev.Card == card && (!inactiveOnly || !p.active()) {
-			out = append(out, event.PortRef{Device: p.dev.Name, Port: p.port.Num})
-		}
-	}
-	return out
-}
-
-func (m *Monitor) cardCheck(card string) string {
-	for _, d := range m.devices {
-		if d.Card == card {
-			return checks.StateCheckFor(d.LinkLayer())
-		}
-	}
-	return event.InfiniBandStateCheck
 }
 
 // Reconfigure applies a validated configuration between cycles. Counter

@@ -63,6 +63,9 @@ type Entity struct {
 func (e Entity) String() string {
 	switch e.Kind {
 	case EntityNode:
+		if e.Name != "" {
+			return "node " + e.Name
+		}
 		return "node"
 	case EntityCard:
 		return "card " + e.Card
@@ -122,7 +125,9 @@ func (c *Condition) IsSanityFinding() bool {
 func (c *Condition) Covers(device string, port int, card string) bool {
 	switch c.Entity.Kind {
 	case EntityNode:
-		return false
+		// A node-level condition (no subnet manager) bears on the ports
+		// it names.
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
 	case EntityPCI:

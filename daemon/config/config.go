@@ -17,6 +17,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/rules"
@@ -57,23 +58,24 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 // File is the TOML document. Key names follow NVSentinel's where it has
 // them, so a ConfigMap written for its nic-health-monitor reads here.
 type File struct {
-	SysfsRoot                 string   `toml:"sysfsRoot"`
-	ProcfsRoot                string   `toml:"procfsRoot"`
-	DevRoot                   string   `toml:"devRoot"`
-	SysClassInfinibandPath    string   `toml:"sysClassInfinibandPath"`
-	SysClassNetPath           string   `toml:"sysClassNetPath"`
-	MetadataPath              string   `toml:"metadataPath"`
-	TopologySource            string   `toml:"topologySource"`
-	NicExclusionRegex         *string  `toml:"nicExclusionRegex"`
-	NicInclusionRegexOverride string   `toml:"nicInclusionRegexOverride"`
-	PollingInterval           Duration `toml:"pollingInterval"`
-	ReadTimeout               Duration `toml:"readTimeout"`
-	MaxStuckReads             int      `toml:"maxStuckReads"`
-	ParkReprobeInterval       Duration `toml:"parkReprobeInterval"`
-	NodeName                  string   `toml:"nodeName"`
-	ProcessingStrategy        string   `toml:"processingStrategy"`
-	Checks                    []string `toml:"checks"`
-	MetricsAddress            string   `toml:"metricsAddress"`
+	SysfsRoot                 string    `toml:"sysfsRoot"`
+	ProcfsRoot                string    `toml:"procfsRoot"`
+	DevRoot                   string    `toml:"devRoot"`
+	SysClassInfinibandPath    string    `toml:"sysClassInfinibandPath"`
+	SysClassNetPath           string    `toml:"sysClassNetPath"`
+	MetadataPath              string    `toml:"metadataPath"`
+	TopologySource            string    `toml:"topologySource"`
+	NicExclusionRegex         *string   `toml:"nicExclusionRegex"`
+	NicInclusionRegexOverride string    `toml:"nicInclusionRegexOverride"`
+	PollingInterval           Duration  `toml:"pollingInterval"`
+	ReadTimeout               Duration  `toml:"readTimeout"`
+	MaxStuckReads             int       `toml:"maxStuckReads"`
+	ParkReprobeInterval       Duration  `toml:"parkReprobeInterval"`
+	CardAnomalyHold           *Duration `toml:"cardAnomalyHold"`
+	NodeName                  string    `toml:"nodeName"`
+	ProcessingStrategy        string    `toml:"processingStrategy"`
+	Checks                    []string  `toml:"checks"`
+	MetricsAddress            string    `toml:"metricsAddress"`
 
 	CounterDetection struct {
 		Enabled              *bool               `toml:"enabled"`
@@ -139,11 +141,15 @@ type Config struct {
 	MaxStuckReads  int
 	// ParkReprobe is how often a parked file (one failing with EINVAL,
 	// EIO, EOPNOTSUPP, EACCES or EPERM three times in a row) is read again.
-	ParkReprobe    time.Duration
-	NodeName       string
-	Strategy       event.ProcessingStrategy
-	Checks         map[string]bool
-	MetricsAddress string
+	ParkReprobe time.Duration
+	// CardAnomalyHold is how long a card must stay below its peers' mode
+	// (and a role group's IB ports wait for a subnet manager) before it
+	// is reported (DESIGN.md differences 4 and 12).
+	CardAnomalyHold time.Duration
+	NodeName        string
+	Strategy        event.ProcessingStrategy
+	Checks          map[string]bool
+	MetricsAddress  string
 
 	CountersEnabled      bool
 	Counters             []counters.Definition
@@ -273,7 +279,7 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -395,8 +401,22 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
 		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
+	c.CardAnomalyHold = cards.DefaultHold
+	if f.CardAnomalyHold != nil {
+		c.CardAnomalyHold = f.CardAnomalyHold.Duration
+	}
+	if c.CardAnomalyHold < 0 || c.CardAnomalyHold > maxCardAnomalyHold {
+		// Longer than the drop rule's 4 minutes and a port stuck in INIT
+		// would be judged by nothing for that long.
+		return bad("cardAnomalyHold", "%v is outside 0s..%v (default %v: how long a card may lack ports against its peers before it is fatal)",
+			c.CardAnomalyHold, maxCardAnomalyHold, cards.DefaultHold)
+	}
 	return parkFrom(c, f, bad)
 }
+
+// maxCardAnomalyHold bounds cardAnomalyHold: the drop rule (seed state
+// 6.2) already calls a port DOWN for 4 minutes dropped.
+const maxCardAnomalyHold = 4 * time.Minute
 
 // identityFrom reads node name, processing strategy, checks and the metrics address.
 func identityFrom(c *Config, f *File, bad badFunc) error {
