@@ -765,8 +765,12 @@ func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.Spec {
 	return event.Spec{
 		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
-		Message:  fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
-		Metadata: map[string]string{"file": path},
+		Message: fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
+		// The file's path is the condition's error code: a clear by
+		// entity and error code (NVSentinel, DESIGN.md difference 13)
+		// removes this condition, never a latched breach of the port.
+		ErrorCode: []string{path},
+		Metadata:  map[string]string{"file": path},
 	}
 }
 
@@ -778,7 +782,7 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 		what = "the driver statistics are skipped until the call returns"
 	}
 	return event.Spec{
-		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
+		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},

@@ -122,12 +122,13 @@ func ruleSpecs(changes []rules.Change) []event.Spec {
 		if ch.Raise {
 			action := c.Action
 			out = append(out, event.Spec{Kind: event.KindRuleRaised, CheckName: c.Check, IsFatal: c.Fatal, Action: &action,
-				Message: c.Message, Device: c.Device, Port: c.Port, Metadata: map[string]string{"rule": c.Check}})
+				Message: c.Message, Device: c.Device, Port: c.Port, ErrorCode: []string{c.Check}, Metadata: map[string]string{"rule": c.Check}})
 			continue
 		}
 		out = append(out, event.Spec{Kind: event.KindRuleCleared, CheckName: c.Check, IsHealthy: true, Device: c.Device, Port: c.Port,
-			Message:  fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
-			Metadata: map[string]string{"rule": c.Check}})
+			ErrorCode: []string{c.Check},
+			Message:   fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
+			Metadata:  map[string]string{"rule": c.Check}})
 	}
 	return out
 }

@@ -491,9 +491,15 @@ func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, boo
 	if len(specs) == 0 {
 		return nil, true
 	}
-	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
+	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy}
 	evs := make([]event.Event, len(specs))
 	for i, s := range specs {
+		// One nanosecond apart, in order: NVSentinel's platform connector
+		// sorts a batch by timestamp before folding it into node
+		// conditions, with a sort that need not keep the order of equal
+		// timestamps, and a recovery followed by a new breach of the same
+		// counter (DESIGN.md difference 11) must stay in that order.
+		stamp.Now = now.Add(time.Duration(i))
 		evs[i] = event.New(d.mon.withGPUs(s), stamp)
 	}
 	seqs, err := d.ob.Append(evs)
