@@ -34,7 +34,9 @@ type Monitor struct {
 	boot  persist.BootStatus
 	rd    *reader.Reader
 
-	names     []string
+	names []string
+	// seen holds every monitored device discovered in this process.
+	seen      map[string]bool
 	lister    *topology.Lister
 	listerDir string
 	present   map[string]checks.Presence
@@ -212,6 +214,7 @@ func (m *Monitor) Discover() error {
 	if err := m.classify(devs); err != nil {
 		return err
 	}
+	m.rebaselineReturned(devs)
 	m.devices = devs
 	m.names = m.names[:0]
 	for _, d := range devs {
@@ -246,6 +249,28 @@ func (m *Monitor) Discover() error {
 // readFile is the one-shot read of discovery and the sanity passes: the
 // poll's deadline, worker and stuck bookkeeping, so a hung attribute costs
 // one readTimeout and is never read again while its first read hangs.
+// rebaselineReturned tells the counter check which monitored devices came
+// back after this process had seen them leave (driver reload, hot plug):
+// their counters start from a fresh baseline (DESIGN.md difference 11).
+func (m *Monitor) rebaselineReturned(devs []*topology.Device) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	was := make(map[string]bool, len(m.devices))
+	for _, d := range m.devices {
+		was[d.Name] = true
+	}
+	for _, d := range devs {
+		if !d.Monitored() {
+			continue
+		}
+		if m.seen[d.Name] && !was[d.Name] {
+			m.eval.Rebaseline(d.Name)
+		}
+		m.seen[d.Name] = true
+	}
+}
+
 func (m *Monitor) readFile(path string) ([]byte, error) {
 	return m.rd.ReadFile(path, 0)
 }
@@ -626,9 +651,16 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 		return
 	}
 	first := m.counterTicks == 0
+	// The sample stands for its tick, not for when the loop woke up to
+	// take it (DESIGN.md difference 14): two samples one tick apart are a
+	// full 1 s window, whatever the wake-up jitter, so a burst is judged
+	// over the second it happened in, never spread over two. A tick more
+	// than a tick late (a stalled loop) restarts the phase from now.
+	at := now
 	if next := m.nextCounterTick.Add(counterTick); first || !next.After(now) {
 		m.nextCounterTick = now.Add(counterTick)
 	} else {
+		at = m.nextCounterTick
 		m.nextCounterTick = next
 	}
 	m.counterTicks++
@@ -645,7 +677,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
-				cr.seen, cr.lastAt = true, now
+				cr.seen, cr.lastAt = true, at
 			} else {
 				cr.seen = false
 			}
@@ -666,7 +698,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 				ss, ch := m.eval.Evaluate(m.mem.Counters, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
-					PortRateGbps: p.rateGbps, Now: now, Since: since,
+					PortRateGbps: p.rateGbps, Now: at, Since: since,
 				}, first && m.start == checks.Baseline)
 				*changed = *changed || ch
 				*specs = append(*specs, ss...)
