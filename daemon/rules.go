@@ -97,12 +97,20 @@ func (m *Monitor) ruleReadings(buf []rules.Port, model *health.Model) []rules.Po
 	return buf
 }
 
-// degradedOf lists the model's non-fatal conditions on ports, which the
-// degradation rule counts (its own and the other rules' excluded).
+// degradedOf lists the conditions RepeatedNICDegradation counts: the
+// non-fatal degradation events of a port itself, its state (INIT, ARMED,
+// Polling, LinkErrorRecovery, a RoCE netdev down) and its counters' breaches
+// (DESIGN.md difference 15). Monitoring conditions are not the port
+// degrading: a parked file or a hung read is the driver refusing a query,
+// a sanity finding or a PCIe AER condition is about the slot or the path,
+// a saturated counter is lost visibility and congestion is the fabric's.
 func degradedOf(conds []health.Condition) []rules.Degraded {
 	var out []rules.Degraded
 	for _, c := range conds {
 		if c.Severity != health.NonFatal || c.Entity.Device == "" || c.Entity.Port == 0 || isRuleCheck(c.Check) {
+			continue
+		}
+		if c.Kind != event.KindPortNonFatal && c.Kind != event.KindCounterBreach {
 			continue
 		}
 		out = append(out, rules.Degraded{Key: c.Check + "|" + c.Entity.String(), Device: c.Entity.Device, Port: c.Entity.Port, Since: c.Since})

@@ -101,8 +101,8 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindSubnetManagerFound, CheckName: ib, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
 			NonFatal, EntityNode},
 		{"fleet rule on the port",
-			event.Spec{Kind: event.KindRuleRaised, CheckName: "NICLinkFlapRule", Device: "mlx5_0", Port: 1, Message: "flapping"},
-			event.Spec{Kind: event.KindRuleCleared, CheckName: "NICLinkFlapRule", IsHealthy: true, Device: "mlx5_0", Port: 1},
+			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
+			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},
 			NonFatal, EntityPort},
 	} {
 		raised[tc.raise.Kind] = true

@@ -38,6 +38,14 @@ var AllChecks = []string{
 // the checks key name them like the other checks.
 var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
 
+// legacyRuleChecks are the rules' check names before they took the seeds'
+// names (DESIGN.md difference 15), still accepted in checks and --checks.
+var legacyRuleChecks = map[string]string{
+	"NICLinkFlapRule":    rules.FlapCheck,
+	"NICPortDropRule":    rules.DropCheck,
+	"NICDegradationRule": rules.DegradationCheck,
+}
+
 // KnownChecks is every check name --checks and the checks key accept.
 func KnownChecks() []string { return append(append([]string{}, AllChecks...), RuleChecks...) }
 
@@ -543,6 +551,11 @@ func ParseChecks(list []string) (map[string]bool, error) {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
+		}
+		if nw, ok := legacyRuleChecks[n]; ok {
+			// A configuration written before the rules took the seeds'
+			// names keeps working.
+			n = nw
 		}
 		if !slices.Contains(KnownChecks(), n) {
 			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))
