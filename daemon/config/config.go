@@ -129,6 +129,7 @@ type LinkSanity struct {
 	SMLID       *bool `toml:"smLid"`
 	CharDevices *bool `toml:"charDevices"`
 	ISSM        *bool `toml:"issm"`
+	RoCEGID     *bool `toml:"roceGid"`
 	Fatal       *bool `toml:"fatal"`
 }
 
@@ -182,7 +183,7 @@ type Config struct {
 
 // SanityConfig is LinkSanity with defaults applied.
 type SanityConfig struct {
-	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, Fatal bool
+	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, RoCEGID, Fatal bool
 }
 
 // Error names the file, the key, the line where the key is set (0 when
@@ -477,7 +478,7 @@ func sanityAndRulesFrom(c *Config, f *File, bad badFunc) error {
 	c.Sanity = SanityConfig{
 		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
 		SMLID: boolOr(s.SMLID, true), CharDevices: boolOr(s.CharDevices, true), ISSM: boolOr(s.ISSM, false),
-		Fatal: boolOr(s.Fatal, false),
+		RoCEGID: boolOr(s.RoCEGID, true), Fatal: boolOr(s.Fatal, false),
 	}
 
 	if c.Rules, err = rulesConfig(f.Rules, bad); err != nil {
