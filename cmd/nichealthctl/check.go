@@ -315,6 +315,13 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 	num := strconv.Itoa(int(pv.Port))
 	for _, c := range pv.Counters {
 		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
+		if c.ThresholdType == counters.TypeCongestion {
+			// The share of the port rate lost to backpressure over the last
+			// tick, warned at the congestion threshold: graphable congestion.
+			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name, "lost_percent"), Value: perfNumber(c.LostPercent),
+				UOM: "%", Warn: perfNumber(c.Threshold), Min: "0"})
+			continue
+		}
 		if c.Unit == "" || c.ThresholdType != counters.TypeVelocity {
 			continue
 		}

@@ -445,3 +445,22 @@ func must(t *testing.T, err error) {
 
 // naturalLess is the device order every view uses.
 func naturalLess(a, b string) bool { return healthmodel.CompareDevices(a, b) < 0 }
+
+// TestCheck_PerfdataCongestion: a congestion counter (port_xmit_wait by
+// default) gives the share of the port rate lost over the last tick,
+// warned at its threshold, so Nagios graphs congestion live.
+func TestCheck_PerfdataCongestion(t *testing.T) {
+	f := newFixture(t)
+	f.update(func(_ *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
+		for i := range (*ports)[0].Counters {
+			c := &(*ports)[0].Counters[i]
+			if c.Name == "port_xmit_wait" {
+				c.ThresholdType, c.Threshold, c.LostPercent = "congestion", 10, 12.5
+			}
+		}
+	})
+	out, errs, code := runIn("check", "--perfdata", "--bus-address", f.bus.Address)
+	if code != 0 || !strings.Contains(out, " mlx5_0_1_port_xmit_wait_lost_percent=12.5%;10;;0") || strings.Contains(out, "mlx5_0_1_port_xmit_wait_rate=") {
+		t.Fatalf("code %d\n%s%s", code, out, errs)
+	}
+}
