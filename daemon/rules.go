@@ -170,3 +170,36 @@ func (d *Daemon) runRulesLocked(now time.Time) []event.Spec {
 	changes := d.rules.Cycle(now, d.rulePorts, degradedOf(d.model.Conditions()))
 	return append(specs, ruleSpecs(changes)...)
 }
+
+// legacyRuleChecks are the rules' check names before they took the seeds'
+// names (DESIGN.md difference 15), by their new names.
+var legacyRuleChecks = map[string]string{
+	"NICLinkFlapRule":    rules.FlapCheck,
+	"NICPortDropRule":    rules.DropCheck,
+	"NICDegradationRule": rules.DegradationCheck,
+}
+
+// migrateRuleChecks moves the rule conditions a state file of an older
+// build holds under the rules' former check names to their new names, as
+// events emitted with the first cycle: a check-scoped clear of each former
+// name (so a consumer that keys conditions by check name, NVSentinel's
+// node conditions, drops them there), then the same condition raised under
+// the new name. Nothing else would ever clear them.
+func migrateRuleChecks(model *health.Model) []event.Spec {
+	var clears, raises []event.Spec
+	cleared := map[string]bool{}
+	for _, c := range model.Conditions() {
+		nw, ok := legacyRuleChecks[c.Check]
+		if !ok {
+			continue
+		}
+		if !cleared[c.Check] {
+			cleared[c.Check] = true
+			clears = append(clears, checks.ClearedSpec(c.Check, "renamed "+nw+", the seeds' name; its conditions continue under that name"))
+		}
+		action := c.Action
+		raises = append(raises, event.Spec{Kind: event.KindRuleRaised, CheckName: nw, IsFatal: c.Severity == health.Fatal, Action: &action,
+			Message: c.Message, Device: c.Entity.Device, Port: c.Entity.Port, ErrorCode: []string{nw}, Metadata: map[string]string{"rule": nw}})
+	}
+	return append(clears, raises...)
+}

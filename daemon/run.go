@@ -216,6 +216,7 @@ func New(opts Options) (*Daemon, error) {
 		boot:       bs,
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.mon.pendingSpecs = append(d.mon.pendingSpecs, migrateRuleChecks(model)...)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
