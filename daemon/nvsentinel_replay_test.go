@@ -354,6 +354,21 @@ func TestConditions_DESIGN_13_NVSentinelAgreesWithTheDaemon(t *testing.T) {
 	r.do("mlx5_0 back at full rate", h.SetRate("mlx5_0", 1, "400 Gb/sec (4X NDR)"))
 	r.run(2*time.Second, tick)
 
+	// Two fatal AER conditions whose entities overlap: the NIC function
+	// names mlx5_0's port, the switch port above it names the same one.
+	above, err := h.AERAbove("mlx5_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0, _ := h.Device("mlx5_0")
+	r.do("a fatal AER error on the switch port above mlx5_0", h.AddAER(above, "fatal", "MalfTLP", 1))
+	r.do("and on mlx5_0's own function", h.AddAER(d0.PCIAddress, "fatal", "MalfTLP", 1))
+	r.run(12*time.Second, tick)
+	r.do("the function's AER counters reset (a device reset): only its condition clears", h.ResetAER(d0.PCIAddress))
+	r.run(12*time.Second, tick)
+	r.ack("mlx5_0", AERAckCounter)
+	r.run(6*time.Second, tick)
+
 	r.do("every IB compute port waits for a subnet manager", nil)
 	for i := 0; i < 8; i++ {
 		dev := fmt.Sprintf("mlx5_%d", i)
@@ -384,7 +399,8 @@ func TestConditions_DESIGN_13_NVSentinelAgreesWithTheDaemon(t *testing.T) {
 		event.KindReadStuck, event.KindReadRecovered, event.KindReadParked, event.KindReadResumed, event.KindCardAnomaly,
 		event.KindCardRecovered, event.KindPortFatal, event.KindRuleRaised, event.KindRuleCleared, event.KindDeviceDisappeared,
 		event.KindDeviceReappeared, event.KindCounterSaturated, event.KindCounterUnsaturated, event.KindCongestion,
-		event.KindCongestionCleared, event.KindNoSubnetManager, event.KindSubnetManagerFound, event.KindCheckCleared} {
+		event.KindCongestionCleared, event.KindNoSubnetManager, event.KindSubnetManagerFound, event.KindCheckCleared,
+		event.KindPCIeAER, event.KindPCIeAERRecovered} {
 		if r.count[k] == 0 {
 			t.Errorf("the scenario produced no %s event", k)
 		}
