@@ -156,13 +156,20 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		}
 		return Entity{Kind: EntityFile, Device: dev, Port: port, Name: f}, true
 	case event.KindLinkSanity, event.KindLinkSanityOK:
-		if len(e.ErrorCode) != 1 {
-			return Entity{}, false
-		}
 		if hop := e.Metadata["pciHop"]; hop != "" {
 			// A slow link on the PCIe path is one finding whatever the
 			// NICs below it (their ports are the event's entities).
-			return Entity{Kind: EntityPCI, PCI: hop, Name: e.ErrorCode[0]}, true
+			name := e.Metadata["finding"]
+			if name == "" && len(e.ErrorCode) > 0 {
+				name = e.ErrorCode[0] // written before findings named their kind
+			}
+			if name == "" {
+				return Entity{}, false
+			}
+			return Entity{Kind: EntityPCI, PCI: hop, Name: name}, true
+		}
+		if len(e.ErrorCode) != 1 {
+			return Entity{}, false
 		}
 		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
 	case event.KindDeviceDisappeared, event.KindDeviceReappeared:
