@@ -192,9 +192,12 @@ counter, link sanity finding), 2 CRITICAL (fatal port, latched fatal
 counter), 3 UNKNOWN (nothing could be checked, or a bad command line).
 
 It asks the running nichealthd over D-Bus. When the daemon is not running
-(or --offline), it reads sysfs itself with the daemon's configuration:
-discovery, roles, port states and link sanity; counters are then shown in
-perfdata but not judged (judging needs the daemon's history).`
+(or --offline), it reads sysfs itself with the daemon's configuration and
+judges as a freshly started daemon does (a port down since first sight on
+a card that matches its peers is unprovisioned; a card short of its peers
+is reported at once, there being no history to hold over): discovery,
+roles, port states, card homogeneity and link sanity; counters are then
+shown in perfdata but not judged (judging needs the daemon's history).`
 
 func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("check", checkUsage, stderr)
