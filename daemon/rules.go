@@ -171,14 +171,6 @@ func (d *Daemon) runRulesLocked(now time.Time) []event.Spec {
 	return append(specs, ruleSpecs(changes)...)
 }
 
-// legacyRuleChecks are the rules' check names before they took the seeds'
-// names (DESIGN.md difference 15), by their new names.
-var legacyRuleChecks = map[string]string{
-	"NICLinkFlapRule":    rules.FlapCheck,
-	"NICPortDropRule":    rules.DropCheck,
-	"NICDegradationRule": rules.DegradationCheck,
-}
-
 // migrateRuleChecks moves the rule conditions a state file of an older
 // build holds under the rules' former check names to their new names, as
 // events emitted with the first cycle: a check-scoped clear of each former
@@ -189,7 +181,7 @@ func migrateRuleChecks(model *health.Model) []event.Spec {
 	var clears, raises []event.Spec
 	cleared := map[string]bool{}
 	for _, c := range model.Conditions() {
-		nw, ok := legacyRuleChecks[c.Check]
+		nw, ok := config.LegacyRuleChecks[c.Check]
 		if !ok {
 			continue
 		}

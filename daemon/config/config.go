@@ -38,9 +38,10 @@ var AllChecks = []string{
 // the checks key name them like the other checks.
 var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
 
-// legacyRuleChecks are the rules' check names before they took the seeds'
-// names (DESIGN.md difference 15), still accepted in checks and --checks.
-var legacyRuleChecks = map[string]string{
+// LegacyRuleChecks are the rules' check names before they took the seeds'
+// names (DESIGN.md difference 15), by their new names: still accepted in
+// checks and --checks, and migrated in a state file's conditions.
+var LegacyRuleChecks = map[string]string{
 	"NICLinkFlapRule":    rules.FlapCheck,
 	"NICPortDropRule":    rules.DropCheck,
 	"NICDegradationRule": rules.DegradationCheck,
@@ -553,7 +554,7 @@ func ParseChecks(list []string) (map[string]bool, error) {
 		if n == "" {
 			continue
 		}
-		if nw, ok := legacyRuleChecks[n]; ok {
+		if nw, ok := LegacyRuleChecks[n]; ok {
 			// A configuration written before the rules took the seeds'
 			// names keeps working.
 			n = nw
