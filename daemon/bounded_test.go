@@ -40,7 +40,10 @@ func TestBounded_11_CardEventsFollowTheChecksSwitch(t *testing.T) {
 			m := simMonitor(t, h, c.extra)
 			now := time.Unix(1_700_000_000, 0)
 			m.Cycle(now)
-			if err := h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
+			// A port stuck in INIT past the hold: card homogeneity's to
+			// report (a DOWN port is its own fatal condition, DESIGN.md
+			// difference 4).
+			if err := h.SetPortState("mlx5_3", 1, "INIT", "LinkUp"); err != nil {
 				t.Fatal(err)
 			}
 			var got []event.Spec

@@ -41,6 +41,13 @@ type heldEvents struct {
 	dirty bool
 	// unsaved: a save was skipped because events were held.
 	unsaved bool
+	// lastStamp is the newest event's time: every event is stamped after
+	// it, at least a nanosecond apart, because NVSentinel's platform
+	// connector sorts a batch by timestamp before folding it into node
+	// conditions with a sort that need not keep the order of equal
+	// timestamps, and a recovery followed by a new breach of the same
+	// counter (DESIGN.md difference 11) must stay in that order.
+	lastStamp time.Time
 }
 
 type emitted struct {
@@ -55,8 +62,13 @@ func (d *Daemon) holdLocked(specs []event.Spec, now time.Time) {
 	if len(specs) == 0 {
 		return
 	}
-	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
+	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy}
 	for _, s := range specs {
+		stamp.Now = now
+		if !now.After(d.held.lastStamp) {
+			stamp.Now = d.held.lastStamp.Add(time.Nanosecond)
+		}
+		d.held.lastStamp = stamp.Now
 		ev := event.New(d.mon.withGPUs(s), stamp)
 		if d.model.Apply(&ev) {
 			d.modelDirty = true

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/sanity"
@@ -38,7 +37,9 @@ type Monitor struct {
 	// seams are a test's stand-ins for the kernel; none in production.
 	seams Seams
 
-	names     []string
+	names []string
+	// seen holds every monitored device discovered in this process.
+	seen      map[string]bool
 	lister    *topology.Lister
 	listerDir string
 	// lastDiscover is when a poll last ran discovery (or first polled);
@@ -80,9 +81,6 @@ type Monitor struct {
 	charDevFindings []sanity.Finding
 	rateChanged     bool
 	viewDefs        []counters.Definition // scratch for D-Bus views (under d.mu)
-	// Reused per cycle by card homogeneity.
-	anomalous map[string]bool
-	active    map[string]int
 	// unclassifiedOK (one-shot checks only): when roles cannot be
 	// classified, check every PF with an unknown role instead of failing;
 	// unclassifiedNote then says why.
@@ -242,6 +240,7 @@ func (m *Monitor) Discover() error {
 	if err := m.classify(devs); err != nil {
 		return err
 	}
+	m.rebaselineReturned(devs)
 	m.devices = devs
 	m.names = m.names[:0]
 	for _, d := range devs {
@@ -277,6 +276,28 @@ func (m *Monitor) Discover() error {
 // readFile is the one-shot read of discovery and the sanity passes: the
 // poll's deadline, worker and stuck bookkeeping, so a hung attribute costs
 // one readTimeout and is never read again while its first read hangs.
+// rebaselineReturned tells the counter check which monitored devices came
+// back after this process had seen them leave (driver reload, hot plug):
+// their counters start from a fresh baseline (DESIGN.md difference 11).
+func (m *Monitor) rebaselineReturned(devs []*topology.Device) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	was := make(map[string]bool, len(m.devices))
+	for _, d := range m.devices {
+		was[d.Name] = true
+	}
+	for _, d := range devs {
+		if !d.Monitored() {
+			continue
+		}
+		if m.seen[d.Name] && !was[d.Name] {
+			m.eval.Rebaseline(d.Name)
+		}
+		m.seen[d.Name] = true
+	}
+}
+
 func (m *Monitor) readFile(path string) ([]byte, error) {
 	return m.rd.ReadFile(path, 0)
 }
@@ -558,13 +579,11 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 			}
 		}
 	})
-	// Card events follow the port events of the same cycle: the port
-	// crossed first, homogeneity escalates it.
-	var cardSpecs []event.Spec
-	var anomalous map[string]bool
-	g.run("cards", stateChecks, &specs, func() { anomalous = m.cards(now, &cardSpecs, &changed) })
-	g.run("judge", stateChecks, &specs, func() { m.judgePorts(now, anomalous, &specs, &changed) })
-	specs = append(specs, cardSpecs...)
+	// Ports before cards: a port that falls this cycle is fatal on its own
+	// before homogeneity looks at its card, which then does not report it
+	// a second time.
+	g.run("judge", stateChecks, &specs, func() { m.judgePorts(now, &specs, &changed) })
+	g.run("cards", stateChecks, &specs, func() { m.cards(now, &specs, &changed) })
 	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
@@ -670,7 +689,7 @@ func (m *Monitor) presence(enumErr error, specs *[]event.Spec, changed *bool) {
 // It is edge-triggered: an observation equal to the one it last judged
 // cannot cross a boundary, so a steady poll skips it (and its
 // allocations) entirely.
-func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]event.Spec, changed *bool) {
+func (m *Monitor) judgePorts(now time.Time, specs *[]event.Spec, changed *bool) {
 	first := m.cycles == 0
 	for _, p := range m.ports {
 		if !p.observed || !m.stateEnabled(p.port.LinkLayer) || p.state.Err != nil || p.phys.Err != nil ||
@@ -683,7 +702,7 @@ func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]
 		if first {
 			start = m.start
 		}
-		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
+		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start)
 		// A torn state/phys_state pair is held one poll: the same pair
 		// next poll must be judged, not skipped as unchanged.
 		p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
@@ -737,9 +756,16 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 		return
 	}
 	first := m.counterTicks == 0
+	// The sample stands for its tick, not for when the loop woke up to
+	// take it (DESIGN.md difference 14): two samples one tick apart are a
+	// full 1 s window, whatever the wake-up jitter, so a burst is judged
+	// over the second it happened in, never spread over two. A tick more
+	// than a tick late (a stalled loop) restarts the phase from now.
+	at := now
 	if next := m.nextCounterTick.Add(counterTick); first || !next.After(now) {
 		m.nextCounterTick = now.Add(counterTick)
 	} else {
+		at = m.nextCounterTick
 		m.nextCounterTick = next
 	}
 	m.counterTicks++
@@ -764,7 +790,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
-				cr.seen, cr.lastAt = true, now
+				cr.seen, cr.lastAt = true, at
 			} else {
 				cr.seen = false
 			}
@@ -785,7 +811,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 				ss, ch := m.eval.Evaluate(m.mem.Counters, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
-					PortRateGbps: p.rateGbps, Now: now, Since: since,
+					PortRateGbps: p.rateGbps, Now: at, Since: since,
 				}, first && m.start == checks.Baseline)
 				*changed = *changed || ch
 				*specs = append(*specs, ss...)
@@ -891,8 +917,12 @@ func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.Spec {
 	return event.Spec{
 		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
-		Message:  fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
-		Metadata: map[string]string{"file": path},
+		Message: fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
+		// The file's path is the condition's error code: a clear by
+		// entity and error code (NVSentinel, DESIGN.md difference 13)
+		// removes this condition, never a latched breach of the port.
+		ErrorCode: []string{path},
+		Metadata:  map[string]string{"file": path},
 	}
 }
 
@@ -904,97 +934,11 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 		what = "the driver statistics are skipped until the call returns"
 	}
 	return event.Spec{
-		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
+		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
 	}
-}
-
-// cards runs card homogeneity. It is judged on the first poll, whenever
-// the device set changes (seed 7.2 case 3) and whenever a port becomes or
-// stops being active: seed 3.2 relies on it to escalate a port stuck in
-// INIT/ARMED/Polling/LinkErrorRecovery while its peers are ACTIVE, which is
-// a run-time condition (DESIGN.md difference 9). A latched anomaly is
-// checked for recovery on every poll. Steady polls with no such edge cost
-// nothing.
-func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
-	if m.anomalous == nil {
-		m.anomalous, m.active = map[string]bool{}, map[string]int{}
-	}
-	anomalous, active := m.anomalous, m.active
-	clear(anomalous)
-	rejudge := m.cycles == 0 || m.devicesSetChanged || m.activeChanged
-	if len(m.mem.Cards.Anomalies) == 0 && !rejudge {
-		// Nothing latched and nothing new to judge: the common steady poll.
-		return anomalous
-	}
-	clear(active)
-	for _, p := range m.ports {
-		if p.activeOrUnread() {
-			active[p.dev.Card]++
-		}
-	}
-	for card, a := range m.mem.Cards.Anomalies {
-		if active[card] >= a.Expected {
-			delete(m.mem.Cards.Anomalies, card)
-			*changed = true
-			*specs = append(*specs, event.Spec{
-				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
-				Ports:   m.cardPorts(card, false),
-				Message: cards.HealthyMessage(card, topology.Role(a.Role), active[card], a.Expected),
-			})
-			continue
-		}
-		anomalous[card] = true
-	}
-	if !rejudge {
-		return anomalous
-	}
-	isActive := func(d *topology.Device, port *topology.Port) bool {
-		p := m.planOf[port]
-		return p != nil && p.activeOrUnread()
-	}
-	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
-		if !m.cfg.Checks[m.cardCheck(an.Card)] {
-			continue // its state check is switched off (checks, --checks)
-		}
-		anomalous[an.Card] = true
-		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
-			continue
-		}
-		m.mem.Cards.Anomalies[an.Card] = cards.Latched{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
-		*changed = true
-		*specs = append(*specs, event.Spec{
-			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
-			Ports:    m.cardPorts(an.Card, true),
-			Message:  an.Message(),
-			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
-		})
-	}
-	return anomalous
-}
-
-// cardPorts lists the monitored ports of a card (only those not active
-// when inactiveOnly): a card event names them as NIC and NICPort entities
-// (seed 11.2), so the platform learns which cable or port to look at.
-func (m *Monitor) cardPorts(card string, inactiveOnly bool) []event.PortRef {
-	var out []event.PortRef
-	for _, p := range m.ports {
-		if p.dev.Card == card && (!inactiveOnly || !p.active()) {
-			out = append(out, event.PortRef{Device: p.dev.Name, Port: p.port.Num})
-		}
-	}
-	return out
-}
-
-func (m *Monitor) cardCheck(card string) string {
-	for _, d := range m.devices {
-		if d.Card == card {
-			return checks.StateCheckFor(d.LinkLayer())
-		}
-	}
-	return event.InfiniBandStateCheck
 }
 
 // Reconfigure applies a validated configuration between cycles. Counter

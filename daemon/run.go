@@ -240,6 +240,7 @@ func New(opts Options) (*Daemon, error) {
 	// Checks disabled by a panic before the restart are still reported:
 	// their conditions clear when they run again.
 	d.mon.guard.restore(failedChecksOf(model.Conditions()))
+	d.mon.pendingSpecs = append(d.mon.pendingSpecs, migrateRuleChecks(model)...)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {

@@ -34,6 +34,7 @@ func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string)
 		err := json.Unmarshal(st.Health, &cs)
 		if err == nil {
 			m.Restore(cs)
+			adoptReported(mem, cs)
 			return m, ""
 		}
 		note = fmt.Sprintf("health conditions in the state file are unreadable (%v); rebuilt from the checks' state", err)
@@ -42,6 +43,27 @@ func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string)
 		m.Apply(&e)
 	}
 	return m, note
+}
+
+// adoptReported fills in what the port check last reported from the
+// model, for a state file written before the port check remembered it:
+// card homogeneity must know which ports are already fatal on their own.
+func adoptReported(mem *Memory, cs []health.Condition) {
+	for _, c := range cs {
+		if c.Entity.Kind != health.EntityPort || c.Check != checks.StateCheckFor(topology.LinkLayerEthernet) && c.Check != checks.StateCheckFor(topology.LinkLayerInfiniBand) {
+			continue
+		}
+		k := checks.PortKey(c.Entity.Device, c.Entity.Port)
+		ps, ok := mem.Ports.PortStates[k]
+		if !ok || ps.Reported != "" {
+			continue
+		}
+		ps.Reported = checks.ReportedNonFatal
+		if c.Severity == health.Fatal {
+			ps.Reported = checks.ReportedFatal
+		}
+		mem.Ports.PortStates[k] = ps
+	}
 }
 
 // eventsFromMemory restates, as events, the conditions the checks'

@@ -42,23 +42,34 @@ const (
 type Kind string
 
 const (
-	KindPortFatal         Kind = "port-fatal"
-	KindPortNonFatal      Kind = "port-nonfatal"
-	KindPortRecovered     Kind = "port-recovered"
-	KindPortBaseline      Kind = "port-baseline"
-	KindCounterBreach     Kind = "counter-breach"
-	KindCounterRecovered  Kind = "counter-recovered"
-	KindCounterBaseline   Kind = "counter-baseline"
-	KindCounterSaturated  Kind = "counter-saturated"
+	KindPortFatal        Kind = "port-fatal"
+	KindPortNonFatal     Kind = "port-nonfatal"
+	KindPortRecovered    Kind = "port-recovered"
+	KindPortBaseline     Kind = "port-baseline"
+	KindCounterBreach    Kind = "counter-breach"
+	KindCounterRecovered Kind = "counter-recovered"
+	KindCounterBaseline  Kind = "counter-baseline"
+	// A classic PMA counter stuck at its field's maximum can no longer
+	// show an error: a non-fatal loss of visibility, cleared when the
+	// counter moves again.
+	KindCounterSaturated   Kind = "counter-saturated"
+	KindCounterUnsaturated Kind = "counter-unsaturated"
+	// port_xmit_wait's lost bandwidth above its share of the port rate: a
+	// non-fatal congestion condition, cleared below half of it.
+	KindCongestion        Kind = "congestion"
+	KindCongestionCleared Kind = "congestion-cleared"
 	KindDeviceDisappeared Kind = "device-disappeared"
 	KindDeviceReappeared  Kind = "device-reappeared"
 	KindCardAnomaly       Kind = "card-anomaly"
 	KindCardRecovered     Kind = "card-recovered"
-	KindCheckCleared      Kind = "check-cleared"
-	KindReadStuck         Kind = "read-stuck"
-	KindReadRecovered     Kind = "read-recovered"
-	KindLinkSanity        Kind = "link-sanity"
-	KindLinkSanityOK      Kind = "link-sanity-ok"
+	// Every IB port of a role group waiting for a subnet manager.
+	KindNoSubnetManager    Kind = "no-subnet-manager"
+	KindSubnetManagerFound Kind = "subnet-manager-found"
+	KindCheckCleared       Kind = "check-cleared"
+	KindReadStuck          Kind = "read-stuck"
+	KindReadRecovered      Kind = "read-recovered"
+	KindLinkSanity         Kind = "link-sanity"
+	KindLinkSanityOK       Kind = "link-sanity-ok"
 	// Node-local analyzer rules (flap, drop, repeated degradation).
 	KindRuleRaised  Kind = "rule-raised"
 	KindRuleCleared Kind = "rule-cleared"
@@ -85,6 +96,7 @@ var Kinds = []Kind{
 	KindReadParked, KindReadResumed,
 	KindPCIeAER, KindPCIeAERRecovered,
 	KindCheckFailed, KindCheckResumed,
+	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -66,6 +66,9 @@ type Entity struct {
 func (e Entity) String() string {
 	switch e.Kind {
 	case EntityNode:
+		if e.Name != "" {
+			return "node " + e.Name
+		}
 		return "node"
 	case EntityCard:
 		return "card " + e.Card
@@ -126,8 +129,12 @@ func (c *Condition) IsSanityFinding() bool {
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
 	switch c.Entity.Kind {
-	case EntityNode, EntityCheck:
+	case EntityCheck:
 		return false
+	case EntityNode:
+		// A node-level condition (no subnet manager) bears on the ports
+		// it names.
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
 	case EntityPCI:

@@ -28,9 +28,9 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		for _, k := range event.Kinds {
 			switch k {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
-				event.KindCounterSaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
+				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered, event.KindCheckResumed:
+				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound:
 				continue
 			}
 			if !raised[k] {
@@ -91,9 +91,21 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
 			NonFatal, EntityPCI, false},
+		{"saturated counter: visibility lost until it moves again",
+			event.Spec{Kind: event.KindCounterSaturated, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
+			event.Spec{Kind: event.KindCounterUnsaturated, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
+			NonFatal, EntityCounter, false},
+		{"congested port",
+			event.Spec{Kind: event.KindCongestion, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
+			event.Spec{Kind: event.KindCongestionCleared, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
+			NonFatal, EntityCounter, false},
+		{"no subnet manager: a node condition over the group's ports",
+			event.Spec{Kind: event.KindNoSubnetManager, CheckName: ib, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
+			event.Spec{Kind: event.KindSubnetManagerFound, CheckName: ib, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
+			NonFatal, EntityNode, false},
 		{"fleet rule on the port",
-			event.Spec{Kind: event.KindRuleRaised, CheckName: "NICLinkFlapRule", Device: "mlx5_0", Port: 1, Message: "flapping"},
-			event.Spec{Kind: event.KindRuleCleared, CheckName: "NICLinkFlapRule", IsHealthy: true, Device: "mlx5_0", Port: 1},
+			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
+			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},
 			NonFatal, EntityPort, false},
 		{"check disabled by a panic, cleared when it runs again",
 			event.Spec{Kind: event.KindCheckFailed, CheckName: deg, Check: deg, Metadata: map[string]string{"check": deg}, Message: "disabled"},
@@ -206,5 +218,25 @@ func TestHealth_MissingPortListedAndCountedOnce(t *testing.T) {
 func TestHealth_CompareDevicesNatural(t *testing.T) {
 	if CompareDevices("mlx5_2", "mlx5_10") >= 0 || CompareDevices("mlx5_10", "mlx5_2") <= 0 || CompareDevices("a", "a") != 0 {
 		t.Error("natural order broken")
+	}
+}
+
+// TestHealth_SaturationKeepsTheLatchedBreach: a counter's saturation is a
+// condition of its own; it neither replaces nor clears the latched fatal
+// breach of the same counter (DESIGN.md difference 14).
+func TestHealth_SaturationKeepsTheLatchedBreach(t *testing.T) {
+	deg := event.InfiniBandDegradationCheck
+	m := NewModel()
+	m.Apply(ev(event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	m.Apply(ev(event.Spec{Kind: event.KindCounterSaturated, CheckName: deg, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"saturated:link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	if cs := m.Conditions(); len(cs) != 2 || cs[0].Severity != Fatal || cs[1].Severity != NonFatal {
+		t.Fatalf("conditions %+v", cs)
+	}
+	m.Apply(ev(event.Spec{Kind: event.KindCounterUnsaturated, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"saturated:link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	if cs := m.Conditions(); len(cs) != 1 || cs[0].Severity != Fatal {
+		t.Fatalf("the unsaturation cleared the breach: %+v", cs)
 	}
 }

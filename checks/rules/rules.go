@@ -11,11 +11,13 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 )
 
-// Check names of the rules' conditions.
+// Check names of the rules' conditions: the seeds' analyzer rule names
+// (state 6.2, 6.3; counter 1.4 and 3.1), which NVSentinel operators already
+// know (DESIGN.md difference 15).
 const (
-	FlapCheck        = "NICLinkFlapRule"
-	DropCheck        = "NICPortDropRule"
-	DegradationCheck = "NICDegradationRule"
+	FlapCheck        = "RepeatedNICLinkFlap"
+	DropCheck        = "NICPortDrop"
+	DegradationCheck = "RepeatedNICDegradation"
 )
 
 // Config tunes the three rules; each can be switched off.
@@ -40,21 +42,23 @@ type DropConfig struct {
 	After   time.Duration
 }
 
-// DegradationConfig: Events non-fatal events on one port within Window
-// escalate.
+// DegradationConfig: Events non-fatal degradation events on one port within
+// Window are fatal.
 type DegradationConfig struct {
 	Enabled bool
 	Events  int
 	Window  time.Duration
 }
 
-// Defaults are the seeds' numbers (state 6.2, 6.3) and NVSentinel's
-// RepeatedNICDegradation, every rule on.
+// Defaults are the seeds' numbers, every rule on: state 6.3 (3 link-down
+// episodes in 10 minutes), state 6.2 (DOWN for 4 minutes), counter 1.4
+// and 3.1 (RepeatedNICDegradation: 5 or more non-fatal events in 24 hours
+// → fatal).
 func Defaults() Config {
 	return Config{
 		Flap:        FlapConfig{Enabled: true, Episodes: 3, Window: 10 * time.Minute, Stabilization: 30 * time.Minute},
 		Drop:        DropConfig{Enabled: true, After: 4 * time.Minute},
-		Degradation: DegradationConfig{Enabled: true, Events: 3, Window: time.Hour},
+		Degradation: DegradationConfig{Enabled: true, Events: 5, Window: 24 * time.Hour},
 	}
 }
 
@@ -582,9 +586,9 @@ func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time
 
 func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Degradation
-	return Condition{Check: DegradationCheck, Device: dev, Port: port,
-		Action: event.ActionContactSupport, Since: now,
-		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal events within %s)",
+	return Condition{Check: DegradationCheck, Device: dev, Port: port, Fatal: true,
+		Action: event.ActionReplaceVM, Since: now,
+		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal degradation events of the port within %s)",
 			dev, port, max(len(p.NonFatal), cfg.Events), cfg.Window)}
 }
 

@@ -117,6 +117,17 @@ func (n *host) dev(t testing.TB, name string) *topology.Device {
 	return nil
 }
 
+// monitored lists the devices the daemon would read after discovery.
+func (n *host) monitored() []*topology.Device {
+	var out []*topology.Device
+	for _, d := range n.devs {
+		if d.Monitored() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // writeFile replaces path atomically: the simulator hard-links files of
 // equal content, so writing in place would change every one of them.
 func writeFile(t testing.TB, path, content string) {

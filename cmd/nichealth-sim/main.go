@@ -34,6 +34,9 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
                                           EOPNOTSUPP, EACCES, EPERM, ...) / undo (*)
+  gid DEV PORT ok|no-v2|no-ipv4|empty     a RoCE port's GID table (seed 9.1): as the RDMA
+                                          core fills it, RoCE v1 entries only, link-local
+                                          only, or every entry unused
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
   phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
@@ -245,6 +248,15 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return h.FailFile(pos[0], p, pos[2], pos[3])
+	case "gid":
+		if err := want(3, "DEV PORT ok|no-v2|no-ipv4|empty"); err != nil {
+			return err
+		}
+		p, err := port(pos[1])
+		if err != nil {
+			return err
+		}
+		return h.SetGIDTable(pos[0], p, pos[2])
 	case "remove", "restore":
 		if err := want(1, "DEV"); err != nil {
 			return err

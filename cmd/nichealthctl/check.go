@@ -192,9 +192,12 @@ counter, link sanity finding), 2 CRITICAL (fatal port, latched fatal
 counter), 3 UNKNOWN (nothing could be checked, or a bad command line).
 
 It asks the running nichealthd over D-Bus. When the daemon is not running
-(or --offline), it reads sysfs itself with the daemon's configuration:
-discovery, roles, port states and link sanity; counters are then shown in
-perfdata but not judged (judging needs the daemon's history).`
+(or --offline), it reads sysfs itself with the daemon's configuration and
+judges as a freshly started daemon does (a port down since first sight on
+a card that matches its peers is unprovisioned; a card short of its peers
+is reported at once, there being no history to hold over): discovery,
+roles, port states, card homogeneity and link sanity; counters are then
+shown in perfdata but not judged (judging needs the daemon's history).`
 
 func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("check", checkUsage, stderr)
@@ -315,6 +318,13 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 	num := strconv.Itoa(int(pv.Port))
 	for _, c := range pv.Counters {
 		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
+		if c.ThresholdType == counters.TypeCongestion {
+			// The share of the port rate lost to backpressure over the last
+			// tick, warned at the congestion threshold: graphable congestion.
+			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name, "lost_percent"), Value: perfNumber(c.LostPercent),
+				UOM: "%", Warn: perfNumber(c.Threshold), Min: "0"})
+			continue
+		}
 		if c.Unit == "" || c.ThresholdType != counters.TypeVelocity {
 			continue
 		}

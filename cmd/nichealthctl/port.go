@@ -125,6 +125,9 @@ func threshold(c dbusapi.CounterView) string {
 	if c.ThresholdType == "velocity" && c.Unit != "" {
 		s += "/" + c.Unit
 	}
+	if c.ThresholdType == counters.TypeCongestion {
+		s += "% of the port rate lost"
+	}
 	if c.Fatal {
 		s += " (fatal)"
 	}

@@ -65,7 +65,8 @@ func newShapeViewNode(t *testing.T, shape string) *viewNode {
 	needBusctl(t)
 	b := newBusNode(t, shape, integConfig{}, dbustest.Options{})
 	addr := freePort(t)
-	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
+	// A short card hold: the tests watch a stuck port escalate.
+	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\ncardAnomalyHold = \"1s\"\n[sinks.jsonl]", addr), 1)
 	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -400,8 +401,8 @@ func TestIntegration_GPUsBehindEveryNICEvent(t *testing.T) {
 	v.start()
 	v.waitReady()
 	skip := len(v.read())
-	v.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled")
-	e := v.waitEventAfter(skip, "mlx5_3 down", portEvent("mlx5_3", event.KindPortFatal))
+	v.h.SetPortState("mlx5_3", 1, "INIT", "LinkUp")
+	e := v.waitEventAfter(skip, "mlx5_3 in INIT", portEvent("mlx5_3", event.KindPortNonFatal))
 	var gpu3 sim.GPUInfo
 	for _, g := range v.h.GPUs() {
 		if g.ID == 3 {

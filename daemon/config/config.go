@@ -18,6 +18,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/rules"
@@ -37,6 +38,15 @@ var AllChecks = []string{
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and
 // the checks key name them like the other checks.
 var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
+
+// LegacyRuleChecks are the rules' check names before they took the seeds'
+// names (DESIGN.md difference 15), by their new names: still accepted in
+// checks and --checks, and migrated in a state file's conditions.
+var LegacyRuleChecks = map[string]string{
+	"NICLinkFlapRule":    rules.FlapCheck,
+	"NICPortDropRule":    rules.DropCheck,
+	"NICDegradationRule": rules.DegradationCheck,
+}
 
 // KnownChecks is every check name --checks and the checks key accept.
 func KnownChecks() []string { return append(append([]string{}, AllChecks...), RuleChecks...) }
@@ -58,23 +68,24 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 // File is the TOML document. Key names follow NVSentinel's where it has
 // them, so a ConfigMap written for its nic-health-monitor reads here.
 type File struct {
-	SysfsRoot                 string   `toml:"sysfsRoot"`
-	ProcfsRoot                string   `toml:"procfsRoot"`
-	DevRoot                   string   `toml:"devRoot"`
-	SysClassInfinibandPath    string   `toml:"sysClassInfinibandPath"`
-	SysClassNetPath           string   `toml:"sysClassNetPath"`
-	MetadataPath              string   `toml:"metadataPath"`
-	TopologySource            string   `toml:"topologySource"`
-	NicExclusionRegex         *string  `toml:"nicExclusionRegex"`
-	NicInclusionRegexOverride string   `toml:"nicInclusionRegexOverride"`
-	PollingInterval           Duration `toml:"pollingInterval"`
-	ReadTimeout               Duration `toml:"readTimeout"`
-	MaxStuckReads             int      `toml:"maxStuckReads"`
-	ParkReprobeInterval       Duration `toml:"parkReprobeInterval"`
-	NodeName                  string   `toml:"nodeName"`
-	ProcessingStrategy        string   `toml:"processingStrategy"`
-	Checks                    []string `toml:"checks"`
-	MetricsAddress            string   `toml:"metricsAddress"`
+	SysfsRoot                 string    `toml:"sysfsRoot"`
+	ProcfsRoot                string    `toml:"procfsRoot"`
+	DevRoot                   string    `toml:"devRoot"`
+	SysClassInfinibandPath    string    `toml:"sysClassInfinibandPath"`
+	SysClassNetPath           string    `toml:"sysClassNetPath"`
+	MetadataPath              string    `toml:"metadataPath"`
+	TopologySource            string    `toml:"topologySource"`
+	NicExclusionRegex         *string   `toml:"nicExclusionRegex"`
+	NicInclusionRegexOverride string    `toml:"nicInclusionRegexOverride"`
+	PollingInterval           Duration  `toml:"pollingInterval"`
+	ReadTimeout               Duration  `toml:"readTimeout"`
+	MaxStuckReads             int       `toml:"maxStuckReads"`
+	ParkReprobeInterval       Duration  `toml:"parkReprobeInterval"`
+	CardAnomalyHold           *Duration `toml:"cardAnomalyHold"`
+	NodeName                  string    `toml:"nodeName"`
+	ProcessingStrategy        string    `toml:"processingStrategy"`
+	Checks                    []string  `toml:"checks"`
+	MetricsAddress            string    `toml:"metricsAddress"`
 
 	CounterDetection struct {
 		Enabled              *bool               `toml:"enabled"`
@@ -120,6 +131,7 @@ type LinkSanity struct {
 	SMLID       *bool `toml:"smLid"`
 	CharDevices *bool `toml:"charDevices"`
 	ISSM        *bool `toml:"issm"`
+	RoCEGID     *bool `toml:"roceGid"`
 	Fatal       *bool `toml:"fatal"`
 }
 
@@ -140,11 +152,15 @@ type Config struct {
 	MaxStuckReads  int
 	// ParkReprobe is how often a parked file (one failing with EINVAL,
 	// EIO, EOPNOTSUPP, EACCES or EPERM three times in a row) is read again.
-	ParkReprobe    time.Duration
-	NodeName       string
-	Strategy       event.ProcessingStrategy
-	Checks         map[string]bool
-	MetricsAddress string
+	ParkReprobe time.Duration
+	// CardAnomalyHold is how long a card must stay below its peers' mode
+	// (and a role group's IB ports wait for a subnet manager) before it
+	// is reported (DESIGN.md differences 4 and 12).
+	CardAnomalyHold time.Duration
+	NodeName        string
+	Strategy        event.ProcessingStrategy
+	Checks          map[string]bool
+	MetricsAddress  string
 
 	CountersEnabled      bool
 	Counters             []counters.Definition
@@ -169,7 +185,7 @@ type Config struct {
 
 // SanityConfig is LinkSanity with defaults applied.
 type SanityConfig struct {
-	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, Fatal bool
+	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, RoCEGID, Fatal bool
 }
 
 // Error names the file, the key, the line where the key is set (0 when
@@ -319,7 +335,7 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -441,8 +457,22 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
 		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
+	c.CardAnomalyHold = cards.DefaultHold
+	if f.CardAnomalyHold != nil {
+		c.CardAnomalyHold = f.CardAnomalyHold.Duration
+	}
+	if c.CardAnomalyHold < 0 || c.CardAnomalyHold > maxCardAnomalyHold {
+		// Longer than the drop rule's 4 minutes and a port stuck in INIT
+		// would be judged by nothing for that long.
+		return bad("cardAnomalyHold", "%v is outside 0s..%v (default %v: how long a card may lack ports against its peers before it is fatal)",
+			c.CardAnomalyHold, maxCardAnomalyHold, cards.DefaultHold)
+	}
 	return parkFrom(c, f, bad)
 }
+
+// maxCardAnomalyHold bounds cardAnomalyHold: the drop rule (seed state
+// 6.2) already calls a port DOWN for 4 minutes dropped.
+const maxCardAnomalyHold = 4 * time.Minute
 
 // identityFrom reads node name, processing strategy, checks and the metrics address.
 func identityFrom(c *Config, f *File, bad badFunc) error {
@@ -507,7 +537,7 @@ func sanityAndRulesFrom(c *Config, f *File, bad badFunc) error {
 	c.Sanity = SanityConfig{
 		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
 		SMLID: boolOr(s.SMLID, true), CharDevices: boolOr(s.CharDevices, true), ISSM: boolOr(s.ISSM, false),
-		Fatal: boolOr(s.Fatal, false),
+		RoCEGID: boolOr(s.RoCEGID, true), Fatal: boolOr(s.Fatal, false),
 	}
 
 	if c.Rules, err = rulesConfig(f.Rules, bad); err != nil {
@@ -591,6 +621,11 @@ func ParseChecks(list []string) (map[string]bool, error) {
 			// A blank name would leave every check off without a word:
 			// a list means "only these".
 			return nil, fmt.Errorf("empty check name in the list (known: %s); leave the list out to run every check", strings.Join(KnownChecks(), ", "))
+		}
+		if nw, ok := LegacyRuleChecks[n]; ok {
+			// A configuration written before the rules took the seeds'
+			// names keeps working.
+			n = nw
 		}
 		if !slices.Contains(KnownChecks(), n) {
 			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))

@@ -387,13 +387,7 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 			w.file(pd+"/lid", "0x0\n")
 			w.file(pd+"/sm_lid", "0x0\n")
 			w.file(pd+"/cap_mask", "0x04010000\n")
-			gid := "fe80:0000:0000:0000:" + eui64(mac)
-			w.file(pd+"/gids/0", gid+"\n")
-			w.file(pd+"/gids/1", gid+"\n")
-			w.file(pd+"/gid_attrs/types/0", "IB/RoCE v1\n")
-			w.file(pd+"/gid_attrs/types/1", "RoCE v2\n")
-			w.file(pd+"/gid_attrs/ndevs/0", netdev+"\n")
-			w.file(pd+"/gid_attrs/ndevs/1", netdev+"\n")
+			w.writeGIDs(pd, roceGIDs(mac, netdev))
 		}
 		for _, c := range classicCounters {
 			// Equal values on every live port keep Build fast (equal files
