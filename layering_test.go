@@ -18,7 +18,7 @@ import (
 // by the daemon, so the daemon imports them and they never import it; no
 // view imports another. persist is the state file and the outbox: only
 // the daemon tree imports it (persist/outbox's records carry
-// checks/event's events).
+// event's events).
 var ranks = []struct {
 	prefix string
 	rank   int
@@ -27,17 +27,19 @@ var ranks = []struct {
 	// support, the log-repeat limiter).
 	{"internal", -1},
 	{"topology", 0},
-	{"checks/health", 2},
-	{"checks", 1},
-	{"persist", 1},
-	{"daemon/metrics", 3},
-	{"dbusapi", 3},
-	{"systemd", 3},
-	{"daemon", 4},
+	// event is the wire type every layer above speaks.
+	{"event", 1},
+	{"checks/health", 3},
+	{"checks", 2},
+	{"persist", 2},
+	{"daemon/metrics", 4},
+	{"dbusapi", 4},
+	{"systemd", 4},
+	{"daemon", 5},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's
 	// insides, and nothing of the node imports it.
-	{"fabric", 5},
+	{"fabric", 6},
 }
 
 // pendingArrows are arrows against the rules that are known and being

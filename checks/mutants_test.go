@@ -3,7 +3,7 @@ package checks
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // TestLinkState_EventsNameTheirCheckAndHealth: the check name follows the

@@ -3,7 +3,7 @@ package checks
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // The seed's numbers are written here as literals, never read back from a

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/nodecondition"
 	"github.com/nichealth/nichealthd/systemd/notify"
 	"github.com/nichealth/nichealthd/topology/sim"

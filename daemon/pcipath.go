@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // reportPCIePath raises each slow hop of the NICs' PCIe paths once, as one

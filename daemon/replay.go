@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // TestRules_15_DegradationCountsThePortsOwnEvents: RepeatedNICDegradation

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/daemon/sink/jsonl"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/systemd/journal"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Clear rules, one per class, so every raise has its clear:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 var th = Thresholds{CorrectablePerMinute: 10, Window: 10 * time.Minute, NonFatalQuiet: 30 * time.Minute}

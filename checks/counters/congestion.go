@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // DefaultXmitWaitBytesPerTick is what one port_xmit_wait tick stands for on

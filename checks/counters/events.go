@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Errors of Acknowledge.

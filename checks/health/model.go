@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Model holds the active conditions. It is not safe for concurrent use: the

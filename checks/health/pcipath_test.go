@@ -3,7 +3,7 @@ package health
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // TestPCIePath_HopConditionCoversEveryPortBelow: a PCIe path finding is one

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 var t0 = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)

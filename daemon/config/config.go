@@ -20,8 +20,8 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/topology"
 )

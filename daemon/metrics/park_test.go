@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 

@@ -8,7 +8,7 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 const (
