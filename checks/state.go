@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -42,6 +43,9 @@ type Observation struct {
 	Operstate string
 }
 
+// Link is the observation's state and phys_state as one reading.
+func (o Observation) Link() sysfs.Link { return sysfs.Link{State: o.State, Phys: o.Phys} }
+
 // Verdict is the health class of one observation.
 type Verdict int
 
@@ -69,7 +73,7 @@ func Judge(o Observation) Verdict {
 	if o.State.ID == sysfs.StateDown || o.Phys.ID == sysfs.PhysDisabled {
 		return Fatal
 	}
-	if o.State.ID == sysfs.StateActive && o.Phys.ID == sysfs.PhysLinkUp {
+	if o.Link().Up() {
 		if roce(o) && operDown(o.Operstate) {
 			// RDMA still flows, but RoCE v2 needs the netdev for GIDs and
 			// routing; a port an operator can see is half-broken, not dead.
@@ -289,6 +293,7 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 		IsFatal: v == Fatal, IsHealthy: v == Healthy,
 		Message: Message(o, v), Device: o.Device, Port: o.Port, Metadata: md,
 		ErrorCode: []string{PortStateErrorCode},
+		Condition: condition.OfPort(o.Device, o.Port),
 	}
 }
 
@@ -372,7 +377,8 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 		return event.Spec{
 			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
 			IsHealthy: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
-			Message: fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
+			Message:   fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
+			Condition: condition.OfNIC(name),
 		}, true
 	}
 	if gone[name] {
@@ -386,7 +392,8 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 	return event.Spec{
 		Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
 		IsFatal: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
-		Message: fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
+		Message:   fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
+		Condition: condition.OfNIC(name),
 	}, true
 }
 
@@ -432,7 +439,8 @@ func (c *PortStateCheck) linkLayerOf(st *PortMemory, name string, present map[st
 func ClearedSpec(checkName, why string) event.Spec {
 	return event.Spec{
 		Kind: event.KindCheckCleared, CheckName: checkName, IsHealthy: true,
-		Message: fmt.Sprintf("%s: %s; all previous conditions of this check are cleared", checkName, why),
+		Message:   fmt.Sprintf("%s: %s; all previous conditions of this check are cleared", checkName, why),
+		Condition: condition.OfNode(""),
 	}
 }
 
@@ -474,6 +482,7 @@ func (c *PortStateCheck) renames(st *PortMemory, present map[string]Presence, ou
 			ErrorCode: []string{DisappearedErrorCode},
 			Message:   fmt.Sprintf("NIC %s was renamed to %s (same PCI address %s); it is monitored under its new name", old, nw, addr),
 			Metadata:  map[string]string{"newName": nw, "pciAddress": addr},
+			Condition: condition.OfNIC(old),
 		})
 	}
 	return out, changed

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -248,7 +249,7 @@ func (d *Daemon) conditionsLocked() []health.Condition {
 	if len(d.held.evs) == 0 {
 		return conds
 	}
-	c := health.Condition{Check: OutboxCheck, Entity: health.Entity{Kind: health.EntityNode, Name: "outbox"},
+	c := health.Condition{Check: OutboxCheck, Entity: condition.OfNode("outbox"),
 		Severity: health.NonFatal, Since: d.held.ep.start,
 		Message: fmt.Sprintf("%d events cannot be written to the outbox in %s (%s); they are held in memory and retried, and the state file is not saved until they are: free space or make the directory writable",
 			len(d.held.evs), d.ob.Dir(), d.held.err)}

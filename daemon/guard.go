@@ -12,6 +12,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 
@@ -177,7 +178,8 @@ func failedSpec(check, step, value string) event.Spec {
 			"the rest of the node stays monitored, but what this check watches is not watched meanwhile. "+
 			"Report the stack in the journal (journalctl -u nichealthd CHECK_NAME=%s) and run systemctl reload nichealthd",
 			check, step, oneLineValue(value), check),
-		Metadata: map[string]string{"check": check, "step": step, "panic": oneLineValue(value)},
+		Metadata:  map[string]string{"check": check, "step": step, "panic": oneLineValue(value)},
+		Condition: condition.OfCheck(check),
 	}
 }
 
@@ -190,6 +192,7 @@ func (g *checkGuard) resumedSpec(check, why string) event.Spec {
 		ErrorCode: []string{string(event.KindCheckFailed)},
 		Message:   fmt.Sprintf("%s runs again: %s", check, why),
 		Metadata:  map[string]string{"check": check},
+		Condition: condition.OfCheck(check),
 	}
 }
 
@@ -316,7 +319,7 @@ func (d *Daemon) sinksRestartedLocked(running []string, why string) {
 func failedChecksOf(conds []health.Condition) []string {
 	var out []string
 	for _, c := range conds {
-		if c.Entity.Kind == health.EntityCheck {
+		if c.Entity.Kind == condition.Check {
 			out = append(out, c.Entity.Name)
 		}
 	}

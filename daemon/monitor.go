@@ -16,6 +16,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
@@ -139,6 +140,7 @@ type portPlan struct {
 	rateLen   int
 	operRaw   [32]byte
 	operLen   int
+	smlid     string // sm_lid as the last sanity pass read it
 }
 
 type counterRead struct {
@@ -386,7 +388,7 @@ func (m *Monitor) buildPlan() {
 		var present, missing []string
 		for i := range d.Ports {
 			port := &d.Ports[i]
-			pp := &portPlan{dev: d, port: port, netdev: d.NetDevFor(port.Num)}
+			pp := &portPlan{dev: d, port: port, netdev: d.NetDevFor(port.Num), smlid: port.SMLID}
 			if o := old[checks.PortKey(d.Name, port.Num)]; o != nil {
 				pp.obs, pp.observed = o.obs, o.observed
 			}
@@ -923,6 +925,7 @@ func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.
 		// removes this condition, never a latched breach of the port.
 		ErrorCode: []string{path},
 		Metadata:  map[string]string{"file": path},
+		Condition: condition.OfFile(ref.dev, ref.port, path),
 	}
 }
 
@@ -937,7 +940,8 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
-		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
+		Metadata:  map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
+		Condition: condition.OfFile(dev, port, f.Path),
 	}
 }
 
@@ -982,7 +986,5 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 // failed port (DESIGN.md difference 3).
 func (p *portPlan) activeOrUnread() bool { return !p.observed || p.active() }
 
-// active reports whether the port was last seen ACTIVE/LinkUp.
-func (p *portPlan) active() bool {
-	return p.observed && p.obs.State.ID == sysfs.StateActive && p.obs.Phys.ID == sysfs.PhysLinkUp
-}
+// active reports whether the port was last seen up.
+func (p *portPlan) active() bool { return p.observed && p.obs.Link().Up() }

@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 
@@ -109,6 +110,7 @@ func (m *Monitor) parkedSpec(f *reader.File) event.Spec {
 		// its clear repeats (DESIGN.md difference 13).
 		ErrorCode: []string{name, f.Path},
 		Metadata:  map[string]string{"file": f.Path, "errno": name, "reprobe": m.cfg.ParkReprobe.String()},
+		Condition: condition.OfFile(dev, port, f.Path),
 	}
 }
 
@@ -125,6 +127,7 @@ func (m *Monitor) resumedSpec(path string, pf fileRef, why string) event.Spec {
 		// condition and never a latched counter breach of the port.
 		ErrorCode: []string{path},
 		Metadata:  map[string]string{"file": path},
+		Condition: condition.OfFile(pf.dev, pf.port, path),
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
@@ -62,8 +62,8 @@ func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 		}
 	}
 	ev := event.New(p, event.Stamp{NodeName: "t"})
-	if ent, ok := health.EntityOf(&ev); !ok || ent.Kind != health.EntityFile || ent.Name != path || ent.Port != 1 {
-		t.Fatalf("entity %+v %v", ent, ok)
+	if k, ok := event.KeyOf(&ev); !ok || k.Entity.Kind != condition.File || k.Entity.Name != path || k.Entity.Port != 1 {
+		t.Fatalf("entity %+v %v", k, ok)
 	}
 	// Not judged while parked (fail open), and its memory is kept.
 	if got, ok := m.mem.Counters.CounterSnapshots[key]; !ok || got != snap {

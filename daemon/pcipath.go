@@ -6,6 +6,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // reportPCIePath raises each slow hop of the NICs' PCIe paths once, as one
@@ -33,6 +34,7 @@ func (m *Monitor) reportPCIePath(findings []sanity.Finding, specs *[]event.Spec,
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindLinkSanity, CheckName: check, IsFatal: m.cfg.Sanity.Fatal, Message: f.Message,
 			ErrorCode: []string{f.Kind, hopCode(f.Kind, f.PCI)}, Ports: m.portsOfNICs(f.Below), Metadata: md,
+			Condition: condition.OfPCI(f.PCI, f.Kind),
 		})
 	}
 	for key, r := range m.mem.Sanity.Hops {
@@ -45,7 +47,8 @@ func (m *Monitor) reportPCIePath(findings []sanity.Finding, specs *[]event.Spec,
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindLinkSanityOK, CheckName: r.Check, IsHealthy: true, ErrorCode: []string{hopCode(kind, addr)},
 			Ports: m.portsOfNICs(r.NICs), Message: "Resolved: " + r.Message,
-			Metadata: map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ","), "finding": kind},
+			Metadata:  map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ","), "finding": kind},
+			Condition: condition.OfPCI(addr, kind),
 		})
 	}
 }

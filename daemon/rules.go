@@ -10,6 +10,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -65,10 +66,10 @@ func (m *Monitor) ruleReadings(buf []rules.Port, model *health.Model) []rules.Po
 	for _, p := range m.ports {
 		rp := rules.Port{Device: p.dev.Name, Port: p.port.Num}
 		if p.observed {
-			rp.State = p.obs.State.Name
-			if p.obs.State.ID == sysfs.StateDown && !model.Has(checks.StateCheckFor(p.port.LinkLayer),
-				health.Entity{Kind: health.EntityPort, Device: p.dev.Name, Port: p.port.Num}) {
-				rp.State = ""
+			rp.Link = p.obs.Link()
+			if rp.Link.Down() && !model.Has(condition.Key{Check: checks.StateCheckFor(p.port.LinkLayer),
+				Entity: condition.OfPort(p.dev.Name, p.port.Num)}) {
+				rp.Link = sysfs.Link{}
 			}
 		}
 		for ci := range p.counters {
@@ -130,13 +131,15 @@ func ruleSpecs(changes []rules.Change) []event.Spec {
 		if ch.Raise {
 			action := c.Action
 			out = append(out, event.Spec{Kind: event.KindRuleRaised, CheckName: c.Check, IsFatal: c.Fatal, Action: &action,
-				Message: c.Message, Device: c.Device, Port: c.Port, ErrorCode: []string{c.Check}, Metadata: map[string]string{"rule": c.Check}})
+				Message: c.Message, Device: c.Device, Port: c.Port, ErrorCode: []string{c.Check}, Metadata: map[string]string{"rule": c.Check},
+				Condition: condition.OfPort(c.Device, c.Port)})
 			continue
 		}
 		out = append(out, event.Spec{Kind: event.KindRuleCleared, CheckName: c.Check, IsHealthy: true, Device: c.Device, Port: c.Port,
 			ErrorCode: []string{c.Check},
 			Message:   fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
-			Metadata:  map[string]string{"rule": c.Check}})
+			Metadata:  map[string]string{"rule": c.Check},
+			Condition: condition.OfPort(c.Device, c.Port)})
 	}
 	return out
 }
@@ -191,7 +194,8 @@ func migrateRuleChecks(model *health.Model) []event.Spec {
 		}
 		action := c.Action
 		raises = append(raises, event.Spec{Kind: event.KindRuleRaised, CheckName: nw, IsFatal: c.Severity == health.Fatal, Action: &action,
-			Message: c.Message, Device: c.Entity.Device, Port: c.Entity.Port, ErrorCode: []string{nw}, Metadata: map[string]string{"rule": nw}})
+			Message: c.Message, Device: c.Entity.Device, Port: c.Entity.Port, ErrorCode: []string{nw}, Metadata: map[string]string{"rule": nw},
+			Condition: condition.OfPort(c.Entity.Device, c.Entity.Port)})
 	}
 	return append(clears, raises...)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // TestRules_15_DegradationCountsThePortsOwnEvents: RepeatedNICDegradation
@@ -14,20 +15,20 @@ import (
 // congestion): DESIGN.md difference 15.
 func TestRules_15_DegradationCountsThePortsOwnEvents(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
-	port := func(kind event.Kind, ek health.EntityKind, name string) health.Condition {
+	port := func(kind event.Kind, ek condition.Kind, name string) health.Condition {
 		return health.Condition{Check: event.InfiniBandDegradationCheck, Kind: kind, Severity: health.NonFatal, Since: at,
-			Entity: health.Entity{Kind: ek, Device: "mlx5_0", Port: 1, Name: name}}
+			Entity: condition.Entity{Kind: ek, Device: "mlx5_0", Port: 1, Name: name}}
 	}
 	conds := []health.Condition{
-		port(event.KindPortNonFatal, health.EntityPort, ""),
-		port(event.KindCounterBreach, health.EntityCounter, "symbol_error"),
-		port(event.KindReadParked, health.EntityFile, "/x/counters/port_rcv_errors"),
-		port(event.KindReadStuck, health.EntityFile, "/x/counters/symbol_error"),
-		port(event.KindLinkSanity, health.EntityFinding, "rate-below-peers"),
-		port(event.KindCounterSaturated, health.EntityCounter, "saturated:symbol_error"),
-		port(event.KindCongestion, health.EntityCounter, "congestion"),
+		port(event.KindPortNonFatal, condition.Port, ""),
+		port(event.KindCounterBreach, condition.Counter, "symbol_error"),
+		port(event.KindReadParked, condition.File, "/x/counters/port_rcv_errors"),
+		port(event.KindReadStuck, condition.File, "/x/counters/symbol_error"),
+		port(event.KindLinkSanity, condition.Finding, "rate-below-peers"),
+		port(event.KindCounterSaturated, condition.Counter, "saturated:symbol_error"),
+		port(event.KindCongestion, condition.Counter, "congestion"),
 	}
-	fatal := port(event.KindCounterBreach, health.EntityCounter, "link_downed")
+	fatal := port(event.KindCounterBreach, condition.Counter, "link_downed")
 	fatal.Severity = health.Fatal
 	conds = append(conds, fatal)
 	got := degradedOf(conds)

@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -60,6 +61,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
 			IsFatal: m.cfg.Sanity.Fatal, Message: f.Message, ErrorCode: []string{f.Kind},
 			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
+			Condition: condition.OfFinding(f.Device, f.Port, f.Kind),
 		})
 	}
 	for key, msg := range m.mem.Sanity.Reported {
@@ -77,7 +79,8 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindLinkSanityOK, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
 			IsHealthy: true, ErrorCode: []string{parts[0]}, Device: parts[1], Port: port,
-			Message: fmt.Sprintf("Resolved: %s", msg),
+			Message:   fmt.Sprintf("Resolved: %s", msg),
+			Condition: condition.OfFinding(parts[1], port, parts[0]),
 		})
 	}
 	m.reportPCIePath(hops, specs, changed)
@@ -95,21 +98,23 @@ func (m *Monitor) sanityFindings(now time.Time) []sanity.Finding {
 		devs = append(devs, d)
 		for i := range d.Ports {
 			p := &d.Ports[i]
-			if p.LinkLayer != topology.LinkLayerInfiniBand {
-				continue
-			}
-			if b, err := m.readFile(filepath.Join(p.Dir, "sm_lid")); err == nil {
-				p.SMLID = string(sysfs.TrimValue(b))
+			if pp := m.planOf[p]; pp != nil && p.LinkLayer == topology.LinkLayerInfiniBand {
+				if b, err := m.readFile(filepath.Join(p.Dir, "sm_lid")); err == nil {
+					pp.smlid = string(sysfs.TrimValue(b))
+				}
 			}
 		}
 	}
-	live := func(d *topology.Device, port *topology.Port) (float64, bool) {
+	live := func(d *topology.Device, port *topology.Port) sanity.Live {
 		p := m.planOf[port]
 		if p == nil {
-			return 0, false
+			return sanity.Live{}
 		}
-		port.State = fmt.Sprintf("%d: %s", p.obs.State.ID, p.obs.State.Name)
-		return p.rateGbps, p.active()
+		lv := sanity.Live{Gbps: p.rateGbps, SMLID: p.smlid}
+		if p.observed {
+			lv.Link = p.obs.Link()
+		}
+		return lv
 	}
 	s := m.cfg.Sanity
 	charDue := s.CharDevices && (m.cycles == 0 || m.devicesSetChanged || now.Sub(m.lastCharDev) >= charDevEvery)

@@ -11,6 +11,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -50,7 +51,7 @@ func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string)
 // card homogeneity must know which ports are already fatal on their own.
 func adoptReported(mem *Memory, cs []health.Condition) {
 	for _, c := range cs {
-		if c.Entity.Kind != health.EntityPort || c.Check != checks.StateCheckFor(topology.LinkLayerEthernet) && c.Check != checks.StateCheckFor(topology.LinkLayerInfiniBand) {
+		if c.Entity.Kind != condition.Port || c.Check != checks.StateCheckFor(topology.LinkLayerEthernet) && c.Check != checks.StateCheckFor(topology.LinkLayerInfiniBand) {
 			continue
 		}
 		k := checks.PortKey(c.Entity.Device, c.Entity.Port)
@@ -80,7 +81,7 @@ func eventsFromMemory(mem *Memory) []event.Event {
 		}
 		if v := checks.Judge(o); v == checks.Fatal || v == checks.NonFatal {
 			add(event.Spec{Kind: event.KindPortNonFatal, CheckName: checks.StateCheckFor(o.LinkLayer), IsFatal: v == checks.Fatal,
-				Message: checks.Message(o, v), Device: o.Device, Port: o.Port}, time.Time{})
+				Message: checks.Message(o, v), Device: o.Device, Port: o.Port, Condition: condition.OfPort(o.Device, o.Port)}, time.Time{})
 		}
 	}
 	for k, fl := range mem.Counters.BreachFlags {
@@ -90,15 +91,18 @@ func eventsFromMemory(mem *Memory) []event.Event {
 		}
 		add(event.Spec{Kind: event.KindCounterBreach, CheckName: fl.CheckName, IsFatal: fl.IsFatal, Device: dev, Port: port,
 			ErrorCode: []string{name}, Metadata: map[string]string{"counter": name},
-			Message: fmt.Sprintf("Port %s port %d: %s breach latched", dev, port, name)}, fl.Since)
+			Message:   fmt.Sprintf("Port %s port %d: %s breach latched", dev, port, name),
+			Condition: condition.OfCounter(dev, port, name)}, fl.Since)
 	}
 	for card, a := range mem.Cards.Anomalies {
 		add(event.Spec{Kind: event.KindCardAnomaly, CheckName: event.InfiniBandStateCheck, IsFatal: true, Card: card,
-			Message: fmt.Sprintf("Card %s (%s) has %d active ports, expected %d", card, a.Role, a.Active, a.Expected)}, a.Since)
+			Message:   fmt.Sprintf("Card %s (%s) has %d active ports, expected %d", card, a.Role, a.Active, a.Expected),
+			Condition: condition.OfCard(card)}, a.Since)
 	}
 	for _, dev := range mem.Ports.Disappeared {
 		add(event.Spec{Kind: event.KindDeviceDisappeared, CheckName: event.InfiniBandStateCheck, IsFatal: true, Device: dev,
-			Message: fmt.Sprintf("NIC %s disappeared - hardware failure", dev)}, time.Time{})
+			Message:   fmt.Sprintf("NIC %s disappeared - hardware failure", dev),
+			Condition: condition.OfNIC(dev)}, time.Time{})
 	}
 	return out
 }

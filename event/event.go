@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Agent and ComponentClass are fixed for every event this daemon emits;
@@ -236,6 +238,9 @@ type Event struct {
 	NodeName           string             `json:"nodeName"`
 	ProcessingStrategy ProcessingStrategy `json:"processingStrategy"`
 	Kind               Kind               `json:"kind,omitempty"`
+	// Condition is the key the check set (KeyOf reads it). It is not part
+	// of the wire format: the outbox keeps it beside the event.
+	Condition condition.Key `json:"-"`
 }
 
 // Spec is what a check decides; New turns it into an Event. Keeping the
@@ -259,6 +264,9 @@ type Spec struct {
 	// check-failed or check-resumed event.
 	Check    string
 	Metadata map[string]string
+	// Condition is what the event raises or clears, with CheckName its
+	// key: the one identity the health model and the outbox's fold use.
+	Condition condition.Entity
 }
 
 // PortRef names one port.
@@ -339,6 +347,7 @@ func New(s Spec, st Stamp) Event {
 		NodeName:           name(st.NodeName),
 		ProcessingStrategy: st.Strategy,
 		Kind:               s.Kind,
+		Condition:          keyOf(s.CheckName, s.Condition),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Clear rules, one per class, so every raise has its clear:
@@ -38,6 +39,7 @@ func (f *Function) raise(fm *FunctionMemory, cl Class, moved string, now time.Ti
 		Message:   msg + ". " + fix(cl),
 		ErrorCode: []string{cl.ErrorCode(), cl.FunctionCode(f.Address)},
 		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "moved": moved, "hop": f.Label},
+		Condition: condition.OfPCI(f.Address, cl.String()),
 	}
 }
 
@@ -81,8 +83,9 @@ func (f *Function) clear(fm *FunctionMemory, cl Class, why string) event.Spec {
 	}
 	return event.Spec{
 		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{cl.FunctionCode(f.Address)},
-		Message:  fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
-		Metadata: map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
+		Message:   fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
+		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
+		Condition: condition.OfPCI(f.Address, cl.String()),
 	}
 }
 

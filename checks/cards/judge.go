@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -149,6 +150,7 @@ func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.
 		Message:   Anomaly{Card: v.Card, Role: v.Role, Active: v.Active, Expected: v.Expected}.Message(),
 		Metadata: map[string]string{"role": string(v.Role), "active": fmt.Sprint(v.Active), "expected": fmt.Sprint(v.Expected),
 			"shortSince": since.UTC().Format(time.RFC3339)},
+		Condition: condition.OfCard(v.Card),
 	}
 }
 
@@ -161,7 +163,8 @@ func (m *Memory) clear(card string, l Latched, message string) event.Spec {
 	return event.Spec{
 		Kind: event.KindCardRecovered, CheckName: check, IsHealthy: true, Card: card, Ports: l.Ports,
 		ErrorCode: []string{ErrorCode}, Message: message,
-		Metadata: map[string]string{"role": l.Role},
+		Metadata:  map[string]string{"role": l.Role},
+		Condition: condition.OfCard(card),
 	}
 }
 

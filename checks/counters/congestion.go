@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // DefaultXmitWaitBytesPerTick is what one port_xmit_wait tick stands for on
@@ -135,6 +136,7 @@ func (e *Evaluator) congestionSpec(s *Sample, gbps, pct float64, elapsed time.Du
 			"portRateGbps": rate, "threshold": strconv.FormatFloat(d.Threshold, 'g', -1, 64), "window": d.Window().String(),
 			"bytesPerTick": strconv.FormatFloat(e.bytesPerTick, 'g', -1, 64),
 		},
+		Condition: condition.OfCounter(s.Device, s.Port, CongestionErrorCode),
 	}
 	if !raise {
 		sp.Kind, sp.IsHealthy = event.KindCongestionCleared, true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one
@@ -20,6 +21,7 @@ func CheckClearedSpec(checkName string) event.Spec {
 		CheckName: checkName,
 		IsHealthy: true,
 		Message:   checkName + ": host rebooted (boot ID changed); all previous conditions of this check are cleared",
+		Condition: condition.OfNode(""),
 	}
 }
 
@@ -43,6 +45,7 @@ func baselineSpec(name, device string, port int, check string, value uint64, fre
 			"value":   strconv.FormatUint(value, 10),
 			"reason":  reason,
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -72,6 +75,7 @@ func resetRecoverySpec(name, device string, port int, flag BreachFlag, check str
 			"reason":        "reset",
 			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -89,6 +93,7 @@ func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message,
 			"reason":        reason,
 			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -114,6 +119,7 @@ func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
 			"bits":    strconv.Itoa(bits),
 			"path":    s.Def.Path,
 		},
+		Condition: condition.OfCounter(s.Device, s.Port, SaturatedErrorCode(name)),
 	}
 }
 
@@ -122,7 +128,8 @@ func unsaturatedSpec(file, device string, port int, check string, since time.Tim
 	return event.Spec{
 		Kind: event.KindCounterUnsaturated, CheckName: check, IsHealthy: true, Message: message,
 		ErrorCode: []string{SaturatedErrorCode(file)}, Device: device, Port: port,
-		Metadata: map[string]string{"counter": file, "saturatedSince": since.UTC().Format(time.RFC3339)},
+		Metadata:  map[string]string{"counter": file, "saturatedSince": since.UTC().Format(time.RFC3339)},
+		Condition: condition.OfCounter(device, port, SaturatedErrorCode(file)),
 	}
 }
 
@@ -187,6 +194,7 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		Device:    s.Device,
 		Port:      s.Port,
 		Metadata:  md,
+		Condition: condition.OfCounter(s.Device, s.Port, d.Name),
 	}
 }
 

@@ -5,16 +5,17 @@ import (
 	"strconv"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Model holds the active conditions. It is not safe for concurrent use: the
 // daemon's poll loop owns it and publishes Snapshots for everyone else.
 type Model struct {
-	conds map[Key]Condition
+	conds map[condition.Key]Condition
 }
 
 // NewModel returns a model with no conditions.
-func NewModel() *Model { return &Model{conds: map[Key]Condition{}} }
+func NewModel() *Model { return &Model{conds: map[condition.Key]Condition{}} }
 
 // Len is the number of active conditions.
 func (m *Model) Len() int { return len(m.conds) }
@@ -60,11 +61,11 @@ func (m *Model) Apply(e *event.Event) bool {
 			return m.rename(e.Device(), nw)
 		}
 	}
-	ent, ok := EntityOf(e)
+	k, ok := event.KeyOf(e)
 	if !ok {
 		return false
 	}
-	k := Key{Check: e.CheckName, Entity: ent}
+	ent := k.Entity
 	if e.IsHealthy {
 		if _, had := m.conds[k]; !had {
 			return false
@@ -82,7 +83,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityNode {
+	if ent.Kind == condition.Card || ent.Kind == condition.PCI || ent.Kind == condition.Node {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -110,106 +111,13 @@ func (m *Model) rename(old, nw string) bool {
 		}
 		delete(m.conds, k)
 		changed = true
-		if k.Entity.Kind == EntityNIC {
+		if k.Entity.Kind == condition.NIC {
 			continue // the NIC is here again, under its new name
 		}
 		c.Entity.Device = nw
 		m.conds[c.Key()] = c
 	}
 	return m.renamePorts(old, nw) || changed
-}
-
-// EntityOf says which entity an event is about. The kinds with a finer
-// entity than the port (counters, hung files, sanity findings) keep one
-// condition each, so one counter's recovery does not clear another's
-// breach; a card event names its card (metadata "card"); otherwise the
-// port, the NIC, or the node.
-func EntityOf(e *event.Event) (Entity, bool) {
-	dev := e.Device()
-	port, _ := strconv.Atoi(e.Port())
-	if card := cardOf(e); card != "" && (e.Kind == event.KindCardAnomaly || e.Kind == event.KindCardRecovered) {
-		return Entity{Kind: EntityCard, Card: card}, true
-	}
-	switch e.Kind {
-	case event.KindCheckFailed, event.KindCheckResumed:
-		if name := e.Metadata["check"]; name != "" {
-			return Entity{Kind: EntityCheck, Name: name}, true
-		}
-		return Entity{}, false
-	case event.KindPCIeAER, event.KindPCIeAERRecovered:
-		if e.Metadata["pci"] == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: e.Metadata["aer"]}, true
-	case event.KindNoSubnetManager, event.KindSubnetManagerFound:
-		// One condition per role group, covering the group's ports.
-		return Entity{Kind: EntityNode, Name: "no-subnet-manager " + e.Metadata["role"]}, true
-	case event.KindCounterSaturated, event.KindCounterUnsaturated, event.KindCongestion, event.KindCongestionCleared:
-		// Keyed by their own error code ("saturated:link_downed",
-		// "congestion"), never by the counter's name: a saturated
-		// link_downed must not replace, or be cleared with, its latched
-		// fatal breach.
-		if len(e.ErrorCode) != 1 || dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
-	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterBaseline:
-		name := e.Metadata["counter"]
-		if name == "" && len(e.ErrorCode) == 1 {
-			name = e.ErrorCode[0]
-		}
-		if name == "" || dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: name}, true
-	case event.KindReadStuck, event.KindReadRecovered, event.KindReadParked, event.KindReadResumed:
-		f := e.Metadata["file"]
-		if f == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityFile, Device: dev, Port: port, Name: f}, true
-	case event.KindLinkSanity, event.KindLinkSanityOK:
-		if hop := e.Metadata["pciHop"]; hop != "" {
-			// A slow link on the PCIe path is one finding whatever the
-			// NICs below it (their ports are the event's entities).
-			name := e.Metadata["finding"]
-			if name == "" && len(e.ErrorCode) > 0 {
-				name = e.ErrorCode[0] // written before findings named their kind
-			}
-			if name == "" {
-				return Entity{}, false
-			}
-			return Entity{Kind: EntityPCI, PCI: hop, Name: name}, true
-		}
-		if len(e.ErrorCode) != 1 {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
-	case event.KindDeviceDisappeared, event.KindDeviceReappeared:
-		if dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityNIC, Device: dev}, true
-	}
-	switch {
-	case dev != "" && port > 0:
-		return Entity{Kind: EntityPort, Device: dev, Port: port}, true
-	case dev != "":
-		return Entity{Kind: EntityNIC, Device: dev}, true
-	}
-	return Entity{Kind: EntityNode}, true
-}
-
-func cardOf(e *event.Event) string {
-	if c := e.Metadata["card"]; c != "" {
-		return c
-	}
-	for _, en := range e.EntitiesImpacted {
-		if en.Type == event.EntityCard {
-			return en.Value
-		}
-	}
-	return ""
 }
 
 // portsOf lists the (NIC, NICPort) pairs of an event, in order: a card
@@ -231,7 +139,7 @@ func portsOf(e *event.Event) []PortRef {
 }
 
 // Has reports whether the condition of (check, entity) is active.
-func (m *Model) Has(check string, e Entity) bool {
-	_, ok := m.conds[Key{Check: check, Entity: e}]
+func (m *Model) Has(k condition.Key) bool {
+	_, ok := m.conds[k]
 	return ok
 }

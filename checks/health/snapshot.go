@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Node is what the daemon says about itself alongside the verdict.
@@ -137,7 +139,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Kind == EntityCheck || c.Entity.Port == 0 {
+		if c.Entity.Kind == condition.Node || c.Entity.Kind == condition.Card || c.Entity.Kind == condition.PCI || c.Entity.Kind == condition.Check || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
@@ -177,7 +179,7 @@ func (s *Snapshot) Healthy() bool { return s.Verdict == Healthy }
 func (s *Snapshot) FailedChecks() []Condition {
 	var out []Condition
 	for _, c := range s.Conditions {
-		if c.Entity.Kind == EntityCheck {
+		if c.Entity.Kind == condition.Check {
 			out = append(out, c)
 		}
 	}

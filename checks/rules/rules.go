@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // Check names of the rules' conditions: the seeds' analyzer rule names
@@ -97,9 +98,9 @@ type Reading struct {
 type Port struct {
 	Device string
 	Port   int
-	// State is the logical state as sysfs names it ("DOWN", "ACTIVE",
-	// ...); "" when it could not be read.
-	State          string
+	// Link is the port's state as the poll read it; the zero Link when it
+	// could not be read (or is deliberately not known: an uncabled port).
+	Link           sysfs.Link
 	LinkDowned     Reading
 	CarrierChanges Reading
 	// LinkDownEvents is mlx5's link_down_events_phy (Ethernet ports): the
@@ -163,7 +164,8 @@ type PortState struct {
 	ByCarrier         uint64 `json:"byCarrier"`
 	ByState           uint64 `json:"byState"`
 	Total             uint64 `json:"total"`
-	// Up: ACTIVE seen since the last DOWN; Known: a state was read.
+	// Up: the port was up (sysfs.Link.Up) since the last DOWN; Known: a
+	// state was read.
 	Up    bool `json:"up"`
 	Known bool `json:"known"`
 
@@ -391,15 +393,15 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 			before := pairs(p.CarrierChanges)
 			p.CarrierChanges = addSat(p.CarrierChanges, delta(p.Carrier, pt.CarrierChanges.Value))
 			p.ByCarrier = addSat(p.ByCarrier, pairs(p.CarrierChanges)-before)
-		} else if pt.State == "DOWN" {
+		} else if pt.Link.Down() {
 			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
 		}
 		p.Carrier, p.HasCarrier = pt.CarrierChanges.Value, true
 	}
-	switch pt.State {
-	case "ACTIVE", "ACTIVE_DEFER":
+	switch {
+	case pt.Link.Up():
 		p.Up, p.Known = true, true
-	case "DOWN":
+	case pt.Link.Down():
 		if old && p.Known && p.Up {
 			p.ByState = addSat(p.ByState, 1)
 		}
@@ -459,10 +461,10 @@ func (e *Engine) flap(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 
 // drop judges how long the port has been DOWN; n is the cycle's episodes.
 func (e *Engine) drop(now time.Time, pt *Port, p *PortState, n uint64) []Change {
-	switch pt.State {
-	case "":
+	switch {
+	case !pt.Link.Known():
 		return nil // unreadable: keep what is known
-	case "DOWN":
+	case pt.Link.Down():
 		// The fall itself is the episode of the first DOWN cycle; any
 		// later one while DOWN (link_downed moving, the carrier coming
 		// and going) is a recovery attempt, and the seed's drop needs

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -20,7 +21,7 @@ func (p parkedSource) Snapshot() *health.Snapshot {
 	for _, f := range p.files {
 		conds = append(conds, health.Condition{Check: event.InfiniBandDegradationCheck, Kind: event.KindReadParked,
 			Severity: health.NonFatal, Message: "parked",
-			Entity: health.Entity{Kind: health.EntityFile, Device: "mlx5_0", Port: 1, Name: f}})
+			Entity: condition.Entity{Kind: condition.File, Device: "mlx5_0", Port: 1, Name: f}})
 	}
 	return health.Build(health.Node{Ready: true}, []health.PortInfo{info}, conds)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
@@ -57,7 +58,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		}
 		pi.LinkDownEpisodes = f.episodes[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
 		infos = append(infos, pi)
-		port := health.Entity{Kind: health.EntityPort, Device: pv.Device, Port: int(pv.Port)}
+		port := condition.Entity{Kind: condition.Port, Device: pv.Device, Port: int(pv.Port)}
 		switch {
 		case pv.Fatal:
 			conds = append(conds, health.Condition{Check: "InfiniBandStateCheck", Entity: port, Severity: health.Fatal, Message: "fatal"})
@@ -66,7 +67,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		}
 		for _, msg := range pv.Sanity {
 			conds = append(conds, health.Condition{Check: "InfiniBandDegradationCheck", Severity: health.NonFatal, Message: msg,
-				Entity: health.Entity{Kind: health.EntityFinding, Device: pv.Device, Port: int(pv.Port), Name: msg}})
+				Entity: condition.Entity{Kind: condition.Finding, Device: pv.Device, Port: int(pv.Port), Name: msg}})
 		}
 	}
 	return health.Build(node, infos, conds)
