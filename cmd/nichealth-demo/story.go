@@ -64,14 +64,16 @@ func (s *story) paint(code, text string) string {
 
 func (s *story) bold(text string) string { return s.paint("1", text) }
 
+// verdict is the event's severity in the words every view uses (healthy,
+// degraded, fatal: README, "Words").
 func (s *story) verdict(ev event.Event) string {
 	switch {
 	case ev.IsHealthy:
-		return s.paint("32", "HEALTHY  ")
+		return s.paint("32", "healthy  ")
 	case ev.IsFatal:
-		return s.paint("31", "FATAL    ")
+		return s.paint("31", "fatal    ")
 	}
-	return s.paint("33", "NON-FATAL")
+	return s.paint("33", "degraded ")
 }
 
 func entityOf(ev event.Event) string {
