@@ -81,6 +81,9 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"fatal     EthernetStateCheck          mlx5_8/1",
 		"degraded  InfiniBandDegradationCheck  mlx5_5/1  Port mlx5_5 port 1: symbol_error",
 		"✓ no event after 3 polls, as designed",
+		// The differentiator a scheduler acts on: which GPU to drain.
+		"→ drain GPU3 (0000:5b:00.0",
+		"GPUS  HEALTH",
 		"fatal     InfiniBandStateCheck        mlx5_6    NIC mlx5_6 disappeared",
 		"Acknowledged the latched breach of link_downed on mlx5_3 port 1.",
 		"healthy   InfiniBandDegradationCheck  mlx5_3/1  Counter link_downed recovered",

@@ -391,6 +391,11 @@ func rolesLine(ports []dbusapi.PortView, h *sim.Host) string {
 
 func (s *story) show(indent string, ev event.Event, prefix string) {
 	s.printf("%s%s%s %-27s %-9s %s\n", indent, prefix, s.verdict(ev), ev.CheckName, entityOf(ev), ev.Message)
+	// What a scheduler drains for it: the GPUs behind the NIC (PIX/PXB in
+	// the GPU/NIC matrix), a rail rather than the whole node.
+	if g := ev.Metadata["gpus"]; g != "" && !ev.IsHealthy && g != "no GPU affinity" {
+		s.printf("%s         %s drain %s: behind %s\n", indent, s.paint("36", "→"), g, ev.Device())
+	}
 }
 
 // ctl runs nichealthctl as an operator would, against the private bus.
