@@ -117,7 +117,7 @@ func TestBounded_2_FailedAppendNotPaperedOverByASave(t *testing.T) {
 				n.cmd.Process.Signal(syscall.SIGTERM)
 				n.cmd.Wait()
 				if !strings.Contains(n.stderr.String(), "the state file was not saved") {
-					t.Fatalf("shutdown did not say the held events stop the save:\n%s", n.stderr.String())
+					t.Fatalf("shutdown did not say the held events stop the save:\n%s", n.stderr.Tail())
 				}
 			} else {
 				n.kill()
@@ -204,12 +204,12 @@ func (n *node) waitExit(what string) {
 	select {
 	case err := <-done:
 		if err != nil {
-			n.t.Fatalf("%s: exit %v\n%s", what, err, n.stderr.String())
+			n.t.Fatalf("%s: exit %v\n%s", what, err, n.stderr.Tail())
 		}
 	case <-time.After(2 * waitDeadline):
 		n.cmd.Process.Kill()
 		<-done
-		n.t.Fatalf("%s: the daemon did not exit\n%s", what, n.stderr.String())
+		n.t.Fatalf("%s: the daemon did not exit\n%s", what, n.stderr.Tail())
 	}
 }
 

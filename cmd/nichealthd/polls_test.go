@@ -100,7 +100,7 @@ func (n *node) waitMetric(what, key string, ok func(m map[string]float64) bool) 
 			return
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("metrics never showed %s (%s = %v, err %v)\nstderr:\n%s", what, key, m[key], err, n.stderr.String())
+			n.t.Fatalf("metrics never showed %s (%s = %v, err %v)\nstderr:\n%s", what, key, m[key], err, n.stderr.Tail())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

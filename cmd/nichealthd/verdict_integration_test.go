@@ -140,7 +140,7 @@ func (v *viewNode) agree(w verdictWant) {
 			return
 		}
 		if time.Now().After(deadline) {
-			v.t.Fatalf("views disagree on %s (%s): %s\nstderr:\n%s", key, w.verdict, why, v.stderr.String())
+			v.t.Fatalf("views disagree on %s (%s): %s\nstderr:\n%s", key, w.verdict, why, v.stderr.Tail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
