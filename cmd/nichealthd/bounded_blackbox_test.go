@@ -164,7 +164,7 @@ func TestBounded_13_HeldEventsKeepTheirTimes(t *testing.T) {
 	}
 	n.waitLog("the failed append", func(l string) bool { return strings.Contains(l, "cannot append events to the outbox") })
 	n.freezeOutbox(false)
-	flap := n.waitEventAfter(before, "the flap rule", ruleEvent("mlx5_2", "NICLinkFlapRule", false))
+	flap := n.waitEventAfter(before, "the flap rule", ruleEvent("mlx5_2", "RepeatedNICLinkFlap", false))
 	n.stop()
 	var edges []event.Event
 	for _, e := range n.read()[before:] {
@@ -609,8 +609,8 @@ func TestBounded_1_CounterJumpWithinMemoryLimit(t *testing.T) {
 	if err := n.h.SetCarrierChanges("enp65s0f0np0", 4_000_000_000); err != nil {
 		t.Fatal(err)
 	}
-	n.waitEvent("the flap rule on mlx5_0", ruleEvent("mlx5_0", "NICLinkFlapRule", false))
-	n.waitEvent("the flap rule on mlx5_8", ruleEvent("mlx5_8", "NICLinkFlapRule", false))
+	n.waitEvent("the flap rule on mlx5_0", ruleEvent("mlx5_0", "RepeatedNICLinkFlap", false))
+	n.waitEvent("the flap rule on mlx5_8", ruleEvent("mlx5_8", "RepeatedNICLinkFlap", false))
 	n.waitPolls(20)
 	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		t.Fatal(err)
