@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/nichealth/nichealthd/dbusapi"
@@ -154,14 +155,11 @@ func (e *eventPrinter) print(r dbusapi.EventRecord) {
 		e.severity(ev), ev.CheckName, entity(ev), ev.Message)
 }
 
+// severity is the event's word in the one vocabulary of every view
+// (healthy, degraded, fatal), padded to line the messages up.
 func (e *eventPrinter) severity(ev event.Event) string {
-	switch {
-	case ev.IsHealthy:
-		return e.p.green("HEALTHY ")
-	case ev.IsFatal:
-		return e.p.red("FATAL   ")
-	}
-	return e.p.yellow("WARNING ")
+	w := severityWord(ev.IsFatal, ev.IsHealthy)
+	return e.p.health(w) + strings.Repeat(" ", len("degraded")-len(w))
 }
 
 func entity(ev event.Event) string {

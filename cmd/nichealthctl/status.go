@@ -88,18 +88,18 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 	switch {
 	case !m.Ready:
 		verdict, dot = p.yellow("starting (first poll not complete)"), p.yellow("●")
-	case m.Verdict == "degraded":
-		verdict, dot = p.yellow("DEGRADED"), p.yellow("●")
+	case m.Verdict == wordDegraded:
+		verdict, dot = p.yellow(wordDegraded), p.yellow("●")
 		if len(m.DegradedPorts) > 0 {
-			verdict += " - degraded: " + strings.Join(m.DegradedPorts, ", ")
+			verdict += " - degraded ports: " + strings.Join(m.DegradedPorts, ", ")
 		}
 	case !m.Healthy:
-		verdict, dot = p.red("UNHEALTHY"), p.red("●")
+		verdict, dot = p.red(wordFatal), p.red("●")
 		if len(m.FatalPorts) > 0 {
-			verdict += " - fatal: " + strings.Join(m.FatalPorts, ", ")
+			verdict += " - fatal ports: " + strings.Join(m.FatalPorts, ", ")
 		}
 		if len(m.DegradedPorts) > 0 {
-			verdict += "; degraded: " + strings.Join(m.DegradedPorts, ", ")
+			verdict += "; degraded ports: " + strings.Join(m.DegradedPorts, ", ")
 		}
 	}
 	fmt.Fprintf(w, "%s nichealthd on %s: %s\n", dot, p.bold(orDash(m.NodeName)), verdict)
@@ -123,10 +123,7 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 		if i == 0 {
 			label = "Conditions"
 		}
-		sev := p.yellow("degraded")
-		if c.Fatal {
-			sev = p.red("FATAL")
-		}
+		sev := p.health(severityWord(c.Fatal, false))
 		row(label, fmt.Sprintf("%s %s", sev, c.Message))
 	}
 	if m.RejectedEvents > 0 {

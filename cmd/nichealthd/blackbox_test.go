@@ -82,6 +82,32 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// tailLines is how much of a daemon's log a failed test prints: enough to
+// see what the daemon was doing, short enough that the failure itself
+// stays on the screen. The whole log goes to a file the message names.
+const tailLines = 50
+
+// Tail is the daemon's log as a failure message shows it: its last
+// tailLines lines, after a line naming the file that holds all of it.
+func (s *syncBuffer) Tail() string {
+	all := s.String()
+	lines := strings.Split(strings.TrimRight(all, "\n"), "\n")
+	if len(lines) <= tailLines {
+		return all
+	}
+	where := "(not kept: cannot write a log file)"
+	dir := filepath.Join(os.TempDir(), "nichealthd-test-logs")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		if f, err := os.CreateTemp(dir, "daemon-*.log"); err == nil {
+			f.WriteString(all)
+			f.Close()
+			where = f.Name()
+		}
+	}
+	return fmt.Sprintf("... %d earlier lines of the daemon's log, the whole of it in %s\n%s\n",
+		len(lines)-tailLines, where, strings.Join(lines[len(lines)-tailLines:], "\n"))
+}
+
 func (s *syncBuffer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,7 +206,7 @@ func (n *node) stop() {
 	n.t.Helper()
 	n.cmd.Process.Signal(syscall.SIGTERM)
 	if err := n.cmd.Wait(); err != nil {
-		n.t.Fatalf("SIGTERM: exit %v\n%s", err, n.stderr.String())
+		n.t.Fatalf("SIGTERM: exit %v\n%s", err, n.stderr.Tail())
 	}
 }
 
@@ -239,7 +265,7 @@ func (n *node) waitEventAfter(skip int, what string, f func(e event.Event) bool)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n.t.Fatalf("no event %s; events: %s\nstderr:\n%s", what, summary(n.read()), n.stderr.String())
+	n.t.Fatalf("no event %s; events: %s\nstderr:\n%s", what, summary(n.read()), n.stderr.Tail())
 	return event.Event{}
 }
 
@@ -415,7 +441,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 	n.start()
 	ready, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") })
 	if err != nil {
-		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
+		t.Fatalf("READY: %v\n%s", err, n.stderr.Tail())
 	}
 	if st, _ := ready.Get("STATUS"); !strings.Contains(st, "ports on") {
 		t.Fatalf("READY without a status line: %q", ready.Raw)
@@ -476,17 +502,17 @@ func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
 	os.WriteFile(tmp, append(orig, []byte("\n[linkSanity]\nissm = true\n")...), 0o644)
 	os.Rename(tmp, n.cfg)
 	if !logHas("generation=2") {
-		t.Fatalf("rename-over not applied:\n%s", n.stderr.String())
+		t.Fatalf("rename-over not applied:\n%s", n.stderr.Tail())
 	}
 	// In-place rewrite (sed -i rewrites via rename too; echo > truncates).
 	os.WriteFile(n.cfg, append(orig, []byte("\n[linkSanity]\nissm = false\n")...), 0o644)
 	if !logHas("generation=3") {
-		t.Fatalf("in-place write not applied:\n%s", n.stderr.String())
+		t.Fatalf("in-place write not applied:\n%s", n.stderr.Tail())
 	}
 	// An invalid file is refused; the running config stays.
 	os.WriteFile(n.cfg, append(orig, []byte("\npollingInterval = \"fast\"\n")...), 0o644)
 	if !logHas("configuration refused") {
-		t.Fatalf("invalid config not refused:\n%s", n.stderr.String())
+		t.Fatalf("invalid config not refused:\n%s", n.stderr.Tail())
 	}
 	n.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled")
 	n.waitEvent("still monitoring after a refused reload", portEvent("mlx5_0", event.KindPortFatal))
@@ -523,7 +549,7 @@ func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
 	n.waitEvent("baseline after corrupt state", portEvent("mlx5_0", event.KindPortBaseline))
 	n.stop()
 	if !strings.Contains(n.stderr.String(), "state file unusable") {
-		t.Fatalf("no warning:\n%s", n.stderr.String())
+		t.Fatalf("no warning:\n%s", n.stderr.Tail())
 	}
 }
 

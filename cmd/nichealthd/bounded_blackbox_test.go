@@ -117,7 +117,7 @@ func TestBounded_2_FailedAppendNotPaperedOverByASave(t *testing.T) {
 				n.cmd.Process.Signal(syscall.SIGTERM)
 				n.cmd.Wait()
 				if !strings.Contains(n.stderr.String(), "the state file was not saved") {
-					t.Fatalf("shutdown did not say the held events stop the save:\n%s", n.stderr.String())
+					t.Fatalf("shutdown did not say the held events stop the save:\n%s", n.stderr.Tail())
 				}
 			} else {
 				n.kill()
@@ -164,7 +164,7 @@ func TestBounded_13_HeldEventsKeepTheirTimes(t *testing.T) {
 	}
 	n.waitLog("the failed append", func(l string) bool { return strings.Contains(l, "cannot append events to the outbox") })
 	n.freezeOutbox(false)
-	flap := n.waitEventAfter(before, "the flap rule", ruleEvent("mlx5_2", "NICLinkFlapRule", false))
+	flap := n.waitEventAfter(before, "the flap rule", ruleEvent("mlx5_2", "RepeatedNICLinkFlap", false))
 	n.stop()
 	var edges []event.Event
 	for _, e := range n.read()[before:] {
@@ -204,12 +204,12 @@ func (n *node) waitExit(what string) {
 	select {
 	case err := <-done:
 		if err != nil {
-			n.t.Fatalf("%s: exit %v\n%s", what, err, n.stderr.String())
+			n.t.Fatalf("%s: exit %v\n%s", what, err, n.stderr.Tail())
 		}
 	case <-time.After(2 * waitDeadline):
 		n.cmd.Process.Kill()
 		<-done
-		n.t.Fatalf("%s: the daemon did not exit\n%s", what, n.stderr.String())
+		n.t.Fatalf("%s: the daemon did not exit\n%s", what, n.stderr.Tail())
 	}
 }
 
@@ -342,8 +342,11 @@ func TestBounded_6_SIGHUPFloodOnHungConfigRead(t *testing.T) {
 	if got := n.threads(); got > base+8 {
 		t.Fatalf("%d threads after 300 SIGHUPs on a hung configuration file, %d before", got, base)
 	}
-	if h := fs.Hung(); h > 2 {
-		t.Fatalf("%d reads of the configuration file hang in the kernel", h)
+	// hangfs counts FUSE READ requests, and one read(2) of the file can
+	// reach FUSE as several (the kernel's readahead splits it): a handful
+	// for the one pending read, never one per SIGHUP (300 before the fix).
+	if h := fs.Hung(); h > 8 {
+		t.Fatalf("%d reads of the configuration file hang in the kernel after 300 SIGHUPs", h)
 	}
 	// The file answers again: the flood ends in one more read that sees
 	// the edit.
@@ -609,8 +612,8 @@ func TestBounded_1_CounterJumpWithinMemoryLimit(t *testing.T) {
 	if err := n.h.SetCarrierChanges("enp65s0f0np0", 4_000_000_000); err != nil {
 		t.Fatal(err)
 	}
-	n.waitEvent("the flap rule on mlx5_0", ruleEvent("mlx5_0", "NICLinkFlapRule", false))
-	n.waitEvent("the flap rule on mlx5_8", ruleEvent("mlx5_8", "NICLinkFlapRule", false))
+	n.waitEvent("the flap rule on mlx5_0", ruleEvent("mlx5_0", "RepeatedNICLinkFlap", false))
+	n.waitEvent("the flap rule on mlx5_8", ruleEvent("mlx5_8", "RepeatedNICLinkFlap", false))
 	n.waitPolls(20)
 	if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		t.Fatal(err)

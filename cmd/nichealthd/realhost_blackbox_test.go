@@ -256,7 +256,7 @@ description = "packets the netdev dropped on receive"
 	n.waitEvent("port fatal on "+bridgeDev, portEvent(bridgeDev, event.KindPortFatal))
 	n.cmd.Process.Signal(syscall.SIGTERM)
 	if err := n.cmd.Wait(); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, n.stderr.String())
+		t.Fatalf("SIGTERM: %v\n%s", err, n.stderr.Tail())
 	}
 	logs = n.stderr.String()
 	if strings.Contains(logs, "panic") || strings.Contains(logs, "check failed") {

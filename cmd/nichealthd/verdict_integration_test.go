@@ -140,7 +140,7 @@ func (v *viewNode) agree(w verdictWant) {
 			return
 		}
 		if time.Now().After(deadline) {
-			v.t.Fatalf("views disagree on %s (%s): %s\nstderr:\n%s", key, w.verdict, why, v.stderr.String())
+			v.t.Fatalf("views disagree on %s (%s): %s\nstderr:\n%s", key, w.verdict, why, v.stderr.Tail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -164,7 +164,7 @@ func (v *viewNode) disagreement(w verdictWant, key string) string {
 	}
 	wantCode := map[string]int{"healthy": 0, "degraded": 1, "fatal": 2}[w.verdict]
 	status, code := v.ctl("status")
-	head := map[string]string{"healthy": ": healthy", "degraded": ": DEGRADED", "fatal": ": UNHEALTHY"}[w.verdict]
+	head := map[string]string{"healthy": ": healthy", "degraded": ": degraded", "fatal": ": fatal"}[w.verdict]
 	if !strings.Contains(status, head) || (code == 0) != (w.verdict == "healthy") {
 		return fmt.Sprintf("nichealthctl status (exit %d):\n%s", code, status)
 	}
@@ -178,7 +178,7 @@ func (v *viewNode) disagreement(w verdictWant, key string) string {
 			row = l
 		}
 	}
-	wantHealth := map[string]string{"healthy": "healthy", "degraded": "degraded", "fatal": "FATAL"}[w.verdict]
+	wantHealth := map[string]string{"healthy": "healthy", "degraded": "degraded", "fatal": "fatal"}[w.verdict]
 	if !strings.Contains(row, wantHealth) {
 		return fmt.Sprintf("nichealthctl ports row %q lacks %q", row, wantHealth)
 	}

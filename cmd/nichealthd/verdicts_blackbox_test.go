@@ -226,6 +226,7 @@ func ctlCheck(t *testing.T, args ...string) (string, int) {
 // (internal/nodecondition) against the daemon's own, read on D-Bus.
 func TestCounters_11_1_NVSentinelKeepsTheLatch(t *testing.T) {
 	v := newViewNode(t)
+	v.simulate() // the parked file's errno comes from nichealth-sim fail's table
 	v.topLevel(`parkReprobeInterval = "250ms"`)
 	v.start()
 	v.waitReady()

@@ -1,11 +1,14 @@
 package completion
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/internal/component"
 )
 
@@ -49,5 +52,40 @@ func TestBashCompletion_OptionsFollowTheCommand(t *testing.T) {
 	}
 	if got := complete(t, "nichealthctl", "st"); !slices.Equal(got, []string{"status"}) {
 		t.Errorf("nichealthctl st<TAB> offers %v", got)
+	}
+}
+
+// ackTargets are what nichealthctl ack takes besides the counter table's
+// names: the latches of other signals (the daemon's AcknowledgeReset).
+var ackTargets = []string{"pcie_aer"}
+
+// ack's third argument offers every built-in counter (PHY statistics
+// included) and every non-counter latch, in both shells: a counter added
+// to the table, or a latch added to the daemon, fails here until the
+// completions offer it.
+func TestCompletion_AckOffersEveryLatch(t *testing.T) {
+	var want []string
+	for _, d := range counters.TableDefaults() {
+		want = append(want, d.Name)
+	}
+	want = append(want, ackTargets...)
+	slices.Sort(want)
+	got := complete(t, "nichealthctl", "ack", "mlx5_0", "1", "")
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("bash offers %v\nwant %v", got, want)
+	}
+	z, err := os.ReadFile("_nichealthctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`'3:latch:\(([^)]*)\)'`).FindSubmatch(z)
+	if m == nil {
+		t.Fatal("zsh: no '3:latch:(...)' for ack")
+	}
+	zs := strings.Fields(string(m[1]))
+	slices.Sort(zs)
+	if !slices.Equal(zs, want) {
+		t.Errorf("zsh offers %v\nwant %v", zs, want)
 	}
 }
