@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
