@@ -15,6 +15,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/aerfile"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 
@@ -41,21 +42,21 @@ type aerPlan struct {
 	// logged holds what was logged once: absent AER per function,
 	// malformed content and read errors per file.
 	logged  map[string]bool
-	reading aer.Reading
+	reading aerfile.Reading
 }
 
 type aerFn struct {
 	fn    aer.Function
-	files [aer.NumClasses]*reader.File // nil: absent when planned
+	files [aerfile.NumClasses]*reader.File // nil: absent when planned
 	// root are a root port's aer_rootport_total_err_* files and rootTotal
 	// their last values: what the root port received from everything
 	// below it. They are shown on /metrics but not judged: the functions
 	// below report the same errors through their own counters, and a
 	// non-NIC device below the root port (a GPU) must not raise a NIC
 	// event.
-	root      [aer.NumClasses]*reader.File
-	rootTotal [aer.NumClasses]uint64
-	rootOK    [aer.NumClasses]bool
+	root      [aerfile.NumClasses]*reader.File
+	rootTotal [aerfile.NumClasses]uint64
+	rootOK    [aerfile.NumClasses]bool
 }
 
 // planAER rebuilds the AER plan from the devices (buildPlan calls it).
@@ -109,7 +110,7 @@ func (m *Monitor) newAERFn(hop topology.PCIHop, own bool, d *topology.Device) *a
 		kind = "root port"
 	}
 	a := &aerFn{fn: aer.Function{Address: hop.Address, Label: kind, Check: checks.DegradationCheckFor(d.LinkLayer())}}
-	for cl, name := range aer.Files {
+	for cl, name := range aerfile.Files {
 		path := filepath.Join(hop.Dir, name)
 		if _, err := os.Stat(path); err != nil {
 			continue
@@ -117,7 +118,7 @@ func (m *Monitor) newAERFn(hop topology.PCIHop, own bool, d *topology.Device) *a
 		a.files[cl] = reader.NewFileSize(path, aerFileMax)
 		m.aer.files = append(m.aer.files, a.files[cl])
 	}
-	for cl, name := range aer.RootFiles {
+	for cl, name := range aerfile.RootFiles {
 		path := filepath.Join(hop.Dir, name)
 		if _, err := os.Stat(path); err != nil || !hop.RootPort {
 			continue
@@ -125,7 +126,7 @@ func (m *Monitor) newAERFn(hop topology.PCIHop, own bool, d *topology.Device) *a
 		a.root[cl] = reader.NewFile(path)
 		m.aer.files = append(m.aer.files, a.root[cl])
 	}
-	if a.files == [aer.NumClasses]*reader.File{} && !m.aer.logged[hop.Address] {
+	if a.files == [aerfile.NumClasses]*reader.File{} && !m.aer.logged[hop.Address] {
 		m.aer.logged[hop.Address] = true
 		m.log.Info("no PCIe AER counters on this PCI function; its AER errors are not monitored",
 			"pci", hop.Address, "function", kind, "nic", d.Name, "dir", hop.Dir,
@@ -174,7 +175,7 @@ func (m *Monitor) aerCycle(now time.Time, specs *[]event.Spec, changed *bool) {
 	for _, a := range p.fns {
 		for cl, f := range a.root {
 			if f != nil && f.Err == nil {
-				total, ok := aer.ParseTotal(f.Value())
+				total, ok := aerfile.ParseTotal(f.Value())
 				if total != a.rootTotal[cl] || ok != a.rootOK[cl] {
 					m.viewChanged = true // the snapshot shows it
 				}
@@ -203,7 +204,7 @@ func (m *Monitor) aerReading(a *aerFn) bool {
 			m.aerLogOnce(f.Path, "cannot read a PCIe AER counter file; it is skipped until it reads again", f.Err, "")
 			continue
 		}
-		bad, why := aer.Parse(f.Value(), aer.Class(cl), &r.Counts[cl])
+		bad, why := aerfile.Parse(f.Value(), aerfile.Class(cl), &r.Counts[cl])
 		if bad > 0 {
 			m.aerLogOnce(f.Path+"|malformed", "malformed lines in a PCIe AER counter file are ignored", nil, why)
 		}
@@ -274,7 +275,7 @@ func (m *Monitor) aerTotals() []health.AERTotal {
 	for _, a := range m.aer.fns {
 		fm := m.mem.AER.Functions[a.fn.Address] // nil before the first read
 		for cl := range a.files {
-			sev := aer.Class(cl).String()
+			sev := aerfile.Class(cl).String()
 			if a.files[cl] != nil && fm != nil {
 				out = append(out, health.AERTotal{PCI: a.fn.Address, Severity: sev, Total: fm.Totals[cl]})
 			}

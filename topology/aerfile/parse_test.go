@@ -1,4 +1,4 @@
-package aer
+package aerfile
 
 import (
 	"fmt"

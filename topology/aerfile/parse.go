@@ -1,6 +1,15 @@
-package aer
+package aerfile
 
 import "github.com/nichealth/nichealthd/topology/sysfs"
+
+// Reading is one read of a function's counter files.
+type Reading struct {
+	Counts  [NumClasses]Counts
+	Present [NumClasses]bool
+}
+
+// Any reports whether at least one counter file was read.
+func (r *Reading) Any() bool { return r.Present[0] || r.Present[1] || r.Present[2] }
 
 // Class is one of the three AER counter files.
 type Class int
