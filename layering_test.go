@@ -29,17 +29,18 @@ var ranks = []struct {
 	{"topology", 0},
 	// event is the wire type every layer above speaks.
 	{"event", 1},
-	{"checks/health", 3},
-	{"checks", 2},
-	{"persist", 2},
-	{"daemon/metrics", 4},
-	{"dbusapi", 4},
-	{"systemd", 4},
-	{"daemon", 5},
+	{"observe", 2},
+	{"checks/health", 4},
+	{"checks", 3},
+	{"persist", 3},
+	{"daemon/metrics", 5},
+	{"dbusapi", 5},
+	{"systemd", 5},
+	{"daemon", 6},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's
 	// insides, and nothing of the node imports it.
-	{"fabric", 6},
+	{"fabric", 7},
 }
 
 // pendingArrows are arrows against the rules that are known and being
