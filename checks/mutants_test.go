@@ -10,8 +10,8 @@ import (
 // link layer (IB or RoCE), IsHealthy and IsFatal follow the verdict, and
 // the RoCE netdev's operstate is in the metadata only when there is one.
 func TestLinkState_EventsNameTheirCheckAndHealth(t *testing.T) {
-	if StateCheckFor(ib) != event.InfiniBandStateCheck || StateCheckFor(eth) != event.EthernetStateCheck {
-		t.Fatalf("StateCheckFor: ib %q, eth %q", StateCheckFor(ib), StateCheckFor(eth))
+	if event.StateCheckFor(ib) != event.InfiniBandStateCheck || event.StateCheckFor(eth) != event.EthernetStateCheck {
+		t.Fatalf("StateCheckFor: ib %q, eth %q", event.StateCheckFor(ib), event.StateCheckFor(eth))
 	}
 	for _, tc := range []struct {
 		o                  Observation

@@ -11,22 +11,6 @@ import (
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
-// StateCheckFor names the state check that owns ports of a link layer.
-func StateCheckFor(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetStateCheck
-	}
-	return event.InfiniBandStateCheck
-}
-
-// DegradationCheckFor names the counter check that owns ports of a link layer.
-func DegradationCheckFor(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetDegradationCheck
-	}
-	return event.InfiniBandDegradationCheck
-}
-
 // PortKey is the state-file key of a port (seed 6.6): "<device>_<port>".
 func PortKey(device string, port int) string { return fmt.Sprintf("%s_%d", device, port) }
 
@@ -289,7 +273,7 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 		md["operstate"] = o.Operstate
 	}
 	return &event.Spec{
-		Kind: k, CheckName: StateCheckFor(o.LinkLayer),
+		Kind: k, CheckName: event.StateCheckFor(o.LinkLayer),
 		IsFatal: v == Fatal, IsHealthy: v == Healthy,
 		Message: Message(o, v), Device: o.Device, Port: o.Port, Metadata: md,
 		ErrorCode: []string{PortStateErrorCode},
@@ -375,7 +359,7 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 		}
 		delete(gone, name)
 		return event.Spec{
-			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+			Kind: event.KindDeviceReappeared, CheckName: event.StateCheckFor(c.linkLayerOf(st, name, present)),
 			IsHealthy: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 			Message:   fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
 			Condition: condition.OfNIC(name),
@@ -390,7 +374,7 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 	}
 	gone[name] = true
 	return event.Spec{
-		Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
+		Kind: event.KindDeviceDisappeared, CheckName: event.StateCheckFor(c.linkLayerOf(st, name, present)),
 		IsFatal: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 		Message:   fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
 		Condition: condition.OfNIC(name),
@@ -478,7 +462,7 @@ func (c *PortStateCheck) renames(st *PortMemory, present map[string]Presence, ou
 		delete(c.misses, old)
 		changed = true
 		out = append(out, event.Spec{
-			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(present[nw].LinkLayer), IsHealthy: true, Device: old,
+			Kind: event.KindDeviceReappeared, CheckName: event.StateCheckFor(present[nw].LinkLayer), IsHealthy: true, Device: old,
 			ErrorCode: []string{DisappearedErrorCode},
 			Message:   fmt.Sprintf("NIC %s was renamed to %s (same PCI address %s); it is monitored under its new name", old, nw, addr),
 			Metadata:  map[string]string{"newName": nw, "pciAddress": addr},

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/health"
@@ -109,7 +108,7 @@ func (m *Monitor) newAERFn(hop topology.PCIHop, own bool, d *topology.Device) *a
 	case hop.RootPort:
 		kind = "root port"
 	}
-	a := &aerFn{fn: aer.Function{Address: hop.Address, Label: kind, Check: checks.DegradationCheckFor(d.LinkLayer())}}
+	a := &aerFn{fn: aer.Function{Address: hop.Address, Label: kind, Check: event.DegradationCheckFor(d.LinkLayer())}}
 	for cl, name := range aerfile.Files {
 		path := filepath.Join(hop.Dir, name)
 		if _, err := os.Stat(path); err != nil {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
@@ -47,7 +46,7 @@ func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) {
 func (m *Monitor) judgedDevices() []*topology.Device {
 	out := make([]*topology.Device, 0, len(m.devices))
 	for _, d := range m.devices {
-		if m.cfg.Checks[checks.StateCheckFor(d.LinkLayer())] {
+		if m.cfg.Checks[event.StateCheckFor(d.LinkLayer())] {
 			out = append(out, d)
 		}
 	}

@@ -30,8 +30,8 @@ import (
 // for the signals whose events share the degradation checks' names, their
 // own (a bug in the AER reader must not stop the counters).
 const (
-	aerCheck    = "PCIeAERCheck"
-	sanityCheck = "LinkSanityCheck"
+	aerCheck    = event.PCIeAERCheck
+	sanityCheck = event.LinkSanityCheck
 )
 
 var (

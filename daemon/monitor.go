@@ -400,7 +400,7 @@ func (m *Monitor) buildPlan() {
 			}
 			if m.degradationEnabled(port.LinkLayer) {
 				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
-					m.guard.enter(checks.DegradationCheckFor(port.LinkLayer))
+					m.guard.enter(event.DegradationCheckFor(port.LinkLayer))
 					p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
 					m.planCounters(pp, ms)
 					present, missing = append(present, p...), append(missing, ms...)
@@ -518,12 +518,12 @@ func uniq(s []string) []string {
 }
 
 func (m *Monitor) stateEnabled(ll string) bool {
-	c := checks.StateCheckFor(ll)
+	c := event.StateCheckFor(ll)
 	return m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 func (m *Monitor) degradationEnabled(ll string) bool {
-	c := checks.DegradationCheckFor(ll)
+	c := event.DegradationCheckFor(ll)
 	return m.cfg.CountersEnabled && m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
@@ -575,7 +575,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	// Observe every port first: card homogeneity needs all of them.
 	g.run("observe", stateChecks, &specs, func() {
 		for _, p := range m.ports {
-			if c := checks.StateCheckFor(p.port.LinkLayer); !g.isFailed(c) {
+			if c := event.StateCheckFor(p.port.LinkLayer); !g.isFailed(c) {
 				g.enter(c)
 				m.observe(p)
 			}
@@ -698,7 +698,7 @@ func (m *Monitor) judgePorts(now time.Time, specs *[]event.Spec, changed *bool) 
 			(!first && p.wasJudged && p.obs == p.judged) {
 			continue
 		}
-		m.guard.enter(checks.StateCheckFor(p.port.LinkLayer))
+		m.guard.enter(event.StateCheckFor(p.port.LinkLayer))
 		p.judged, p.wasJudged = p.obs, true
 		start := checks.Steady
 		if first {
@@ -773,7 +773,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 	m.counterTicks++
 	m.read(m.counterFiles, specs)
 	for _, p := range m.ports {
-		if check := checks.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
+		if check := event.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
 			continue
 		} else if len(p.counters) > 0 {
 			m.guard.enter(check)
@@ -918,7 +918,7 @@ func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 // end. why is a format with one %s, the path.
 func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.Spec {
 	return event.Spec{
-		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
+		Kind: event.KindReadRecovered, CheckName: event.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
 		Message: fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
 		// The file's path is the condition's error code: a clear by
 		// entity and error code (NVSentinel, DESIGN.md difference 13)
@@ -937,7 +937,7 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 		what = "the driver statistics are skipped until the call returns"
 	}
 	return event.Spec{
-		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
+		Kind: event.KindReadStuck, CheckName: event.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata:  map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},

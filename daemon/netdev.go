@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 
@@ -77,7 +77,7 @@ func (m *Monitor) operUnreadable(pp *portPlan) {
 		m.netdevGone = true
 	}
 	m.log.Warn("cannot read the RoCE netdev's operstate; the port keeps its last known operstate until it reads again",
-		"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "check", checks.StateCheckFor(pp.port.LinkLayer),
+		"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "check", event.StateCheckFor(pp.port.LinkLayer),
 		"file", pp.oper.Path, "err", err, "fix", fix)
 }
 
@@ -91,7 +91,7 @@ func (m *Monitor) netdevAbsent(pp *portPlan, path string, err error) {
 	}
 	m.netdevUnreadable[pp.netdev] = true
 	m.log.Warn("the RoCE port's netdev is absent; its operstate is not read until the next rediscovery or reload finds it",
-		"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "check", checks.StateCheckFor(pp.port.LinkLayer),
+		"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "check", event.StateCheckFor(pp.port.LinkLayer),
 		"file", path, "err", err,
 		"fix", "the netdev is not in this network namespace (removed, renamed by udev, or moved): check ip link")
 }

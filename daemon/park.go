@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -103,7 +102,7 @@ func (m *Monitor) parkedSpec(f *reader.File) event.Spec {
 	m.log.Warn("sysfs file parked: it failed the same way three times in a row and is re-read only every re-probe interval",
 		"device", dev, "port", port, "file", f.Path, "errno", name, "reprobe", m.cfg.ParkReprobe.String(), "fix", parkFix(errno))
 	return event.Spec{
-		Kind: event.KindReadParked, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
+		Kind: event.KindReadParked, CheckName: event.DegradationCheckFor(ll), Device: dev, Port: port,
 		Message: fmt.Sprintf("Port %s port %d: reading %s fails with %s (%v) %d times in a row; the file is parked: not read each poll, re-read every %v, and what it feeds is not judged until it reads again. %s",
 			dev, port, f.Path, name, errno, reader.ParkAfter, m.cfg.ParkReprobe, parkFix(errno)),
 		// The errno says why; the path is the condition's identity, which
@@ -120,7 +119,7 @@ func (m *Monitor) resumedSpec(path string, pf fileRef, why string) event.Spec {
 	msg := fmt.Sprintf(why, path)
 	m.log.Info("parked sysfs file cleared", "device", pf.dev, "port", pf.port, "file", path, "reason", msg)
 	return event.Spec{
-		Kind: event.KindReadResumed, CheckName: checks.DegradationCheckFor(pf.linkLayer), IsHealthy: true, Device: pf.dev, Port: pf.port,
+		Kind: event.KindReadResumed, CheckName: event.DegradationCheckFor(pf.linkLayer), IsHealthy: true, Device: pf.dev, Port: pf.port,
 		Message: fmt.Sprintf("Port %s port %d: %s", pf.dev, pf.port, msg),
 		// The file's path only: a clear by entity and error code
 		// (NVSentinel, DESIGN.md difference 13) must remove this

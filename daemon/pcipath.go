@@ -3,7 +3,6 @@ package daemon
 import (
 	"strings"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -23,7 +22,7 @@ func (m *Monitor) reportPCIePath(findings []sanity.Finding, specs *[]event.Spec,
 		if _, reported := m.mem.Sanity.Hops[key]; reported {
 			continue
 		}
-		check := checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device))
+		check := event.DegradationCheckFor(m.linkLayerOfDevice(f.Device))
 		m.mem.Sanity.Hops[key] = sanity.HopReport{Check: check, Message: f.Message, NICs: append([]string(nil), f.Below...)}
 		*changed = true
 		md := make(map[string]string, len(f.Metadata)+1)

@@ -67,7 +67,7 @@ func (m *Monitor) ruleReadings(buf []rules.Port, model *health.Model) []rules.Po
 		rp := rules.Port{Device: p.dev.Name, Port: p.port.Num}
 		if p.observed {
 			rp.Link = p.obs.Link()
-			if rp.Link.Down() && !model.Has(condition.Key{Check: checks.StateCheckFor(p.port.LinkLayer),
+			if rp.Link.Down() && !model.Has(condition.Key{Check: event.StateCheckFor(p.port.LinkLayer),
 				Entity: condition.OfPort(p.dev.Name, p.port.Num)}) {
 				rp.Link = sysfs.Link{}
 			}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -58,7 +57,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		m.mem.Sanity.Reported[key] = f.Message
 		*changed = true
 		*specs = append(*specs, event.Spec{
-			Kind: event.KindLinkSanity, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
+			Kind: event.KindLinkSanity, CheckName: event.DegradationCheckFor(m.linkLayerOfDevice(f.Device)),
 			IsFatal: m.cfg.Sanity.Fatal, Message: f.Message, ErrorCode: []string{f.Kind},
 			Device: f.Device, Port: f.Port, Metadata: f.Metadata,
 			Condition: condition.OfFinding(f.Device, f.Port, f.Kind),
@@ -77,7 +76,7 @@ func (m *Monitor) runSanity(now time.Time, specs *[]event.Spec, changed *bool) {
 		port := 0
 		fmt.Sscan(parts[2], &port)
 		*specs = append(*specs, event.Spec{
-			Kind: event.KindLinkSanityOK, CheckName: checks.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
+			Kind: event.KindLinkSanityOK, CheckName: event.DegradationCheckFor(m.linkLayerOfDevice(parts[1])),
 			IsHealthy: true, ErrorCode: []string{parts[0]}, Device: parts[1], Port: port,
 			Message:   fmt.Sprintf("Resolved: %s", msg),
 			Condition: condition.OfFinding(parts[1], port, parts[0]),

@@ -51,7 +51,7 @@ func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string)
 // card homogeneity must know which ports are already fatal on their own.
 func adoptReported(mem *Memory, cs []health.Condition) {
 	for _, c := range cs {
-		if c.Entity.Kind != condition.Port || c.Check != checks.StateCheckFor(topology.LinkLayerEthernet) && c.Check != checks.StateCheckFor(topology.LinkLayerInfiniBand) {
+		if c.Entity.Kind != condition.Port || c.Check != event.StateCheckFor(topology.LinkLayerEthernet) && c.Check != event.StateCheckFor(topology.LinkLayerInfiniBand) {
 			continue
 		}
 		k := checks.PortKey(c.Entity.Device, c.Entity.Port)
@@ -80,7 +80,7 @@ func eventsFromMemory(mem *Memory) []event.Event {
 			continue
 		}
 		if v := checks.Judge(o); v == checks.Fatal || v == checks.NonFatal {
-			add(event.Spec{Kind: event.KindPortNonFatal, CheckName: checks.StateCheckFor(o.LinkLayer), IsFatal: v == checks.Fatal,
+			add(event.Spec{Kind: event.KindPortNonFatal, CheckName: event.StateCheckFor(o.LinkLayer), IsFatal: v == checks.Fatal,
 				Message: checks.Message(o, v), Device: o.Device, Port: o.Port, Condition: condition.OfPort(o.Device, o.Port)}, time.Time{})
 		}
 	}

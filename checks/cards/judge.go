@@ -7,7 +7,6 @@ import (
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/topology"
 )
 
 // DefaultHold is how long a card must stay below its peers' mode before it
@@ -142,7 +141,7 @@ func explained(v Verdict, ownFatal func(event.PortRef) bool, gone int) []event.P
 }
 
 func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.Spec {
-	check := StateCheck(v.LinkLayer)
+	check := event.StateCheckFor(v.LinkLayer)
 	m.Anomalies[v.Card] = Latched{Role: string(v.Role), Active: v.Active, Expected: v.Expected, Since: since, Check: check, Ports: ports}
 	return event.Spec{
 		Kind: event.KindCardAnomaly, CheckName: check, IsFatal: true, Card: v.Card, Ports: ports,
@@ -166,15 +165,6 @@ func (m *Memory) clear(card string, l Latched, message string) event.Spec {
 		Metadata:  map[string]string{"role": l.Role},
 		Condition: condition.OfCard(card),
 	}
-}
-
-// StateCheck names the state check of a link layer (the card's lowest
-// function's), as checks.StateCheckFor does for a port.
-func StateCheck(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetStateCheck
-	}
-	return event.InfiniBandStateCheck
 }
 
 func sortedCards[V any](m map[string]V) []string {

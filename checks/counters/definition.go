@@ -5,9 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
-	"github.com/nichealth/nichealthd/topology"
 )
 
 // Threshold types (seed section 10.1).
@@ -199,16 +197,4 @@ func ParseKey(key string) (device string, port int, counter string, ok bool) {
 		return "", 0, "", false
 	}
 	return device, n, counter, true
-}
-
-// DegradationCheckName is the check every counter event of a port belongs
-// to. Fatal counter breaches deliberately stay under it rather than the
-// state check (DESIGN.md difference 2): a consumer keying conditions by
-// check name would otherwise let the port's healthy state event clear a
-// latched counter breach.
-func DegradationCheckName(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetDegradationCheck
-	}
-	return event.InfiniBandDegradationCheck
 }

@@ -252,7 +252,7 @@ func (e *Evaluator) Evaluate(st *Memory, s Sample, rebootDetected bool) (specs [
 		return nil, false
 	}
 	ensureMaps(st)
-	ev := evaluation{e: e, st: st, s: s, ent: e.entry(s.Device, s.Port, d.Name), check: DegradationCheckName(s.LinkLayer)}
+	ev := evaluation{e: e, st: st, s: s, ent: e.entry(s.Device, s.Port, d.Name), check: event.DegradationCheckFor(s.LinkLayer)}
 	ev.snap, ev.hasSnap = st.CounterSnapshots[ev.ent.key]
 	ev.flag, ev.hasFlag = st.BreachFlags[ev.ent.key]
 	ev.step(rebootDetected)
@@ -444,7 +444,7 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	if !m.breach {
 		return nil, changed
 	}
-	check := DegradationCheckName(s.LinkLayer)
+	check := event.DegradationCheckFor(s.LinkLayer)
 	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,
 		CheckName:  check,
@@ -540,8 +540,8 @@ func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spe
 	switch {
 	case s.Value == limit && !marked:
 		st.Saturated[ent.satKey] = s.Now
-		st.raisedUnder(ent.satKey, DegradationCheckName(s.LinkLayer))
-		sp := saturatedSpec(s, DegradationCheckName(s.LinkLayer), limit, bits)
+		st.raisedUnder(ent.satKey, event.DegradationCheckFor(s.LinkLayer))
+		sp := saturatedSpec(s, event.DegradationCheckFor(s.LinkLayer), limit, bits)
 		return &sp, true
 	case s.Value != limit && marked:
 		check := st.checkOf(ent.satKey)
