@@ -29,18 +29,26 @@ var ranks = []struct {
 	{"topology", 0},
 	// event is the wire type every layer above speaks.
 	{"event", 1},
+	// observe is what the host shows, one typed observation per cycle.
 	{"observe", 2},
 	{"checks/health", 4},
+	// daemon/config is the configuration file, read by the runner (and
+	// by nichealthctl's offline check) as much as by the daemon.
+	{"daemon/config", 4},
+	// checks/runner runs the checks on the observations and builds what
+	// the views show of each port: it composes the checks and the health
+	// model for the daemon and the offline check.
+	{"checks/runner", 5},
 	{"checks", 3},
 	{"persist", 3},
-	{"daemon/metrics", 5},
-	{"dbusapi", 5},
-	{"systemd", 5},
-	{"daemon", 6},
+	{"daemon/metrics", 6},
+	{"dbusapi", 6},
+	{"systemd", 6},
+	{"daemon", 7},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's
 	// insides, and nothing of the node imports it.
-	{"fabric", 7},
+	{"fabric", 8},
 }
 
 // pendingArrows are arrows against the rules that are known and being

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // superviseBus keeps the D-Bus API exported for the daemon's lifetime
@@ -59,13 +61,7 @@ func (b backend) Reload() error {
 func (b backend) AcknowledgeReset(device string, port int, counter string, uid uint32) error {
 	d := b.d
 	d.mu.Lock()
-	var pp *portPlan
-	for _, p := range d.mon.ports {
-		if p.dev.Name == device && p.port.Num == port {
-			pp = p
-		}
-	}
-	if pp == nil {
+	if !d.run.HasPort(device, port) {
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s port %d is not a monitored port (see nichealthctl ports)", dbusapi.ErrNoSuchPort, device, port)
 	}
@@ -87,4 +83,15 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 	d.mu.Unlock()
 	d.publish(evs)
 	return nil
+}
+
+// AERAckCounter is the counter name AcknowledgeReset takes for the PCIe
+// AER conditions on a port's path (not a counter-table name).
+const AERAckCounter = aer.AckCounter
+
+// acknowledge is AcknowledgeReset: counter "pcie_aer" clears the
+// uncorrectable AER conditions on the port's path, anything else goes to
+// the counter table.
+func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	return d.run.Acknowledge(device, port, counter, now, who)
 }

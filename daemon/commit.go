@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -70,7 +72,7 @@ func (d *Daemon) holdLocked(specs []event.Spec, now time.Time) {
 			stamp.Now = d.held.lastStamp.Add(time.Nanosecond)
 		}
 		d.held.lastStamp = stamp.Now
-		ev := event.New(d.mon.withGPUs(s), stamp)
+		ev := event.New(d.run.Annotate(s), stamp)
 		if d.model.Apply(&ev) {
 			d.modelDirty = true
 		}
@@ -277,4 +279,14 @@ func statusOf(s *health.Snapshot) string {
 		st += "; events cannot be written to the outbox (see journalctl -u nichealthd)"
 	}
 	return st
+}
+
+// storeModel writes the model's conditions into the state about to be
+// saved.
+func storeModel(st *persist.State, m *health.Model) {
+	b, err := json.Marshal(m.Conditions())
+	if err != nil {
+		return // a plain struct of strings and numbers always encodes
+	}
+	st.Health = b
 }

@@ -82,7 +82,7 @@ func (r *replayRig) close() {
 	if r.d == nil {
 		return
 	}
-	r.d.mon.Close()
+	r.d.run.Close()
 	r.d.ob.Close()
 	r.d = nil
 }

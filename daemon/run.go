@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
@@ -21,6 +21,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/internal/version"
+	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
@@ -67,9 +68,9 @@ type Daemon struct {
 	nt *notify.Notifier
 	wd *notify.ProgressWatchdog
 
-	mu         sync.Mutex // guards everything below and the monitor
+	mu         sync.Mutex // guards everything below and the checks
 	cfg        *config.Config
-	mon        *Monitor
+	run        *runner.Runner
 	bootID     string
 	generation uint64
 	reloadErr  string
@@ -86,11 +87,6 @@ type Daemon struct {
 	snap         atomic.Pointer[health.Snapshot]
 	lastPollNano atomic.Int64
 	statusSent   string
-	// rules run the seeds' analyzer rules on the node (daemon/rules.go).
-	rules        *rules.Engine
-	rulePorts    []rules.Port
-	rulesStarted bool
-	rulesAt      time.Time // when the rules last ran
 	boot         persist.BootStatus
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
@@ -207,17 +203,22 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w (set --boot-id-path or procfsRoot)", err)
 	}
 	store := persist.NewStore(opts.StateFile)
-	st, bs, mem, err := loadState(store, opts.StateFile, bootID, log)
+	st, bs, err := loadState(store, opts.StateFile, bootID, log)
 	if err != nil {
 		return nil, err
 	}
+	run := runner.New(cfg, bootOf(bs), bootID, log, opts.Seams.runner(), nil)
+	if dropped := run.Restore(func(s string) []byte { return st.Section(s) }); len(dropped) > 0 {
+		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", dropped)
+	}
+	log.Info("state loaded", "file", opts.StateFile, "boot", bs.String(), "known_devices", run.KnownDevices())
 	ob, err := outbox.Open(filepath.Join(filepath.Dir(opts.StateFile), "outbox"), outbox.Options{
 		MaxBytes: cfg.OutboxMaxBytes, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
-	model, replayed, err := catchUp(st, bs, mem, ob, cfg, log)
+	model, replayed, err := catchUp(st, bs, run, ob, log)
 	if err != nil {
 		ob.Close()
 		return nil, err
@@ -228,6 +229,7 @@ func New(opts Options) (*Daemon, error) {
 		sinkReq: make(chan struct{}, 1),
 		metrics: metrics.New(),
 		model:   model,
+		run:     run,
 		// A replay or a model rebuilt from an older state file is saved
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
@@ -236,17 +238,9 @@ func New(opts Options) (*Daemon, error) {
 		// cannot be saved: retried at most every few seconds.
 		held: heldEvents{ep: episode{min: backoffMin, max: saveBackoffMax}},
 	}
-	d.mon = newMonitor(cfg, mem, bs, log, opts.Seams)
-	// Checks disabled by a panic before the restart are still reported:
-	// their conditions clear when they run again.
-	d.mon.guard.restore(failedChecksOf(model.Conditions()))
-	d.mon.pendingSpecs = append(d.mon.pendingSpecs, migrateRuleChecks(model)...)
-	var rnote string
-	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
-	if rnote != "" {
-		log.Warn("state file entries dropped as invalid", "file", opts.StateFile, "dropped", []string{rnote})
-	}
-	if err := d.mon.Discover(); err != nil {
+	run.SetConditions(model)
+	run.Resume(model)
+	if err := run.Discover(); err != nil {
 		ob.Close()
 		return nil, err
 	}
@@ -255,37 +249,42 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// loadState reads the state file, ties it to this boot, and restores every
-// check's memory from it, logging what was unusable.
-func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*persist.State, persist.BootStatus, *Memory, error) {
+// bootOf is what the checks know of the host's past.
+func bootOf(bs persist.BootStatus) observe.Boot {
+	switch bs {
+	case persist.BootSame:
+		return observe.BootSame
+	case persist.BootRebooted:
+		return observe.BootRebooted
+	}
+	return observe.BootFresh
+}
+
+// loadState reads the state file and ties it to this boot, logging what
+// was unusable.
+func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*persist.State, persist.BootStatus, error) {
 	st, rep, err := store.Load()
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
 	if rep.Status == persist.LoadCorrupt {
 		log.Warn("state file unusable; starting fresh", "file", path, "reason", rep.Reason, "kept_copy", rep.Preserved)
 	} else if len(rep.Dropped) > 0 {
 		log.Warn("state file entries dropped as invalid", "file", path, "dropped", rep.Dropped)
 	}
-	bs := persist.ApplyBoot(st, bootID)
-	mem, dropped := RestoreMemory(st)
-	if len(dropped) > 0 {
-		log.Warn("state file entries dropped as invalid", "file", path, "dropped", dropped)
-	}
-	log.Info("state loaded", "file", path, "boot", bs.String(), "known_devices", len(mem.Ports.KnownDevices))
-	return st, bs, mem, nil
+	return st, persist.ApplyBoot(st, bootID), nil
 }
 
 // catchUp restores the health model and, on the same boot, replays the
 // outbox events newer than the state onto the checks and the model.
-func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.Outbox, cfg *config.Config, log *slog.Logger) (*health.Model, int, error) {
-	model, note := restoreModel(st, mem)
+func catchUp(st *persist.State, bs persist.BootStatus, run *runner.Runner, ob *outbox.Outbox, log *slog.Logger) (*health.Model, int, error) {
+	model, note := run.RestoreModel(st.Health)
 	if note != "" {
 		log.Warn("state file", "detail", note)
 	}
 	replayed := 0
 	if bs == persist.BootSame {
-		n, err := replayOutbox(&st.OutboxSeq, mem, model, ob, cfg.Counters)
+		n, err := replayOutbox(&st.OutboxSeq, run, model, ob)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -301,8 +300,34 @@ func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.O
 	return model, replayed, nil
 }
 
+// replayOutbox applies every outbox event newer than *seq to the checks'
+// memory and the health model, through each check's own Replay. The daemon
+// commits an event to the outbox before the state that produced it; a
+// crash in between leaves consumers told something the state does not
+// remember. Replaying makes the state agree with what was said, so the
+// first poll corrects it if the hardware has moved on since (the fatal that
+// was sent gets its recovery, the recovery that was sent gets its fatal).
+func replayOutbox(seq *uint64, run *runner.Runner, model *health.Model, ob *outbox.Outbox) (int, error) {
+	n := 0
+	for {
+		recs, err := ob.ReadAfter(*seq, 512)
+		if err != nil {
+			return n, fmt.Errorf("replay the outbox onto the state: %w", err)
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		for i := range recs {
+			run.Replay(&recs[i].Event)
+			model.Apply(&recs[i].Event)
+			*seq = recs[i].Seq
+			n++
+		}
+	}
+}
+
 func (d *Daemon) logRoles() {
-	for _, dev := range d.mon.Devices() {
+	for _, dev := range d.run.Devices() {
 		if !dev.Mellanox {
 			continue
 		}
@@ -386,7 +411,7 @@ func (d *Daemon) pollAndSchedule() time.Duration {
 	d.mu.Lock()
 	d.pollDur = time.Since(start)
 	d.metrics.ObservePoll(d.pollDur)
-	wake := d.mon.NextWake()
+	wake := d.run.NextWake()
 	d.mu.Unlock()
 	return max(time.Until(wake), 0)
 }
@@ -413,23 +438,16 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 // re-detects and re-sends rather than forgets.
 func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
-	specs, changed := d.mon.Cycle(now)
+	specs, changed := d.run.Cycle(now)
 	specs = append(specs, d.takeSinkFailuresLocked()...)
 	d.holdLocked(specs, now)
 	// The rules read the model the cycle's events just updated (held
 	// events included, with the times they were detected at). Their
 	// windows move with those events, so they are saved with them (a
-	// crash must not forget an episode); a quiet poll saves nothing. With
-	// no event they only have time to judge (minutes-long windows), so a
-	// fast poll runs them at most once a second.
-	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
-		d.rulesAt = now
-		var rs []event.Spec
-		d.mon.guard.run("rules", ruleChecks, &rs, func() { rs = append(rs, d.runRulesLocked(now)...) })
-		if len(rs) > 0 || len(specs) > 0 {
-			d.holdLocked(rs, now)
-			changed = true
-		}
+	// crash must not forget an episode).
+	if rs, ch := d.run.After(now, len(specs)); ch {
+		d.holdLocked(rs, now)
+		changed = true
 	}
 	evs := d.commitLocked(changed)
 	first := !d.ready
@@ -439,7 +457,7 @@ func (d *Daemon) poll(now time.Time) {
 	// an observation, a counter value or rate, the outbox's state. A
 	// quiet poll reuses it.
 	snap := d.snap.Load()
-	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || d.takeSnapDirty() || snap == nil {
+	if viewChanged := d.run.TakeViewChanged(); first || viewChanged || len(evs) > 0 || d.takeSnapDirty() || snap == nil {
 		snap = d.publishSnapshotLocked()
 	}
 	d.lastPollNano.Store(time.Now().UnixNano())
@@ -465,17 +483,12 @@ func (d *Daemon) poll(now time.Time) {
 // publishSnapshotLocked builds the verdict from the model and the
 // monitor's observations and publishes it. Caller holds d.mu.
 func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
-	infos := d.mon.portInfos()
-	if d.rules != nil {
-		for i := range infos {
-			infos[i].LinkDownEpisodes, _ = d.rules.Episodes(infos[i].Device, infos[i].Port)
-		}
-	}
+	infos := d.run.PortInfos()
 	snap := health.Build(health.Node{
 		Version: version.String(), NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.conditionsLocked())
-	snap.AER = d.mon.aerTotals()
+	snap.AER = d.run.AERTotals()
 	d.snap.Store(snap)
 	return snap
 }
@@ -520,10 +533,7 @@ func (d *Daemon) publish(evs []emitted) {
 // saveIfChanged stores every check's memory into the state and saves it
 // when the bytes differ from the last save. Caller holds d.mu.
 func (d *Daemon) saveIfChanged() (bool, error) {
-	if err := StoreMemory(d.st, d.mon.Memory()); err != nil {
-		return false, err
-	}
-	if err := storeRules(d.st, d.rules); err != nil {
+	if err := d.run.Store(func(s string, b []byte) { d.st.SetSection(s, b) }); err != nil {
 		return false, err
 	}
 	return d.store.SaveIfChanged(d.st)
@@ -552,7 +562,7 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 		// exits without it; its events stay in the outbox.
 	}
 	<-d.busDone
-	d.mon.Close()
+	d.run.Close()
 	return d.ob.Close()
 }
 
@@ -778,9 +788,7 @@ func (d *Daemon) refuseReloadLocked(err error) {
 // the daemon that take it live, and returns the events that follow (a
 // latch resolved by a removed counter, a rule switched off).
 func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
-	specs := d.mon.Reconfigure(cfg, time.Now())
-	specs = append(specs, ruleSpecs(d.rules.SetConfig(effectiveRules(cfg)))...)
-	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
+	specs := d.run.Reconfigure(cfg, time.Now())
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
 	// /healthz and the watchdog judge a stall against the poll interval
 	// in force, not the one the daemon started with.
@@ -808,7 +816,7 @@ func (d *Daemon) sinkNames() []string {
 func (d *Daemon) logApplied(cfg *config.Config, unchanged bool) {
 	if !unchanged {
 		d.log.Info("configuration applied", "file", d.opts.ConfigPath, "generation", d.generation,
-			"counters", len(d.mon.defs), "poll_interval", cfg.PollInterval)
+			"counters", d.run.Counters(), "poll_interval", cfg.PollInterval)
 		return
 	}
 	if ok, n := d.reloadLogs.Note("unchanged", time.Now()); ok {

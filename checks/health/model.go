@@ -3,6 +3,7 @@ package health
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -142,4 +143,12 @@ func portsOf(e *event.Event) []PortRef {
 func (m *Model) Has(k condition.Key) bool {
 	_, ok := m.conds[k]
 	return ok
+}
+
+// Each calls f with every active condition, worst first: its key, the
+// kind of its raise, whether it is fatal, and since when.
+func (m *Model) Each(f func(k condition.Key, kind event.Kind, fatal bool, since time.Time)) {
+	for _, c := range m.Conditions() {
+		f(c.Key(), c.Kind, c.Severity == Fatal, c.Since)
+	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/daemon"
+	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
@@ -494,7 +494,7 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 		// perfdata.
 		cfg.CountersEnabled = false
 	}
-	snap, note, err := daemon.CheckOnce(cfg, nil)
+	snap, note, err := runner.Once(cfg, nil)
 	if err != nil {
 		return res, fmt.Errorf("cannot list the RDMA devices: %w (is nichealthd's sysfsRoot right, and is the mlx5_ib module loaded?)", err)
 	}

@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"log/slog"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/cards"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/ports"
+	"github.com/nichealth/nichealthd/checks/readfaults"
+	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
+)
+
+// set is every check of the runner. The views and the daemon's
+// acknowledgements reach a few of them by name; the cycle reaches them
+// only through list.
+type set struct {
+	readFaults *readfaults.Check
+	ports      *ports.Checks
+	cards      *cards.Check
+	counters   *counters.Check
+	aer        *aer.Check
+	sanity     *sanity.Check
+	rules      *rules.Check
+}
+
+// entry is one check of the list: the value that keeps its memory (a
+// checks.Memory, and a renamer or restater when it is one), its steps in
+// the order they run, whether they run after the cycle's events are in
+// the health model, and how it takes its configuration (returning what a
+// reload's configuration says: a latch resolved by a removed counter, a
+// rule switched off).
+type entry struct {
+	unit      any
+	steps     []checks.Check
+	after     bool
+	configure func(*config.Config) []event.Spec
+}
+
+// newSet makes every check, in the order the cycle runs them:
+//   - read faults first, so a file that hangs or is parked is said before
+//     what it feeds is judged;
+//   - presence before the port states: a renamed device's memory moves to
+//     its new name before its ports are judged under it;
+//   - the port states before card homogeneity: a port that falls this
+//     cycle is fatal on its own before homogeneity looks at its card,
+//     which then does not report it a second time;
+//   - then the counters, PCIe AER and the link sanity pass;
+//   - the rules after the cycle's events are in the health model, which
+//     they read.
+func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
+	s := &set{
+		readFaults: readfaults.NewCheck(log),
+		ports:      ports.New(log, rename),
+		counters:   counters.NewCheck(log, boot == observe.BootFresh),
+		aer:        aer.NewCheck(),
+		sanity:     sanity.NewCheck(),
+		rules:      rules.NewCheck(boot, bootID, conds),
+	}
+	s.cards = cards.NewCheck(s.ports.Memory())
+	return s, []entry{
+		{s.readFaults, one(s.readFaults), false, func(c *config.Config) []event.Spec { s.readFaults.Configure(readFaultsConfig(c)); return nil }},
+		{s.ports, []checks.Check{s.ports.Presence(), s.ports.State()}, false, func(c *config.Config) []event.Spec { s.ports.Configure(portsConfig(c)); return nil }},
+		{s.cards, one(s.cards), false, func(c *config.Config) []event.Spec { s.cards.Configure(cardsConfig(c)); return nil }},
+		{s.counters, one(s.counters), false, func(c *config.Config) []event.Spec { return s.counters.Configure(countersConfig(c)) }},
+		{s.aer, one(s.aer), false, func(c *config.Config) []event.Spec { s.aer.Configure(aerConfig(c)); return nil }},
+		{s.sanity, one(s.sanity), false, func(c *config.Config) []event.Spec { s.sanity.Configure(sanityConfig(c)); return nil }},
+		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
+	}
+}
+
+func one(c checks.Check) []checks.Check { return []checks.Check{c} }

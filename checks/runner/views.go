@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/checks/ports"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// PortInfos is what the last cycle observed of every monitored port, with
+// what the checks say of it (its counters, its last crossing, its
+// link-down episodes), plus the last known ports of NICs missing from the
+// enumeration: a NIC that fell off the bus stays visible (as MISSING)
+// until it returns or the host reboots.
+func (r *Runner) PortInfos() []health.PortInfo {
+	obsPorts := r.obs.Ports()
+	out := make([]health.PortInfo, 0, len(obsPorts))
+	seen := map[string]bool{}
+	for _, p := range obsPorts {
+		dev, port := p.Device, p.Port
+		seen[dev.Name] = true
+		pi := health.PortInfo{
+			Device: event.Clean(dev.Name), Port: port.Num, Card: dev.Card, LinkLayer: port.LinkLayer,
+			Role: string(dev.Role), RoleReason: event.Clean(dev.RoleReason), NetDev: event.Clean(p.NetDev),
+			PCIAddress: dev.PCIAddress, NUMANode: dev.NUMANode, Rate: event.Clean(port.Rate),
+			LastChange: r.set.ports.LastChange(dev.Name, port.Num),
+		}
+		if p.RateText != "" {
+			pi.Rate = event.Clean(p.RateText)
+		}
+		if p.Observed {
+			pi.State, pi.PhysState = event.Clean(p.Link.State.Name), event.Clean(p.Link.Phys.Name)
+			pi.HealthyMessage = event.Clean(healthyMessage(p))
+		}
+		if g, err := sysfs.ParseNodeGUID([]byte(dev.NodeGUID)); err == nil {
+			pi.NodeGUID = sysfs.FormatGUID(g)
+		}
+		pi.PortGUID = port.GUID
+		pi.GPUs, _ = r.obs.GPUs(dev.Name)
+		pi.Counters = r.counterInfos(p)
+		if r.set.rules.Engine() != nil {
+			pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev.Name, port.Num)
+		}
+		out = append(out, pi)
+	}
+	mem := r.set.ports.Memory()
+	for _, dev := range mem.KnownDevices {
+		if seen[dev] {
+			continue
+		}
+		for _, ps := range missingPorts(mem, dev) {
+			pi := health.PortInfo{
+				Device: event.Clean(dev), Port: ps.Port, LinkLayer: ps.LinkLayer, State: "MISSING", Missing: true,
+				PCIAddress: mem.DeviceAddrs[dev], Card: ports.CardOfAddress(mem.DeviceAddrs[dev]),
+				HealthyMessage: fmt.Sprintf("NIC %s is not in the last enumeration of %s/", event.Clean(dev), r.cfg.Paths.ClassInfiniBand),
+			}
+			if r.set.rules.Engine() != nil {
+				pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev, ps.Port)
+			}
+			out = append(out, pi)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b health.PortInfo) int {
+		if c := health.CompareDevices(a.Device, b.Device); c != 0 {
+			return c
+		}
+		return a.Port - b.Port
+	})
+	return out
+}
+
+// healthyMessage describes a port that no condition covers. It is the
+// port check's own wording; an unhealthy reading with no condition is one
+// the rules deliberately did not report, and the text says why.
+func healthyMessage(p *observe.Port) string {
+	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+	switch v := ports.Judge(o); v {
+	case ports.Healthy:
+		return ports.Message(o, v)
+	case ports.Transient:
+		return ports.Message(o, v) + " (RoCE link training, not reported)"
+	default:
+		return ports.Message(o, v) + " (unhealthy since first sight on a card that matches its peers: treated as unprovisioned, not failed)"
+	}
+}
+
+// missingPorts lists the last known ports of a device absent from
+// discovery.
+func missingPorts(mem *ports.PortMemory, dev string) []ports.PortState {
+	var out []ports.PortState
+	for _, ps := range mem.PortStates {
+		if ps.Device == dev {
+			out = append(out, ps)
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.PortState) int { return a.Port - b.Port })
+	return out
+}
+
+func (r *Runner) counterInfos(p *observe.Port) []health.Counter {
+	views := r.set.counters.View(p)
+	out := make([]health.Counter, 0, len(views))
+	for _, cv := range views {
+		out = append(out, health.Counter{
+			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"),
+			ThresholdType: cv.ThresholdType, Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached,
+			BreachedSince: cv.BreachedSince, Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
+		})
+	}
+	return out
+}
+
+// AERTotals is what /metrics shows of the AER check: every function on
+// the current plan with the classes it has files for.
+func (r *Runner) AERTotals() []health.AERTotal {
+	if r.last == nil {
+		return nil
+	}
+	var out []health.AERTotal
+	for _, t := range r.set.aer.Totals(r.last.AER) {
+		out = append(out, health.AERTotal{PCI: t.PCI, Severity: t.Severity, Total: t.Total, RootPort: t.RootPort})
+	}
+	return out
+}
