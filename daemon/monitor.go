@@ -259,7 +259,10 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 		// nicInclusionRegexOverride: the operator hand-pinned the list; the
 		// NUMA gate and topology classification are skipped (seed 12.1).
 		for _, d := range devs {
-			if d.Mellanox && !d.IsVF {
+			switch {
+			case d.Mellanox && d.LimitedPF:
+				d.Role, d.RoleReason = topology.RoleUnknown, roles.LimitedPFReason
+			case d.Mellanox && !d.IsVF:
 				d.Role = roleByLinkLayer(d)
 				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
 			}
@@ -268,12 +271,12 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	}
 	var nics []*topology.Device
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			nics = append(nics, d)
 		}
 	}
 	if len(nics) == 0 {
-		return nil
+		return roles.Classify(devs, nil, nil) // only says why the others are not monitored
 	}
 	mx, notes, err := gpumeta.SelectWith(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics, m.readFile)
 	for _, n := range notes {
