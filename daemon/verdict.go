@@ -13,6 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -202,19 +203,10 @@ func (m *Monitor) gpusBehind(dev *topology.Device) string {
 	if dev.Role != topology.RoleCompute {
 		return noGPUAffinity
 	}
-	var parts []string
-	for _, g := range m.matrix.Near(dev.Name) {
-		ids := strings.TrimSpace(g.PCIAddress + " " + g.UUID)
-		if ids != "" {
-			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, ids))
-		} else {
-			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
-		}
+	if g := gpumeta.Describe(m.matrix.Near(dev.Name)); g != "" {
+		return g
 	}
-	if len(parts) == 0 {
-		return noGPUAffinity
-	}
-	return strings.Join(parts, ", ")
+	return noGPUAffinity
 }
 
 // withGPUs adds metadata "gpus" to a NIC event: the GPUs behind its NIC

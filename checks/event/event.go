@@ -29,6 +29,13 @@ const (
 	EntityNIC     = "NIC"
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
+	// EntityPCI is a NIC's PCI function when it has no RDMA device to name
+	// it (unbound, failed probe, gone from the bus), EntityNICGroup a role
+	// group of NICs ("compute"): what an inventory condition is about, so
+	// that its clear carries entities and never reads as a check-scoped
+	// clear of everything its check said.
+	EntityPCI      = "PCI"
+	EntityNICGroup = "NICGroup"
 )
 
 // Kind says what happened, independently of the check that saw it. It picks
@@ -63,6 +70,19 @@ const (
 	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
 	KindPCIeAER          Kind = "pcie-aer"
 	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
+	// The PCI inventory (checks/inventory, metadata "pci"): a NIC function
+	// present without a usable RDMA device (unbound, another driver, no
+	// RDMA device), one monitored last boot and gone from the bus now, and
+	// the clear of either; firmware or model drift in a role group (on the
+	// odd card) and its clear; fewer active compute ports than expected
+	// and its clear.
+	KindFunctionFailed Kind = "nic-function-failed"
+	KindFunctionAbsent Kind = "nic-function-absent"
+	KindFunctionOK     Kind = "nic-function-ok"
+	KindDrift          Kind = "nic-drift"
+	KindDriftOK        Kind = "nic-drift-ok"
+	KindPortsShort     Kind = "compute-ports-short"
+	KindPortsOK        Kind = "compute-ports-ok"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -73,6 +93,7 @@ var Kinds = []Kind{
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 	KindReadParked, KindReadResumed,
 	KindPCIeAER, KindPCIeAERRecovered,
+	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.
@@ -230,7 +251,10 @@ type Spec struct {
 	Card      string // the card (PCI bus:device) of a card event, as metadata "card"
 	// Ports are further (NIC, NICPort) entity pairs: the ports a card
 	// event is about.
-	Ports    []PortRef
+	Ports []PortRef
+	// Entities are further entities (EntityPCI, EntityNICGroup), after
+	// the ports.
+	Entities []Entity
 	Metadata map[string]string
 }
 
@@ -269,6 +293,9 @@ func New(s Spec, st Stamp) Event {
 		// Seed 11.2 knows NIC and NICPort entities only: a card event names
 		// the ports it is about that way, and its card in metadata.
 		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+	}
+	for _, en := range s.Entities {
+		ents = append(ents, Entity{Type: Clean(en.Type), Value: Clean(en.Value)})
 	}
 	if ents == nil {
 		ents = []Entity{}

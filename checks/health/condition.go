@@ -63,8 +63,14 @@ type Entity struct {
 func (e Entity) String() string {
 	switch e.Kind {
 	case EntityNode:
+		if e.Name != "" {
+			return "node " + e.Name
+		}
 		return "node"
 	case EntityCard:
+		if e.Name != "" {
+			return "card " + e.Card + " " + e.Name
+		}
 		return "card " + e.Card
 	case EntityPCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)

@@ -30,7 +30,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
 				event.KindCounterSaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered:
+				event.KindPCIeAERRecovered, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK:
 				continue
 			}
 			if !raised[k] {
@@ -43,55 +43,75 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		raise, clear event.Spec
 		verdict      Severity
 		entity       EntityKind
+		// nodeOnly: the condition covers no port (a PCI function without
+		// an RDMA device, the node's compute ports): only the node's
+		// verdict shows it.
+		nodeOnly bool
 	}{
 		{"port fatal",
 			event.Spec{Kind: event.KindPortFatal, CheckName: ib, IsFatal: true, Device: "mlx5_0", Port: 1, Message: "down"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			Fatal, EntityPort},
+			Fatal, EntityPort, false},
 		{"port non-fatal",
 			event.Spec{Kind: event.KindPortNonFatal, CheckName: ib, Device: "mlx5_0", Port: 1, Message: "init"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort},
+			NonFatal, EntityPort, false},
 		{"latched fatal counter, cleared by acknowledgement",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
 			event.Spec{Kind: event.KindCounterRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
-			Fatal, EntityCounter},
+			Fatal, EntityCounter, false},
 		{"latched non-fatal counter, cleared by reboot",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
 			event.Spec{Kind: event.KindCheckCleared, CheckName: deg, IsHealthy: true},
-			NonFatal, EntityCounter},
+			NonFatal, EntityCounter, false},
 		{"card anomaly",
 			event.Spec{Kind: event.KindCardAnomaly, CheckName: ib, IsFatal: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
 			event.Spec{Kind: event.KindCardRecovered, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
-			Fatal, EntityCard},
+			Fatal, EntityCard, false},
 		{"disappeared NIC",
 			event.Spec{Kind: event.KindDeviceDisappeared, CheckName: ib, IsFatal: true, Device: "mlx5_0"},
 			event.Spec{Kind: event.KindDeviceReappeared, CheckName: ib, IsHealthy: true, Device: "mlx5_0"},
-			Fatal, EntityNIC},
+			Fatal, EntityNIC, false},
 		{"stuck read",
 			event.Spec{Kind: event.KindReadStuck, CheckName: deg, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
 			event.Spec{Kind: event.KindReadRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
-			NonFatal, EntityFile},
+			NonFatal, EntityFile, false},
 		{"sanity finding",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
-			NonFatal, EntityFinding},
+			NonFatal, EntityFinding, false},
 		{"PCIe AER on a function above the port",
 			event.Spec{Kind: event.KindPCIeAER, CheckName: deg, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
 			event.Spec{Kind: event.KindPCIeAERRecovered, CheckName: deg, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
-			Fatal, EntityPCI},
+			Fatal, EntityPCI, false},
 		{"parked file",
 			event.Spec{Kind: event.KindReadParked, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"EACCES"}, Metadata: map[string]string{"file": "/s/counters/symbol_error", "errno": "EACCES"}},
 			event.Spec{Kind: event.KindReadResumed, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/counters/symbol_error"}},
-			NonFatal, EntityFile},
+			NonFatal, EntityFile, false},
 		{"slow PCIe hop above the port",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
-			NonFatal, EntityPCI},
+			NonFatal, EntityPCI, false},
 		{"fleet rule on the port",
 			event.Spec{Kind: event.KindRuleRaised, CheckName: "NICLinkFlapRule", Device: "mlx5_0", Port: 1, Message: "flapping"},
 			event.Spec{Kind: event.KindRuleCleared, CheckName: "NICLinkFlapRule", IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort},
+			NonFatal, EntityPort, false},
+		{"unbound NIC function",
+			event.Spec{Kind: event.KindFunctionFailed, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "unbound"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, EntityPCI, true},
+		{"NIC function gone since the last boot, acknowledged",
+			event.Spec{Kind: event.KindFunctionAbsent, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "absent"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, EntityPCI, true},
+		{"firmware drift on the port's card",
+			event.Spec{Kind: event.KindDrift, CheckName: ib, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			event.Spec{Kind: event.KindDriftOK, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			NonFatal, EntityCard, false},
+		{"fewer compute ports than expected",
+			event.Spec{Kind: event.KindPortsShort, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			event.Spec{Kind: event.KindPortsOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			Fatal, EntityNode, true},
 	} {
 		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,8 +124,8 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				t.Fatalf("conditions %+v, want one about a %s", cs, tc.entity)
 			}
 			s := Build(Node{}, ports, cs)
-			if got := s.Port("mlx5_0", 1).Verdict; got != tc.verdict {
-				t.Errorf("mlx5_0/1 verdict %v, want %v", got, tc.verdict)
+			if got, want := s.Port("mlx5_0", 1).Verdict, map[bool]Severity{false: tc.verdict, true: Healthy}[tc.nodeOnly]; got != want {
+				t.Errorf("mlx5_0/1 verdict %v, want %v", got, want)
 			}
 			if got := s.Port("mlx5_1", 1).Verdict; got != Healthy {
 				t.Errorf("mlx5_1/1 verdict %v, want healthy (not covered)", got)
@@ -113,11 +133,14 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			if s.Verdict != tc.verdict || s.Healthy() {
 				t.Errorf("node verdict %v", s.Verdict)
 			}
-			wantFatal := 0
+			wantFatal, wantPorts := 0, 1
 			if tc.verdict == Fatal {
 				wantFatal = 1
 			}
-			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != 1 {
+			if tc.nodeOnly {
+				wantFatal, wantPorts = 0, 0
+			}
+			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != wantPorts {
 				t.Errorf("fatal %v degraded %v", s.FatalPorts, s.DegradedPorts)
 			}
 			if !m.Apply(ev(tc.clear)) {

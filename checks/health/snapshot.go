@@ -183,7 +183,9 @@ func (s *Snapshot) Port(device string, port int) *Port {
 //	12 ports on 12 NICs monitored; 1 degraded: mlx5_5 port 1: symbol_error latched
 func (s *Snapshot) Status() string {
 	head := fmt.Sprintf("%d %s on %d %s monitored", len(s.Ports), plural(len(s.Ports), "port", "ports"), s.NICs, plural(s.NICs, "NIC", "NICs"))
-	nf, nd := len(s.FatalPorts), len(s.DegradedPorts)
+	// A condition on no port (a NIC function without an RDMA device, the
+	// node's compute ports) counts as one more fatal or degraded thing.
+	nf, nd := len(s.FatalPorts)+s.offPort(Fatal), len(s.DegradedPorts)+s.offPort(NonFatal)
 	if s.Verdict == Healthy {
 		return head + "; all healthy"
 	}
@@ -201,6 +203,18 @@ func (s *Snapshot) Status() string {
 		}
 	}
 	return out
+}
+
+// offPort counts the conditions of severity sev that cover no port.
+func (s *Snapshot) offPort(sev Severity) int {
+	n := 0
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Severity == sev && len(c.Ports) == 0 && (c.Entity.Kind == EntityNode || c.Entity.Kind == EntityPCI) {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Snapshot) worst() *Condition {
