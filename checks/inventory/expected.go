@@ -17,7 +17,7 @@ const ExpectedVersion = 1
 // this is what lets the daemon tell "other hardware" (acknowledged once)
 // from "hardware missing" (fatal until it returns).
 type Expected struct {
-	Version   int                          `json:"version"`
+	Version   int                         `json:"version"`
 	Functions map[string]ExpectedFunction `json:"functions"`
 }
 

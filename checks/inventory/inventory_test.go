@@ -76,7 +76,11 @@ func TestLinkState_7_3_PresentWithoutRDMAIsFatal(t *testing.T) {
 		{"healthy", fn("0000:3b:00.0", "mlx5_3", pci.Healthy), false, nil},
 		{"left alone (excluded)", func() pci.Function { f := fn("0000:3b:00.0", "", pci.Unbound); f.LeftAlone = "excluded"; return f }(), false, nil},
 		{"VF", func() pci.Function { f := fn("0000:3b:00.2", "", pci.Unbound); f.IsVF = true; return f }(), false, nil},
-		{"management role", func() pci.Function { f := fn("0000:3b:00.0", "", pci.Unbound); f.Role = topology.RoleManagement; return f }(), false, nil},
+		{"management role", func() pci.Function {
+			f := fn("0000:3b:00.0", "", pci.Unbound)
+			f.Role = topology.RoleManagement
+			return f
+		}(), false, nil},
 		{"unknown role", func() pci.Function { f := fn("0000:3b:00.0", "", pci.Unbound); f.Role = topology.RoleUnknown; return f }(), false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
