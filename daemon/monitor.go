@@ -101,6 +101,8 @@ type Monitor struct {
 
 	// aer is the PCIe AER read plan (daemon/aer.go).
 	aer *aerPlan
+	// inv is the PCI inventory and the expected one (daemon/inventory.go).
+	inv *inventoryState
 }
 
 type portPlan struct {
@@ -242,6 +244,7 @@ func (m *Monitor) Discover() error {
 		}
 	}
 	m.buildPlan()
+	m.scanInventory()
 	m.devicesSetChanged = true
 	m.viewChanged = true
 	return nil
@@ -509,6 +512,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	specs = append(specs, cardSpecs...)
 	m.counterCycle(now, &specs, &changed)
 	m.aerCycle(now, &specs, &changed)
+	m.inventoryCycle(now, &specs, &changed)
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)
 	}

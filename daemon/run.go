@@ -216,6 +216,7 @@ func New(opts Options) (*Daemon, error) {
 		boot:       bs,
 	}
 	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.mon.UseExpectedInventory(persist.NewCrossBootFile(filepath.Join(filepath.Dir(opts.StateFile), "inventory.json")), bootID)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
@@ -442,6 +443,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.model.Conditions())
 	snap.AER = d.mon.aerTotals()
+	snap.Inventory = d.mon.inventoryInfos()
 	d.snap.Store(snap)
 	return snap
 }

@@ -102,6 +102,7 @@ func (m *Monitor) portInfos() []health.PortInfo {
 			Role: string(p.dev.Role), RoleReason: event.Clean(p.dev.RoleReason), NetDev: event.Clean(p.netdev),
 			PCIAddress: p.dev.PCIAddress, NUMANode: p.dev.NUMANode, Rate: event.Clean(p.port.Rate),
 			LastChange: m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)],
+			FWVer:      event.Clean(p.dev.FWVer), BoardID: event.Clean(p.dev.BoardID),
 		}
 		if p.rate.Err == nil && len(p.rate.Value()) > 0 {
 			pi.Rate = event.Clean(string(sysfs.TrimValue(p.rate.Value())))

@@ -61,6 +61,10 @@ type PortInfo struct {
 	// LinkDownEpisodes counts the port's link-down episodes this boot, as
 	// the flap rule counts them (checks/rules).
 	LinkDownEpisodes uint64
+	// FWVer and BoardID are the NIC's firmware version and PSID (the card
+	// model), which the inventory's drift finding compares.
+	FWVer   string
+	BoardID string
 }
 
 // Port is a port with its verdict.
@@ -90,6 +94,26 @@ type Snapshot struct {
 	// NICs' paths, shown as is (a count, not a verdict: the verdict is in
 	// the conditions).
 	AER []AERTotal `json:"aer,omitempty"`
+	// Inventory is every NVIDIA/Mellanox NIC function on the PCI bus that
+	// is not a VF, as identity (no verdict: a function's conditions are in
+	// Conditions).
+	Inventory []NICInfo `json:"inventory,omitempty"`
+}
+
+// NICInfo is one NIC function of the PCI inventory.
+type NICInfo struct {
+	PCI     string `json:"pci"`
+	Device  string `json:"device,omitempty"` // its RDMA device, "" without one
+	Role    string `json:"role,omitempty"`
+	HCAType string `json:"hcaType,omitempty"`
+	FWVer   string `json:"fwVer,omitempty"`
+	BoardID string `json:"boardID,omitempty"`
+	Serial  string `json:"serial,omitempty"`
+	Driver  string `json:"driver,omitempty"`
+	// State is ok, unbound, other-driver or no-rdma; Monitored says
+	// whether its RDMA device is monitored.
+	State     string `json:"state"`
+	Monitored bool   `json:"monitored"`
 }
 
 // AERTotal is one PCI function's total of one AER class.
