@@ -166,7 +166,11 @@ ctr getent group nichealth-admin >/dev/null || die "group nichealth-admin not cr
 # No RDMA devices in the container's sysfs: postinst must not have started it.
 [ "$(ctr systemctl show -P ActiveState nichealthd.service)" = inactive ] ||
     die "postinst started nichealthd on a host without RDMA devices"
-ok "installed, user and group created, enabled, not started (no /sys/class/infiniband)"
+for f in /usr/share/nichealthd/prometheus/nichealth.rules.yml /usr/share/nichealthd/grafana/nichealthd.json \
+         /usr/lib/udev/rules.d/60-nichealthd-vpd.rules; do
+    ctr test -f "$f" || die "$f not installed"
+done
+ok "installed, user and group created, enabled, not started (no /sys/class/infiniband); fleet rules, dashboard and udev rule in place"
 
 say "simulated DGX H100 at $SIM_ROOT"
 ctr /root/e2e/nichealth-sim build --shape dgx-h100 --root "$SIM_ROOT"
