@@ -50,6 +50,9 @@ type inventoryState struct {
 	reschedule bool
 	cfg        *config.Config // the configuration last judged under
 	lastGood   int            // compute ports counted at the last judgement
+	// expect is the expectation at the last judgement of functions (it
+	// moves only with the configuration or the GPU matrix).
+	expect cinv.Expectation
 	logged     map[string]bool
 }
 
@@ -178,6 +181,7 @@ func (m *Monitor) inventoryCycle(now time.Time, specs *[]event.Spec, changed *bo
 	ports := false
 	if iv.judge {
 		iv.judge, ports = false, true
+		iv.expect = m.expectation()
 		ss, ch, ech := cinv.JudgeFunctions(mem, iv.exp, cinv.Scan{Functions: iv.fns, Complete: iv.complete, Boot: iv.bootID, Now: now})
 		ds, dch := cinv.JudgeDrift(mem, cinv.CardsOf(m.devices), m.cfg.Inventory.FirmwareDrift)
 		*specs = append(append(*specs, ss...), ds...)
@@ -247,10 +251,7 @@ func (m *Monitor) computeLinkLayer() string {
 // goodComputePorts counts the compute ports active at the expected rate;
 // it allocates nothing.
 func (m *Monitor) goodComputePorts() int {
-	rate := m.cfg.Inventory.ExpectedRateGbps
-	if rate == config.ModelDefault {
-		rate = 0 // the count only says whether anything moved
-	}
+	rate := m.inventory().expect.RateGbps
 	n := 0
 	for _, p := range m.ports {
 		if p.dev.Role == topology.RoleCompute && p.active() && p.rateGbps >= rate {
@@ -262,7 +263,7 @@ func (m *Monitor) goodComputePorts() int {
 
 // portsInput is the expected-ports check's view of the compute ports.
 func (m *Monitor) portsInput(now time.Time) cinv.PortsInput {
-	in := cinv.PortsInput{Expect: m.expectation(), Hold: m.cfg.Inventory.Hold, Now: now, Check: checks.StateCheckFor(topology.LinkLayerInfiniBand)}
+	in := cinv.PortsInput{Expect: m.inventory().expect, Hold: m.cfg.Inventory.Hold, Now: now, Check: checks.StateCheckFor(topology.LinkLayerInfiniBand)}
 	first := true
 	for _, p := range m.ports {
 		if p.dev.Role != topology.RoleCompute {

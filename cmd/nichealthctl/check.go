@@ -283,23 +283,31 @@ func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
 	return res, true
 }
 
-// offPortEntries renders the conditions no port shows (a NIC function on
-// the bus without an RDMA device or gone since the last boot, the node's
-// compute ports) as entries of their own, named by the PCI address or
-// "node": a plugin line that lists only ports would read OK for a node
-// missing a card.
-func offPortEntries(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []checkEntry {
+// offPort is the conditions no port lists among its own.
+func offPort(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []dbusapi.ConditionView {
 	onPort := map[[2]string]bool{}
 	for _, pv := range ports {
 		for _, c := range pv.Conditions {
 			onPort[[2]string{c.Check, c.Entity}] = true
 		}
 	}
-	var out []checkEntry
+	var out []dbusapi.ConditionView
 	for _, c := range conds {
-		if onPort[[2]string{c.Check, c.Entity}] {
-			continue
+		if !onPort[[2]string{c.Check, c.Entity}] {
+			out = append(out, c)
 		}
+	}
+	return out
+}
+
+// offPortEntries renders the conditions no port shows (a NIC function on
+// the bus without an RDMA device or gone since the last boot, the node's
+// compute ports) as entries of their own, named by the PCI address or
+// "node": a plugin line that lists only ports would read OK for a node
+// missing a card.
+func offPortEntries(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []checkEntry {
+	var out []checkEntry
+	for _, c := range offPort(conds, ports) {
 		name := strings.ReplaceAll(c.Entity, " ", "-")
 		if f := strings.Fields(c.Entity); len(f) >= 2 && f[0] == "PCI" {
 			name = f[1]

@@ -72,6 +72,9 @@ var blueField = map[string]string{"0xa2d2": "MT416842", "0xa2d6": "MT41686", "0x
 // host's route is management. With the inclusion override in force the
 // role follows the link layer, as the daemon pins devices then.
 //
+// Functions with an RDMA device keep its role; a compute one gets the GPUs
+// behind it from mx.
+//
 // A function whose role cannot be decided (no matrix, no GPU in sysfs)
 // gets RoleUnknown and a reason, and is not judged: under-reporting beats
 // a false REPLACE_VM on what may be a management NIC (seed 4.1.2).
@@ -80,6 +83,11 @@ func Classify(fns []Function, mx *gpumeta.Matrix, overridden bool, paths topolog
 	var idx []int
 	for i := range fns {
 		f := &fns[i]
+		if f.Device != "" && f.Role == topology.RoleCompute {
+			// What the expected inventory remembers of it, for the day
+			// it has no RDMA device to look it up by.
+			f.GPUs = mx.Near(f.Device)
+		}
 		if f.Device != "" || f.LeftAlone != "" || f.IsVF {
 			continue
 		}
