@@ -53,7 +53,7 @@ type inventoryState struct {
 	// expect is the expectation at the last judgement of functions (it
 	// moves only with the configuration or the GPU matrix).
 	expect cinv.Expectation
-	logged     map[string]bool
+	logged map[string]bool
 }
 
 func (m *Monitor) inventory() *inventoryState {

@@ -504,4 +504,3 @@ func TestCounters_BlackBox_RoCELinkDownIsOneCondition(t *testing.T) {
 	v.cmd.Process.Signal(syscall.SIGTERM)
 	v.cmd.Wait()
 }
-
