@@ -48,7 +48,7 @@ type inventoryState struct {
 	// reschedule: a scan happened outside the cadence (discovery); the
 	// next one is an interval after the poll that judges it.
 	reschedule bool
-	cfg        *config.Config // the configuration last judged under
+	cfg        *config.Config // the configuration of the last scan
 	lastGood   int            // compute ports counted at the last judgement
 	// expect is the expectation at the last judgement of functions (it
 	// moves only with the configuration or the GPU matrix).
@@ -105,7 +105,7 @@ func decodeExpected(b []byte, exp *cinv.Expected) error {
 // one (the poll's clock, not the wall clock: discovery has none).
 func (m *Monitor) scanInventory() {
 	iv := m.inventory()
-	iv.judge, iv.reschedule = true, true
+	iv.judge, iv.reschedule, iv.cfg = true, true, m.cfg
 	fns, probs, err := pci.Scan(m.cfg.Paths.SysfsRoot, m.readInventoryFile)
 	iv.complete = err == nil
 	if err != nil {
@@ -124,6 +124,12 @@ func (m *Monitor) scanInventory() {
 		m.logInventoryOnce("routes", "cannot read the default route for the NIC inventory", "err", rerr)
 	}
 	pci.Classify(fns, m.matrix, m.cfg.Filter.Overridden(), m.cfg.Paths, routes, m.readFile)
+	for i := range fns {
+		if f := &fns[i]; f.LeftAlone == "" && !m.cfg.Checks[checks.StateCheckFor(f.LinkLayer())] {
+			// A function's conditions are its link layer's state check's.
+			f.LeftAlone = checks.StateCheckFor(f.LinkLayer()) + " is switched off (--checks)"
+		}
+	}
 	for i := range fns {
 		if fns[i].VPDErr == "permission denied" && !fns[i].IsVF {
 			m.logInventoryOnce("vpd", "cannot read the PCI VPD of NIC functions (root-only by default): serial numbers stay unknown "+
@@ -169,21 +175,20 @@ func (m *Monitor) inventoryCycle(now time.Time, specs *[]event.Spec, changed *bo
 		}
 		return
 	}
-	if !iv.reschedule && !now.Before(iv.next) {
+	if iv.cfg != m.cfg || !iv.reschedule && !now.Before(iv.next) {
+		// Due, or a reload: the filter, --checks or [inventory] may have
+		// changed what is judged and how.
 		m.scanInventory()
 	}
 	if iv.reschedule {
 		iv.next, iv.reschedule = now.Add(inventoryInterval), false
-	}
-	if iv.cfg != m.cfg {
-		iv.cfg, iv.judge = m.cfg, true
 	}
 	ports := false
 	if iv.judge {
 		iv.judge, ports = false, true
 		iv.expect = m.expectation()
 		ss, ch, ech := cinv.JudgeFunctions(mem, iv.exp, cinv.Scan{Functions: iv.fns, Complete: iv.complete, Boot: iv.bootID, Now: now})
-		ds, dch := cinv.JudgeDrift(mem, cinv.CardsOf(m.devices), m.cfg.Inventory.FirmwareDrift)
+		ds, dch := cinv.JudgeDrift(mem, m.driftCards(), m.cfg.Inventory.FirmwareDrift)
 		*specs = append(append(*specs, ss...), ds...)
 		*changed = *changed || ch || dch
 		iv.expDirty = iv.expDirty || ech
@@ -200,6 +205,18 @@ func (m *Monitor) inventoryCycle(now time.Time, specs *[]event.Spec, changed *bo
 	if iv.expDirty {
 		m.saveExpected()
 	}
+}
+
+// driftCards are the monitored cards whose state check is on (--checks).
+func (m *Monitor) driftCards() []cinv.Card {
+	cards := cinv.CardsOf(m.devices)
+	out := cards[:0]
+	for _, c := range cards {
+		if m.cfg.Checks[checks.StateCheckFor(c.LinkLayer)] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // clearInventory clears every inventory condition (the check was switched
