@@ -89,22 +89,7 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 		role, reason, gpus = e.Role, e.Reason, e.GPUs
 	}
 	judged := f.LeftAlone == "" && (role == string(topology.RoleCompute) || role == string(topology.RoleStorage))
-	expChanged := false
-	if judged {
-		nw := ExpectedFunction{Device: f.Device, Role: role, Reason: reason, GPUs: gpus, LinkLayer: f.LinkLayer(),
-			Serial: f.Serial, NodeGUID: f.NodeGUID, Boot: s.Boot}
-		if f.Device == "" {
-			// Keep what only the RDMA device could say.
-			nw.Device, nw.NodeGUID = e.Device, e.NodeGUID
-			if nw.Serial == "" {
-				nw.Serial = e.Serial
-			}
-		}
-		if !known || nw != e {
-			exp.Functions[f.Address] = nw
-			expChanged = true
-		}
-	}
+	expChanged := judged && learn(exp, f, e, known, role, reason, gpus, s.Boot)
 	r, raised := mem.Functions[f.Address]
 	state := f.State()
 	switch {
@@ -112,15 +97,7 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 		if !raised {
 			return nil, false, expChanged
 		}
-		why := "it is bound to " + pci.CoreDriver + " with its RDMA device again"
-		switch {
-		case f.LeftAlone != "":
-			why = "it is no longer judged: " + f.LeftAlone
-		case !judged:
-			why = fmt.Sprintf("it is no longer judged as a compute or storage NIC (role %s)", orUnknown(role))
-		case f.Device != "":
-			why = fmt.Sprintf("it is bound to %s with RDMA device %s again", pci.CoreDriver, f.Device)
-		}
+		why := clearReason(f, judged, role)
 		return []event.Spec{clearSpec(mem, f.Address, r, why)}, true, expChanged
 	case raised && r.Fault == string(state):
 		return nil, false, expChanged
@@ -142,6 +119,38 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 		Entities:  []event.Entity{{Type: event.EntityPCI, Value: f.Address}},
 		Metadata:  metadata(f.Address, string(state), role, gpus, orDefault(f.Device, e.Device), f.Serial),
 	}}, true, expChanged
+}
+
+// learn records f as expected from now on; it reports whether that
+// changed the expected inventory.
+func learn(exp *Expected, f *pci.Function, e ExpectedFunction, known bool, role, reason, gpus, boot string) bool {
+	nw := ExpectedFunction{Device: f.Device, Role: role, Reason: reason, GPUs: gpus, LinkLayer: f.LinkLayer(),
+		Serial: f.Serial, NodeGUID: f.NodeGUID, Boot: boot}
+	if f.Device == "" {
+		// Keep what only the RDMA device could say.
+		nw.Device, nw.NodeGUID = e.Device, e.NodeGUID
+		if nw.Serial == "" {
+			nw.Serial = e.Serial
+		}
+	}
+	if known && nw == e {
+		return false
+	}
+	exp.Functions[f.Address] = nw
+	return true
+}
+
+// clearReason says why a raised function condition no longer holds.
+func clearReason(f *pci.Function, judged bool, role string) string {
+	switch {
+	case f.LeftAlone != "":
+		return "it is no longer judged: " + f.LeftAlone
+	case !judged:
+		return fmt.Sprintf("it is no longer judged as a compute or storage NIC (role %s)", orUnknown(role))
+	case f.Device != "":
+		return fmt.Sprintf("it is bound to %s with RDMA device %s again", pci.CoreDriver, f.Device)
+	}
+	return "it is bound to " + pci.CoreDriver + " with its RDMA device again"
 }
 
 // failedText says what is wrong with a present function and the fix.
