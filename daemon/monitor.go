@@ -118,6 +118,8 @@ type Monitor struct {
 	// when one disappears (netdev.go).
 	netdevUnreadable map[string]bool
 	netdevGone       bool
+	// inv is the PCI inventory and the expected one (daemon/inventory.go).
+	inv *inventoryState
 }
 
 type portPlan struct {
@@ -268,6 +270,7 @@ func (m *Monitor) Discover() error {
 		}
 	}
 	m.buildPlan()
+	m.scanInventory()
 	m.devicesSetChanged = true
 	m.viewChanged = true
 	return nil
@@ -307,7 +310,10 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 		// nicInclusionRegexOverride: the operator hand-pinned the list; the
 		// NUMA gate and topology classification are skipped (seed 12.1).
 		for _, d := range devs {
-			if d.Mellanox && !d.IsVF {
+			switch {
+			case d.Mellanox && d.LimitedPF:
+				d.Role, d.RoleReason = topology.RoleUnknown, roles.LimitedPFReason
+			case d.Mellanox && !d.IsVF:
 				d.Role = roleByLinkLayer(d)
 				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
 			}
@@ -316,12 +322,12 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	}
 	var nics []*topology.Device
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			nics = append(nics, d)
 		}
 	}
 	if len(nics) == 0 {
-		return nil
+		return roles.Classify(devs, nil, nil) // only says why the others are not monitored
 	}
 	mx, notes, err := gpumeta.SelectWith(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics, m.readFile)
 	for _, n := range notes {
@@ -586,6 +592,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	g.run("cards", stateChecks, &specs, func() { m.cards(now, &specs, &changed) })
 	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+	g.run("inventory", inventoryChecks, &specs, func() { g.enter(inventoryCheck); m.inventoryCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
 		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })
 	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {

@@ -48,5 +48,8 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 		m.Cards.Replay(e)
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		m.AER.Replay(e)
+	case event.KindFunctionFailed, event.KindFunctionAbsent, event.KindFunctionOK, event.KindDrift, event.KindDriftOK,
+		event.KindPortsShort, event.KindPortsOK:
+		m.Inventory.Replay(e)
 	}
 }
