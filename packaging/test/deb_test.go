@@ -27,7 +27,7 @@ func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	for _, cmd := range []string{"nichealthd", "nichealthctl"} {
+	for _, cmd := range []string{"nichealthd", "nichealthctl", "nichealth-fabric"} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), filepath.Join(root, "cmd", cmd)).CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", cmd, err, out)
 		}
