@@ -68,6 +68,16 @@ func (c *Cycle) Reset(obs *observe.Observation, out *[]event.Spec) {
 // Emit adds condition changes to the cycle's events.
 func (c *Cycle) Emit(specs ...event.Spec) { *c.out = append(*c.out, specs...) }
 
+// Mark is where the check's next event goes in the cycle's events, for
+// Rewrite.
+func (c *Cycle) Mark() int { return len(*c.out) }
+
+// Rewrite replaces the events emitted since mark with what f makes of
+// them (f gets every event of the cycle and mark, and returns them all).
+func (c *Cycle) Rewrite(mark int, f func(specs []event.Spec, from int) []event.Spec) {
+	*c.out = f(*c.out, mark)
+}
+
 // Changed says the check's memory moved: the state is saved.
 func (c *Cycle) Changed() { c.changed = true }
 

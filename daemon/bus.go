@@ -8,8 +8,10 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology"
 )
 
 // superviseBus keeps the D-Bus API exported for the daemon's lifetime
@@ -60,6 +62,9 @@ func (b backend) Reload() error {
 
 func (b backend) AcknowledgeReset(device string, port int, counter string, uid uint32) error {
 	d := b.d
+	if topology.IsPCIAddress(device) {
+		return d.acknowledgeFunction(device, uid)
+	}
 	d.mu.Lock()
 	if !d.run.HasPort(device, port) {
 		d.mu.Unlock()
@@ -82,6 +87,38 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 	d.publishSnapshotLocked()
 	d.mu.Unlock()
 	d.publish(evs)
+	return nil
+}
+
+// acknowledgeFunction is AcknowledgeReset with a PCI address: the NIC
+// function reported gone was removed on purpose, and is forgotten.
+func (d *Daemon) acknowledgeFunction(addr string, uid uint32) error {
+	d.mu.Lock()
+	specs, err := d.run.AcknowledgeFunction(addr, fmt.Sprintf("uid %d", uid))
+	if err != nil {
+		d.mu.Unlock()
+		switch {
+		case errors.Is(err, inventory.ErrNotRaised):
+			return fmt.Errorf("%w: %v", dbusapi.ErrNotLatched, err)
+		case errors.Is(err, inventory.ErrStillPresent):
+			return fmt.Errorf("%w: %v", dbusapi.ErrInvalidArgument, err)
+		}
+		return err
+	}
+	now := time.Now()
+	d.holdLocked(specs, now)
+	evs := d.commitLocked(true)
+	// After the clear is durable: a crash in between keeps the card
+	// expected and raises it again, rather than forgetting it silently.
+	// While the outbox refuses the clear, the file is left for the next
+	// inventory judgement.
+	if len(d.held.evs) == 0 {
+		d.run.SaveExpectedInventory()
+	}
+	d.publishSnapshotLocked()
+	d.mu.Unlock()
+	d.publish(evs)
+	d.log.Info("NIC function removal acknowledged", "pci", addr, "uid", uid)
 	return nil
 }
 

@@ -240,6 +240,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	run.SetConditions(model)
 	run.Resume(model)
+	run.UseExpectedInventory(persist.NewCrossBootFile(filepath.Join(filepath.Dir(opts.StateFile), "inventory.json")))
 	if err := run.Discover(); err != nil {
 		ob.Close()
 		return nil, err
@@ -489,6 +490,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.conditionsLocked())
 	snap.AER = d.run.AERTotals()
+	snap.Inventory = d.run.InventoryInfos()
 	d.snap.Store(snap)
 	return snap
 }

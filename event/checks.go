@@ -5,10 +5,12 @@ import "github.com/nichealth/nichealthd/topology"
 // The daemon's own checks, which disable alone when their code panics
 // (check-failed): their events carry the degradation checks' names, so the
 // boundary names them apart (a bug in the AER reader must not stop the
-// counters).
+// counters; a bug in the PCI inventory must not stop the state checks
+// its events are named after).
 const (
-	PCIeAERCheck    = "PCIeAERCheck"
-	LinkSanityCheck = "LinkSanityCheck"
+	PCIeAERCheck      = "PCIeAERCheck"
+	LinkSanityCheck   = "LinkSanityCheck"
+	NICInventoryCheck = "NICInventoryCheck"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

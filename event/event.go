@@ -37,6 +37,13 @@ const (
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
 	EntityCheck   = "NICHealthCheck"
+	// EntityPCI is a NIC's PCI function when it has no RDMA device to name
+	// it (unbound, failed probe, gone from the bus), EntityNICGroup a role
+	// group of NICs ("compute"): what an inventory condition is about, so
+	// that its clear carries entities and never reads as a check-scoped
+	// clear of everything its check said.
+	EntityPCI      = "PCI"
+	EntityNICGroup = "NICGroup"
 )
 
 // Kind says what happened, independently of the check that saw it. It picks
@@ -87,6 +94,19 @@ const (
 	// watched (metadata "check"). Cleared when the check runs again.
 	KindCheckFailed  Kind = "check-failed"
 	KindCheckResumed Kind = "check-resumed"
+	// The PCI inventory (checks/inventory, metadata "pci"): a NIC function
+	// present without a usable RDMA device (unbound, another driver, no
+	// RDMA device), one monitored last boot and gone from the bus now, and
+	// the clear of either; firmware or model drift in a role group (on the
+	// odd card) and its clear; fewer active compute ports than expected
+	// and its clear.
+	KindFunctionFailed Kind = "nic-function-failed"
+	KindFunctionAbsent Kind = "nic-function-absent"
+	KindFunctionOK     Kind = "nic-function-ok"
+	KindDrift          Kind = "nic-drift"
+	KindDriftOK        Kind = "nic-drift-ok"
+	KindPortsShort     Kind = "compute-ports-short"
+	KindPortsOK        Kind = "compute-ports-ok"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -99,6 +119,7 @@ var Kinds = []Kind{
 	KindPCIeAER, KindPCIeAERRecovered,
 	KindCheckFailed, KindCheckResumed,
 	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
+	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.
@@ -262,7 +283,10 @@ type Spec struct {
 	Ports []PortRef
 	// Check names the daemon's own check as the entity (EntityCheck) of a
 	// check-failed or check-resumed event.
-	Check    string
+	Check string
+	// Entities are further entities (EntityPCI, EntityNICGroup), after
+	// the ports.
+	Entities []Entity
 	Metadata map[string]string
 	// Condition is what the event raises or clears, with CheckName its
 	// key: the one identity the health model and the outbox's fold use.
@@ -311,6 +335,9 @@ func New(s Spec, st Stamp) Event {
 	}
 	if s.Check != "" {
 		ents = append(ents, Entity{Type: EntityCheck, Value: Clean(s.Check)})
+	}
+	for _, en := range s.Entities {
+		ents = append(ents, Entity{Type: Clean(en.Type), Value: Clean(en.Value)})
 	}
 	if ents == nil {
 		ents = []Entity{}

@@ -39,6 +39,21 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 			return condition.OfCheck(name), true
 		}
 		return condition.Entity{}, false
+	case KindFunctionFailed, KindFunctionAbsent, KindFunctionOK:
+		// One condition per function, whatever is wrong with it: a
+		// function that goes from unbound to gone is re-graded, not
+		// raised twice.
+		if e.Metadata["pci"] == "" {
+			return condition.Entity{}, false
+		}
+		return condition.OfPCI(e.Metadata["pci"], condition.InventoryName), true
+	case KindDrift, KindDriftOK:
+		if card := cardOf(e); card != "" && e.Metadata["drift"] != "" {
+			return condition.OfCardFinding(card, e.Metadata["drift"]), true
+		}
+		return condition.Entity{}, false
+	case KindPortsShort, KindPortsOK:
+		return condition.OfNode(condition.ExpectedPortsName), true
 	case KindPCIeAER, KindPCIeAERRecovered:
 		if e.Metadata["pci"] == "" {
 			return condition.Entity{}, false
@@ -57,6 +72,10 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 		}
 		return condition.OfCounter(dev, port, e.ErrorCode[0]), true
 	case KindCounterBreach, KindCounterRecovered, KindCounterBaseline:
+		if e.Metadata["counters"] != "" && dev != "" {
+			// The first tick's baselines of a port, folded into one.
+			return condition.OfPort(dev, port), true
+		}
 		name := e.Metadata["counter"]
 		if name == "" && len(e.ErrorCode) == 1 {
 			name = e.ErrorCode[0]

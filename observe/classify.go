@@ -44,7 +44,8 @@ type Classification struct {
 //   - nicInclusionRegexOverride set: the operator hand-pinned the list;
 //     the NUMA gate and the topology classification are skipped (seed
 //     12.1), RoCE NICs are Storage and IB NICs Compute;
-//   - no Mellanox PF: nothing to classify;
+//   - no Mellanox PF (limited PFs aside): only why the others are not
+//     monitored;
 //   - otherwise the GPU↔NIC matrix (gpu_metadata.json or the PCIe tree in
 //     sysfs), the default route, the NUMA gate, PIX/PXB, the link layer
 //     and the BlueField rules decide (topology/roles); when that is
@@ -57,7 +58,10 @@ func Classify(devs []*topology.Device, opts ClassifyOptions, read topology.ReadF
 	if opts.Filter.Overridden() {
 		c.Pinned = true
 		for _, d := range devs {
-			if d.Mellanox && !d.IsVF {
+			switch {
+			case d.Mellanox && d.LimitedPF:
+				d.Role, d.RoleReason = topology.RoleUnknown, roles.LimitedPFReason
+			case d.Mellanox && !d.IsVF:
 				d.Role = roleByLinkLayer(d)
 				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
 			}
@@ -66,12 +70,12 @@ func Classify(devs []*topology.Device, opts ClassifyOptions, read topology.ReadF
 	}
 	var nics []*topology.Device
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			nics = append(nics, d)
 		}
 	}
 	if len(nics) == 0 {
-		return c, nil
+		return c, roles.Classify(devs, nil, nil) // only says why the others are not monitored
 	}
 	mx, notes, err := gpumeta.SelectWith(opts.TopologySource, opts.MetadataPath, opts.Paths, nics, read)
 	c.Notes = notes
@@ -95,10 +99,11 @@ func roleByLinkLayer(d *topology.Device) topology.Role {
 	return topology.RoleCompute
 }
 
-// classifyUnknown gives every Mellanox PF an unknown role (monitored).
+// classifyUnknown gives every Mellanox PF an unknown role (monitored),
+// limited PFs aside.
 func classifyUnknown(devs []*topology.Device, why error) string {
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			d.Role, d.RoleReason = topology.RoleUnknown, "not classified: no GPU topology"
 		}
 	}

@@ -33,9 +33,11 @@ type Config struct {
 	// order; empty when counter detection is off. Samples name their rows
 	// by index into it.
 	Counters []Counter
-	// Sanity runs the link sanity pass; AER reads the PCIe AER counters.
-	Sanity bool
-	AER    bool
+	// Sanity runs the link sanity pass; AER reads the PCIe AER counters;
+	// Inventory scans the PCI bus for NIC functions.
+	Sanity    bool
+	AER       bool
+	Inventory bool
 	// Unclassified is for a one-shot check: when roles cannot be
 	// classified (no GPU topology), every Mellanox PF is read with an
 	// unknown role instead of failing.

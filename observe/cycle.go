@@ -53,6 +53,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	obs.Enumerated, obs.EnumErr = false, nil
 	obs.Reads = obs.Reads[:0]
 	obs.CounterTick, obs.FirstTick, obs.AERTick, obs.SanityDue = false, false, false, false
+	o.inv.last.Scanned = false
 	if obs.StatePoll {
 		o.b.Run("presence", stateChecks, o.steps.presence)
 		o.read(&o.state)
@@ -60,6 +61,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 			p.Readable = false
 		}
 		o.b.Run("observe", stateChecks, o.steps.observe)
+		o.b.Run("inventory", inventoryChecks, o.steps.inventory)
 	}
 	o.b.Run("counters", degradationChecks, o.steps.counters)
 	o.b.Run("pcie-aer", aerChecks, o.steps.aer)
@@ -76,7 +78,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 // cycleSteps are the cycle's steps, made once: a closure made at every
 // cycle and handed to the boundary would allocate at every cycle.
 type cycleSteps struct {
-	presence, observe, counters, aer func()
+	presence, observe, inventory, counters, aer func()
 }
 
 func (o *Observer) makeSteps() {
@@ -93,6 +95,10 @@ func (o *Observer) makeSteps() {
 				}
 			}
 		},
+		inventory: func() {
+			o.b.Enter(event.NICInventoryCheck)
+			o.inventoryStep()
+		},
 		counters: func() { o.counterCycle(o.obs.Now) },
 		aer: func() {
 			o.b.Enter(event.PCIeAERCheck)
@@ -104,7 +110,7 @@ func (o *Observer) makeSteps() {
 // publish points the observation at the plan and hands it what the cycle
 // changed.
 func (o *Observer) publish(obs *Observation) {
-	obs.Devices, obs.Present, obs.Counters = o.devices, o.present, o.cfg.Counters
+	obs.Devices, obs.Present, obs.Counters, obs.Matrix = o.devices, o.present, o.cfg.Counters, o.matrix
 	obs.DevicesChanged, obs.ActiveChanged = o.devicesSetChanged, o.activeChanged
 	obs.Returned = append(obs.Returned[:0], o.returned...)
 	o.returned = o.returned[:0]

@@ -7,6 +7,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/aerfile"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -73,6 +74,13 @@ type Observation struct {
 
 	// SanityDue says the link sanity pass is due this cycle.
 	SanityDue bool
+
+	// Inventory is the PCI inventory's last scan (state polls only;
+	// Inventory.Scanned says it is this poll's).
+	Inventory *Inventory
+	// Matrix is the GPU↔NIC matrix the roles came from (nil when
+	// nicInclusionRegexOverride pinned them or there was none).
+	Matrix *gpumeta.Matrix
 
 	planned map[string]bool
 	read    func(path string) ([]byte, error)

@@ -1,10 +1,8 @@
 package observe
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
@@ -89,6 +87,9 @@ type Observer struct {
 	// built again once the cycle is over.
 	netdevUnreadable map[string]bool
 	netdevGone       bool
+
+	// inv is the PCI inventory's last scan and cadence (inventory.go).
+	inv inventory
 
 	obs   Observation
 	steps cycleSteps
@@ -256,6 +257,7 @@ func (o *Observer) Discover() error {
 		}
 	}
 	o.buildPlan()
+	o.inv.due = true // judged against this discovery at the next state poll
 	o.devicesSetChanged = true
 	o.viewChanged = true
 	return nil
@@ -356,6 +358,9 @@ func (o *Observer) Reconfigure(cfg Config, now time.Time) {
 		o.nextStatePoll = now // the new cadence starts at the next wake
 	}
 	o.cfg = cfg
+	// The filter, --checks or [inventory] may have changed what the
+	// inventory judges and how.
+	o.inv.due = true
 	if rediscover {
 		if err := o.Discover(); err != nil {
 			o.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)
@@ -414,20 +419,11 @@ func (o *Observer) gpusBehind(dev *topology.Device) string {
 	if dev.Role != topology.RoleCompute {
 		return noGPUAffinity
 	}
-	var parts []string
-	for _, g := range o.matrix.Near(dev.Name) {
-		ids := strings.TrimSpace(g.PCIAddress + " " + g.UUID)
-		if ids != "" {
-			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, ids))
-		} else {
-			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
-		}
+	if g := gpumeta.Describe(o.matrix.Near(dev.Name)); g != "" {
+		// The UUIDs come from gpu_metadata.json, which may hold any
+		// bytes: a NUL or invalid UTF-8 here broke every D-Bus reply that
+		// carries the port (DESIGN.md section 9).
+		return event.Clean(g)
 	}
-	if len(parts) == 0 {
-		return noGPUAffinity
-	}
-	// The UUIDs come from gpu_metadata.json, which may hold any bytes: a
-	// NUL or invalid UTF-8 here broke every D-Bus reply that carries the
-	// port (DESIGN.md section 9).
-	return event.Clean(strings.Join(parts, ", "))
+	return noGPUAffinity
 }

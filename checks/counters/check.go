@@ -114,6 +114,11 @@ func (c *Check) judge(cy *checks.Cycle) {
 	obs := cy.Obs
 	first := obs.FirstTick
 	baseline := first && obs.Boot.Baseline()
+	if first {
+		// The first tick's per-counter baselines go out one per port.
+		mark := cy.Mark()
+		defer cy.Rewrite(mark, FoldBaselines)
+	}
 	for _, p := range obs.Ports {
 		check := event.DegradationCheckFor(p.Port.LinkLayer)
 		if cy.Failed(check) {

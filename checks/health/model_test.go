@@ -31,7 +31,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
 				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound:
+				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK:
 				continue
 			}
 			if !raised[k] {
@@ -44,8 +44,9 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		raise, clear event.Spec
 		verdict      Severity
 		entity       condition.Kind
-		// nodeOnly: the condition makes the node not healthy without
-		// covering any port.
+		// nodeOnly: the condition covers no port (a PCI function without
+		// an RDMA device, the node's compute ports, a check disabled by a
+		// panic): only the node's verdict shows it.
 		nodeOnly bool
 	}{
 		{"port fatal",
@@ -112,6 +113,22 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindCheckFailed, CheckName: deg, Check: deg, Metadata: map[string]string{"check": deg}, Message: "disabled"},
 			event.Spec{Kind: event.KindCheckResumed, CheckName: deg, Check: deg, IsHealthy: true, Metadata: map[string]string{"check": deg}},
 			NonFatal, condition.Check, true},
+		{"unbound NIC function",
+			event.Spec{Kind: event.KindFunctionFailed, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "unbound"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, condition.PCI, true},
+		{"NIC function gone since the last boot, acknowledged",
+			event.Spec{Kind: event.KindFunctionAbsent, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "absent"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, condition.PCI, true},
+		{"firmware drift on the port's card",
+			event.Spec{Kind: event.KindDrift, CheckName: ib, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			event.Spec{Kind: event.KindDriftOK, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			NonFatal, condition.Card, false},
+		{"fewer compute ports than expected",
+			event.Spec{Kind: event.KindPortsShort, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			event.Spec{Kind: event.KindPortsOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			Fatal, condition.Node, true},
 	} {
 		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +144,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			portVerdict := tc.verdict
 			if tc.nodeOnly {
 				portVerdict = Healthy
-				if fc := s.FailedChecks(); len(fc) != 1 {
+				if fc := s.FailedChecks(); tc.entity == condition.Check && len(fc) != 1 {
 					t.Errorf("FailedChecks %+v", fc)
 				}
 			}
@@ -145,7 +162,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				wantFatal = 1
 			}
 			if tc.nodeOnly {
-				wantPorts = 0
+				wantFatal, wantPorts = 0, 0
 			}
 			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != wantPorts {
 				t.Errorf("fatal %v degraded %v", s.FatalPorts, s.DegradedPorts)

@@ -4,6 +4,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
 	"github.com/nichealth/nichealthd/checks/sanity"
@@ -26,7 +27,7 @@ func observeConfig(c *config.Config) observe.Config {
 		Paths: c.Paths, Filter: c.Filter, MetadataPath: c.MetadataPath, TopologySource: c.TopologySource,
 		ExclusionRaw: c.ExclusionRaw, InclusionRaw: c.InclusionRaw,
 		PollInterval: c.PollInterval, ReadTimeout: c.ReadTimeout, MaxStuckReads: c.MaxStuckReads, ParkReprobe: c.ParkReprobe,
-		Checks: c.Checks, Counters: rows, Sanity: c.Sanity.Enabled, AER: c.PCIeAER.Enabled,
+		Checks: c.Checks, Counters: rows, Sanity: c.Sanity.Enabled, AER: c.PCIeAER.Enabled, Inventory: c.Inventory.Enabled,
 	}
 }
 
@@ -50,6 +51,19 @@ func aerConfig(c *config.Config) aer.Config {
 	a := c.PCIeAER
 	return aer.Config{Enabled: a.Enabled, Thresholds: aer.Thresholds{CorrectablePerMinute: a.CorrectablePerMinute,
 		Window: a.Window, NonFatalQuiet: a.NonFatalQuiet}}
+}
+
+func inventoryConfig(c *config.Config) inventory.Config {
+	v := c.Inventory
+	ic := inventory.Config{Enabled: v.Enabled, FirmwareDrift: v.FirmwareDrift, ExpectedPorts: v.ExpectedPorts,
+		ExpectedRateGbps: v.ExpectedRateGbps, Hold: v.Hold, Checks: c.Checks}
+	if v.ExpectedPorts == config.ModelDefault {
+		ic.ExpectedPorts = inventory.ModelDefault
+	}
+	if v.ExpectedRateGbps == config.ModelDefault {
+		ic.ExpectedRateGbps = inventory.ModelDefault
+	}
+	return ic
 }
 
 func readFaultsConfig(c *config.Config) readfaults.Config {

@@ -7,6 +7,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
 	"github.com/nichealth/nichealthd/checks/rules"
@@ -25,6 +26,7 @@ type set struct {
 	cards      *cards.Check
 	counters   *counters.Check
 	aer        *aer.Check
+	inventory  *inventory.Check
 	sanity     *sanity.Check
 	rules      *rules.Check
 }
@@ -50,7 +52,8 @@ type entry struct {
 //   - the port states before card homogeneity: a port that falls this
 //     cycle is fatal on its own before homogeneity looks at its card,
 //     which then does not report it a second time;
-//   - then the counters, PCIe AER and the link sanity pass;
+//   - then the counters, PCIe AER, the PCI inventory and the link sanity
+//     pass;
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
@@ -59,6 +62,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		ports:      ports.New(log, rename),
 		counters:   counters.NewCheck(log, boot == observe.BootFresh),
 		aer:        aer.NewCheck(),
+		inventory:  inventory.NewCheck(log, bootID),
 		sanity:     sanity.NewCheck(),
 		rules:      rules.NewCheck(boot, bootID, conds),
 	}
@@ -69,6 +73,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		{s.cards, one(s.cards), false, func(c *config.Config) []event.Spec { s.cards.Configure(cardsConfig(c)); return nil }},
 		{s.counters, one(s.counters), false, func(c *config.Config) []event.Spec { return s.counters.Configure(countersConfig(c)) }},
 		{s.aer, one(s.aer), false, func(c *config.Config) []event.Spec { s.aer.Configure(aerConfig(c)); return nil }},
+		{s.inventory, one(s.inventory), false, func(c *config.Config) []event.Spec { s.inventory.Configure(inventoryConfig(c)); return nil }},
 		{s.sanity, one(s.sanity), false, func(c *config.Config) []event.Spec { s.sanity.Configure(sanityConfig(c)); return nil }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}

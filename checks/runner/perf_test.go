@@ -56,10 +56,11 @@ func perfConfig(tb testing.TB, h *sim.Host) *config.Config {
 // the tree (a regular file system: reopen every cycle). The host's seams
 // stand in for the driver statistics (one statistics file per RoCE
 // netdev, as the ioctl would be one call), so the cycle includes them.
-// The link sanity pass, which runs once a minute rather than every poll,
-// is off (BenchmarkCycleSanityPass times it on its own): left in, it would
-// land in some runs and not others depending on how many iterations fit
-// in a minute of simulated time.
+// The link sanity pass and the PCI inventory's scan, which run once a
+// minute rather than every poll, are off (BenchmarkCycleSanityPass and
+// BenchmarkInventoryScan_dgxH100 time them on their own): left in, they
+// would land in some runs and not others depending on how many iterations
+// fit in a minute of simulated time.
 func perfMonitor(tb testing.TB, shape string, keepOpen bool) (*Runner, *sim.Host) {
 	tb.Helper()
 	h, err := sim.Build(tb.TempDir(), shape)
@@ -71,7 +72,7 @@ func perfMonitor(tb testing.TB, shape string, keepOpen bool) (*Runner, *sim.Host
 
 func perfMonitorOn(tb testing.TB, h *sim.Host, keepOpen bool) *Runner {
 	tb.Helper()
-	return perfMonitorWith(tb, h, keepOpen, "[linkSanity]\nenabled = false\n")
+	return perfMonitorWith(tb, h, keepOpen, "[linkSanity]\nenabled = false\n[inventory]\nenabled = false\n")
 }
 
 // perfMonitorWith is perfMonitorOn with extra configuration.
@@ -431,3 +432,22 @@ func benchCycleVFs(b *testing.B, removeVFs bool) {
 
 func BenchmarkCycle_xl_WithVFs(b *testing.B)    { benchCycleVFs(b, false) }
 func BenchmarkCycle_xl_VFsRemoved(b *testing.B) { benchCycleVFs(b, true) }
+
+// BenchmarkInventoryScan_dgxH100 times a state poll that carries the
+// once-a-minute PCI inventory scan and its judgement (every function on
+// the bus: one vendor read each, the Mellanox ones described; the
+// judgement of functions and drift). BenchmarkCycle_dgxH100 is the same
+// poll without the scan.
+func BenchmarkInventoryScan_dgxH100(b *testing.B) {
+	h, err := sim.Build(b.TempDir(), "dgx-h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := perfMonitorWith(b, h, false, "[linkSanity]\nenabled = false\n")
+	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(observe.InventoryEvery)
+		m.Cycle(now)
+	}
+}

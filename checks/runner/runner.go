@@ -11,6 +11,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
@@ -73,8 +74,15 @@ func New(cfg *config.Config, boot observe.Boot, bootID string, log *slog.Logger,
 		}
 	}
 	r.obs = observe.New(observeConfig(cfg), boot, log, seams.observe(), r.g)
+	r.obs.UseLastNames(func(addr string) string { return r.set.inventory.Expected().LastName(addr) })
 	return r
 }
+
+// UseExpectedInventory loads the expected inventory from store (a file
+// beside the state file that a reboot does not clear) and keeps it there.
+// Without it (the one-shot check) nothing is expected from an earlier
+// boot.
+func (r *Runner) UseExpectedInventory(store inventory.Store) { r.set.inventory.UseStore(store) }
 
 // rename moves what every check remembers of a device to its new name: a
 // device renamed under its PCI address is the same NIC.
@@ -256,6 +264,16 @@ func (r *Runner) Acknowledge(device string, port int, counter string, now time.T
 	}
 	return specs, nil
 }
+
+// AcknowledgeFunction is AcknowledgeReset with a PCI address: the NIC
+// function reported gone was removed on purpose, and is forgotten.
+// SaveExpectedInventory writes that down once the clear is durable.
+func (r *Runner) AcknowledgeFunction(addr, who string) ([]event.Spec, error) {
+	return r.set.inventory.AcknowledgeFunction(addr, who)
+}
+
+// SaveExpectedInventory writes the expected inventory when it changed.
+func (r *Runner) SaveExpectedInventory() { r.set.inventory.SaveExpected() }
 
 // MarkFailed records that check (a sink, whose failure the daemon raised)
 // has a check-failed condition raised.

@@ -29,6 +29,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 			Role: string(dev.Role), RoleReason: event.Clean(dev.RoleReason), NetDev: event.Clean(p.NetDev),
 			PCIAddress: dev.PCIAddress, NUMANode: dev.NUMANode, Rate: event.Clean(port.Rate),
 			LastChange: r.set.ports.LastChange(dev.Name, port.Num),
+			FWVer:      event.Clean(dev.FWVer), BoardID: event.Clean(dev.BoardID),
 		}
 		if p.RateText != "" {
 			pi.Rate = event.Clean(p.RateText)
@@ -124,6 +125,22 @@ func (r *Runner) AERTotals() []health.AERTotal {
 	var out []health.AERTotal
 	for _, t := range r.set.aer.Totals(r.last.AER) {
 		out = append(out, health.AERTotal{PCI: t.PCI, Severity: t.Severity, Total: t.Total, RootPort: t.RootPort})
+	}
+	return out
+}
+
+// InventoryInfos is the PCI inventory the snapshot shows: every NIC
+// function of the last scan that is not a VF, as identity (its conditions
+// are the model's).
+func (r *Runner) InventoryInfos() []health.NICInfo {
+	var out []health.NICInfo
+	for _, f := range r.obs.Inventory().Functions {
+		if f.IsVF {
+			continue
+		}
+		out = append(out, health.NICInfo{PCI: f.Address, Device: event.Clean(f.Device), Role: string(f.Role), HCAType: event.Clean(f.HCAType),
+			FWVer: event.Clean(f.FWVer), BoardID: event.Clean(f.BoardID), Serial: event.Clean(f.Serial), Driver: event.Clean(f.Driver),
+			State: string(f.State()), Monitored: f.Monitored})
 	}
 	return out
 }

@@ -407,8 +407,49 @@ func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
 	for _, pv := range ports {
 		res.Ports = append(res.Ports, entryFromView(pv, perf))
 	}
+	res.Ports = append(res.Ports, offPortEntries(m.Conditions, ports)...)
 	res.finish(perf)
 	return res, true
+}
+
+// offPort is the conditions no port lists among its own.
+func offPort(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []dbusapi.ConditionView {
+	onPort := map[[2]string]bool{}
+	for _, pv := range ports {
+		for _, c := range pv.Conditions {
+			onPort[[2]string{c.Check, c.Entity}] = true
+		}
+	}
+	var out []dbusapi.ConditionView
+	for _, c := range conds {
+		if !onPort[[2]string{c.Check, c.Entity}] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// offPortEntries renders the conditions no port shows (a NIC function on
+// the bus without an RDMA device or gone since the last boot, the node's
+// compute ports) as entries of their own, named by the PCI address or
+// "node": a plugin line that lists only ports would read OK for a node
+// missing a card.
+func offPortEntries(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []checkEntry {
+	var out []checkEntry
+	for _, c := range offPort(conds, ports) {
+		name := strings.ReplaceAll(c.Entity, " ", "-")
+		if f := strings.Fields(c.Entity); len(f) >= 2 && f[0] == "PCI" {
+			name = f[1]
+		}
+		e := checkEntry{Name: name, Reasons: []string{}}
+		st := nagiosWarning
+		if c.Fatal {
+			st = nagiosCritical
+		}
+		e.add(st, c.Message)
+		out = append(out, e)
+	}
+	return out
 }
 
 // entryFromView renders one port of the daemon's verdict. It judges
@@ -501,7 +542,8 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	if note != "" {
 		res.Notes = append(res.Notes, note)
 	}
-	for _, pv := range dbusapi.PortViewsOf(snap) {
+	views := dbusapi.PortViewsOf(snap)
+	for _, pv := range views {
 		e := entryFromView(pv, perf)
 		if pv.State == "" && pv.PhysState == "" && len(pv.Conditions) == 0 {
 			e.Reasons = []string{fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s/%s/ports/%d/",
@@ -509,6 +551,7 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 		}
 		res.Ports = append(res.Ports, e)
 	}
+	res.Ports = append(res.Ports, offPortEntries(dbusapi.ManagerViewOf(snap, time.Time{}).Conditions, views)...)
 	res.finish(perf)
 	return res, nil
 }

@@ -20,8 +20,10 @@ import (
 const waitReadyUsage = `wait-ready [--timeout 5m] [--json] [--bus-address ADDR]
 
 Waits, like systemd-networkd-wait-online, until nichealthd has completed its
-first poll and every compute and storage port is healthy and runs at the
-same rate as its role peers. Meant for ExecStartPre= of a job launcher or
+first poll, every compute and storage port is healthy and runs at the
+same rate as its role peers, and no condition off the ports holds (a NIC
+function without its RDMA device or missing since the last boot, fewer
+compute ports than the node should have). Meant for ExecStartPre= of a job launcher or
 for node bring-up scripts. While waiting it says on stderr, every 10 s,
 what it is still waiting for.
 
@@ -202,6 +204,12 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	}
 	for _, f := range sanity.RateVsPeers(rates) {
 		pending = append(pending, f.Message)
+	}
+	// What no port shows: a compute NIC function on the bus without an
+	// RDMA device or gone since the last boot, too few compute ports. A
+	// node one NIC short is not ready, whatever its remaining ports say.
+	for _, c := range offPort(m.Conditions, ports) {
+		pending = append(pending, c.Message)
 	}
 	return pending, nil
 }

@@ -99,6 +99,8 @@ type File struct {
 
 	PCIeAER AERFile `toml:"pcieAER"`
 
+	Inventory InventoryFile `toml:"inventory"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -172,6 +174,8 @@ type Config struct {
 	Rules rules.Config
 
 	PCIeAER AERConfig
+
+	Inventory InventoryConfig
 
 	JournalEnabled   bool
 	JSONLPath        string
@@ -335,7 +339,8 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
+	"inventory.expectedPortsHold"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -376,7 +381,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, inventoryFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err

@@ -115,6 +115,8 @@ const (
 	mParkedFile
 	mPCIeAERErrors
 	mPCIeAERRootPort
+	mNICInfo
+	mNICFunctionFatal
 	numFamilies
 )
 
@@ -175,6 +177,9 @@ func descriptors() [numFamilies]desc {
 		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
 		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
 		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
+		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
+			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
+		mNICFunctionFatal: {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
 	}
 }
 
@@ -187,6 +192,7 @@ func fill(e *encoder, s *snapshot) {
 	}
 	fillOutbox(e, s)
 	fillAER(e, s)
+	fillInventory(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

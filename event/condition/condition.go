@@ -48,6 +48,17 @@ func OfNode(name string) Entity { return Entity{Kind: Node, Name: name} }
 // OfCard is a card (domain:bus:device).
 func OfCard(card string) Entity { return Entity{Kind: Card, Card: card} }
 
+// OfCardFinding is one finding about a card (name: what drifted).
+func OfCardFinding(card, name string) Entity { return Entity{Kind: Card, Card: card, Name: name} }
+
+// Names of the inventory's conditions: the one condition of a NIC's PCI
+// function, whatever is wrong with it, and the node's expected compute
+// ports.
+const (
+	InventoryName     = "inventory"
+	ExpectedPortsName = "expected-ports"
+)
+
 // OfNIC is an RDMA device.
 func OfNIC(device string) Entity { return Entity{Kind: NIC, Device: device} }
 
@@ -88,6 +99,9 @@ func (e Entity) String() string {
 		}
 		return "node"
 	case Card:
+		if e.Name != "" {
+			return "card " + e.Card + " " + e.Name
+		}
 		return "card " + e.Card
 	case PCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
