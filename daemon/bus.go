@@ -132,3 +132,9 @@ const AERAckCounter = aer.AckCounter
 func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
 	return d.run.Acknowledge(device, port, counter, now, who)
 }
+
+func (b backend) RetryRejected(uid uint32) (uint32, error) {
+	n := b.d.RetryRejected()
+	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
+	return uint32(n), nil
+}

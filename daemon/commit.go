@@ -8,6 +8,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
@@ -39,7 +40,7 @@ type heldEvents struct {
 	// to try again, ep the backoff.
 	err   string
 	next  time.Time
-	ep    episode
+	ep    backoff.Episode
 	logs  int // error lines logged in this episode
 	dirty bool
 	// unsaved: a save was skipped because events were held.
@@ -149,7 +150,7 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 		err = fmt.Errorf("outbox returned %d sequence numbers for %d events", len(seqs), len(h.evs))
 	}
 	if err != nil {
-		first, wait := h.ep.fail()
+		first, wait := h.ep.Fail()
 		h.next = time.Now().Add(wait)
 		msg := err.Error()
 		// Logged when an outage starts and when its error changes (a
@@ -165,7 +166,7 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 		h.err = msg
 		return nil, false
 	}
-	if n, lasted := h.ep.recovered(); n > 0 {
+	if n, lasted := h.ep.Recovered(); n > 0 {
 		d.log.Info("outbox appends work again; the held events are durable", "failed_attempts", n, "lasted", lasted,
 			"events", len(h.evs), "folded", h.folded)
 	}
@@ -252,7 +253,7 @@ func (d *Daemon) conditionsLocked() []health.Condition {
 		return conds
 	}
 	c := health.Condition{Check: OutboxCheck, Entity: condition.OfNode("outbox"),
-		Severity: health.NonFatal, Since: d.held.ep.start,
+		Severity: health.NonFatal, Since: d.held.ep.Start(),
 		Message: fmt.Sprintf("%d events cannot be written to the outbox in %s (%s); they are held in memory and retried, and the state file is not saved until they are: free space or make the directory writable",
 			len(d.held.evs), d.ob.Dir(), d.held.err)}
 	return health.InsertCondition(conds, c)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/nichealth/nichealthd/checks/runner"
+	"github.com/nichealth/nichealthd/daemon/delivery"
 	"github.com/nichealth/nichealthd/event"
 )
 
@@ -27,10 +28,10 @@ type sinkFailures struct {
 }
 
 // sinkPanicked is the drainers' report of a panic in sink name.
-func (d *Daemon) sinkPanicked(name string, p *sinkPanic) {
-	value := runner.OneLineValue(fmt.Sprint(p.value))
+func (d *Daemon) sinkPanicked(name string, p *delivery.Panic) {
+	value := runner.OneLineValue(fmt.Sprint(p.Value))
 	d.log.Error("sink failed: a panic in its code stopped its delivery until the next reload or restart; its events stay queued in the outbox",
-		"sink", name, "panic", value, "stack", runner.FirstFrames(p.stack, runner.PanicFrames),
+		"sink", name, "panic", value, "stack", runner.FirstFrames(p.Stack, runner.PanicFrames),
 		"fix", "report the stack upstream; systemctl reload nichealthd restarts the sink")
 	d.sinkFail.mu.Lock()
 	defer d.sinkFail.mu.Unlock()

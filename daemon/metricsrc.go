@@ -22,7 +22,7 @@ func (s metricsSource) Undeliverable() string      { return undeliverable(s.d.Sn
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats
 	for _, dr := range s.d.drainerList() {
-		out = append(out, metrics.SinkStats{Name: dr.sink.Name(), Sent: dr.sent.Load(), Failed: dr.failed.Load()})
+		out = append(out, metrics.SinkStats{Name: dr.Sink().Name(), Sent: dr.Sent(), Failed: dr.Failed()})
 	}
 	return out
 }

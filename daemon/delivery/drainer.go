@@ -1,23 +1,24 @@
-package daemon
+package delivery
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
-// drainer moves one sink's events out of the outbox, in order, with retry.
-type drainer struct {
+// Drainer moves one sink's events out of the outbox, in order, with
+// retry; one goroutine runs it (Run).
+type Drainer struct {
 	ob    *outbox.Outbox
 	sink  sink.Sink
 	log   *slog.Logger
@@ -30,83 +31,49 @@ type drainer struct {
 	// errLogs limits how often each kind is logged.
 	lastErr string
 	errLogs repeats.Limiter
-	// panicked is told once when the sink's own code panics (guard.go):
-	// the drainer then stops until the next reload or restart.
-	panicked func(sink string, p *sinkPanic)
+	// panicked is told once when the sink's own code panics: the drainer
+	// then stops until the next reload or restart.
+	panicked func(sink string, p *Panic)
 }
 
-func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
-	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1), errLogs: repeats.Limiter{Window: time.Minute}}
+// New returns the drainer of sink s; batch is how long non-urgent events
+// may wait to share a call, and panicked (nil: nothing) is told when the
+// sink's own code panics, which stops the drainer.
+func New(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration, panicked func(sink string, p *Panic)) *Drainer {
+	return &Drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1), errLogs: repeats.Limiter{Window: time.Minute},
+		panicked: panicked}
 }
 
-// requestRetry makes the drainer offer its parked events again soon.
-func (d *drainer) requestRetry() {
+// Sink is the sink the drainer delivers to.
+func (d *Drainer) Sink() sink.Sink { return d.sink }
+
+// Sent and Failed count the events delivered and the failed attempts.
+func (d *Drainer) Sent() uint64   { return d.sent.Load() }
+func (d *Drainer) Failed() uint64 { return d.failed.Load() }
+
+// RequestRetry makes the drainer offer its parked events again soon.
+func (d *Drainer) RequestRetry() {
 	select {
 	case d.retry <- struct{}{}:
 	default:
 	}
 }
 
+// The retries' pace: a remote destination backs off from BackoffMin to
+// BackoffMax. A cursor that cannot be saved is a local disk problem,
+// usually fixed by an operator freeing space; retrying it more often than
+// a remote destination costs one small write (SaveBackoffMax).
 const (
-	backoffMin = 200 * time.Millisecond
-	backoffMax = 30 * time.Second
-	// A cursor that cannot be saved is a local disk problem, usually
-	// fixed by an operator freeing space; retrying it more often than a
-	// remote destination costs one small write.
-	saveBackoffMax = 5 * time.Second
+	BackoffMin     = 200 * time.Millisecond
+	BackoffMax     = 30 * time.Second
+	SaveBackoffMax = 5 * time.Second
 	drainBatch     = 256
 )
 
-// episode is one run of consecutive failures of one kind. It backs off
-// exponentially (capped, jittered) and tells the caller when to log, so an
-// outage of any length costs two log lines: when it starts and when it
-// ends, with the number of failures in between.
-type episode struct {
-	min, max time.Duration
-	next     time.Duration
-	fails    uint64
-	start    time.Time
-}
-
-// fail records one failure; first reports whether it opened the episode,
-// wait is how long to back off before the next attempt.
-func (e *episode) fail() (first bool, wait time.Duration) {
-	if e.fails == 0 {
-		e.start = time.Now()
-		e.next = e.min
-	}
-	e.fails++
-	base := e.next
-	e.next = min(2*e.next, e.max)
-	// Jitter keeps a fleet of nodes from retrying in lockstep when a
-	// shared connector comes back.
-	return e.fails == 1, base/2 + time.Duration(rand.Int64N(int64(base)))
-}
-
-// recovered closes the episode; fails is 0 when there was none.
-func (e *episode) recovered() (fails uint64, lasted time.Duration) {
-	fails, e.fails = e.fails, 0
-	if fails == 0 {
-		return 0, 0
-	}
-	return fails, time.Since(e.start).Round(time.Millisecond)
-}
-
-// sleep waits d or until ctx is done; false means stop.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func (d *drainer) run(ctx context.Context) {
-	readEp := episode{min: backoffMin, max: backoffMax}
-	sendEp := episode{min: backoffMin, max: backoffMax}
+// Run delivers until ctx is done or the sink panics.
+func (d *Drainer) Run(ctx context.Context) {
+	readEp := backoff.Episode{Min: BackoffMin, Max: BackoffMax}
+	sendEp := backoff.Episode{Min: BackoffMin, Max: BackoffMax}
 	for {
 		recs, ok := d.next(ctx, &readEp)
 		if !ok {
@@ -123,7 +90,7 @@ func (d *drainer) run(ctx context.Context) {
 // handles operator retries of parked events, backs off while the outbox
 // cannot be read, and lets non-fatal events gather for the batch interval.
 // ok is false when ctx is done.
-func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, bool) {
+func (d *Drainer) next(ctx context.Context, readEp *backoff.Episode) ([]outbox.Record, bool) {
 	name := d.sink.Name()
 	select {
 	case <-d.retry:
@@ -135,13 +102,13 @@ func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, b
 	wake := d.ob.Wait()
 	recs, err := d.ob.Read(name, drainBatch)
 	if err != nil {
-		first, wait := readEp.fail()
+		first, wait := readEp.Fail()
 		if first {
 			d.log.Error("cannot read the outbox; retrying with backoff", "sink", name, "err", err)
 		}
-		return nil, sleep(ctx, wait)
+		return nil, backoff.Sleep(ctx, wait)
 	}
-	if n, lasted := readEp.recovered(); n > 0 {
+	if n, lasted := readEp.Recovered(); n > 0 {
 		d.log.Info("outbox readable again", "sink", name, "failures", n, "lasted", lasted)
 	}
 	if len(recs) == 0 {
@@ -157,7 +124,7 @@ func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, b
 	if d.batch > 0 && !anyUrgent(recs) && len(recs) < drainBatch {
 		// Seed 11.2: fatal and recovery events go at once; non-fatal
 		// ones may share a call within a short interval.
-		if !sleep(ctx, d.batch) {
+		if !backoff.Sleep(ctx, d.batch) {
 			return nil, false
 		}
 		if more, err := d.ob.Read(name, drainBatch); err == nil && len(more) > 0 {
@@ -171,7 +138,7 @@ func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, b
 // acknowledged, events the sink rejects as invalid are isolated and
 // parked, anything else backs off and stays queued. It returns false when
 // ctx is done.
-func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *episode) bool {
+func (d *Drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *backoff.Episode) bool {
 	name := d.sink.Name()
 	n, err := d.sendSplit(ctx, recs)
 	if n > 0 {
@@ -181,7 +148,7 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 	}
 	if err == nil {
-		if k, lasted := sendEp.recovered(); k > 0 {
+		if k, lasted := sendEp.Recovered(); k > 0 {
 			d.log.Info("sink delivering again", "sink", name, "failed_attempts", k, "lasted", lasted)
 		}
 		return true
@@ -207,7 +174,7 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 		d.failed.Add(uint64(len(rest)))
 	}
-	if sp, ok := err.(*sinkPanic); ok {
+	if sp, ok := err.(*Panic); ok {
 		// The sink's own bug: retrying would panic again. Its events
 		// stay in the outbox for the sink restarted by a reload.
 		if d.panicked != nil {
@@ -215,7 +182,7 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 		return false
 	}
-	first, wait := sendEp.fail()
+	first, wait := sendEp.Fail()
 	// The outage's first error is logged, and then each different one
 	// (a socket that appears but refuses, a size limit), at most once a
 	// minute each: the log shows what is wrong now, not only what was.
@@ -223,17 +190,17 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 	if first || kind != d.lastErr {
 		if ok, n := d.errLogs.Note(kind, time.Now()); ok {
 			d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-				"sink", name, "pending_from_seq", pendingFrom, "err", err, "failed_attempts", sendEp.fails, "repeats", n)
+				"sink", name, "pending_from_seq", pendingFrom, "err", err, "failed_attempts", sendEp.Fails(), "repeats", n)
 		}
 	}
 	d.lastErr = kind
-	return sleep(ctx, wait)
+	return backoff.Sleep(ctx, wait)
 }
 
 // sendSplit sends recs, in order, halving a batch the sink finds too
 // large (sink.TooLarge) until the halves fit. It returns how many leading
 // records were delivered and the error that stopped it.
-func (d *drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, error) {
+func (d *Drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, error) {
 	evs := make([]event.Event, len(recs))
 	for i, r := range recs {
 		evs[i] = r.Event
@@ -281,13 +248,13 @@ func errKind(err error) string {
 // backoff: the outbox already knows the batch is delivered, so nothing is
 // sent twice unless the daemon restarts before the save succeeds. It
 // returns false when ctx is done.
-func (d *drainer) ack(ctx context.Context, seq uint64) bool {
+func (d *Drainer) ack(ctx context.Context, seq uint64) bool {
 	name := d.sink.Name()
-	ep := episode{min: backoffMin, max: saveBackoffMax}
+	ep := backoff.Episode{Min: BackoffMin, Max: SaveBackoffMax}
 	for {
 		err := d.ob.Ack(name, seq)
 		if err == nil {
-			if n, lasted := ep.recovered(); n > 0 {
+			if n, lasted := ep.Recovered(); n > 0 {
 				d.log.Info("sink delivery position saved again", "sink", name, "failed_saves", n, "lasted", lasted)
 			}
 			return true
@@ -298,12 +265,12 @@ func (d *drainer) ack(ctx context.Context, seq uint64) bool {
 			d.log.Warn("cannot record delivery in the outbox", "sink", name, "err", err)
 			return ctx.Err() == nil
 		}
-		first, wait := ep.fail()
+		first, wait := ep.Fail()
 		if first {
 			d.log.Error("cannot save the sink's delivery position; delivery pauses and the save is retried with backoff",
 				"sink", name, "err", err)
 		}
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return false
 		}
 	}
@@ -325,7 +292,7 @@ func anyUrgent(recs []outbox.Record) bool {
 // It returns how many leading records are settled (delivered or parked);
 // err is set when it stopped early (transient failure, or the dead letter
 // could not be saved), and the remaining records stay queued.
-func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr error) (int, error) {
+func (d *Drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr error) (int, error) {
 	name := d.sink.Name()
 	var rejected []outbox.Record
 	var reasons []string
@@ -369,7 +336,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 // first: delivered ones leave the dead letters, ones rejected again stay.
 // A transient failure keeps the request pending and backs off. It returns
 // false when ctx is done.
-func (d *drainer) retryParked(ctx context.Context) bool {
+func (d *Drainer) retryParked(ctx context.Context) bool {
 	name := d.sink.Name()
 	parked := d.ob.Parked(name)
 	if len(parked) == 0 {
@@ -403,44 +370,26 @@ func (d *drainer) retryParked(ctx context.Context) bool {
 		"not_tried", len(parked)-len(delivered)-again)
 	if transient != nil {
 		d.log.Warn("sink unavailable while retrying rejected events; retrying again with backoff", "sink", name, "err", transient)
-		d.requestRetry()
-		return sleep(ctx, backoffMax/4)
+		d.RequestRetry()
+		return backoff.Sleep(ctx, BackoffMax/4)
 	}
 	return ctx.Err() == nil
 }
 
-// RetryRejected asks every running sink to offer its parked (rejected as
-// invalid) events again, and returns how many are parked. Reload does it
-// too: the usual fix for a rejection is a configuration change.
-func (d *Daemon) RetryRejected() int {
-	n := d.ob.Rejected()
-	for _, dr := range d.drainerList() {
-		dr.requestRetry()
-	}
-	return n
+// Panic is a panic in a sink's Send (encoding an event, say), recovered
+// on the drainer's goroutine where it would have ended the daemon.
+type Panic struct {
+	Value any
+	Stack []byte
 }
 
-func (b backend) RetryRejected(uid uint32) (uint32, error) {
-	n := b.d.RetryRejected()
-	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
-	return uint32(n), nil
-}
-
-// sinkPanic is a panic in a sink's Send (encoding an event, say),
-// recovered on the drainer's goroutine where it would have ended the
-// daemon.
-type sinkPanic struct {
-	value any
-	stack []byte
-}
-
-func (p *sinkPanic) Error() string { return fmt.Sprintf("sink panicked: %v", p.value) }
+func (p *Panic) Error() string { return fmt.Sprintf("sink panicked: %v", p.Value) }
 
 // send is Sink.Send inside the sink's boundary.
-func (d *drainer) send(ctx context.Context, evs []event.Event) (err error) {
+func (d *Drainer) send(ctx context.Context, evs []event.Event) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &sinkPanic{value: r, stack: debug.Stack()}
+			err = &Panic{Value: r, Stack: debug.Stack()}
 		}
 	}()
 	return d.sink.Send(ctx, evs)

@@ -1,4 +1,4 @@
-package daemon
+package delivery
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -72,14 +73,14 @@ func TestDrainer_InvalidArgumentIsolatesAndParksOnlyTheBadEvent(t *testing.T) {
 	if _, err := ob.Append(evs); err != nil {
 		t.Fatal(err)
 	}
-	d := newDrainer(ob, s, slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
+	d := New(ob, s, slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil)
 	recs, err := ob.Read(s.Name(), drainBatch)
 	if err != nil || len(recs) != 5 {
 		t.Fatalf("read %d records: %v", len(recs), err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ep := episode{min: backoffMin, max: backoffMax}
+	ep := backoff.Episode{Min: BackoffMin, Max: BackoffMax}
 	if !d.deliver(ctx, recs, &ep) {
 		t.Fatal("deliver gave up")
 	}
