@@ -13,6 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/reader"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // portPlan is one monitored port's part of the read plan and what the
@@ -77,6 +78,10 @@ func (o *Observer) buildPlan() {
 			if p := old[pp.Key()]; p != nil {
 				pp.Link, pp.Operstate, pp.Observed = p.Link, p.Operstate, p.Observed
 				pp.RateGbps, pp.RateText = p.RateGbps, p.RateText
+			} else if r, err := sysfs.ParseRate([]byte(port.Rate)); err == nil {
+				// Discovery read the rate: the views show it before the
+				// first poll, as they show discovery's text.
+				pp.RateGbps = r.Gbps
 			}
 			ow := owner{dev: d.Name, port: port.Num, linkLayer: port.LinkLayer}
 			pp.state = o.addFile(port.Dir+"/state", &o.state, ow)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // Node is what the daemon says about itself alongside the verdict.
@@ -48,9 +49,18 @@ type PortInfo struct {
 	NetDev     string
 	PCIAddress string
 	NUMANode   int
-	Rate       string
-	State      string // "" before the first reading
-	PhysState  string
+	// Link is the port's last reading, typed (zero before the first
+	// reading and for a missing NIC's port): what every view judges "up"
+	// by (Link.Up). State and PhysState are its names as the views print
+	// them ("" before the first reading, "MISSING" for a missing NIC's
+	// port).
+	Link      sysfs.Link
+	State     string
+	PhysState string
+	// RateGbps is the port's rate in Gb/s (0 when unknown); Rate is how
+	// sysfs printed it.
+	RateGbps float64
+	Rate     string
 	// Missing: the port's NIC is absent from the last enumeration.
 	Missing bool
 	// HealthyMessage describes the port when no condition covers it.

@@ -34,7 +34,9 @@ func (r *Runner) PortInfos() []health.PortInfo {
 		if p.RateText != "" {
 			pi.Rate = event.Clean(p.RateText)
 		}
+		pi.RateGbps = p.RateGbps
 		if p.Observed {
+			pi.Link = p.Link
 			pi.State, pi.PhysState = event.Clean(p.Link.State.Name), event.Clean(p.Link.Phys.Name)
 			pi.HealthyMessage = event.Clean(healthyMessage(p))
 		}

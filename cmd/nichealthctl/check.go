@@ -17,7 +17,6 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // checkBusTimeout bounds the D-Bus round trips of check. Nagios kills a
@@ -507,8 +506,8 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 		}
 		out = append(out, d)
 	}
-	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil && pv.State == "ACTIVE" && pv.PhysState == "LinkUp" {
-		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(r.Gbps), Min: "0"})
+	if pv.Up && pv.RateGbps > 0 {
+		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(pv.RateGbps), Min: "0"})
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
 // parkedSource publishes a verdict with the given parked files (paths on
@@ -26,7 +25,7 @@ func (p parkedSource) Snapshot() *health.Snapshot {
 	return health.Build(health.Node{Ready: true}, []health.PortInfo{info}, conds)
 }
 func (parkedSource) LastPoll() time.Time   { return time.Time{} }
-func (parkedSource) Outbox() outbox.Stats  { return outbox.Stats{} }
+func (parkedSource) Outbox() OutboxStats   { return OutboxStats{} }
 func (parkedSource) Sinks() []SinkStats    { return nil }
 func (parkedSource) Stalled() bool         { return false }
 func (parkedSource) Undeliverable() string { return "" }
