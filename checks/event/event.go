@@ -29,6 +29,11 @@ const (
 	EntityNIC     = "NIC"
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
+	// EntityKernelLog names the kernel-log pattern of a node-level
+	// condition that no NIC can be named for (a soft lockup in the mlx5
+	// NAPI poll): its clear must carry an entity, since a healthy event
+	// without one clears the whole check (DESIGN.md difference 13).
+	EntityKernelLog = "KernelLogPattern"
 )
 
 // Kind says what happened, independently of the check that saw it. It picks
@@ -63,6 +68,10 @@ const (
 	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
 	KindPCIeAER          Kind = "pcie-aer"
 	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
+	// The kernel's own words: a kernel log record matched a pattern
+	// (metadata "pattern", "pci"), and its clear.
+	KindKernelLog        Kind = "kernel-log"
+	KindKernelLogCleared Kind = "kernel-log-cleared"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -73,6 +82,7 @@ var Kinds = []Kind{
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 	KindReadParked, KindReadResumed,
 	KindPCIeAER, KindPCIeAERRecovered,
+	KindKernelLog, KindKernelLogCleared,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.
@@ -230,7 +240,9 @@ type Spec struct {
 	Card      string // the card (PCI bus:device) of a card event, as metadata "card"
 	// Ports are further (NIC, NICPort) entity pairs: the ports a card
 	// event is about.
-	Ports    []PortRef
+	Ports []PortRef
+	// Entities are further entities, appended as given.
+	Entities []Entity
 	Metadata map[string]string
 }
 
@@ -269,6 +281,9 @@ func New(s Spec, st Stamp) Event {
 		// Seed 11.2 knows NIC and NICPort entities only: a card event names
 		// the ports it is about that way, and its card in metadata.
 		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+	}
+	for _, e := range s.Entities {
+		ents = append(ents, Entity{Type: Clean(e.Type), Value: Clean(e.Value)})
 	}
 	if ents == nil {
 		ents = []Entity{}
