@@ -46,8 +46,8 @@ type Active struct {
 	Ports  []Port `json:"ports,omitempty"`
 	// Raised: the condition was emitted (otherwise occurrences are being
 	// gathered towards the pattern's count).
-	Raised bool `json:"raised"`
-	Fatal  bool `json:"fatal"`
+	Raised bool   `json:"raised"`
+	Fatal  bool   `json:"fatal"`
 	Count  uint64 `json:"count"`
 	// First and Last are the records' times; Reported is when the last
 	// event was emitted and ReportedCount the count it said.

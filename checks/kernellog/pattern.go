@@ -321,7 +321,7 @@ func unwrapRegexp(err error) string {
 // compiled is a pattern with its regexes.
 type compiled struct {
 	*Pattern
-	re, follow, clear *regexp.Regexp
+	re, follow, clear  *regexp.Regexp
 	pciGroup, devGroup int
 }
 
