@@ -45,6 +45,11 @@ const (
 	// class or the path finding's kind). Its condition covers exactly the
 	// ports its event listed: every NIC below the function.
 	EntityPCI EntityKind = "pci"
+	// EntityKernelLog is a kernel-log pattern's condition (Name: the
+	// pattern) on one PCI function (PCI), covering exactly the ports its
+	// event listed; with no port it is a node-level condition (a function
+	// without an RDMA device, or PCI empty: a record naming no function).
+	EntityKernelLog EntityKind = "kernel-log"
 )
 
 // Entity names the thing a condition is about. Device and Port are set for
@@ -68,6 +73,11 @@ func (e Entity) String() string {
 		return "card " + e.Card
 	case EntityPCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
+	case EntityKernelLog:
+		if e.PCI == "" {
+			return "node kernel log " + e.Name
+		}
+		return fmt.Sprintf("PCI %s kernel log %s", e.PCI, e.Name)
 	case EntityNIC:
 		return e.Device
 	case EntityPort:
@@ -125,7 +135,7 @@ func (c *Condition) Covers(device string, port int, card string) bool {
 		return false
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
-	case EntityPCI:
+	case EntityPCI, EntityKernelLog:
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityNIC:
 		return c.Entity.Device == device

@@ -131,7 +131,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Port == 0 {
+		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Kind == EntityKernelLog || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
@@ -191,7 +191,8 @@ func (s *Snapshot) Status() string {
 	if nf > 0 || s.Verdict == Fatal {
 		out += fmt.Sprintf("; %d fatal", nf)
 	}
-	if nd > 0 {
+	if nd > 0 || s.Verdict == NonFatal {
+		// A node-level condition degrades the node with no port degraded.
 		out += fmt.Sprintf("; %d degraded", nd)
 	}
 	if w := s.worst(); w != nil {
