@@ -30,6 +30,8 @@ const (
 	MessageIDReadResumed       = "3bbe207d7c784a78a432ff0a74cd1054"
 	MessageIDPCIeAER           = "21cf9a9b22184e86b2ab306dd6ada3c0"
 	MessageIDPCIeAERRecovered  = "a23c699b54b04d9687f8dada11d7dd3c"
+	MessageIDKernelLog         = "7c2e6c418d804840b05ef941d9c46bbc"
+	MessageIDKernelLogCleared  = "5d9538bb2d59445fbc9c79cad234117f"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -82,6 +84,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDPCIeAER, true
 	case event.KindPCIeAERRecovered:
 		return MessageIDPCIeAERRecovered, true
+	case event.KindKernelLog:
+		return MessageIDKernelLog, true
+	case event.KindKernelLogCleared:
+		return MessageIDKernelLogCleared, true
 	}
 	return "", false
 }
