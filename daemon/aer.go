@@ -294,6 +294,9 @@ const AERAckCounter = "pcie_aer"
 // uncorrectable AER conditions on the port's path, anything else goes to
 // the counter table.
 func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	if specs, ok, err := d.acknowledgeKernelLog(device, port, counter, who); ok {
+		return specs, err
+	}
 	if counter != AERAckCounter {
 		return d.mon.eval.Acknowledge(d.mon.mem.Counters, device, port, counter, now, who)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/persist"
 )
@@ -16,16 +17,18 @@ import (
 // daemon keeps them in the state file as one versioned section each
 // (persist writes the file; the checks validate what they read back).
 type Memory struct {
-	Ports    *checks.PortMemory
-	Counters *counters.Memory
-	Cards    *cards.Memory
-	Sanity   *sanity.Memory
-	AER      *aer.Memory
+	Ports     *checks.PortMemory
+	Counters  *counters.Memory
+	Cards     *cards.Memory
+	Sanity    *sanity.Memory
+	AER       *aer.Memory
+	KernelLog *kernellog.Memory
 }
 
 // NewMemory returns every check's empty memory.
 func NewMemory() *Memory {
-	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory(), AER: aer.NewMemory()}
+	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory(), AER: aer.NewMemory(),
+		KernelLog: kernellog.NewMemory()}
 }
 
 // section is one check's memory as the state file stores it.
@@ -43,6 +46,7 @@ func (m *Memory) sections() []section {
 		{"cards", m.Cards, cards.MemoryVersion, m.Cards.Validate},
 		{"sanity", m.Sanity, sanity.MemoryVersion, m.Sanity.Validate},
 		{"pcieAER", m.AER, aer.MemoryVersion, m.AER.Validate},
+		{"kernelLog", m.KernelLog, kernellog.MemoryVersion, m.KernelLog.Validate},
 	}
 }
 
@@ -93,6 +97,8 @@ func replaceSection(m, fresh Memory, name string) Memory {
 		m.Sanity = fresh.Sanity
 	case "pcieAER":
 		m.AER = fresh.AER
+	case "kernelLog":
+		m.KernelLog = fresh.KernelLog
 	}
 	return m
 }

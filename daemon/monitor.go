@@ -101,6 +101,9 @@ type Monitor struct {
 
 	// aer is the PCIe AER read plan (daemon/aer.go).
 	aer *aerPlan
+	// kl is the kernel-log check and its reader (daemon/kernellog.go);
+	// nil when it is off or in a one-shot check.
+	kl *kernelLog
 }
 
 type portPlan struct {
@@ -305,6 +308,7 @@ func roleByLinkLayer(d *topology.Device) topology.Role {
 func (m *Monitor) Close() {
 	m.closePlan()
 	m.closeAER()
+	m.closeKernelLog()
 	m.rd.Close()
 	if m.lister != nil {
 		m.lister.Close()
@@ -363,6 +367,7 @@ func (m *Monitor) buildPlan() {
 	}
 	m.forgetUnplannedFiles()
 	m.planAER()
+	m.planKernelLog()
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -486,6 +491,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		// Woken for the counter tick alone: the state poll is slower.
 		m.counterCycle(now, &specs, &changed)
 		m.aerCycle(now, &specs, &changed)
+		m.kernelLogCycle(now, &specs, &changed)
 		return specs, changed
 	}
 	enumErr := m.enumerate()
@@ -506,6 +512,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	specs = append(specs, cardSpecs...)
 	m.counterCycle(now, &specs, &changed)
 	m.aerCycle(now, &specs, &changed)
+	m.kernelLogCycle(now, &specs, &changed)
 	if m.sanityDue(now) {
 		m.runSanity(now, &specs, &changed)
 	}

@@ -47,5 +47,7 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 		m.Cards.Replay(e)
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		m.AER.Replay(e)
+	case event.KindKernelLog, event.KindKernelLogCleared:
+		m.KernelLog.Replay(e)
 	}
 }

@@ -302,6 +302,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
+	d.mu.Lock()
+	d.mon.startKernelLog(d.bootID)
+	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
 		go d.superviseBus(ctx)
@@ -442,6 +445,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.model.Conditions())
 	snap.AER = d.mon.aerTotals()
+	snap.KernelLog = d.mon.kernelLogTotals()
 	d.snap.Store(snap)
 	return snap
 }
@@ -820,6 +824,7 @@ func (d *Daemon) refuseReloadLocked(err error) {
 // latch resolved by a removed counter, a rule switched off).
 func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	specs = append(specs, d.mon.reconfigureKernelLog(d.bootID)...)
 	specs = append(specs, ruleSpecs(d.rules.SetConfig(effectiveRules(cfg)))...)
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)

@@ -90,6 +90,37 @@ type Snapshot struct {
 	// NICs' paths, shown as is (a count, not a verdict: the verdict is in
 	// the conditions).
 	AER []AERTotal `json:"aer,omitempty"`
+	// KernelLog is what the kernel-log check read and matched since the
+	// daemon started (nil when it is off).
+	KernelLog *KernelLogTotals `json:"kernelLog,omitempty"`
+}
+
+// KernelLogTotals are the kernel-log reader's and check's totals since
+// start: how much was read, dropped or lost, and matched per pattern and
+// device.
+type KernelLogTotals struct {
+	// Reading: the kernel log is open; Err says why not.
+	Reading bool   `json:"reading"`
+	Err     string `json:"err,omitempty"`
+	Records uint64 `json:"records"` // read
+	Judged  uint64 `json:"judged"`
+	// Dropped records did not fit the queue (or exceeded the record size
+	// bound, or were not in the kernel's format); Lost ones the kernel's
+	// ring overwrote before they were read.
+	Dropped       uint64           `json:"dropped"`
+	Lost          uint64           `json:"lost"`
+	OtherFacility uint64           `json:"otherFacility"`
+	Unmonitored   uint64           `json:"unmonitored"`
+	Unattributed  uint64           `json:"unattributed"`
+	Matches       []KernelLogMatch `json:"matches,omitempty"`
+}
+
+// KernelLogMatch is one pattern's matches on one device (the NIC, else
+// the PCI address, else "none").
+type KernelLogMatch struct {
+	Pattern string `json:"pattern"`
+	Device  string `json:"device"`
+	Count   uint64 `json:"count"`
 }
 
 // AERTotal is one PCI function's total of one AER class.

@@ -108,6 +108,12 @@ const (
 	mParkedFile
 	mPCIeAERErrors
 	mPCIeAERRootPort
+	mKernelLogReading
+	mKernelLogRecords
+	mKernelLogMatches
+	mKernelLogDropped
+	mKernelLogLost
+	mKernelLogIgnored
 	numFamilies
 )
 
@@ -167,6 +173,12 @@ func descriptors() [numFamilies]desc {
 		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
 		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
 		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
+		mKernelLogReading: {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
+		mKernelLogRecords: {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
+		mKernelLogMatches: {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
+		mKernelLogDropped: {p + "kernel_log_dropped_total", "Kernel log records dropped since start: the reader's queue was full, or a record was oversized or not in the kernel's format.", counter},
+		mKernelLogLost:    {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
+		mKernelLogIgnored: {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one).", counter},
 	}
 }
 
@@ -179,6 +191,7 @@ func fill(e *encoder, s *snapshot) {
 	}
 	fillOutbox(e, s)
 	fillAER(e, s)
+	fillKernelLog(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its
