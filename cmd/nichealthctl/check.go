@@ -190,6 +190,8 @@ A Nagios/Icinga plugin: one line with the state of every monitored port,
 and the exit status 0 OK, 1 WARNING (degraded port, latched non-fatal
 counter, link sanity finding), 2 CRITICAL (fatal port, latched fatal
 counter), 3 UNKNOWN (nothing could be checked, or a bad command line).
+Conditions that no port shows (a kernel-log condition about a NIC that
+failed to probe) are one more entry, "node:".
 
 It asks the running nichealthd over D-Bus. When the daemon is not running
 (or --offline), it reads sysfs itself with the daemon's configuration:
@@ -278,8 +280,35 @@ func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
 	for _, pv := range ports {
 		res.Ports = append(res.Ports, entryFromView(pv, perf))
 	}
+	if e, ok := nodeEntry(m.Conditions, ports); ok {
+		res.Ports = append(res.Ports, e)
+	}
 	res.finish(perf)
 	return res, true
+}
+
+// nodeEntry is the node's own line: the conditions no port shows (a
+// kernel-log condition about a function that failed to probe, or naming
+// no NIC), which still make the node unhealthy.
+func nodeEntry(conds []dbusapi.ConditionView, ports []dbusapi.PortView) (checkEntry, bool) {
+	onPort := map[[2]string]bool{}
+	for _, pv := range ports {
+		for _, c := range pv.Conditions {
+			onPort[[2]string{c.Check, c.Entity}] = true
+		}
+	}
+	e := checkEntry{Name: "node", Reasons: []string{}}
+	for _, c := range conds {
+		if onPort[[2]string{c.Check, c.Entity}] {
+			continue
+		}
+		st := nagiosWarning
+		if c.Fatal {
+			st = nagiosCritical
+		}
+		e.add(st, c.Message)
+	}
+	return e, len(e.Reasons) > 0
 }
 
 // entryFromView renders one port of the daemon's verdict. It judges
