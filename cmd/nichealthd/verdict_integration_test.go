@@ -59,13 +59,14 @@ func newViewNode(t *testing.T) *viewNode {
 }
 
 // newShapeViewNode is a node of the given shape with D-Bus, /metrics and
-// a notify socket: every view the verdict tests compare.
-func newShapeViewNode(t *testing.T, shape string) *viewNode {
+// a notify socket: every view the verdict tests compare. tables are
+// appended to its configuration (each starting with a table header).
+func newShapeViewNode(t *testing.T, shape string, tables ...string) *viewNode {
 	t.Helper()
 	needBusctl(t)
 	b := newBusNode(t, shape, integConfig{}, dbustest.Options{})
 	addr := freePort(t)
-	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
+	cfg := strings.Replace(b.configText(integConfig{dbus: true, tables: strings.Join(tables, "\n")}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\n[sinks.jsonl]", addr), 1)
 	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/topology/kmsg"
+)
+
+// nicRecord is a kernel-facility record the mlx5 driver prints for nic
+// (dev_err: the dictionary names its PCI function); %s in msg is that
+// function's address.
+func (n *node) nicRecord(nic, msg string) kmsg.Record {
+	n.t.Helper()
+	sub, dev, err := n.h.KmsgDict(nic)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return kmsg.Record{Level: 3, Message: fmt.Sprintf(msg, strings.TrimPrefix(dev, "+pci:")), Subsystem: sub, Device: dev}
+}
+
+// kmsg writes records into the host's H/dev/kmsg.
+func (n *node) kmsg(recs ...kmsg.Record) []uint64 {
+	n.t.Helper()
+	seqs, err := n.h.WriteKmsg(recs...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return seqs
+}
+
+func kernelLog(pattern string, kind event.Kind) func(e event.Event) bool {
+	return func(e event.Event) bool { return e.Kind == kind && e.Metadata["pattern"] == pattern }
+}
+
+// metric returns the sample of family whose labels include every one of
+// labels (k="v" strings), and whether there is one.
+func metric(m map[string]float64, family string, labels ...string) (float64, bool) {
+	for k, v := range m {
+		if k != family && !strings.HasPrefix(k, family+"{") {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(k, l)
+		}
+		if all {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// TestKernelLog_BlackBox_DriverLinesRaiseAndClearInEveryView: a real
+// mlx5 firmware-health, command-timeout, slot-power, module and TX-timeout
+// line each becomes one condition on the right port in every view (the
+// JSON-lines event, D-Bus, nichealthctl status/ports/check, /metrics,
+// STATUS=), once however often it repeats, and clears as its pattern says:
+// the fatal ones by acknowledgement, the non-fatal ones after their quiet
+// period (shortened here). A failed probe of a function that has no RDMA
+// device is the node's condition, in every view too.
+func TestKernelLog_BlackBox_DriverLinesRaiseAndClearInEveryView(t *testing.T) {
+	v := newShapeViewNode(t, "dgx-h100", `
+[[kernelLog.patterns]]
+name = "pci_power_insufficient"
+quietPeriod = "2s"
+[[kernelLog.patterns]]
+name = "module_high_temperature"
+quietPeriod = "2s"
+[[kernelLog.patterns]]
+name = "tx_timeout"
+quietPeriod = "2s"
+`)
+	v.start()
+	v.waitReady()
+	ack := func(dev, what string) func() {
+		return func() {
+			if err := v.cl.AcknowledgeReset(ctxT(v.t), dev, 1, what); err != nil {
+				v.t.Fatalf("ack %s %s: %v", dev, what, err)
+			}
+		}
+	}
+	quiet := func() {} // the quiet period passes by itself
+	for _, tc := range []struct {
+		name, dev, pattern, verdict string
+		recs                        []kmsg.Record
+		clear                       func()
+	}{
+		{"firmware health", "mlx5_0", "fw_health_compromised", "fatal",
+			[]kmsg.Record{v.nicRecord("mlx5_0", "mlx5_core %s: poll_health:174:(pid 0): device's health compromised - reached miss count")},
+			ack("mlx5_0", "kernel_log")},
+		{"command timeout, twice", "mlx5_1", "cmd_exec_timeout", "fatal",
+			[]kmsg.Record{v.nicRecord("mlx5_1", "mlx5_core %s: wait_func:1189:(pid 72061): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource"),
+				v.nicRecord("mlx5_1", "mlx5_core %s: wait_func:1189:(pid 72061): QUERY_VPORT_COUNTER(0x770) timeout. Will cause a leak of a command resource")},
+			ack("mlx5_1", "cmd_exec_timeout")},
+		{"slot power", "mlx5_2", "pci_power_insufficient", "degraded",
+			[]kmsg.Record{v.nicRecord("mlx5_2", "mlx5_core %s: mlx5_pcie_event:299:(pid 268269): Detected insufficient power on the PCIe slot (27W).")},
+			quiet},
+		{"module temperature", "mlx5_3", "module_high_temperature", "degraded",
+			[]kmsg.Record{v.nicRecord("mlx5_3", "mlx5_core %s: mlx5_port_module_event:1131:(pid 0): Port module event[error]: module 0, Cable error, High Temperature")},
+			quiet},
+		// netdev_err on the RoCE netdev, without a dictionary: the driver's
+		// prefix names the function.
+		{"TX timeout", "mlx5_8", "tx_timeout", "degraded",
+			[]kmsg.Record{{Level: 3, Message: "mlx5_core 0000:41:00.0 enp65s0f0np0: TX timeout detected"}},
+			quiet},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v.t = t
+			v.agree(verdictWant{tc.dev, 1, "healthy"})
+			skip := len(v.read())
+			v.kmsg(tc.recs...)
+			e := v.waitEventAfter(skip, tc.name, kernelLog(tc.pattern, event.KindKernelLog))
+			wantEnts := fmt.Sprint([]event.Entity{{Type: "NIC", Value: tc.dev}, {Type: "NICPort", Value: "1"}})
+			if e.IsFatal != (tc.verdict == "fatal") || e.CheckName != "NICKernelLogCheck" || fmt.Sprint(e.EntitiesImpacted) != wantEnts ||
+				fmt.Sprint(e.ErrorCode) != "["+tc.pattern+"]" || !strings.Contains(e.Message, tc.recs[0].Message) || e.Metadata["gpus"] == "" {
+				t.Fatalf("event %+v", e)
+			}
+			v.agree(verdictWant{tc.dev, 1, tc.verdict})
+			// Once: later polls, and the second record of the same pattern
+			// on the same NIC within the window, add no event.
+			v.waitPolls(3)
+			if c := count(v.read()[skip:], kernelLog(tc.pattern, event.KindKernelLog)); c != 1 {
+				t.Fatalf("%d raising events, want 1: %s", c, summary(v.read()[skip:]))
+			}
+			v.waitMetric("the matches counted", "kernel_log_matches_total", func(m map[string]float64) bool {
+				n, ok := metric(m, "nichealth_kernel_log_matches_total", `pattern="`+tc.pattern+`"`, `device="`+tc.dev+`"`)
+				return ok && n == float64(len(tc.recs))
+			})
+			skip = len(v.read())
+			tc.clear()
+			c := v.waitEventAfter(skip, tc.name+" cleared", kernelLog(tc.pattern, event.KindKernelLogCleared))
+			if !c.IsHealthy || fmt.Sprint(c.ErrorCode) != "["+tc.pattern+"]" || fmt.Sprint(c.EntitiesImpacted) != wantEnts {
+				t.Fatalf("clear %+v", c)
+			}
+			v.agree(verdictWant{tc.dev, 1, "healthy"})
+		})
+	}
+	v.t = t
+
+	// A failed probe of a function discovery never saw: the node's own
+	// fatal condition, shown by every view that shows the node.
+	skip := len(v.read())
+	v.kmsg(kmsg.Record{Level: 4, Message: "mlx5_core: probe of 0001:41:00.0 failed with error -22"})
+	e := v.waitEventAfter(skip, "failed probe", kernelLog("probe_failed", event.KindKernelLog))
+	if !e.IsFatal || fmt.Sprint(e.EntitiesImpacted) != "[{NIC 0001:41:00.0}]" || e.Metadata["pci"] != "0001:41:00.0" {
+		t.Fatalf("event %+v", e)
+	}
+	v.agreeNode("fatal", "probe of 0001:41:00.0 failed")
+	ack("mlx5_0", "probe_failed")()
+	v.waitEventAfter(skip, "failed probe acknowledged", kernelLog("probe_failed", event.KindKernelLogCleared))
+	v.agreeNode("healthy", "")
+	v.cmd.Process.Signal(syscall.SIGTERM)
+	v.cmd.Wait()
+}
+
+// agreeNode waits until every view shows the node's verdict with no port
+// worse than healthy: a node-level condition.
+func (v *viewNode) agreeNode(verdict, msg string) {
+	v.t.Helper()
+	deadline := time.Now().Add(waitDeadline)
+	for {
+		why := v.nodeDisagreement(verdict, msg)
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			v.t.Fatalf("views disagree on the node (%s): %s\nstderr:\n%s", verdict, why, v.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (v *viewNode) nodeDisagreement(verdict, msg string) string {
+	m, err := v.cl.Manager(ctxT(v.t))
+	if err != nil || m.Verdict != verdict || len(m.FatalPorts) != 0 || len(m.DegradedPorts) != 0 {
+		return fmt.Sprintf("D-Bus manager %+v %v", m, err)
+	}
+	status, code := v.ctl("status")
+	check, ccode := v.ctl("check")
+	page := v.scrape()
+	st := v.lastStatus()
+	if verdict == "healthy" {
+		if code != 0 || ccode != 0 || strings.Contains(check, "node:") || !strings.Contains(page, "nichealth_healthy 1") || !strings.HasSuffix(st, "all healthy") {
+			return fmt.Sprintf("status exit %d, check exit %d %q, STATUS %q", code, ccode, check, st)
+		}
+		return ""
+	}
+	if code != 1 || !strings.Contains(status, "UNHEALTHY") || !strings.Contains(status, msg) || ccode != 2 || !strings.Contains(check, "node:CRITICAL - ") ||
+		!strings.Contains(page, "nichealth_healthy 0") || !strings.Contains(st, "0 fatal") {
+		return fmt.Sprintf("status exit %d:\n%s\ncheck exit %d: %s\nSTATUS %q", code, status, ccode, check, st)
+	}
+	return ""
+}
