@@ -1,7 +1,6 @@
 package kernellog
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/nichealth/nichealthd/checks/event"
@@ -29,9 +28,25 @@ type Devices struct {
 	Names map[string]string
 }
 
-// prefix is dev_printk's "<driver> <bus id>: " (netdev_printk adds the
-// netdev before the colon).
-var prefix = regexp.MustCompile(`^\S+ ([0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])[: ]`)
+// prefixPCI reads dev_printk's "<driver> <bus id>: " (netdev_printk adds
+// the netdev before the colon) and returns the bus id when it is a PCI
+// address.
+func prefixPCI(s string) string {
+	sp := strings.IndexByte(s, ' ')
+	if sp <= 0 || s[sp-1] == ':' {
+		return ""
+	}
+	rest := s[sp+1:]
+	end := strings.IndexByte(rest, ' ')
+	if end < 0 {
+		return ""
+	}
+	id := strings.TrimSuffix(rest[:end], ":")
+	if a := strings.ToLower(id); topology.IsPCIAddress(a) {
+		return a
+	}
+	return ""
+}
 
 // attribute finds the PCI function a matched record is about: the
 // dictionary's DEVICE=+pci:ADDR, the driver's prefix, the pattern's "pci"
@@ -41,10 +56,8 @@ func (d *Devices) attribute(r *kmsg.Record, p *compiled, m []int) string {
 	if a := strings.ToLower(r.PCIAddress()); topology.IsPCIAddress(a) {
 		return a
 	}
-	if sm := prefix.FindStringSubmatch(r.Message); sm != nil {
-		if a := strings.ToLower(sm[1]); topology.IsPCIAddress(a) {
-			return a
-		}
+	if a := prefixPCI(r.Message); a != "" {
+		return a
 	}
 	if p.pciGroup >= 0 && m != nil && m[2*p.pciGroup] >= 0 {
 		if a := strings.ToLower(r.Message[m[2*p.pciGroup]:m[2*p.pciGroup+1]]); topology.IsPCIAddress(a) {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
@@ -93,11 +94,29 @@ func (c *Check) Stats() Stats {
 	return s
 }
 
-var (
-	suppressedRE = regexp.MustCompile(`^(\w+): (\d+) callbacks suppressed$`)
-	// funcRE is mlx5's "func:line:(pid N):" after the device prefix.
-	funcRE = regexp.MustCompile(`(\w+):\d+:\(pid \d+\)`)
-)
+var suppressedRE = regexp.MustCompile(`^(\w+): (\d+) callbacks suppressed$`)
+
+// printingFunc is the function of mlx5's "func:line:(pid N):" after the
+// device prefix, or "".
+func printingFunc(s string) string {
+	i := strings.Index(s, ":(pid ")
+	if i < 0 {
+		return ""
+	}
+	j := i
+	for j > 0 && s[j-1] >= '0' && s[j-1] <= '9' {
+		j--
+	}
+	if j == i || j == 0 || s[j-1] != ':' {
+		return ""
+	}
+	end := j - 1
+	k := end
+	for k > 0 && (s[k-1] == '_' || s[k-1] >= 'a' && s[k-1] <= 'z' || s[k-1] >= 'A' && s[k-1] <= 'Z' || s[k-1] >= '0' && s[k-1] <= '9') {
+		k--
+	}
+	return s[k:end]
+}
 
 // Judge judges records in order and returns the condition changes.
 // changed says whether the memory moved beyond the cursor: the cursor
@@ -112,7 +131,7 @@ func (c *Check) Judge(mem *Memory, recs []kmsg.Record, devs *Devices, now time.T
 			c.stats.OtherFacility++
 			continue
 		}
-		if c.suppressed(mem, r) {
+		if strings.HasSuffix(r.Message, " callbacks suppressed") && c.suppressed(mem, r) {
 			changed = true
 			continue
 		}
@@ -141,13 +160,7 @@ func (c *Check) match(r *kmsg.Record) (*compiled, []int) {
 		if !p.Enabled {
 			continue
 		}
-		if p.pciGroup < 0 && p.devGroup < 0 {
-			if p.re.MatchString(r.Message) {
-				return p, nil
-			}
-			continue
-		}
-		if m := p.re.FindStringSubmatchIndex(r.Message); m != nil {
+		if ok, m := p.matches(r.Message); ok {
 			return p, m
 		}
 	}
@@ -190,11 +203,11 @@ func (c *Check) matched(mem *Memory, p *compiled, r *kmsg.Record, pci, text stri
 		return specs
 	}
 	key := Key(p.Name, fn.PCI)
-	if sm := funcRE.FindStringSubmatch(r.Message); sm != nil {
+	if f := printingFunc(r.Message); f != "" && c.lastByFunc[f] != key {
 		if len(c.lastByFunc) > 256 {
 			clear(c.lastByFunc)
 		}
-		c.lastByFunc[sm[1]] = key
+		c.lastByFunc[f] = key
 	}
 	return append(specs, c.occurrence(mem, p, key, fn, r, text, now, changed)...)
 }
@@ -228,7 +241,10 @@ func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r 
 		mem.Active[key] = a
 	}
 	*changed = true
-	a.Device, a.Ports = fn.Device, portsFrom(fn.Ports)
+	a.Device = fn.Device
+	if !samePorts(a.Ports, fn.Ports) {
+		a.Ports = portsFrom(fn.Ports)
+	}
 	a.Count++
 	if r.Time.After(a.Last) {
 		a.Last = r.Time
@@ -263,6 +279,18 @@ func within(ts []time.Time, from time.Time) []time.Time {
 		out = out[len(out)-maxOccurrences:]
 	}
 	return out
+}
+
+func samePorts(a []Port, b []event.PortRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Device != b[i].Device || a[i].Port != b[i].Port {
+			return false
+		}
+	}
+	return true
 }
 
 func portsFrom(ps []event.PortRef) []Port {

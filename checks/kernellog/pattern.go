@@ -323,6 +323,77 @@ type compiled struct {
 	*Pattern
 	re, follow, clear  *regexp.Regexp
 	pciGroup, devGroup int
+	// must are literals one of which every match contains, tested first:
+	// most records fail them, and a substring search costs a fraction of
+	// running the regex (with its leading .*) over the line.
+	must []string
+}
+
+// requiredLiterals returns literals one of which every match of expr
+// contains (nil when it cannot tell): a literal element of a
+// concatenation, or one per branch of an alternation. Of several
+// candidates it keeps the one whose shortest literal is longest.
+func requiredLiterals(expr string) []string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return required(re.Simplify())
+}
+
+func required(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture:
+		return required(re.Sub[0])
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			r := required(sub)
+			if r == nil {
+				return nil
+			}
+			out = append(out, r...)
+		}
+		return out
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range re.Sub {
+			if r := required(sub); r != nil && score(r) > score(best) {
+				best = r
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+func score(lits []string) int {
+	if len(lits) == 0 {
+		return 0
+	}
+	m := len(lits[0])
+	for _, l := range lits[1:] {
+		m = min(m, len(l))
+	}
+	return m
+}
+
+// matches reports whether the pattern's regex matches s (with the
+// submatch indexes when it names the function by a group).
+func (c *compiled) matches(s string) (bool, []int) {
+	if len(c.must) > 0 && !containsAny(s, c.must) {
+		return false, nil
+	}
+	if c.pciGroup < 0 && c.devGroup < 0 {
+		return c.re.MatchString(s), nil
+	}
+	m := c.re.FindStringSubmatchIndex(s)
+	return m != nil, m
 }
 
 // Table is the compiled patterns, in judging order.
@@ -352,6 +423,7 @@ func Compile(ps []Pattern) (*Table, error) {
 			}
 		}
 		c.pciGroup, c.devGroup = c.re.SubexpIndex("pci"), c.re.SubexpIndex("dev")
+		c.must = requiredLiterals(p.Regex)
 		t.patterns = append(t.patterns, c)
 	}
 	for i := range t.patterns {
@@ -375,4 +447,13 @@ func (t *Table) Patterns() []Pattern {
 		out[i] = *t.patterns[i].Pattern
 	}
 	return out
+}
+
+func containsAny(s string, lits []string) bool {
+	for _, l := range lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -195,4 +196,115 @@ func (v *viewNode) nodeDisagreement(verdict, msg string) string {
 		return fmt.Sprintf("status exit %d:\n%s\ncheck exit %d: %s\nSTATUS %q", code, status, ccode, check, st)
 	}
 	return ""
+}
+
+// TestKernelLog_BlackBox_OtherWordsRaiseNothing: informational mlx5 lines,
+// other drivers' lines with the same words, records written from user
+// space and records about functions that are not monitored (a VF, the
+// management NIC) raise nothing; the daemon is seen to have judged them
+// (its counters), and a gap in the sequence numbers is logged once with
+// the number of records lost.
+func TestKernelLog_BlackBox_OtherWordsRaiseNothing(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	skip := len(n.read())
+	recs := []kmsg.Record{
+		n.nicRecord("mlx5_0", "mlx5_core %s: port_module:262:(pid 0): Port module event: module 0, Cable plugged"),
+		n.nicRecord("mlx5_0", "mlx5_core %s: mlx5_pcie_event:294:(pid 586): PCIe slot advertised sufficient power (75W)."),
+		n.nicRecord("mlx5_0", "mlx5_core %s: mlx5_health_try_recover:346:(pid 12): health recovery succeeded"),
+		{Level: 2, Message: "ixgbe 0000:05:00.0 eth2: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5000 ms", Subsystem: "pci", Device: "+pci:0000:05:00.0"},
+		{Level: 3, Message: "NETDEV WATCHDOG: eth2 (ixgbe): transmit queue 0 timed out"},
+		{Level: 4, Message: "bnxt_en 0000:3b:00.0: Detected insufficient power on the PCIe slot (25W)."},
+		{Level: 3, Message: "pci 0000:18:00.0: probe with driver ice failed with error -5"},
+		{Level: 3, Message: "watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [kworker/3:1:123]"},
+		{Level: 4, Message: " blk_mq_run_work_fn+0x1/0x2"},
+		// Not the kernel's own: written from user space.
+		{Facility: kmsg.FacilityUser, Level: 3, Message: "mlx5_core 0000:19:00.0: poll_health:174:(pid 0): device's health compromised - reached miss count"},
+		// A VF and the management NIC: not monitored.
+		n.nicRecord("mlx5_13", "mlx5_core %s: poll_health:174:(pid 0): device's health compromised - reached miss count"),
+		n.nicRecord("mlx5_12", "mlx5_core %s: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad resource(0x5), syndrome (0x305684), err(-22)"),
+	}
+	seqs := n.kmsg(recs...)
+	// A gap of 48 records: the ring overwrote them before they were read.
+	n.kmsg(kmsg.Record{Seq: seqs[len(seqs)-1] + 49, Level: 6, Message: "after an overrun"})
+	n.waitMetric("every record judged", "nichealth_kernel_log_ignored_total", func(m map[string]float64) bool {
+		fac, _ := metric(m, "nichealth_kernel_log_ignored_total", `reason="facility"`)
+		unm, _ := metric(m, "nichealth_kernel_log_ignored_total", `reason="unmonitored"`)
+		plugged, _ := metric(m, "nichealth_kernel_log_matches_total", `pattern="module_plugged"`, `device="mlx5_0"`)
+		return fac == 1 && unm == 2 && plugged == 1 && m["nichealth_kernel_log_lost_total"] == 48 && m["nichealth_kernel_log_records_total"] == float64(len(recs)+1)
+	})
+	n.waitPolls(2)
+	if c := count(n.read()[skip:], func(e event.Event) bool { return e.CheckName == "NICKernelLogCheck" }); c != 0 {
+		t.Fatalf("%d kernel-log events: %s", c, summary(n.read()[skip:]))
+	}
+	if c := strings.Count(n.stderr.String(), `msg="kernel log records lost; the kernel-log check did not see them" lost=48`); c != 1 {
+		t.Fatalf("the overrun was logged %d times\n%s", c, n.stderr.String())
+	}
+	n.stop()
+}
+
+// TestKernelLog_BlackBox_RestartMidBurstRepeatsNothingSkipsNothing: the
+// daemon stops while a burst of 5,000 records is being judged. On start
+// /dev/kmsg hands out its ring from the start again, which the FIFO
+// stands in for by being given the whole burst again, same sequence
+// numbers: the restarted daemon judges exactly the records it had not,
+// so the condition counts 5,000, no more and no less, and was raised once.
+func TestKernelLog_BlackBox_RestartMidBurstRepeatsNothingSkipsNothing(t *testing.T) {
+	n := newNode(t, "dgx-h100", `
+[[kernelLog.patterns]]
+name = "access_reg_failed"
+dedupeWindow = "1s"
+`)
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	const burst = 5000
+	line := n.nicRecord("mlx5_0", "mlx5_core %s: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad resource(0x5), syndrome (0x305684), err(-22)")
+	recs := make([]kmsg.Record, burst)
+	for i := range recs {
+		recs[i] = line
+		recs[i].Seq = uint64(i + 1)
+	}
+	n.kmsg(recs...)
+	// Stop as soon as the daemon has judged part of it.
+	n.waitEvent("the burst raised", kernelLog("access_reg_failed", event.KindKernelLog))
+	n.stop()
+	counts := func() []int {
+		var out []int
+		for _, e := range n.read() {
+			if kernelLog("access_reg_failed", event.KindKernelLog)(e) {
+				c, _ := strconv.Atoi(e.Metadata["count"])
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	before := counts()
+	if before[len(before)-1] >= burst {
+		t.Logf("the whole burst was judged before the stop (%v): the restart resumes at its end", before)
+	}
+	n.start()
+	n.kmsg(recs...)
+	n.waitEvent("the count reported complete", func(e event.Event) bool {
+		return kernelLog("access_reg_failed", event.KindKernelLog)(e) && e.Metadata["count"] == strconv.Itoa(burst)
+	})
+	n.waitPolls(15) // past another de-duplication window: no further count
+	n.stop()
+	after := counts()
+	t.Logf("counts reported: %v before the restart, %v in all", before, after)
+	for _, c := range after {
+		if c > burst {
+			t.Fatalf("counts %v: records judged twice", after)
+		}
+	}
+	if after[len(after)-1] != burst {
+		t.Fatalf("counts %v: records skipped", after)
+	}
+	if c := count(n.read(), func(e event.Event) bool {
+		return kernelLog("access_reg_failed", event.KindKernelLog)(e) && e.Metadata["count"] == "1"
+	}); c != 1 {
+		t.Fatalf("raised %d times: %v", c, after)
+	}
 }
