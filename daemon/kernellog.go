@@ -235,7 +235,7 @@ func (m *Monitor) kernelLogTotals() *health.KernelLogTotals {
 		return kl.totals
 	}
 	st, cs := kl.src.Stats(), kl.check.Stats()
-	t := &health.KernelLogTotals{Reading: st.Open, Err: event.Clean(st.Err), Records: st.Read, Judged: kl.judged,
+	t := &health.KernelLogTotals{Reading: st.Open, Err: event.Clean(st.Err), Records: st.Read, Sequence: st.LastSeq, Judged: kl.judged,
 		Dropped: st.Dropped + st.Oversized + st.Malformed, Lost: st.Lost, OtherFacility: cs.OtherFacility,
 		Unmonitored: cs.Unmonitored, Unattributed: cs.Unattributed}
 	for k, n := range cs.Matches {

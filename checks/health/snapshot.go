@@ -103,7 +103,9 @@ type KernelLogTotals struct {
 	Reading bool   `json:"reading"`
 	Err     string `json:"err,omitempty"`
 	Records uint64 `json:"records"` // read
-	Judged  uint64 `json:"judged"`
+	// Sequence is the kernel's sequence number of the newest record read.
+	Sequence uint64 `json:"sequence"`
+	Judged   uint64 `json:"judged"`
 	// Dropped records did not fit the queue (or exceeded the record size
 	// bound, or were not in the kernel's format); Lost ones the kernel's
 	// ring overwrote before they were read.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/internal/component"
 	"github.com/nichealth/nichealthd/topology/kmsg"
 )
 
@@ -307,4 +309,146 @@ dedupeWindow = "1s"
 	}); c != 1 {
 		t.Fatalf("raised %d times: %v", c, after)
 	}
+}
+
+// TestKernelLog_BlackBox_StormKeepsThePollCadence: a storm of 10,000
+// records of one pattern on one NIC is one condition and one event, and
+// the poll loop keeps its cadence: no poll judges more than the batch
+// (1,024 records), so the storm is spread over at least ten polls while
+// the polls go on, as the daemon's own poll counter shows; none is
+// dropped (the reader's queue holds 16,384).
+func TestKernelLog_BlackBox_StormKeepsThePollCadence(t *testing.T) {
+	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	const storm, batch = 10000, 1024
+	skip := len(n.read())
+	line := n.nicRecord("mlx5_0", "mlx5_core %s: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad resource(0x5), syndrome (0x305684), err(-22)")
+	recs := make([]kmsg.Record, storm)
+	for i := range recs {
+		recs[i] = line
+	}
+	url := n.metricsURL()
+	before, err := n.scrape(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.kmsg(recs...)
+	var polls float64
+	n.waitMetric("the whole storm judged", "kernel_log_matches_total", func(m map[string]float64) bool {
+		c, _ := metric(m, "nichealth_kernel_log_matches_total", `pattern="access_reg_failed"`, `device="mlx5_0"`)
+		polls = m[pollCount]
+		return c == storm
+	})
+	if got := polls - before[pollCount]; got < storm/batch {
+		t.Fatalf("the storm was judged in %v polls; a poll judges at most %d records, so at least %d were needed", got, batch, storm/batch)
+	}
+	m, _ := n.scrape(url)
+	if m["nichealth_kernel_log_dropped_total"] != 0 || m["nichealth_kernel_log_lost_total"] != 0 {
+		t.Fatalf("dropped %v lost %v", m["nichealth_kernel_log_dropped_total"], m["nichealth_kernel_log_lost_total"])
+	}
+	if c := count(n.read()[skip:], func(e event.Event) bool { return e.CheckName == "NICKernelLogCheck" }); c != 1 {
+		t.Fatalf("%d kernel-log events for one storm: %s", c, summary(n.read()[skip:]))
+	}
+	n.stop()
+}
+
+// TestKernelLog_BlackBox_RealDevKmsgAsRoot: the daemon reads the real
+// /dev/kmsg (devRoot = "/dev") while the test writes mlx5 lines into it.
+// A record written from user space gets the user facility (the kernel's
+// cannot be forged), so by default it raises nothing, though the daemon
+// read it; with matchUserSpace = true the same line raises the condition
+// on the simulated NIC it names.
+func TestKernelLog_BlackBox_RealDevKmsgAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		component.Missing(t, "needs root to write /dev/kmsg and to read it under kernel.dmesg_restrict=1")
+	}
+	if f, err := os.Open("/dev/kmsg"); err != nil {
+		component.Missing(t, "cannot read /dev/kmsg: %v", err)
+	} else {
+		f.Close()
+	}
+	// kernel.printk_devkmsg=ratelimit drops writes beyond a burst; the
+	// test's few lines fit it, but "off" refuses them: set "on" for the
+	// test and put the old value back.
+	const knob = "/proc/sys/kernel/printk_devkmsg"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		component.Missing(t, "cannot read %s: %v", knob, err)
+	}
+	if strings.TrimSpace(string(old)) != "on" {
+		if err := os.WriteFile(knob, []byte("on\n"), 0o644); err != nil {
+			component.Missing(t, "cannot set %s: %v", knob, err)
+		}
+		t.Cleanup(func() { os.WriteFile(knob, old, 0o644) })
+	}
+	n := newNode(t, "dgx-h100", "[linkSanity]\ncharDevices = false\n")
+	b, _ := os.ReadFile(n.cfg)
+	cfg := strings.Replace(string(b), fmt.Sprintf("devRoot = %q", n.h.DevRoot()), `devRoot = "/dev"`, 1)
+	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.waitMetric("/dev/kmsg read", "nichealth_kernel_log_reading", func(m map[string]float64) bool {
+		return m["nichealth_kernel_log_reading"] == 1
+	})
+	d, _ := n.h.Device("mlx5_0")
+	write := func(tag string) uint64 {
+		t.Helper()
+		mine := kmsg.Open(kmsg.Options{Path: "/dev/kmsg"})
+		defer mine.Close()
+		w, err := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("<3>mlx5_core %s: poll_health:174:(pid 0): device's health compromised - reached miss count %s\n", d.PCIAddress, tag)
+		_, err = w.Write([]byte(line))
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(waitDeadline); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, r := range mine.Drain(nil, 0) {
+				if strings.HasSuffix(r.Message, tag) {
+					if r.Facility != kmsg.FacilityUser {
+						t.Fatalf("a record written from user space has facility %d", r.Facility)
+					}
+					return r.Seq
+				}
+			}
+		}
+		t.Fatalf("the record %s never showed in /dev/kmsg", tag)
+		return 0
+	}
+	skip := len(n.read())
+	seq := write("nichealth-bb-default")
+	n.waitMetric("the record read", "nichealth_kernel_log_sequence", func(m map[string]float64) bool {
+		return m["nichealth_kernel_log_sequence"] >= float64(seq)
+	})
+	n.waitPolls(2)
+	if c := count(n.read()[skip:], func(e event.Event) bool { return e.CheckName == "NICKernelLogCheck" && !e.IsHealthy }); c != 0 {
+		t.Fatalf("a user-space record raised %d events: %s", c, summary(n.read()[skip:]))
+	}
+	n.waitMetric("the record ignored for its facility", "nichealth_kernel_log_ignored_total", func(m map[string]float64) bool {
+		v, _ := metric(m, "nichealth_kernel_log_ignored_total", `reason="facility"`)
+		return v >= 1
+	})
+
+	b, _ = os.ReadFile(n.cfg)
+	if err := os.WriteFile(n.cfg, append(b, []byte("[kernelLog]\nmatchUserSpace = true\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	n.waitMetric("the reload applied", "nichealth_config_generation", func(m map[string]float64) bool {
+		return m["nichealth_config_generation"] == 2
+	})
+	write("nichealth-bb-user-space-on")
+	e := n.waitEventAfter(skip, "the user-space record judged", kernelLog("fw_health_compromised", event.KindKernelLog))
+	if !e.IsFatal || e.Device() != "mlx5_0" || !strings.HasSuffix(e.Metadata["record"], "nichealth-bb-user-space-on") {
+		t.Fatalf("event %+v", e)
+	}
+	n.stop()
 }

@@ -279,6 +279,13 @@ func TestIntegration_OneVerdict_EveryViewAgrees(t *testing.T) {
 			// The hung read returns (as a firmware that answers again).
 			func(v *viewNode) { releaseFIFO(v.t, v.node, "mlx5_5", 1, "counters/port_rcv_errors") },
 			portEvent("mlx5_5", event.KindReadRecovered)},
+		{"kernel log: firmware command timeout", "mlx5_0", "fatal",
+			func(v *viewNode) {
+				v.kmsg(v.nicRecord("mlx5_0", "mlx5_core %s: wait_func:1189:(pid 72061): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource"))
+			},
+			portEvent("mlx5_0", event.KindKernelLog),
+			func(v *viewNode) { ack(v, "mlx5_0", "kernel_log") },
+			portEvent("mlx5_0", event.KindKernelLogCleared)},
 		{"link sanity finding", "mlx5_7", "degraded",
 			func(v *viewNode) { v.h.SetRate("mlx5_7", 1, "200 Gb/sec (4X HDR)") },
 			portEvent("mlx5_7", event.KindLinkSanity),

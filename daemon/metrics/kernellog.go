@@ -9,6 +9,7 @@ func fillKernelLog(e *encoder, s *snapshot) {
 	none := e.labels()
 	e.add(mKernelLogReading, none, bval(k.Reading))
 	e.add(mKernelLogRecords, none, uval(k.Records))
+	e.add(mKernelLogSequence, none, uval(k.Sequence))
 	e.add(mKernelLogDropped, none, uval(k.Dropped))
 	e.add(mKernelLogLost, none, uval(k.Lost))
 	for _, r := range []struct {
