@@ -155,10 +155,11 @@ func (w waiter) wait(ctx context.Context) waitOutcome {
 	}
 }
 
-// readiness lists what the node still lacks: the first poll, and each
-// compute or storage port that is unhealthy or slower than its role peers
-// (the rate-below-peers rule of checks/sanity, applied to the daemon's port
-// views so it holds whether or not the daemon reports sanity findings).
+// readiness lists what the node still lacks: the first poll, each compute
+// or storage port that is unhealthy or slower than its role peers (the
+// rate-below-peers rule of checks/sanity, applied to the daemon's port
+// views so it holds whether or not the daemon reports sanity findings),
+// and the conditions no port shows.
 func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -202,6 +203,11 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	}
 	for _, f := range sanity.RateVsPeers(rates) {
 		pending = append(pending, f.Message)
+	}
+	// A condition no port shows is the node's (an mlx5 function that
+	// failed to probe has no port to be unhealthy on).
+	if e, ok := nodeEntry(m.Conditions, ports); ok {
+		pending = append(pending, e.Reasons...)
 	}
 	return pending, nil
 }
