@@ -106,9 +106,9 @@ type KernelLogTotals struct {
 	// Sequence is the kernel's sequence number of the newest record read.
 	Sequence uint64 `json:"sequence"`
 	Judged   uint64 `json:"judged"`
-	// Dropped records did not fit the queue (or exceeded the record size
-	// bound, or were not in the kernel's format); Lost ones the kernel's
-	// ring overwrote before they were read.
+	// Dropped records exceeded the record size bound or were not in the
+	// kernel's format; Lost ones the kernel's ring overwrote before they
+	// were read.
 	Dropped       uint64           `json:"dropped"`
 	Lost          uint64           `json:"lost"`
 	OtherFacility uint64           `json:"otherFacility"`

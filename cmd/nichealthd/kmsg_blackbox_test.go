@@ -316,7 +316,8 @@ dedupeWindow = "1s"
 // the poll loop keeps its cadence: no poll judges more than the batch
 // (1,024 records), so the storm is spread over at least ten polls while
 // the polls go on, as the daemon's own poll counter shows; none is
-// dropped (the reader's queue holds 16,384).
+// dropped or lost (the reader's queue holds 16,384, and a full one holds
+// the reader back).
 func TestKernelLog_BlackBox_StormKeepsThePollCadence(t *testing.T) {
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()

@@ -178,7 +178,7 @@ func descriptors() [numFamilies]desc {
 		mKernelLogRecords:  {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
 		mKernelLogSequence: {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
 		mKernelLogMatches:  {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
-		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: the reader's queue was full, or a record was oversized or not in the kernel's format.", counter},
+		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
 		mKernelLogLost:     {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
 		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one).", counter},
 	}

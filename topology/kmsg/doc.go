@@ -6,10 +6,11 @@
 // not print are escaped as \xNN.
 //
 // Parse and Split are pure functions over bytes, fuzzed. Source reads
-// <devRoot>/kmsg on a goroutine of its own, bounds every record and the
-// queue it fills (a full queue drops with a count, it never blocks the
-// caller), reports ring-buffer overruns (EPIPE, or a gap in the sequence
-// numbers) once each with how many records were lost, and resumes after a
-// sequence number so a restart neither repeats nor skips a record. The
-// poll loop only drains what is queued.
+// <devRoot>/kmsg on a goroutine of its own, bounds every record (a longer
+// one is dropped with a count) and the queue it fills: a full queue holds
+// the reader back, never the caller, and the kernel's ring keeps the
+// records meanwhile. It reports ring-buffer overruns (EPIPE, or a gap in
+// the sequence numbers) once each with how many records were lost, and
+// resumes after a sequence number so a restart neither repeats nor skips
+// a record. The poll loop only drains what is queued.
 package kmsg

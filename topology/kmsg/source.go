@@ -13,8 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Queue bounds: what the reader holds for the poll loop. A storm beyond
-// them is dropped and counted rather than held without limit.
+// Queue bounds: what the reader holds for the poll loop. When they are
+// reached the reader stops reading until the loop drains: the kernel's ring
+// is the buffer beyond them (megabytes, and what a restart reads again),
+// and dropping here would lose the newest records while the ring still
+// had them (on the first start after install, a long ring would fill the
+// queue at once). If the reader falls so far behind that the ring wraps,
+// the loss is counted from the sequence numbers, as any overrun.
 const (
 	DefaultQueueRecords = 16384
 	DefaultQueueBytes   = 8 << 20
@@ -57,7 +62,7 @@ type Stats struct {
 	Open      bool   // the source is open and being read
 	Read      uint64 // records parsed
 	Skipped   uint64 // at or before the resume point (judged before a restart)
-	Dropped   uint64 // the queue was full
+	Dropped   uint64 // not queued: the source was closed while the queue was full
 	Oversized uint64 // longer than MaxRecord
 	Malformed uint64 // not in the kernel's format
 	Lost      uint64 // overwritten by the ring before they were read
@@ -83,6 +88,7 @@ type Source struct {
 	overrun  bool // EPIPE seen: the next gap is the ring's doing
 	f, w     *os.File
 	closed   bool
+	space    *sync.Cond // signalled when Drain makes room, or on Close
 	done     chan struct{}
 	stop     chan struct{}
 	lastErr  string
@@ -106,6 +112,7 @@ func Open(opts Options) *Source {
 	}
 	s := &Source{opts: opts, log: log, done: make(chan struct{}), stop: make(chan struct{}),
 		q: make([]Record, opts.QueueRecords), hi: opts.After, haveHi: opts.Resume, monoBase: clocks}
+	s.space = sync.NewCond(&s.mu)
 	go s.run()
 	return s
 }
@@ -138,6 +145,9 @@ func (s *Source) Drain(dst []Record, max int) []Record {
 		s.qhead = (s.qhead + 1) % len(s.q)
 	}
 	s.qn -= n
+	if n > 0 {
+		s.space.Broadcast()
+	}
 	return dst
 }
 
@@ -174,6 +184,7 @@ func (s *Source) Close() {
 	}
 	s.closed = true
 	close(s.stop)
+	s.space.Broadcast()
 	if s.f != nil {
 		s.f.Close() // unblocks the read
 	}
@@ -344,7 +355,10 @@ func (s *Source) record(b []byte) {
 		r.Time = now.Add(r.TS - mono)
 	}
 	size := recordBytes(&r)
-	if s.qn == len(s.q) || s.qbytes+size > s.opts.QueueBytes {
+	for !s.closed && (s.qn == len(s.q) || s.qn > 0 && s.qbytes+size > s.opts.QueueBytes) {
+		s.space.Wait()
+	}
+	if s.closed {
 		s.stats.Dropped++
 		return
 	}
