@@ -64,3 +64,23 @@ func TestKernelLog_11_FunctionMapFromDiscovery(t *testing.T) {
 }
 
 func first2(s []event.Spec, _ bool) []event.Spec { return s }
+
+// A quiet kernel log costs the poll loop three short critical sections
+// and no allocation.
+func BenchmarkKernelLogCycle_Quiet(b *testing.B) {
+	h, err := sim.Build(simtest.TempDir(b), "dgx-h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := simMonitor(b, h, "")
+	m.startKernelLog("boot")
+	var specs []event.Spec
+	changed := false
+	now := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(100 * time.Millisecond)
+		m.kernelLogCycle(now, &specs, &changed)
+	}
+}
