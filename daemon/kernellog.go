@@ -52,18 +52,26 @@ func kernelLogOn(cfg *config.Config) bool {
 
 // startKernelLog starts reading the kernel log (the daemon's Run; a
 // one-shot check never reads it). The cursor of the same boot resumes.
+//
+// Conditions remembered from before the start are settled first: all of
+// them cleared when the check is now off, those of patterns removed or
+// changed while the daemon was down reconciled (their events go out with
+// the first poll).
 func (m *Monitor) startKernelLog(bootID string) {
 	m.mem.KernelLog.ForBoot(bootID)
-	if !kernelLogOn(m.cfg) {
-		return
-	}
 	tb, err := kernellog.Compile(m.cfg.KernelLog.Patterns)
 	if err != nil {
 		m.log.Error("kernel log patterns do not compile; the kernel-log check is off", "err", err)
 		return
 	}
-	kl := &kernelLog{cfg: m.cfg.KernelLog,
-		check: kernellog.New(tb, kernellog.Options{MatchUserSpace: m.cfg.KernelLog.MatchUserSpace, Log: m.log})}
+	check := kernellog.New(tb, kernellog.Options{MatchUserSpace: m.cfg.KernelLog.MatchUserSpace, Log: m.log})
+	if !kernelLogOn(m.cfg) {
+		m.pendingSpecs = append(m.pendingSpecs, check.ClearAll(m.mem.KernelLog,
+			"the kernel-log check is switched off (kernelLog.enabled = false, or not in checks)")...)
+		return
+	}
+	m.pendingSpecs = append(m.pendingSpecs, check.Reconcile(m.mem.KernelLog, time.Now())...)
+	kl := &kernelLog{cfg: m.cfg.KernelLog, check: check}
 	kl.open(m)
 	m.kl = kl
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/topology/kmsg"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
@@ -82,5 +83,41 @@ func BenchmarkKernelLogCycle_Quiet(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		now = now.Add(100 * time.Millisecond)
 		m.kernelLogCycle(now, &specs, &changed)
+	}
+}
+
+// Conditions remembered from before a start are settled at the start: a
+// pattern removed while the daemon was down clears its condition, and a
+// check switched off clears them all.
+func TestKernelLog_11_StartSettlesRememberedConditions(t *testing.T) {
+	h, err := sim.Build(simtest.TempDir(t), "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, extra string
+		want        []string
+	}{
+		{"pattern disabled while down", "[[kernelLog.patterns]]\nname = \"tx_timeout\"\nenabled = false\n", []string{"tx_timeout"}},
+		{"check switched off while down", "[kernelLog]\nenabled = false\n", []string{"cmd_exec_timeout", "tx_timeout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := simMonitor(t, h, tc.extra)
+			mem := m.mem.KernelLog
+			for _, p := range []string{"cmd_exec_timeout", "tx_timeout"} {
+				mem.Active[kernellog.Key(p, "0000:19:00.0")] = &kernellog.Active{Pattern: p, PCI: "0000:19:00.0", Device: "mlx5_0",
+					Ports: []kernellog.Port{{Device: "mlx5_0", Port: 1}}, Raised: true, Count: 1}
+			}
+			m.startKernelLog("boot")
+			var got []string
+			for _, s := range m.pendingSpecs {
+				if s.Kind == event.KindKernelLogCleared {
+					got = append(got, s.Metadata["pattern"])
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("cleared %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
