@@ -1,8 +1,10 @@
 # nichealthd build, test and packaging. `make help` lists targets.
 GO        ?= go
 BIN       ?= bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
-LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/daemon.Version=$(VERSION)
+# One version for every binary and the .deb: internal/version.Base plus,
+# off a release tag, the commit (scripts/version says how).
+VERSION   ?= $(shell $(GO) run ./scripts/version)
+LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/internal/version.stamp=$(VERSION)
 PKGS      := ./...
 FUZZTIME  ?= 5s
 CMDS      := $(notdir $(wildcard cmd/*))
@@ -11,7 +13,7 @@ TRY_DIR   ?= $(CURDIR)/.try
 # The go test -json stream of test-go, for the closing summary of make test.
 TEST_JSON ?= $(BIN)/test-go.json
 
-.PHONY: help build test test-go test-fuzz test-packaging run try try-stop bench lint proto deb install clean mutate
+.PHONY: help build test test-go test-fuzz test-packaging run try try-stop bench lint analyze proto deb install clean mutate
 
 help:
 	@echo "make run        build and run the demo on a simulated DGX H100 node"
@@ -22,6 +24,7 @@ help:
 	@echo "make bench      benchmarks (poll cycle, evaluator, outbox, D-Bus)"
 	@echo "make mutate     mutation testing of checks, persist and the D-Bus access rule (minutes; not in make test)"
 	@echo "make lint       gofmt + go vet"
+	@echo "make analyze    staticcheck and nilaway (nil panics) over the product's code"
 	@echo "make deb        Debian package into dist/"
 	@echo "make install    install under DESTDIR/PREFIX (non-Debian hosts)"
 	@echo "make proto      regenerate the platform-connector gRPC code"
@@ -42,8 +45,25 @@ lint:
 	$(GO) vet $(PKGS)
 	bash scripts/shellcheck.sh
 
+# staticcheck (dead code, misuse of the standard library such as a nil
+# context) and nilaway (nil flows that panic: a typed nil returned into an
+# interface crashed the daemon at start on real RoCE hosts) over every
+# non-test file, the simulate build's included, with zero findings. Both
+# come from the module proxy through go run, pinned, so CI installs
+# nothing. A false positive is annotated where it is reported, with its
+# reason: //nolint:nilaway // why. The generated protobuf code passes too.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+NILAWAY     ?= go.uber.org/nilaway/cmd/nilaway@v0.0.0-20260918162853-acb8859b9031
+NILAWAY_FLAGS := -test=false -pretty-print=false -include-pkgs=github.com/nichealth/nichealthd
+
+analyze:
+	$(GO) run $(STATICCHECK) -tests=false $(PKGS)
+	$(GO) run $(STATICCHECK) -tests=false -tags simulate ./cmd/nichealthd
+	$(GO) run $(NILAWAY) $(NILAWAY_FLAGS) $(PKGS)
+	$(GO) run $(NILAWAY) $(NILAWAY_FLAGS) -tags simulate ./cmd/nichealthd
+
 # Ends with the skipped tests, their reasons and one line of counts.
-test: lint build test-go test-fuzz test-packaging
+test: lint analyze build test-go test-fuzz test-packaging
 	@$(GO) run ./scripts/testsummary report $(TEST_JSON)
 
 # go test -json, reported package by package with failures in full
@@ -101,7 +121,7 @@ deb: build
 	bash packaging/build-deb.sh $(BIN) dist
 
 install: build
-	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) bash packaging/install.sh $(BIN)
+	VERSION=$(VERSION) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) bash packaging/install.sh $(BIN)
 
 clean:
 	rm -rf $(BIN) dist

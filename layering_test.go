@@ -1,7 +1,9 @@
 package nichealthd_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +34,10 @@ var ranks = []struct {
 	{"dbusapi", 3},
 	{"systemd", 3},
 	{"daemon", 4},
+	// fabric is the fleet-side view (nichealth-fabric): it reads what the
+	// fleet exports (Prometheus, status dumps) and never the daemon's
+	// insides, and nothing of the node imports it.
+	{"fabric", 5},
 }
 
 // pendingArrows are arrows against the rules that are known and being
@@ -76,6 +82,8 @@ func TestLayering_ImportsFollowTheFlow(t *testing.T) {
 			}
 			arrow := from + " -> " + to
 			switch {
+			case ftree == "fabric" && ttree != "fabric" && ttree != "internal":
+				bad = append(bad, arrow+" (the fabric view reads what the fleet exports, not the daemon's packages)")
 			case ftree == ttree:
 				// within one tree
 			case ttree == "persist" && ftree != "daemon" && ftree != "daemon/metrics":
@@ -100,5 +108,56 @@ func TestLayering_ImportsFollowTheFlow(t *testing.T) {
 		if !slices.Contains(seenPending, p) {
 			t.Errorf("%s is gone: remove it from pendingArrows so it cannot come back", p)
 		}
+	}
+}
+
+// productBinaries are the commands the package installs (packaging/install.sh).
+var productBinaries = []string{"./cmd/nichealthd", "./cmd/nichealthctl"}
+
+// simulationMarkers are what a production file would name to find out
+// whether it runs on the simulator's tree: the simulator's manifest, its
+// errno table and statistics directory, the flag of the test build, and
+// the names the old switch had. DESIGN.md section 10: the product has one
+// code path, the real host's.
+var simulationMarkers = []string{
+	".nichealth-sim", "ethtool-stats", "ManifestName", "ErrnoTableName", "PHYStatsDir",
+	"SimulatedHost", "SimulatedRoot", "IsSimulated", "simulate-root",
+}
+
+// The production binaries, built as they are shipped (no build tags), link
+// no simulator package and no file of theirs refers to the simulator's
+// marks: nothing in the product can ask whether the host is simulated.
+func TestLayering_NoSimulationSwitchInTheProduct(t *testing.T) {
+	args := append([]string{"list", "-deps", "-f", `{{.ImportPath}}|{{.Dir}}|{{join .GoFiles " "}}`}, productBinaries...)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "|", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		pkg := strings.TrimPrefix(f[0], module)
+		if pkg == "topology/sim" || strings.HasPrefix(pkg, "topology/sim/") {
+			t.Errorf("a production binary links the simulator (%s): inject through Seams at construction or the simulate build tag", pkg)
+			continue
+		}
+		for _, name := range strings.Fields(f[2]) {
+			b, err := os.ReadFile(filepath.Join(f[1], name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			for _, mark := range simulationMarkers {
+				if strings.Contains(string(b), mark) {
+					t.Errorf("%s/%s names %q: a production file must not look for the simulator (DESIGN.md section 10)", pkg, name, mark)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d production files checked; go list output:\n%s", checked, out)
 	}
 }

@@ -41,6 +41,10 @@ type PortState struct {
 	Port          int    `json:"port"`
 	LinkLayer     string `json:"link_layer,omitempty"`
 	Operstate     string `json:"operstate,omitempty"`
+	// Reported is the verdict of the state check's last event for the
+	// port: ReportedFatal, ReportedNonFatal, or "" (healthy, or never
+	// reported: unhealthy since first sight).
+	Reported string `json:"reported,omitempty"`
 }
 
 // NewPortMemory returns an empty memory.
@@ -123,6 +127,9 @@ func checkPortState(k string, v PortState) (PortState, string) {
 	if v.Device != dev || v.Port != port {
 		return v, fmt.Sprintf("key does not match device %q port %d", v.Device, v.Port)
 	}
+	if v.Reported != "" && v.Reported != ReportedFatal && v.Reported != ReportedNonFatal {
+		return v, fmt.Sprintf("reported %q is not %q or %q", v.Reported, ReportedFatal, ReportedNonFatal)
+	}
 	return v, ""
 }
 
@@ -159,8 +166,15 @@ func (m *PortMemory) Replay(e *event.Event) {
 		if err1 != nil || err2 != nil || dev == "" || port <= 0 {
 			return
 		}
-		m.PortStates[PortKey(dev, port)] = snapshotOf(Observation{Device: dev, Port: port, LinkLayer: e.Metadata["linkLayer"],
+		ps := snapshotOf(Observation{Device: dev, Port: port, LinkLayer: e.Metadata["linkLayer"],
 			State: s, Phys: p, Operstate: e.Metadata["operstate"]})
+		switch {
+		case e.IsFatal:
+			ps.Reported = ReportedFatal
+		case !e.IsHealthy:
+			ps.Reported = ReportedNonFatal
+		}
+		m.PortStates[PortKey(dev, port)] = ps
 	case event.KindDeviceDisappeared:
 		if dev != "" && !slices.Contains(m.Disappeared, dev) {
 			m.Disappeared = append(m.Disappeared, dev)

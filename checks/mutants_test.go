@@ -29,7 +29,7 @@ func TestLinkState_EventsNameTheirCheckAndHealth(t *testing.T) {
 	} {
 		st := NewPortMemory()
 		c := newCheck()
-		s, changed := c.Evaluate(st, tc.o, tc.start, false)
+		s, changed := c.Evaluate(st, tc.o, tc.start)
 		if s == nil || !changed {
 			t.Fatalf("%s: no event or no change (%v)", tc.message, changed)
 		}
@@ -42,10 +42,10 @@ func TestLinkState_EventsNameTheirCheckAndHealth(t *testing.T) {
 		// Down and back: fatal then healthy, under the same check.
 		down := tc.o
 		down.State, down.Phys = obs(ib, "1: DOWN", "", "").State, obs(ib, "", "3: Disabled", "").Phys
-		if s, _ := c.Evaluate(st, down, Steady, false); s == nil || !s.IsFatal || s.IsHealthy || s.CheckName != tc.check {
+		if s, _ := c.Evaluate(st, down, Steady); s == nil || !s.IsFatal || s.IsHealthy || s.CheckName != tc.check {
 			t.Fatalf("fatal event %+v", s)
 		}
-		if s, _ := c.Evaluate(st, tc.o, Steady, false); s == nil || s.IsFatal || !s.IsHealthy || s.CheckName != tc.check ||
+		if s, _ := c.Evaluate(st, tc.o, Steady); s == nil || s.IsFatal || !s.IsHealthy || s.CheckName != tc.check ||
 			s.Kind != event.KindPortRecovered {
 			t.Fatalf("recovery event %+v", s)
 		}
@@ -58,14 +58,14 @@ func TestLinkState_6_6_ChangedOnlyWhenTheSnapshotChanges(t *testing.T) {
 	st := NewPortMemory()
 	c := newCheck()
 	up := obs(ib, "4: ACTIVE", "5: LinkUp", "")
-	if _, changed := c.Evaluate(st, up, Baseline, false); !changed {
+	if _, changed := c.Evaluate(st, up, Baseline); !changed {
 		t.Fatal("first observation not saved")
 	}
-	if _, changed := c.Evaluate(st, up, Steady, false); changed {
+	if _, changed := c.Evaluate(st, up, Steady); changed {
 		t.Fatal("same observation asked for a save")
 	}
 	polling := obs(ib, "2: INIT", "2: Polling", "")
-	if _, changed := c.Evaluate(st, polling, Steady, false); !changed {
+	if _, changed := c.Evaluate(st, polling, Steady); !changed {
 		t.Fatal("new observation not saved")
 	}
 	if st.PortStates["mlx5_0_1"].PhysicalState != "2: Polling" {
@@ -79,7 +79,7 @@ func TestLinkState_6_6_ChangedOnlyWhenTheSnapshotChanges(t *testing.T) {
 func TestLinkState_7_2_RoCEDeviceDisappearsUnderEthernetCheck(t *testing.T) {
 	st := NewPortMemory()
 	c := newCheck()
-	c.Evaluate(st, obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline, false)
+	c.Evaluate(st, obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline)
 	c.Enumerated(st, map[string]Presence{"mlx5_0": {LinkLayer: eth}}, "/x")
 	var ev []event.Spec
 	for i := 0; i < 3; i++ {

@@ -183,9 +183,17 @@ func (c *PortStateCheck) Holding(device string, port int) bool {
 }
 
 // Evaluate judges one port against what was persisted and returns the event
-// to emit, if any. It updates st.PortStates. anomalousCard says whether card
-// homogeneity flagged the port's card this poll (used only for Baseline).
-func (c *PortStateCheck) Evaluate(st *PortMemory, o Observation, start Start, anomalousCard bool) (*event.Spec, bool) {
+// to emit, if any. It updates st.PortStates, including what was last
+// reported for the port (PortState.Reported).
+//
+// A port never seen before (the first poll after a reboot or with no
+// state, or a device that appeared at run time) has nothing to cross
+// from: a healthy one gets a healthy baseline at the first poll, an
+// unhealthy one nothing (unprovisioned auxiliary ports are common). Card
+// homogeneity reports it when its card lacks it against its peers for
+// cardAnomalyHold (DESIGN.md difference 4): that card event is the
+// port's one fatal condition, whatever the first poll saw.
+func (c *PortStateCheck) Evaluate(st *PortMemory, o Observation, start Start) (*event.Spec, bool) {
 	v := Judge(o)
 	if v == Transient {
 		return nil, false
@@ -200,42 +208,63 @@ func (c *PortStateCheck) Evaluate(st *PortMemory, o Observation, start Start, an
 	}
 	delete(c.torn, key)
 	next := snapshotOf(o)
+	var spec *event.Spec
+	switch {
+	case start == Baseline || !had:
+		if v == Healthy && start == Baseline {
+			spec = c.spec(o, v, event.KindPortBaseline)
+		} else if v != Healthy {
+			c.Log.Info("port unhealthy on first sight; treating it as unprovisioned, not failed (card homogeneity reports it if its card lacks it against its peers)",
+				"device", o.Device, "port", o.Port, "state", o.State.Name, "phys_state", o.Phys.Name)
+		}
+	default:
+		next.Reported = prev.Reported
+		pv := Healthy
+		if po, ok := ObservationOf(prev); ok {
+			pv = Judge(po)
+			if pv == Transient {
+				pv = Healthy
+			}
+		}
+		switch {
+		case (pv == Healthy) != (v == Healthy):
+			spec = c.spec(o, v, kindFor(v))
+		case pv == NonFatal && v == Fatal:
+			// Beyond the seed: INIT → DOWN is unhealthy → unhealthy, which seed
+			// 3.4 suppresses; but the platform was told "non-fatal" and the port
+			// is now dead. Escalation is the one intermediate step reported.
+			spec = c.spec(o, v, event.KindPortFatal)
+		}
+	}
+	if spec != nil {
+		next.Reported = reportedOf(v)
+	}
 	changed := !had || prev != next
 	st.PortStates[key] = next
+	return spec, changed
+}
 
-	if start == Baseline || !had {
-		// A port never seen before (first poll, or a device that appeared at
-		// run time) has nothing to cross from.
-		switch {
-		case v == Healthy && start == Baseline:
-			return c.spec(o, v, event.KindPortBaseline), changed
-		case v != Healthy && anomalousCard:
-			return c.spec(o, v, kindFor(v)), changed
-		default:
-			if v != Healthy {
-				c.Log.Info("port unhealthy on first sight but its card matches its peers; treating it as unprovisioned, not failed",
-					"device", o.Device, "port", o.Port, "state", o.State.Name, "phys_state", o.Phys.Name)
-			}
-			return nil, changed
-		}
+// What PortState.Reported says the state check last told about a port.
+const (
+	ReportedFatal    = "fatal"
+	ReportedNonFatal = "non-fatal"
+)
+
+func reportedOf(v Verdict) string {
+	switch v {
+	case Fatal:
+		return ReportedFatal
+	case NonFatal:
+		return ReportedNonFatal
 	}
-	pv := Healthy
-	if po, ok := ObservationOf(prev); ok {
-		pv = Judge(po)
-		if pv == Transient {
-			pv = Healthy
-		}
-	}
-	switch {
-	case (pv == Healthy) != (v == Healthy):
-		return c.spec(o, v, kindFor(v)), changed
-	case pv == NonFatal && v == Fatal:
-		// Beyond the seed: INIT → DOWN is unhealthy → unhealthy, which seed
-		// 3.4 suppresses; but the platform was told "non-fatal" and the port
-		// is now dead. Escalation is the one intermediate step reported.
-		return c.spec(o, v, event.KindPortFatal), changed
-	}
-	return nil, changed
+	return ""
+}
+
+// FatalOnItsOwn reports whether the state check's last event for the port
+// said fatal (DOWN or Disabled), so the port is a fatal condition of its
+// own that card homogeneity must not report a second time.
+func (m *PortMemory) FatalOnItsOwn(device string, port int) bool {
+	return m.PortStates[PortKey(device, port)].Reported == ReportedFatal
 }
 
 func kindFor(v Verdict) event.Kind {
@@ -259,8 +288,19 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 		Kind: k, CheckName: StateCheckFor(o.LinkLayer),
 		IsFatal: v == Fatal, IsHealthy: v == Healthy,
 		Message: Message(o, v), Device: o.Device, Port: o.Port, Metadata: md,
+		ErrorCode: []string{PortStateErrorCode},
 	}
 }
+
+// Error codes of the state checks' events, raises and clears alike: a
+// consumer that clears by entity and error code (NVSentinel's platform
+// connector, DESIGN.md difference 13) then removes exactly the condition
+// a clear is about, never a card anomaly naming the same port or another
+// condition of the NIC.
+const (
+	PortStateErrorCode   = "port-state"
+	DisappearedErrorCode = "device-disappeared"
+)
 
 // DisappearAfter is how many consecutive complete enumerations must miss a
 // device before it is declared gone (DESIGN.md difference 3).
@@ -331,7 +371,7 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 		delete(gone, name)
 		return event.Spec{
 			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
-			IsHealthy: true, Device: name,
+			IsHealthy: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 			Message: fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
 		}, true
 	}
@@ -345,7 +385,7 @@ func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[str
 	gone[name] = true
 	return event.Spec{
 		Kind: event.KindDeviceDisappeared, CheckName: StateCheckFor(c.linkLayerOf(st, name, present)),
-		IsFatal: true, Device: name,
+		IsFatal: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 		Message: fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
 	}, true
 }
@@ -431,8 +471,9 @@ func (c *PortStateCheck) renames(st *PortMemory, present map[string]Presence, ou
 		changed = true
 		out = append(out, event.Spec{
 			Kind: event.KindDeviceReappeared, CheckName: StateCheckFor(present[nw].LinkLayer), IsHealthy: true, Device: old,
-			Message:  fmt.Sprintf("NIC %s was renamed to %s (same PCI address %s); it is monitored under its new name", old, nw, addr),
-			Metadata: map[string]string{"newName": nw, "pciAddress": addr},
+			ErrorCode: []string{DisappearedErrorCode},
+			Message:   fmt.Sprintf("NIC %s was renamed to %s (same PCI address %s); it is monitored under its new name", old, nw, addr),
+			Metadata:  map[string]string{"newName": nw, "pciAddress": addr},
 		})
 	}
 	return out, changed

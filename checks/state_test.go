@@ -70,7 +70,6 @@ func newCheck() *PortStateCheck {
 type step struct {
 	o         Observation
 	start     Start
-	anomalous bool
 	wantKind  event.Kind // "" = no event
 	wantFatal bool
 }
@@ -79,7 +78,7 @@ func play(t *testing.T, st *PortMemory, steps []step) {
 	t.Helper()
 	c := newCheck()
 	for i, s := range steps {
-		spec, _ := c.Evaluate(st, s.o, s.start, s.anomalous)
+		spec, _ := c.Evaluate(st, s.o, s.start)
 		var got event.Kind
 		if spec != nil {
 			got = spec.Kind
@@ -99,41 +98,71 @@ func play(t *testing.T, st *PortMemory, steps []step) {
 func TestLinkState_3_4_BoundaryCrossingsOnly(t *testing.T) {
 	st := NewPortMemory()
 	play(t, st, []step{
-		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, false, event.KindPortBaseline, false},
-		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Steady, false, "", false},
-		{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, false, event.KindPortFatal, true},
-		{obs(ib, "1: DOWN", "2: Polling", ""), Steady, false, "", false}, // unhealthy→unhealthy
-		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Steady, false, event.KindPortRecovered, false},
-		{obs(ib, "2: INIT", "5: LinkUp", ""), Steady, false, event.KindPortNonFatal, false},
-		{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, false, event.KindPortFatal, true}, // escalation
-		{obs(ib, "2: INIT", "2: Polling", ""), Steady, false, "", false},
+		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, event.KindPortBaseline, false},
+		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Steady, "", false},
+		{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, event.KindPortFatal, true},
+		{obs(ib, "1: DOWN", "2: Polling", ""), Steady, "", false}, // unhealthy→unhealthy
+		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Steady, event.KindPortRecovered, false},
+		{obs(ib, "2: INIT", "5: LinkUp", ""), Steady, event.KindPortNonFatal, false},
+		{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, event.KindPortFatal, true}, // escalation
+		{obs(ib, "2: INIT", "2: Polling", ""), Steady, "", false},
 	})
 }
 
 func TestLinkState_3_4_FirstPollAfterReboot(t *testing.T) {
-	// Healthy ports: healthy baseline. Unhealthy ports on expected cards:
-	// suppressed. Unhealthy ports on anomalous cards: fatal as usual.
-	play(t, NewPortMemory(), []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, false, event.KindPortBaseline, false}})
-	play(t, NewPortMemory(), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, false, "", false}})
-	play(t, NewPortMemory(), []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, true, event.KindPortFatal, true}})
+	// Healthy ports: healthy baseline. Unhealthy ports: nothing from the
+	// port check, whatever their card; on a card that lacks them against
+	// its peers, card homogeneity reports them once its hold has passed
+	// (DESIGN.md difference 4), as the one fatal condition they are.
+	play(t, NewPortMemory(), []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, event.KindPortBaseline, false}})
+	st := NewPortMemory()
+	play(t, st, []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Baseline, "", false}})
+	if st.FatalOnItsOwn("mlx5_0", 1) {
+		t.Fatal("a port never reported counts as fatal on its own")
+	}
+	play(t, NewPortMemory(), []step{{obs(ib, "2: INIT", "5: LinkUp", ""), Baseline, "", false}})
+}
+
+// TestLinkState_3_4_ReportedVerdictRemembered: the port check remembers
+// what it last reported, which tells card homogeneity whether a port is
+// already a fatal condition of its own.
+func TestLinkState_3_4_ReportedVerdictRemembered(t *testing.T) {
+	st := NewPortMemory()
+	c := newCheck()
+	c.Evaluate(st, obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline)
+	for _, tc := range []struct {
+		o    Observation
+		want bool
+	}{
+		{obs(ib, "2: INIT", "5: LinkUp", ""), false},
+		{obs(ib, "1: DOWN", "3: Disabled", ""), true},
+		{obs(ib, "2: INIT", "2: Polling", ""), true}, // fatal → non-fatal is not reported: still fatal
+		{obs(ib, "4: ACTIVE", "5: LinkUp", ""), false},
+	} {
+		c.Evaluate(st, tc.o, Steady)
+		if got := st.FatalOnItsOwn("mlx5_0", 1); got != tc.want {
+			t.Fatalf("after %s/%s: fatal on its own = %v, want %v", tc.o.State.Name, tc.o.Phys.Name, got, tc.want)
+		}
+	}
 }
 
 func TestLinkState_3_4_FirstPollWithPersistedState(t *testing.T) {
 	// A port that was DOWN before the restart and is ACTIVE now: recovery.
 	st := NewPortMemory()
-	play(t, st, []step{{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, true, event.KindPortFatal, true}})
-	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Resume, false, event.KindPortRecovered, false}})
+	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Baseline, event.KindPortBaseline, false},
+		{obs(ib, "1: DOWN", "3: Disabled", ""), Steady, event.KindPortFatal, true}})
+	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Resume, event.KindPortRecovered, false}})
 	// Same health as before the restart: nothing.
-	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Resume, false, "", false}})
+	play(t, st, []step{{obs(ib, "4: ACTIVE", "5: LinkUp", ""), Resume, "", false}})
 }
 
 func TestLinkState_9_RoCETransientsHoldPreviousVerdict(t *testing.T) {
 	st := NewPortMemory()
 	play(t, st, []step{
-		{obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline, false, event.KindPortBaseline, false},
-		{obs(eth, "2: INIT", "5: LinkUp", "up"), Steady, false, "", false},
-		{obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Steady, false, "", false},
-		{obs(eth, "1: DOWN", "3: Disabled", "down"), Steady, false, event.KindPortFatal, true},
+		{obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Baseline, event.KindPortBaseline, false},
+		{obs(eth, "2: INIT", "5: LinkUp", "up"), Steady, "", false},
+		{obs(eth, "4: ACTIVE", "5: LinkUp", "up"), Steady, "", false},
+		{obs(eth, "1: DOWN", "3: Disabled", "down"), Steady, event.KindPortFatal, true},
 	})
 	if st.PortStates["mlx5_0_1"].Operstate != "down" {
 		t.Fatalf("operstate not persisted: %+v", st.PortStates)
@@ -209,7 +238,7 @@ func TestDesign_Difference5_ClearedSpecHasNoEntities(t *testing.T) {
 func TestLinkState_7_2_RenameIsNotADisappearance(t *testing.T) {
 	st := NewPortMemory()
 	c := newCheck()
-	c.Evaluate(st, obs(ib, "1: DOWN", "3: Disabled", ""), Steady, true)
+	c.Evaluate(st, obs(ib, "1: DOWN", "3: Disabled", ""), Steady)
 	var renamed []string
 	c.OnRename = func(old, nw string) { renamed = append(renamed, old+">"+nw) }
 	c.Enumerated(st, map[string]Presence{"mlx5_0": {ib, "0000:3b:00.0"}}, "/x")

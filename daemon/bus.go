@@ -38,13 +38,6 @@ func (d *Daemon) superviseBus(ctx context.Context) {
 // backend is the daemon as the D-Bus server sees it.
 type backend struct{ d *Daemon }
 
-func usec(t time.Time) uint64 {
-	if t.IsZero() {
-		return 0
-	}
-	return uint64(t.UnixMicro())
-}
-
 // Manager and Ports read the published snapshot: no lock the poll loop
 // holds, and the same verdict every other view shows.
 func (b backend) Manager() dbusapi.ManagerView {
@@ -88,7 +81,8 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		}
 		return err
 	}
-	evs := d.commitLocked(specs, true, now)
+	d.holdLocked(specs, now)
+	evs := d.commitLocked(true)
 	d.publishSnapshotLocked()
 	d.mu.Unlock()
 	d.publish(evs)

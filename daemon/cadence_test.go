@@ -24,6 +24,17 @@ func cadenceMonitor(t *testing.T, poll time.Duration) (*Monitor, *sim.Host) {
 	return simMonitor(t, h, fmt.Sprintf("pollingInterval = %q\n", poll.String())), h
 }
 
+// phyMonitor is cadenceMonitor with the host's driver statistics read
+// from the simulator's files (simSeams).
+func phyMonitor(t *testing.T) (*Monitor, *sim.Host) {
+	t.Helper()
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simMonitorWith(t, h, "pollingInterval = \"1s\"\n", simSeams(h)), h
+}
+
 func breachesOf(specs []event.Spec, counter string) []event.Spec {
 	var out []event.Spec
 	for _, s := range specs {
@@ -181,5 +192,49 @@ func TestCounters_10_4_Step8_StateWritesPerQuietHour_dgxH100(t *testing.T) {
 	t.Logf("dgx-h100, default table, no faults: %d state writes of %d bytes in one hour of 1 s ticks (the first included)", writes, size)
 	if writes > 62 {
 		t.Fatalf("%d state writes in a quiet hour, want at most one per minute", writes)
+	}
+}
+
+// TestCounters_10_4_Step5_OneTickWindowWhateverTheJitter: a 1 s window
+// judges two samples one tick apart (DESIGN.md difference 14). The loop
+// wakes a little after each tick, by a varying amount; one write of +15
+// to symbol_error (threshold 10/s) between two ticks breaches every time,
+// never averaged over two ticks into 7.5/s.
+func TestCounters_10_4_Step5_OneTickWindowWhateverTheJitter(t *testing.T) {
+	m, h := cadenceMonitor(t, time.Second)
+	t0 := time.Unix(1_700_000_000, 0)
+	// Wake-ups 0 to 90 ms after their tick, in an order where a late wake
+	// is followed by an early one (a sample pair 0.91 s apart by the wall
+	// clock).
+	jitter := []time.Duration{0, 90, 3, 70, 1, 85, 0, 60, 2, 88, 5, 75, 0, 90, 4, 80, 1}
+	wake := func(tick int) time.Time {
+		return t0.Add(time.Duration(tick)*time.Second + jitter[tick%len(jitter)]*time.Millisecond)
+	}
+	m.Cycle(wake(0))
+	bursts := 0
+	for tick := 1; tick <= 16; tick++ {
+		if tick%2 == 1 {
+			if err := h.AddCounter("mlx5_4", 1, "counters/symbol_error", 15); err != nil {
+				t.Fatal(err)
+			}
+			bursts++
+		}
+		specs, _ := m.Cycle(wake(tick))
+		b := breachesOf(specs, "symbol_error")
+		if tick%2 == 1 && len(b) != 1 {
+			t.Fatalf("burst %d (+15 in the tick before %v): %d breaches, want 1", bursts, wake(tick).Sub(t0), len(b))
+		}
+		if tick%2 == 1 && b[0].Metadata["rate"] != "15.00" {
+			t.Fatalf("burst %d judged at %s/s, want 15.00 over one tick", bursts, b[0].Metadata["rate"])
+		}
+		if len(b) == 1 {
+			// Acknowledge, so the next burst is judged afresh.
+			if _, err := m.eval.Acknowledge(m.mem.Counters, "mlx5_4", 1, "symbol_error", wake(tick), "uid 0"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if bursts != 8 {
+		t.Fatalf("%d bursts", bursts)
 	}
 }

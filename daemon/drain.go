@@ -3,13 +3,16 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -23,10 +26,17 @@ type drainer struct {
 	sent, failed atomic.Uint64
 	// retry asks for the parked (rejected) events to be offered again.
 	retry chan struct{}
+	// lastErr is the kind of the last delivery failure (errKind);
+	// errLogs limits how often each kind is logged.
+	lastErr string
+	errLogs repeats.Limiter
+	// panicked is told once when the sink's own code panics (guard.go):
+	// the drainer then stops until the next reload or restart.
+	panicked func(sink string, p *sinkPanic)
 }
 
 func newDrainer(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration) *drainer {
-	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1)}
+	return &drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1), errLogs: repeats.Limiter{Window: time.Minute}}
 }
 
 // requestRetry makes the drainer offer its parked events again soon.
@@ -163,25 +173,26 @@ func (d *drainer) next(ctx context.Context, readEp *episode) ([]outbox.Record, b
 // ctx is done.
 func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *episode) bool {
 	name := d.sink.Name()
-	evs := make([]event.Event, len(recs))
-	for i, r := range recs {
-		evs[i] = r.Event
-	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err := d.sink.Send(sctx, evs)
-	cancel()
-	pendingFrom := recs[0].Seq
-	switch {
-	case err == nil:
-		d.sent.Add(uint64(len(evs)))
-		if n, lasted := sendEp.recovered(); n > 0 {
-			d.log.Info("sink delivering again", "sink", name, "failed_attempts", n, "lasted", lasted)
+	n, err := d.sendSplit(ctx, recs)
+	if n > 0 {
+		d.sent.Add(uint64(n))
+		if !d.ack(ctx, recs[n-1].Seq) {
+			return false
 		}
-		return d.ack(ctx, recs[len(recs)-1].Seq)
+	}
+	if err == nil {
+		if k, lasted := sendEp.recovered(); k > 0 {
+			d.log.Info("sink delivering again", "sink", name, "failed_attempts", k, "lasted", lasted)
+		}
+		return true
+	}
+	rest := recs[n:]
+	pendingFrom := rest[0].Seq
+	switch {
 	case sink.IsPermanent(err):
-		d.failed.Add(uint64(len(evs)))
-		done, ierr := d.isolate(ctx, recs, err)
-		if done > 0 && !d.ack(ctx, recs[done-1].Seq) {
+		d.failed.Add(uint64(len(rest)))
+		done, ierr := d.isolate(ctx, rest, err)
+		if done > 0 && !d.ack(ctx, rest[done-1].Seq) {
 			return false
 		}
 		if ierr == nil {
@@ -189,19 +200,80 @@ func (d *drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *epi
 		}
 		// Transient trouble half-way, or the dead-letter file could not
 		// be written: the rest stays queued.
-		err, pendingFrom = ierr, recs[done].Seq
+		err, pendingFrom = ierr, rest[done].Seq
 	default:
 		if ctx.Err() != nil {
 			return false
 		}
-		d.failed.Add(uint64(len(evs)))
+		d.failed.Add(uint64(len(rest)))
+	}
+	if sp, ok := err.(*sinkPanic); ok {
+		// The sink's own bug: retrying would panic again. Its events
+		// stay in the outbox for the sink restarted by a reload.
+		if d.panicked != nil {
+			d.panicked(name, sp)
+		}
+		return false
 	}
 	first, wait := sendEp.fail()
-	if first {
-		d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-			"sink", name, "pending_from_seq", pendingFrom, "err", err)
+	// The outage's first error is logged, and then each different one
+	// (a socket that appears but refuses, a size limit), at most once a
+	// minute each: the log shows what is wrong now, not only what was.
+	kind := errKind(err)
+	if first || kind != d.lastErr {
+		if ok, n := d.errLogs.Note(kind, time.Now()); ok {
+			d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
+				"sink", name, "pending_from_seq", pendingFrom, "err", err, "failed_attempts", sendEp.fails, "repeats", n)
+		}
 	}
+	d.lastErr = kind
 	return sleep(ctx, wait)
+}
+
+// sendSplit sends recs, in order, halving a batch the sink finds too
+// large (sink.TooLarge) until the halves fit. It returns how many leading
+// records were delivered and the error that stopped it.
+func (d *drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, error) {
+	evs := make([]event.Event, len(recs))
+	for i, r := range recs {
+		evs[i] = r.Event
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := d.send(sctx, evs)
+	cancel()
+	if err == nil {
+		return len(recs), nil
+	}
+	if !sink.IsTooLarge(err) || len(recs) == 1 || ctx.Err() != nil {
+		return 0, err
+	}
+	if ok, _ := d.errLogs.Note("split", time.Now()); ok {
+		d.log.Info("sink refused a batch as too large; it is sent in smaller batches", "sink", d.sink.Name(), "events", len(recs), "err", err)
+	}
+	half := len(recs) / 2
+	n, err := d.sendSplit(ctx, recs[:half])
+	if err != nil {
+		return n, err
+	}
+	m, err := d.sendSplit(ctx, recs[half:])
+	return half + m, err
+}
+
+// errKind is an error's text without its numbers, so that "3 events not
+// delivered" and "5 events not delivered" are one kind of failure.
+func errKind(err error) string {
+	s := err.Error()
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if len(b) == 0 || b[len(b)-1] != '#' {
+				b = append(b, '#')
+			}
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // ack records delivery up to seq. While the cursor cannot be saved (a full
@@ -263,7 +335,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		err := batchErr
 		if len(recs) > 1 {
 			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = d.sink.Send(sctx, []event.Event{recs[i].Event})
+			err = d.send(sctx, []event.Event{recs[i].Event})
 			cancel()
 		}
 		if err == nil {
@@ -288,7 +360,7 @@ func (d *drainer) isolate(ctx context.Context, recs []outbox.Record, batchErr er
 		e := &rejected[i].Event
 		d.log.Error("sink rejected event as invalid; parked it with the rejected events (nichealthctl events --retry-rejected offers them again)",
 			"sink", name, "event_id", e.ID, "seq", rejected[i].Seq, "check", e.CheckName, "device", e.Device(), "port", e.Port(),
-			"message", e.Message, "reason", reasons[i])
+			"message", e.Message, "reason", reasons[i]) //nolint:nilaway // reasons has one entry per rejected record, appended together
 	}
 	return done, stop
 }
@@ -308,7 +380,7 @@ func (d *drainer) retryParked(ctx context.Context) bool {
 	var transient error
 	for _, p := range parked {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := d.sink.Send(sctx, []event.Event{p.Event})
+		err := d.send(sctx, []event.Event{p.Event})
 		cancel()
 		if err == nil {
 			d.sent.Add(1)
@@ -352,4 +424,24 @@ func (b backend) RetryRejected(uid uint32) (uint32, error) {
 	n := b.d.RetryRejected()
 	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
 	return uint32(n), nil
+}
+
+// sinkPanic is a panic in a sink's Send (encoding an event, say),
+// recovered on the drainer's goroutine where it would have ended the
+// daemon.
+type sinkPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *sinkPanic) Error() string { return fmt.Sprintf("sink panicked: %v", p.value) }
+
+// send is Sink.Send inside the sink's boundary.
+func (d *drainer) send(ctx context.Context, evs []event.Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &sinkPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return d.sink.Send(ctx, evs)
 }

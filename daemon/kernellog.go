@@ -27,6 +27,10 @@ const (
 	kernelLogTick  = time.Second
 )
 
+// kernelLogChecks is what the check guard (guard.go) names the kernel-log
+// step after: a panic in it disables this check alone.
+var kernelLogChecks = []string{kernellog.CheckName}
+
 // kernelLog wires the kernel-log check into the monitor: the reader on
 // its own goroutine (topology/kmsg), the judgement (checks/kernellog),
 // and the map of NIC functions a record is attributed with.

@@ -17,6 +17,7 @@ func (s metricsSource) Snapshot() *health.Snapshot { return s.d.Snapshot() }
 func (s metricsSource) LastPoll() time.Time        { return s.d.LastPoll() }
 func (s metricsSource) Outbox() outbox.Stats       { return s.d.ob.Stats() }
 func (s metricsSource) Stalled() bool              { return s.d.wd != nil && s.d.wd.Stalled() }
+func (s metricsSource) Undeliverable() string      { return undeliverable(s.d.Snapshot()) }
 
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,9 +12,9 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
@@ -34,13 +35,22 @@ type Monitor struct {
 	start checks.Start
 	boot  persist.BootStatus
 	rd    *reader.Reader
+	// seams are a test's stand-ins for the kernel; none in production.
+	seams Seams
 
-	names     []string
+	names []string
+	// seen holds every monitored device discovered in this process.
+	seen      map[string]bool
 	lister    *topology.Lister
 	listerDir string
-	present   map[string]checks.Presence
-	devices   []*topology.Device
-	matrix    *gpumeta.Matrix
+	// lastDiscover is when a poll last ran discovery (or first polled);
+	// problemsLogged the problems discovery logged (each logged once
+	// while it lasts).
+	lastDiscover   time.Time
+	problemsLogged map[string]bool
+	present        map[string]checks.Presence
+	devices        []*topology.Device
+	matrix         *gpumeta.Matrix
 	// gpusOf describes the GPUs behind each monitored device (gpusBehind).
 	gpusOf map[string]string
 	ports  []*portPlan
@@ -72,9 +82,6 @@ type Monitor struct {
 	charDevFindings []sanity.Finding
 	rateChanged     bool
 	viewDefs        []counters.Definition // scratch for D-Bus views (under d.mu)
-	// Reused per cycle by card homogeneity.
-	anomalous map[string]bool
-	active    map[string]int
 	// unclassifiedOK (one-shot checks only): when roles cannot be
 	// classified, check every PF with an unknown role instead of failing;
 	// unclassifiedNote then says why.
@@ -101,6 +108,17 @@ type Monitor struct {
 
 	// aer is the PCIe AER read plan (daemon/aer.go).
 	aer *aerPlan
+
+	// statsUnavailable is why each netdev's driver statistics could not
+	// be opened, as last logged (phy.go).
+	statsUnavailable map[string]string
+	// guard is the boundary around every check's step (guard.go).
+	guard *checkGuard
+	// netdevUnreadable holds the netdevs whose operstate could not be
+	// read, said once per episode; netdevGone asks for one rediscovery
+	// when one disappears (netdev.go).
+	netdevUnreadable map[string]bool
+	netdevGone       bool
 	// kl is the kernel-log check and its reader (daemon/kernellog.go);
 	// nil when it is off or in a one-shot check.
 	kl *kernelLog
@@ -146,8 +164,13 @@ type counterRead struct {
 // NewMonitor prepares a monitor over the checks' memory. bootStatus says
 // what the first poll knows (seed 3.4 step 4).
 func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger) *Monitor {
+	return newMonitor(cfg, mem, bootStatus, log, Seams{})
+}
+
+// newMonitor is NewMonitor with a test's seams.
+func newMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, log *slog.Logger, seams Seams) *Monitor {
 	m := &Monitor{
-		cfg: cfg, log: log, mem: mem,
+		cfg: cfg, log: log, mem: mem, seams: seams, guard: newCheckGuard(log, seams.Step),
 		stateChk:      checks.NewPortStateCheck(log),
 		unreadable:    map[string]bool{},
 		lastChange:    map[string]time.Time{},
@@ -168,7 +191,9 @@ func NewMonitor(cfg *config.Config, mem *Memory, bootStatus persist.BootStatus, 
 	} else {
 		m.start = checks.Resume
 	}
-	m.rd = reader.New(readerOptions(cfg))
+	ro := readerOptions(cfg)
+	ro.Faults = seams.ReadFaults
+	m.rd = reader.New(ro)
 	m.eval = counters.NewEvaluator(counters.Options{Logger: log, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick,
 		FreshStart: bootStatus == persist.BootFresh})
 	// A counter disabled or removed while the daemon was down must not keep
@@ -215,10 +240,11 @@ func (m *Monitor) Discover() error {
 	if err != nil {
 		return err
 	}
-	topology.LogProblems(m.log, probs)
+	m.logProblems(probs)
 	if err := m.classify(devs); err != nil {
 		return err
 	}
+	m.rebaselineReturned(devs)
 	m.devices = devs
 	m.names = m.names[:0]
 	for _, d := range devs {
@@ -232,6 +258,7 @@ func (m *Monitor) Discover() error {
 		m.listerDir = m.cfg.Paths.ClassInfiniBand
 	}
 	m.lister.SetKnown(m.names)
+	m.lister.SetUnusable(unusableEntries(devs, probs))
 	m.gpusOf = map[string]string{}
 	for _, d := range devs {
 		if d.Monitored() {
@@ -253,6 +280,28 @@ func (m *Monitor) Discover() error {
 // readFile is the one-shot read of discovery and the sanity passes: the
 // poll's deadline, worker and stuck bookkeeping, so a hung attribute costs
 // one readTimeout and is never read again while its first read hangs.
+// rebaselineReturned tells the counter check which monitored devices came
+// back after this process had seen them leave (driver reload, hot plug):
+// their counters start from a fresh baseline (DESIGN.md difference 11).
+func (m *Monitor) rebaselineReturned(devs []*topology.Device) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	was := make(map[string]bool, len(m.devices))
+	for _, d := range m.devices {
+		was[d.Name] = true
+	}
+	for _, d := range devs {
+		if !d.Monitored() {
+			continue
+		}
+		if m.seen[d.Name] && !was[d.Name] {
+			m.eval.Rebaseline(d.Name)
+		}
+		m.seen[d.Name] = true
+	}
+}
+
 func (m *Monitor) readFile(path string) ([]byte, error) {
 	return m.rd.ReadFile(path, 0)
 }
@@ -350,13 +399,16 @@ func (m *Monitor) buildPlan() {
 			pp.phys = m.addFile(port.Dir+"/phys_state", &m.stateFiles)
 			pp.rate = m.addFile(port.Dir+"/rate", &m.stateFiles)
 			if port.LinkLayer == topology.LinkLayerEthernet && pp.netdev != "" {
-				pp.oper = m.addFile(m.cfg.Paths.ClassNet+"/"+pp.netdev+"/operstate", &m.stateFiles)
+				pp.oper = m.planOperstate(pp)
 			}
 			if m.degradationEnabled(port.LinkLayer) {
-				m.planCounters(pp)
-				p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
-				present, missing = append(present, p...), append(missing, ms...)
-				present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				m.guard.run("plan", degradationChecks, &m.pendingSpecs, func() {
+					m.guard.enter(checks.DegradationCheckFor(port.LinkLayer))
+					p, ms := counters.Availability(port.Dir, m.cfg.Paths.ClassNet, pp.netdev, m.applicable(port.LinkLayer))
+					m.planCounters(pp, ms)
+					present, missing = append(present, p...), append(missing, ms...)
+					present, missing = append(present, pp.phyAvail[0]...), append(missing, pp.phyAvail[1]...)
+				})
 			}
 			m.ports = append(m.ports, pp)
 			m.planOf[port] = pp
@@ -366,8 +418,15 @@ func (m *Monitor) buildPlan() {
 		}
 	}
 	m.forgetUnplannedFiles()
-	m.planAER()
 	m.planKernelLog()
+	if m.guard.isFailed(aerCheck) {
+		m.closeAER()
+		return
+	}
+	m.guard.run("plan", aerChecks, &m.pendingSpecs, func() {
+		m.guard.enter(aerCheck)
+		m.planAER()
+	})
 }
 
 // addFile adds a file to the plan and to one of its cadences.
@@ -380,8 +439,11 @@ func (m *Monitor) addFile(path string, cadence *[]*reader.File) *reader.File {
 
 // planCounters adds the port's counter files, one read per file however
 // many definitions share it. A path that resolves outside the device's
-// directory through a symlink is never read.
-func (m *Monitor) planCounters(pp *portPlan) {
+// directory through a symlink is never read, and neither is a counter the
+// availability check found missing (seed 7.1): the log says it is skipped,
+// so it is not opened again, failing every tick, until the next plan build
+// (rediscovery, reload) looks for it again.
+func (m *Monitor) planCounters(pp *portPlan, missing []string) {
 	port := pp.port
 	byFile := map[string]int{}
 	var phyDefs []int
@@ -395,7 +457,7 @@ func (m *Monitor) planCounters(pp *portPlan) {
 			continue
 		}
 		path := def.File(port.Dir, m.cfg.Paths.ClassNet, pp.netdev)
-		if path == "" {
+		if path == "" || slices.Contains(missing, def.Name) {
 			continue
 		}
 		resolved, ok := confineCounterPath(def, port.Dir, m.cfg.Paths.ClassNet, pp.netdev, path)
@@ -409,10 +471,14 @@ func (m *Monitor) planCounters(pp *portPlan) {
 			continue
 		}
 		byFile[path] = len(pp.counters)
-		pp.counters = append(pp.counters, counterRead{file: m.addFile(path, &m.counterFiles), defs: []int{i}})
+		f := m.addFile(path, &m.counterFiles)
+		if def.IsNetdev() {
+			f.SetKeepOpen(m.netdevOnSysfs(pp))
+		}
+		pp.counters = append(pp.counters, counterRead{file: f, defs: []int{i}})
 	}
 	if len(phyDefs) > 0 {
-		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs, m.phySimRoot())
+		pp.phyAvail[0], pp.phyAvail[1] = m.planPHY(pp, phyDefs)
 	}
 }
 
@@ -445,7 +511,7 @@ func (m *Monitor) logAvailability(dev string, present, missing []string) {
 		m.log.Info("counter availability", "device", dev, "available", present, "missing", missing)
 		return
 	}
-	m.log.Warn("counter files missing; those counters are skipped on this device", "device", dev,
+	m.log.Warn("counter files missing; those counters are skipped on this device (not read) until a reload or rediscovery looks for them again", "device", dev,
 		"missing", missing, "available", present,
 		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
 }
@@ -456,11 +522,13 @@ func uniq(s []string) []string {
 }
 
 func (m *Monitor) stateEnabled(ll string) bool {
-	return m.cfg.Checks[checks.StateCheckFor(ll)]
+	c := checks.StateCheckFor(ll)
+	return m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 func (m *Monitor) degradationEnabled(ll string) bool {
-	return m.cfg.CountersEnabled && m.cfg.Checks[checks.DegradationCheckFor(ll)]
+	c := checks.DegradationCheckFor(ll)
+	return m.cfg.CountersEnabled && m.cfg.Checks[c] && !m.guard.isFailed(c)
 }
 
 // counterTick is the fixed cadence of counter sampling and judging, whatever
@@ -485,37 +553,53 @@ func (m *Monitor) NextWake() time.Time {
 // specs, which the daemon commits to the outbox and folds into the health
 // model. changed says whether what the checks remember moved.
 func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
-	specs, changed := m.pendingSpecs, len(m.pendingSpecs) > 0
+	// After a reboot or with no state, each check's clear comes first
+	// (DESIGN.md difference 5): before what start-up left pending, such as
+	// a check disabled by a panic while the plan was built, which the
+	// clear must not erase.
+	specs := m.openingClears(nil)
+	specs, changed := append(specs, m.pendingSpecs...), len(m.pendingSpecs) > 0
 	m.pendingSpecs = nil
+	// Each check's step runs inside its boundary (guard.go): a panic
+	// disables that check alone.
+	g := m.guard
 	if m.cycles != 0 && now.Before(m.nextStatePoll) {
 		// Woken for the counter tick alone: the state poll is slower.
-		m.counterCycle(now, &specs, &changed)
-		m.aerCycle(now, &specs, &changed)
-		m.kernelLogCycle(now, &specs, &changed)
+		g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+		g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+		g.run("kernel-log", kernelLogChecks, &specs, func() { g.enter(kernellog.CheckName); m.kernelLogCycle(now, &specs, &changed) })
+		m.rebuildAfterCycle()
 		return specs, changed
 	}
-	enumErr := m.enumerate()
-	specs = m.openingClears(specs)
+	var enumErr error
+	g.run("presence", stateChecks, &specs, func() { enumErr = m.enumerate(now) })
 	m.read(m.stateFiles, &specs)
 	// Presence first: a renamed device's state moves to its new name
 	// before its ports are judged under it.
-	m.presence(enumErr, &specs, &changed)
+	g.run("presence", stateChecks, &specs, func() { m.presence(enumErr, &specs, &changed) })
 	// Observe every port first: card homogeneity needs all of them.
-	for _, p := range m.ports {
-		m.observe(p)
-	}
-	// Card events follow the port events of the same cycle: the port
-	// crossed first, homogeneity escalates it.
-	var cardSpecs []event.Spec
-	anomalous := m.cards(now, &cardSpecs, &changed)
-	m.judgePorts(now, anomalous, &specs, &changed)
-	specs = append(specs, cardSpecs...)
-	m.counterCycle(now, &specs, &changed)
-	m.aerCycle(now, &specs, &changed)
-	m.kernelLogCycle(now, &specs, &changed)
+	g.run("observe", stateChecks, &specs, func() {
+		for _, p := range m.ports {
+			if c := checks.StateCheckFor(p.port.LinkLayer); !g.isFailed(c) {
+				g.enter(c)
+				m.observe(p)
+			}
+		}
+	})
+	// Ports before cards: a port that falls this cycle is fatal on its own
+	// before homogeneity looks at its card, which then does not report it
+	// a second time.
+	g.run("judge", stateChecks, &specs, func() { m.judgePorts(now, &specs, &changed) })
+	g.run("cards", stateChecks, &specs, func() { m.cards(now, &specs, &changed) })
+	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
+	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+	g.run("kernel-log", kernelLogChecks, &specs, func() { g.enter(kernellog.CheckName); m.kernelLogCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
-		m.runSanity(now, &specs, &changed)
+		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })
+	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {
+		specs = append(specs, g.resumedSpec(sanityCheck, "link sanity is switched off ([linkSanity] enabled = false)"))
 	}
+	m.rebuildAfterCycle()
 	m.cycles++
 	m.lastPoll = now
 	m.nextStatePoll = now.Add(m.cfg.PollInterval)
@@ -526,12 +610,53 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 
 // enumerate lists class/infiniband and rediscovers when the device set
 // changed. The error says the listing failed (presence is then not judged).
-func (m *Monitor) enumerate() error {
+func (m *Monitor) enumerate(now time.Time) error {
 	setChanged, err := m.lister.Changed(m.cfg.Filter)
-	if err == nil && setChanged {
+	// An entry discovery could not use (a dangling link) is not a change
+	// at every poll; it is looked at again now and then, in case its
+	// target appeared.
+	if m.lastDiscover.IsZero() || setChanged {
+		m.lastDiscover = now
+	}
+	reprobe := m.lister.Unusable() > 0 && now.Sub(m.lastDiscover) >= unusableReprobe
+	if err == nil && (setChanged || reprobe) {
+		m.lastDiscover = now
 		m.rediscover()
 	}
 	return err
+}
+
+// unusableReprobe is how often discovery runs again while an entry of
+// class/infiniband cannot be used.
+const unusableReprobe = time.Minute
+
+// unusableEntries are the names discovery listed but could not describe
+// at all (their directory is a dangling or looping link).
+func unusableEntries(devs []*topology.Device, probs []topology.Problem) []string {
+	var out []string
+	for _, pr := range probs {
+		if !slices.ContainsFunc(devs, func(d *topology.Device) bool { return d.Name == pr.Device }) && !slices.Contains(out, pr.Device) {
+			out = append(out, pr.Device)
+		}
+	}
+	return out
+}
+
+// logProblems logs discovery's problems that the previous discovery did
+// not have: a rediscovery (a reload, a device appearing, the re-probe of
+// a broken entry) must not repeat the same warnings.
+func (m *Monitor) logProblems(probs []topology.Problem) {
+	seen := make(map[string]bool, len(probs))
+	var fresh []topology.Problem
+	for _, pr := range probs {
+		k := pr.Error()
+		seen[k] = true
+		if !m.problemsLogged[k] {
+			fresh = append(fresh, pr)
+		}
+	}
+	m.problemsLogged = seen
+	topology.LogProblems(m.log, fresh)
 }
 
 // openingClears adds, on the first poll after a reboot or with no state,
@@ -572,19 +697,20 @@ func (m *Monitor) presence(enumErr error, specs *[]event.Spec, changed *bool) {
 // It is edge-triggered: an observation equal to the one it last judged
 // cannot cross a boundary, so a steady poll skips it (and its
 // allocations) entirely.
-func (m *Monitor) judgePorts(now time.Time, anomalous map[string]bool, specs *[]event.Spec, changed *bool) {
+func (m *Monitor) judgePorts(now time.Time, specs *[]event.Spec, changed *bool) {
 	first := m.cycles == 0
 	for _, p := range m.ports {
 		if !p.observed || !m.stateEnabled(p.port.LinkLayer) || p.state.Err != nil || p.phys.Err != nil ||
 			(!first && p.wasJudged && p.obs == p.judged) {
 			continue
 		}
+		m.guard.enter(checks.StateCheckFor(p.port.LinkLayer))
 		p.judged, p.wasJudged = p.obs, true
 		start := checks.Steady
 		if first {
 			start = m.start
 		}
-		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start, anomalous[p.dev.Card])
+		s, ch := m.stateChk.Evaluate(m.mem.Ports, p.obs, start)
 		// A torn state/phys_state pair is held one poll: the same pair
 		// next poll must be judged, not skipped as unchanged.
 		p.wasJudged = !m.stateChk.Holding(p.dev.Name, p.port.Num)
@@ -638,18 +764,33 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 		return
 	}
 	first := m.counterTicks == 0
+	// The sample stands for its tick, not for when the loop woke up to
+	// take it (DESIGN.md difference 14): two samples one tick apart are a
+	// full 1 s window, whatever the wake-up jitter, so a burst is judged
+	// over the second it happened in, never spread over two. A tick more
+	// than a tick late (a stalled loop) restarts the phase from now.
+	at := now
 	if next := m.nextCounterTick.Add(counterTick); first || !next.After(now) {
 		m.nextCounterTick = now.Add(counterTick)
 	} else {
+		at = m.nextCounterTick
 		m.nextCounterTick = next
 	}
 	m.counterTicks++
 	m.read(m.counterFiles, specs)
 	for _, p := range m.ports {
+		if check := checks.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
+			continue
+		} else if len(p.counters) > 0 {
+			m.guard.enter(check)
+		}
 		for ci := range p.counters {
 			cr := &p.counters[ci]
 			var v uint64
 			raw, err := cr.sample()
+			if pe, ok := err.(*reader.PanicError); ok {
+				panic(pe) // a driver call's panic, caught on the worker: this check's
+			}
 			unchanged := err == nil && cr.seen && string(raw) == string(cr.last[:cr.lastLen])
 			if !unchanged {
 				m.viewChanged = true
@@ -657,7 +798,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 			since := cr.lastAt
 			if err == nil {
 				cr.lastLen = copy(cr.last[:], raw)
-				cr.seen, cr.lastAt = true, now
+				cr.seen, cr.lastAt = true, at
 			} else {
 				cr.seen = false
 			}
@@ -678,7 +819,7 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 				ss, ch := m.eval.Evaluate(m.mem.Counters, counters.Sample{
 					Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer,
 					Def: &m.defs[di], Value: v, Err: err, File: cr.file.Path,
-					PortRateGbps: p.rateGbps, Now: now, Since: since,
+					PortRateGbps: p.rateGbps, Now: at, Since: since,
 				}, first && m.start == checks.Baseline)
 				*changed = *changed || ch
 				*specs = append(*specs, ss...)
@@ -711,6 +852,7 @@ func (m *Monitor) observe(p *portPlan) {
 	}
 	o := checks.Observation{Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer, State: s, Phys: ph}
 	if p.oper != nil && p.oper.Err == nil {
+		m.operReadable(p)
 		// Converted to a string only when it changes: steady polls stay
 		// allocation-free.
 		v := sysfs.TrimValue(p.oper.Value())
@@ -720,6 +862,12 @@ func (m *Monitor) observe(p *portPlan) {
 		} else {
 			o.Operstate = p.obs.Operstate
 		}
+	} else if p.oper != nil {
+		// Unreadable (the netdev was deleted or renamed under a kept
+		// descriptor): the port is not judged from a failed read; its
+		// last known operstate stands (DESIGN.md difference 3).
+		o.Operstate = p.obs.Operstate
+		m.operUnreadable(p)
 	}
 	if p.rate.Err == nil {
 		v := p.rate.Value()
@@ -757,7 +905,7 @@ func (m *Monitor) noteUnreadable(p *portPlan, errs ...error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		level = slog.LevelInfo // vanishing mid-read: disappearance logic decides
 	}
-	m.log.Log(nil, level, "cannot read port state; keeping its last known state until it reads again",
+	m.log.Log(context.Background(), level, "cannot read port state; keeping its last known state until it reads again",
 		"device", p.dev.Name, "port", p.port.Num, "err", err)
 }
 
@@ -777,8 +925,12 @@ func (m *Monitor) fileOwner(f *reader.File) (dev string, port int, ll string) {
 func (m *Monitor) readRecoveredSpec(path string, ref fileRef, why string) event.Spec {
 	return event.Spec{
 		Kind: event.KindReadRecovered, CheckName: checks.DegradationCheckFor(ref.linkLayer), IsHealthy: true, Device: ref.dev, Port: ref.port,
-		Message:  fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
-		Metadata: map[string]string{"file": path},
+		Message: fmt.Sprintf("Port %s port %d: ", ref.dev, ref.port) + fmt.Sprintf(why, path),
+		// The file's path is the condition's error code: a clear by
+		// entity and error code (NVSentinel, DESIGN.md difference 13)
+		// removes this condition, never a latched breach of the port.
+		ErrorCode: []string{path},
+		Metadata:  map[string]string{"file": path},
 	}
 }
 
@@ -790,94 +942,11 @@ func (m *Monitor) stuckSpec(f *reader.File) event.Spec {
 		what = "the driver statistics are skipped until the call returns"
 	}
 	return event.Spec{
-		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
+		Kind: event.KindReadStuck, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port, ErrorCode: []string{f.Path},
 		Message: fmt.Sprintf("Port %s port %d: reading %s did not return within %v; %s and the rest of the node stays monitored. A read that hangs usually means the HCA firmware stopped answering: check dmesg for mlx5_core command timeouts",
 			dev, port, f.Path, m.cfg.ReadTimeout, what),
 		Metadata: map[string]string{"file": f.Path, "timeout": m.cfg.ReadTimeout.String()},
 	}
-}
-
-// cards runs card homogeneity. It is judged on the first poll, whenever
-// the device set changes (seed 7.2 case 3) and whenever a port becomes or
-// stops being active: seed 3.2 relies on it to escalate a port stuck in
-// INIT/ARMED/Polling/LinkErrorRecovery while its peers are ACTIVE, which is
-// a run-time condition (DESIGN.md difference 9). A latched anomaly is
-// checked for recovery on every poll. Steady polls with no such edge cost
-// nothing.
-func (m *Monitor) cards(now time.Time, specs *[]event.Spec, changed *bool) map[string]bool {
-	if m.anomalous == nil {
-		m.anomalous, m.active = map[string]bool{}, map[string]int{}
-	}
-	anomalous, active := m.anomalous, m.active
-	clear(anomalous)
-	rejudge := m.cycles == 0 || m.devicesSetChanged || m.activeChanged
-	if len(m.mem.Cards.Anomalies) == 0 && !rejudge {
-		// Nothing latched and nothing new to judge: the common steady poll.
-		return anomalous
-	}
-	clear(active)
-	for _, p := range m.ports {
-		if p.activeOrUnread() {
-			active[p.dev.Card]++
-		}
-	}
-	for card, a := range m.mem.Cards.Anomalies {
-		if active[card] >= a.Expected {
-			delete(m.mem.Cards.Anomalies, card)
-			*changed = true
-			*specs = append(*specs, event.Spec{
-				Kind: event.KindCardRecovered, CheckName: m.cardCheck(card), IsHealthy: true, Card: card,
-				Ports:   m.cardPorts(card, false),
-				Message: cards.HealthyMessage(card, topology.Role(a.Role), active[card], a.Expected),
-			})
-			continue
-		}
-		anomalous[card] = true
-	}
-	if !rejudge {
-		return anomalous
-	}
-	isActive := func(d *topology.Device, port *topology.Port) bool {
-		p := m.planOf[port]
-		return p != nil && p.activeOrUnread()
-	}
-	for _, an := range cards.Evaluate(cards.Group(m.devices, isActive)) {
-		anomalous[an.Card] = true
-		if _, ok := m.mem.Cards.Anomalies[an.Card]; ok {
-			continue
-		}
-		m.mem.Cards.Anomalies[an.Card] = cards.Latched{Role: string(an.Role), Active: an.Active, Expected: an.Expected, Since: now}
-		*changed = true
-		*specs = append(*specs, event.Spec{
-			Kind: event.KindCardAnomaly, CheckName: m.cardCheck(an.Card), IsFatal: true, Card: an.Card,
-			Ports:    m.cardPorts(an.Card, true),
-			Message:  an.Message(),
-			Metadata: map[string]string{"role": string(an.Role), "active": fmt.Sprint(an.Active), "expected": fmt.Sprint(an.Expected)},
-		})
-	}
-	return anomalous
-}
-
-// cardPorts lists the monitored ports of a card (only those not active
-// when inactiveOnly): a card event names them as NIC and NICPort entities
-// (seed 11.2), so the platform learns which cable or port to look at.
-func (m *Monitor) cardPorts(card string, inactiveOnly bool) []event.PortRef {
-	var out []event.PortRef
-	for _, p := range m.ports {
-		if p.dev.Card == card && (!inactiveOnly || !p.active()) {
-			out = append(out, event.PortRef{Device: p.dev.Name, Port: p.port.Num})
-		}
-	}
-	return out
-}
-
-func (m *Monitor) cardCheck(card string) string {
-	for _, d := range m.devices {
-		if d.Card == card {
-			return checks.StateCheckFor(d.LinkLayer())
-		}
-	}
-	return event.InfiniBandStateCheck
 }
 
 // Reconfigure applies a validated configuration between cycles. Counter
@@ -902,6 +971,8 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	}
 	m.cfg = cfg
 	m.defs = defs
+	// A reload gives every check disabled by a panic another chance.
+	m.guard.reset()
 	if rediscover {
 		if err := m.Discover(); err != nil {
 			m.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)
@@ -911,16 +982,6 @@ func (m *Monitor) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 		m.buildPlan()
 	}
 	return specs
-}
-
-// currentValue parses the last reading of a counter file.
-func (m *Monitor) currentValue(cr counterRead) (uint64, bool) {
-	raw, err := cr.sample()
-	if err != nil {
-		return 0, false
-	}
-	v, err := sysfs.ParseCounter(raw)
-	return v, err == nil
 }
 
 // activeOrUnread counts a port whose state was never read (a hung or

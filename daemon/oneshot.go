@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/config"
@@ -15,13 +14,16 @@ import (
 
 // CheckOnce runs the daemon's own checks over one observation of the host
 // and returns their verdict: what `nichealthctl check --offline` prints
-// when no daemon answers. It is a poll of a daemon that last saw every
-// port healthy: a plugin run by hand or by Nagios has no history, and
-// assuming the ports were up reports every port that is not (where a
-// daemon's first start would treat a down port on a card like its peers as
-// unprovisioned and stay silent). Card homogeneity and link sanity are
-// judged as at start-up; counters are read (perfdata) but cannot be judged
-// without history. Nothing is written.
+// when no daemon answers. It is the first poll of a daemon with no state
+// (DESIGN.md section 9: the plugin must say what the daemon says, up or
+// down): a port unhealthy since first sight is unprovisioned unless its
+// card lacks it against its peers, which card homogeneity reports. A
+// plugin has no history to hold a shortfall over, so cardAnomalyHold is
+// taken as passed: a card short of its peers is reported at once, as the
+// daemon reports it once the hold has passed (a blip may show for one
+// check; Nagios' retries are made for that). Link sanity is judged as at
+// start-up; counters are read (perfdata) but cannot be judged without
+// history. Nothing is written.
 //
 // When the NIC roles cannot be classified (no GPU topology), every
 // Mellanox PF is checked with an unknown role rather than failing: a check
@@ -30,8 +32,10 @@ func CheckOnce(cfg *config.Config, log *slog.Logger) (snap *health.Snapshot, not
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	once := *cfg
+	once.CardAnomalyHold = 0
 	mem := NewMemory()
-	m := NewMonitor(cfg, mem, persist.BootSame, log)
+	m := NewMonitor(&once, mem, persist.BootFresh, log)
 	defer m.Close()
 	m.unclassifiedOK = true
 	if err := m.Discover(); err != nil {
@@ -41,15 +45,6 @@ func CheckOnce(cfg *config.Config, log *slog.Logger) (snap *health.Snapshot, not
 		// Without roles there are no peers: a management NIC would be
 		// measured against the fabric NICs.
 		m.cfg.Sanity.RateVsPeers = false
-	}
-	for _, p := range m.ports {
-		mem.Ports.PortStates[checks.PortKey(p.dev.Name, p.port.Num)] = checks.PortState{State: "4: ACTIVE", PhysicalState: "5: LinkUp",
-			Device: p.dev.Name, Port: p.port.Num, LinkLayer: p.port.LinkLayer}
-	}
-	for _, d := range m.devices {
-		if d.Monitored() {
-			mem.Ports.KnownDevices = append(mem.Ports.KnownDevices, d.Name)
-		}
 	}
 	now := time.Now()
 	specs, _ := m.Cycle(now)

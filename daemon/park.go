@@ -13,15 +13,13 @@ import (
 )
 
 // readerOptions is how the configuration tunes the reader: the deadline,
-// the stuck bound, descriptors kept open on real sysfs only, the parked
-// files' re-probe interval, and the sysfs root (the simulator's errno seam
-// is active only on a simulated host's tree).
+// the stuck bound, descriptors kept open on real sysfs only, and the
+// parked files' re-probe interval.
 func readerOptions(cfg *config.Config) reader.Options {
 	return reader.Options{
 		Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads,
-		KeepOpen:  reader.IsSysfs(cfg.Paths.SysfsRoot),
-		Reprobe:   cfg.ParkReprobe,
-		SysfsRoot: cfg.Paths.SysfsRoot,
+		KeepOpen: reader.IsSysfs(cfg.Paths.SysfsRoot),
+		Reprobe:  cfg.ParkReprobe,
 	}
 }
 
@@ -107,7 +105,9 @@ func (m *Monitor) parkedSpec(f *reader.File) event.Spec {
 		Kind: event.KindReadParked, CheckName: checks.DegradationCheckFor(ll), Device: dev, Port: port,
 		Message: fmt.Sprintf("Port %s port %d: reading %s fails with %s (%v) %d times in a row; the file is parked: not read each poll, re-read every %v, and what it feeds is not judged until it reads again. %s",
 			dev, port, f.Path, name, errno, reader.ParkAfter, m.cfg.ParkReprobe, parkFix(errno)),
-		ErrorCode: []string{name},
+		// The errno says why; the path is the condition's identity, which
+		// its clear repeats (DESIGN.md difference 13).
+		ErrorCode: []string{name, f.Path},
 		Metadata:  map[string]string{"file": f.Path, "errno": name, "reprobe": m.cfg.ParkReprobe.String()},
 	}
 }
@@ -119,8 +119,12 @@ func (m *Monitor) resumedSpec(path string, pf fileRef, why string) event.Spec {
 	m.log.Info("parked sysfs file cleared", "device", pf.dev, "port", pf.port, "file", path, "reason", msg)
 	return event.Spec{
 		Kind: event.KindReadResumed, CheckName: checks.DegradationCheckFor(pf.linkLayer), IsHealthy: true, Device: pf.dev, Port: pf.port,
-		Message:  fmt.Sprintf("Port %s port %d: %s", pf.dev, pf.port, msg),
-		Metadata: map[string]string{"file": path},
+		Message: fmt.Sprintf("Port %s port %d: %s", pf.dev, pf.port, msg),
+		// The file's path only: a clear by entity and error code
+		// (NVSentinel, DESIGN.md difference 13) must remove this
+		// condition and never a latched counter breach of the port.
+		ErrorCode: []string{path},
+		Metadata:  map[string]string{"file": path},
 	}
 }
 

@@ -28,7 +28,7 @@ func specsOfKind(specs []event.Spec, k event.Kind) []event.Spec {
 // plan, and clears when it reads again at a re-probe.
 func TestParking_MonitorReportsOnceAndClears(t *testing.T) {
 	h := simtest.Build(t, "minimal")
-	m := simMonitor(t, h, "parkReprobeInterval = \"20ms\"\n")
+	m := simMonitorWith(t, h, "parkReprobeInterval = \"20ms\"\n", simSeams(h))
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	now := time.Unix(1_700_000_000, 0)
@@ -137,7 +137,7 @@ func BenchmarkCycle_dgxH100ParkedFile(b *testing.B) {
 func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 	h := simtest.Build(t, "minimal")
 	base := ""
-	m := simMonitor(t, h, base)
+	m := simMonitorWith(t, h, base, simSeams(h))
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	if err := h.FailFile("mlx5_0", 1, rel, "EIO"); err != nil {
@@ -163,7 +163,7 @@ func TestParking_FileLeavingThePlanIsCleared(t *testing.T) {
 func TestStuckRead_FileLeavingThePlanIsCleared(t *testing.T) {
 	h := simtest.Build(t, "minimal")
 	base := "readTimeout = \"50ms\"\n"
-	m := simMonitor(t, h, base)
+	m := simMonitorWith(t, h, base, simSeams(h))
 	const rel = "counters/symbol_error"
 	path, _ := h.PortPath("mlx5_0", 1, rel)
 	if err := h.MakeFIFO("mlx5_0", 1, rel); err != nil {

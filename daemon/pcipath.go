@@ -25,9 +25,14 @@ func (m *Monitor) reportPCIePath(findings []sanity.Finding, specs *[]event.Spec,
 		check := checks.DegradationCheckFor(m.linkLayerOfDevice(f.Device))
 		m.mem.Sanity.Hops[key] = sanity.HopReport{Check: check, Message: f.Message, NICs: append([]string(nil), f.Below...)}
 		*changed = true
+		md := make(map[string]string, len(f.Metadata)+1)
+		for k, v := range f.Metadata {
+			md[k] = v
+		}
+		md["finding"] = f.Kind
 		*specs = append(*specs, event.Spec{
 			Kind: event.KindLinkSanity, CheckName: check, IsFatal: m.cfg.Sanity.Fatal, Message: f.Message,
-			ErrorCode: []string{f.Kind}, Ports: m.portsOfNICs(f.Below), Metadata: f.Metadata,
+			ErrorCode: []string{f.Kind, hopCode(f.Kind, f.PCI)}, Ports: m.portsOfNICs(f.Below), Metadata: md,
 		})
 	}
 	for key, r := range m.mem.Sanity.Hops {
@@ -38,12 +43,18 @@ func (m *Monitor) reportPCIePath(findings []sanity.Finding, specs *[]event.Spec,
 		*changed = true
 		kind, addr, _ := strings.Cut(key, "|")
 		*specs = append(*specs, event.Spec{
-			Kind: event.KindLinkSanityOK, CheckName: r.Check, IsHealthy: true, ErrorCode: []string{kind},
+			Kind: event.KindLinkSanityOK, CheckName: r.Check, IsHealthy: true, ErrorCode: []string{hopCode(kind, addr)},
 			Ports: m.portsOfNICs(r.NICs), Message: "Resolved: " + r.Message,
-			Metadata: map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ",")},
+			Metadata: map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ","), "finding": kind},
 		})
 	}
 }
+
+// hopCode is the error code of one hop's finding, which its raise carries
+// besides the kind and its clear alone: two slow hops of one kind above the
+// same NICs name the same ports, and a clear by entity and error code
+// (NVSentinel, DESIGN.md difference 13) must remove only its own.
+func hopCode(kind, pci string) string { return kind + "@" + pci }
 
 // portsOfNICs lists the monitored ports of the named NICs, in their order.
 func (m *Monitor) portsOfNICs(nics []string) []event.PortRef {

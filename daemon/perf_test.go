@@ -52,7 +52,9 @@ func perfConfig(tb testing.TB, h *sim.Host) *config.Config {
 // perfMonitor builds shape in a temporary directory and returns a
 // discovered monitor on it. keepOpen forces the kept-descriptor reader that
 // real sysfs gets; otherwise the reader is the one NewMonitor picks for the
-// tree (a regular file system: reopen every cycle).
+// tree (a regular file system: reopen every cycle). The host's seams stand
+// in for the driver statistics (one statistics file per RoCE netdev, as
+// the ioctl would be one call), so the cycle includes them.
 func perfMonitor(tb testing.TB, shape string, keepOpen bool) (*Monitor, *sim.Host) {
 	tb.Helper()
 	h, err := sim.Build(tb.TempDir(), shape)
@@ -65,10 +67,11 @@ func perfMonitor(tb testing.TB, shape string, keepOpen bool) (*Monitor, *sim.Hos
 func perfMonitorOn(tb testing.TB, h *sim.Host, keepOpen bool) *Monitor {
 	tb.Helper()
 	cfg := perfConfig(tb, h)
-	m := NewMonitor(cfg, NewMemory(), persist.BootFresh,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	seams := simSeams(h)
+	m := newMonitor(cfg, NewMemory(), persist.BootFresh,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), seams)
 	if keepOpen {
-		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: true})
+		m.rd = reader.New(reader.Options{Timeout: cfg.ReadTimeout, MaxStuck: cfg.MaxStuckReads, KeepOpen: true, Faults: seams.ReadFaults})
 	}
 	if err := m.Discover(); err != nil {
 		tb.Fatalf("discover %s: %v", h.Root, err)

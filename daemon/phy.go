@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
@@ -14,8 +16,7 @@ import (
 // Driver statistics (counter paths "ethtool:<name>", Ethernet ports only)
 // join the counter table through the same counterRead entries as files:
 // all of a port's statistics share one plan entry, a reader.Source whose
-// read is one GSTATS (or, on a simulated host, one read of the
-// simulator's file), so a netdev costs one driver call per counter tick
+// read is one GSTATS, so a netdev costs one driver call per counter tick
 // however many rows read it. Each row's counterRead points at its slot in
 // that sample; its value is rendered as decimal text so the rest of the
 // counter tick treats it exactly like a sysfs counter.
@@ -54,18 +55,11 @@ func (cr *counterRead) sample() ([]byte, error) {
 	return cr.file.Value(), cr.file.Err
 }
 
-// phySimRoot is the simulated host whose statistics files replace the
-// ioctl, "" on a real host (ethtool.SimulatedRoot: never on sysfs).
-func (m *Monitor) phySimRoot() string {
-	root, _ := ethtool.SimulatedRoot(m.cfg.Paths.SysfsRoot, m.cfg.Paths.ClassNet, reader.IsSysfs)
-	return root
-}
-
 // planPHY adds the port's driver-statistic rows: one source per netdev,
 // opened (names resolved) now, one counterRead per statistic. A netdev the
 // driver gives no statistics for (or that cannot be opened in time) leaves
 // its rows missing, logged with the device's availability.
-func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, missing []string) {
+func (m *Monitor) planPHY(pp *portPlan, defIdx []int) (present, missing []string) {
 	if len(defIdx) == 0 {
 		return nil, nil
 	}
@@ -77,20 +71,15 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, 
 			want = append(want, stat)
 		}
 	}
-	var src ethtool.Source
-	err := errors.New("the port has no netdev")
-	if pp.netdev != "" {
-		src, err = m.openPHY(pp.netdev, want, simRoot)
-	}
+	src, err := m.openPHY(pp.netdev, want)
 	if err != nil {
-		m.log.Warn("driver statistics unavailable; the ethtool: counters of this port are skipped",
-			"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "err", err.Error(),
-			"fix", "expected on drivers without ethtool statistics; disable the ethtool: counters under [[counterDetection.counters]] if this is permanent")
+		m.noteStatsUnavailable(pp, err)
 		for _, i := range defIdx {
 			missing = append(missing, m.defs[i].Name)
 		}
 		return nil, missing
 	}
+	delete(m.statsUnavailable, pp.netdev)
 	f := reader.NewSource("ethtool:"+pp.netdev, src)
 	byStat := map[string]int{}
 	for _, i := range defIdx {
@@ -123,24 +112,35 @@ func (m *Monitor) planPHY(pp *portPlan, defIdx []int, simRoot string) (present, 
 // names are asked once per plan build, and a driver that hangs there must
 // neither stall the loop nor, plan build after plan build, strand one more
 // call each time (a name still hanging fails at once). A source whose open
-// returns after the deadline is closed by whichever side sees it last.
-func (m *Monitor) openPHY(netdev string, want []string, simRoot string) (ethtool.Source, error) {
+// returns after the deadline is closed by whichever side sees it last. A
+// failed open leaves src a plain nil: nothing to keep, nothing to close.
+func (m *Monitor) openPHY(netdev string, want []string) (ethtool.Source, error) {
+	if netdev == "" {
+		return nil, errors.New("the port has no netdev")
+	}
 	var (
 		mu        sync.Mutex
 		src       ethtool.Source
 		abandoned bool
 	)
+	open := m.seams.openStats()
 	err := m.rd.Call("ethtool-names:"+netdev, func() error {
-		s, err := ethtool.OpenSource(netdev, want, simRoot)
+		s, err := open(netdev, want)
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if err == nil && abandoned {
+		if abandoned {
 			s.Close()
 			return nil
 		}
 		src = s
-		return err
+		return nil
 	})
+	if pe, ok := err.(*reader.PanicError); ok {
+		panic(pe) // the opener panicked on the worker: this check's bug
+	}
 	if err != nil {
 		mu.Lock()
 		defer mu.Unlock()
@@ -148,9 +148,50 @@ func (m *Monitor) openPHY(netdev string, want []string, simRoot string) (ethtool
 		if src != nil {
 			src.Close()
 		}
-		return nil, fmt.Errorf("ethtool %s: %w", netdev, err)
+		// Already names the netdev ("ethtool <netdev>: ...", or the
+		// call's name when it hung): wrapped again it read twice.
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if src == nil {
+		// An opener that broke its contract: (nil, nil).
+		return nil, fmt.Errorf("ethtool %s: the statistics opener returned no source", netdev)
 	}
 	return src, nil
+}
+
+// noteStatsUnavailable says once per netdev and reason that its driver
+// statistics cannot be read: a plan rebuilt by a reload or a rediscovery
+// finds the same absent netdev or statistics-less driver again and must
+// not repeat it.
+func (m *Monitor) noteStatsUnavailable(pp *portPlan, err error) {
+	if m.statsUnavailable == nil {
+		m.statsUnavailable = map[string]string{}
+	}
+	key := pp.netdev
+	if key == "" {
+		key = pp.dev.Name + "/" + strconv.Itoa(pp.port.Num)
+	}
+	if m.statsUnavailable[key] == err.Error() {
+		return
+	}
+	m.statsUnavailable[key] = err.Error()
+	m.log.Warn("driver statistics unavailable; the ethtool: counters of this port are skipped until the next rediscovery or reload",
+		"device", pp.dev.Name, "port", pp.port.Num, "netdev", pp.netdev, "err", err.Error(),
+		"fix", statsFix(err))
+}
+
+// statsFix is the operator's next step for a netdev whose statistics
+// cannot be read.
+func statsFix(err error) string {
+	switch {
+	case errors.Is(err, unix.ENODEV):
+		return "the netdev is absent from this network namespace (removed, renamed by udev, or moved to another namespace): check ip link; it is looked up again at the next rediscovery or reload"
+	case errors.Is(err, ethtool.ErrNoStats), errors.Is(err, unix.EOPNOTSUPP):
+		return "the driver publishes no ethtool statistics; disable the ethtool: counters under [[counterDetection.counters]] if this is permanent"
+	}
+	return "expected on drivers without ethtool statistics; disable the ethtool: counters under [[counterDetection.counters]] if this is permanent"
 }
 
 // phyLinkDownEvents is the counter row the flap and drop rules take as a

@@ -9,7 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/sim"
 )
 
 // On a simulated RoCE port the PHY rows are read through one driver
@@ -29,7 +29,7 @@ func TestPHY_MonitorJudgesPHYStatsOnSimRoCE(t *testing.T) {
 		{"200 Gb/sec (4X HDR)", 100_000_000, false, ""},
 	} {
 		t.Run(tc.rate+"/"+tc.ber, func(t *testing.T) {
-			m, h := cadenceMonitor(t, time.Second)
+			m, h := phyMonitor(t)
 			const dev, netdev = "mlx5_8", "enp65s0f0np0"
 			if err := h.SetRate(dev, 1, tc.rate); err != nil {
 				t.Fatal(err)
@@ -72,7 +72,7 @@ func TestPHY_MonitorJudgesPHYStatsOnSimRoCE(t *testing.T) {
 }
 
 func TestPHY_MonitorLinkDownEventsFatal(t *testing.T) {
-	m, h := cadenceMonitor(t, time.Second)
+	m, h := phyMonitor(t)
 	t0 := time.Unix(1_700_000_000, 0)
 	m.Cycle(t0)
 	if err := h.AddPHYStat("enp65s0f0np0", "link_down_events_phy", 1); err != nil {
@@ -100,7 +100,7 @@ func TestPHY_MonitorLinkDownEventsFatal(t *testing.T) {
 // With link_downed saturated at 255, the rules still get a moving link-down
 // witness on a RoCE port: link_down_events_phy.
 func TestPHY_LinkDownEventsWitnessReachesTheRules(t *testing.T) {
-	m, h := cadenceMonitor(t, time.Second)
+	m, h := phyMonitor(t)
 	if err := h.SetCounter("mlx5_8", 1, "counters/link_downed", 255); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestPHY_LinkDownEventsWitnessReachesTheRules(t *testing.T) {
 // Statistics the driver does not have are not planned (no failed reading
 // every tick), and a netdev without statistics costs no driver call.
 func TestPHY_AbsentStatisticsAreNotPlanned(t *testing.T) {
-	m, h := cadenceMonitor(t, time.Second)
+	m, h := phyMonitor(t)
 	const netdev = "enp65s0f0np0"
 	phyRows := func() (rows, sources int) {
 		for _, p := range m.ports {
@@ -146,14 +146,14 @@ func TestPHY_AbsentStatisticsAreNotPlanned(t *testing.T) {
 	if rows, sources := phyRows(); rows != 4 || sources != 1 {
 		t.Fatalf("%d PHY rows, %d sources on %s; want 4 and 1", rows, sources, netdev)
 	}
-	if err := os.WriteFile(h.PHYStatsFile(netdev), ethtool.Format([]string{"rx_packets", "link_down_events_phy"}, []uint64{1, 2}), 0o644); err != nil {
+	if err := os.WriteFile(h.PHYStatsFile(netdev), sim.FormatPHYStats([]string{"rx_packets", "link_down_events_phy"}, []uint64{1, 2}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m.buildPlan()
 	if rows, sources := phyRows(); rows != 1 || sources != 1 {
 		t.Fatalf("%d PHY rows, %d sources with one statistic present; want 1 and 1", rows, sources)
 	}
-	if err := os.WriteFile(h.PHYStatsFile(netdev), ethtool.Format([]string{"rx_packets"}, []uint64{1}), 0o644); err != nil {
+	if err := os.WriteFile(h.PHYStatsFile(netdev), sim.FormatPHYStats([]string{"rx_packets"}, []uint64{1}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m.buildPlan()

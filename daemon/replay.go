@@ -41,9 +41,10 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 	case event.KindPortFatal, event.KindPortNonFatal, event.KindPortRecovered, event.KindPortBaseline,
 		event.KindDeviceDisappeared, event.KindDeviceReappeared:
 		m.Ports.Replay(e)
-	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterSaturated:
+	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterSaturated, event.KindCounterUnsaturated,
+		event.KindCongestion, event.KindCongestionCleared:
 		m.Counters.Replay(e, defs)
-	case event.KindCardAnomaly, event.KindCardRecovered:
+	case event.KindCardAnomaly, event.KindCardRecovered, event.KindNoSubnetManager, event.KindSubnetManagerFound:
 		m.Cards.Replay(e)
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		m.AER.Replay(e)

@@ -97,12 +97,20 @@ func (m *Monitor) ruleReadings(buf []rules.Port, model *health.Model) []rules.Po
 	return buf
 }
 
-// degradedOf lists the model's non-fatal conditions on ports, which the
-// degradation rule counts (its own and the other rules' excluded).
+// degradedOf lists the conditions RepeatedNICDegradation counts: the
+// non-fatal degradation events of a port itself, its state (INIT, ARMED,
+// Polling, LinkErrorRecovery, a RoCE netdev down) and its counters' breaches
+// (DESIGN.md difference 15). Monitoring conditions are not the port
+// degrading: a parked file or a hung read is the driver refusing a query,
+// a sanity finding or a PCIe AER condition is about the slot or the path,
+// a saturated counter is lost visibility and congestion is the fabric's.
 func degradedOf(conds []health.Condition) []rules.Degraded {
 	var out []rules.Degraded
 	for _, c := range conds {
 		if c.Severity != health.NonFatal || c.Entity.Device == "" || c.Entity.Port == 0 || isRuleCheck(c.Check) {
+			continue
+		}
+		if c.Kind != event.KindPortNonFatal && c.Kind != event.KindCounterBreach {
 			continue
 		}
 		out = append(out, rules.Degraded{Key: c.Check + "|" + c.Entity.String(), Device: c.Entity.Device, Port: c.Entity.Port, Since: c.Since})
@@ -122,12 +130,13 @@ func ruleSpecs(changes []rules.Change) []event.Spec {
 		if ch.Raise {
 			action := c.Action
 			out = append(out, event.Spec{Kind: event.KindRuleRaised, CheckName: c.Check, IsFatal: c.Fatal, Action: &action,
-				Message: c.Message, Device: c.Device, Port: c.Port, Metadata: map[string]string{"rule": c.Check}})
+				Message: c.Message, Device: c.Device, Port: c.Port, ErrorCode: []string{c.Check}, Metadata: map[string]string{"rule": c.Check}})
 			continue
 		}
 		out = append(out, event.Spec{Kind: event.KindRuleCleared, CheckName: c.Check, IsHealthy: true, Device: c.Device, Port: c.Port,
-			Message:  fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
-			Metadata: map[string]string{"rule": c.Check}})
+			ErrorCode: []string{c.Check},
+			Message:   fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
+			Metadata:  map[string]string{"rule": c.Check}})
 	}
 	return out
 }
@@ -160,4 +169,29 @@ func (d *Daemon) runRulesLocked(now time.Time) []event.Spec {
 	d.rulePorts = d.mon.ruleReadings(d.rulePorts, d.model)
 	changes := d.rules.Cycle(now, d.rulePorts, degradedOf(d.model.Conditions()))
 	return append(specs, ruleSpecs(changes)...)
+}
+
+// migrateRuleChecks moves the rule conditions a state file of an older
+// build holds under the rules' former check names to their new names, as
+// events emitted with the first cycle: a check-scoped clear of each former
+// name (so a consumer that keys conditions by check name, NVSentinel's
+// node conditions, drops them there), then the same condition raised under
+// the new name. Nothing else would ever clear them.
+func migrateRuleChecks(model *health.Model) []event.Spec {
+	var clears, raises []event.Spec
+	cleared := map[string]bool{}
+	for _, c := range model.Conditions() {
+		nw, ok := config.LegacyRuleChecks[c.Check]
+		if !ok {
+			continue
+		}
+		if !cleared[c.Check] {
+			cleared[c.Check] = true
+			clears = append(clears, checks.ClearedSpec(c.Check, "renamed "+nw+", the seeds' name; its conditions continue under that name"))
+		}
+		action := c.Action
+		raises = append(raises, event.Spec{Kind: event.KindRuleRaised, CheckName: nw, IsFatal: c.Severity == health.Fatal, Action: &action,
+			Message: c.Message, Device: c.Entity.Device, Port: c.Entity.Port, ErrorCode: []string{nw}, Metadata: map[string]string{"rule": nw}})
+	}
+	return append(clears, raises...)
 }

@@ -20,13 +20,11 @@ import (
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/internal/version"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
 )
-
-// Version is set at build time (-ldflags -X).
-var Version = "0.1.0-dev"
 
 // Overrides are command-line flags; a set flag wins over the file, also
 // after a reload.
@@ -48,6 +46,9 @@ type Options struct {
 	Log        *slog.Logger
 	// ExtraSinks are added to the configured ones (tests).
 	ExtraSinks []sink.Sink
+	// Seams are a test's stand-ins for the kernel (seams.go); the
+	// production binary passes none.
+	Seams Seams
 	// Signals, when set, is the channel main registered with
 	// signal.Notify before start-up, so a SIGTERM during discovery is
 	// handled as a clean stop rather than killing the process.
@@ -94,24 +95,33 @@ type Daemon struct {
 	saveFails    int
 	// reloadLogs collapses repeated reload outcomes in the log.
 	reloadLogs repeats.Limiter
-	// appendFails counts consecutive polls whose events the outbox
-	// could not take.
-	appendFails int
+	// held are events the checks emitted that the outbox has not taken
+	// yet (daemon/commit.go).
+	held heldEvents
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
 
 	sinkMu sync.Mutex
 	sinks  *sinkSet
-	// startMu serialises replacing the sink set (reload, and the retry
-	// after a reload that could not start it).
-	startMu  sync.Mutex
+	// sinkWant is the configuration the sinks should run with; sinkReq
+	// wakes the goroutine that brings them there (daemon/sinks.go).
+	sinkWant atomic.Pointer[sinkWant]
+	sinkReq  chan struct{}
 	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
 	reloadCh chan chan error
 	loadedCh chan loaded
-	ackSeq   atomic.Uint64
+	// The reload in progress, owned by the loop's goroutine: reloading
+	// while a read is under way, reloadAgain when another was asked for
+	// meanwhile, reloadQueued the callers waiting for that one.
+	reloading    bool
+	reloadAgain  bool
+	reloadQueued []chan error
+	cfgLoader    config.Loader
+	// sinkFail carries sinks stopped by a panic to the poll loop (guard.go).
+	sinkFail sinkFailures
 }
 
 type busHolder struct{ b busPublisher }
@@ -155,7 +165,14 @@ func (o *Overrides) apply(c *config.Config) {
 // LoadConfig loads the file and applies flag overrides and the node-name
 // fallbacks (flag, file, $NODE_NAME, hostname).
 func LoadConfig(path string, o Overrides) (*config.Config, error) {
-	c, err := config.Load(path)
+	var l config.Loader
+	return loadConfigWith(&l, path, o)
+}
+
+// loadConfigWith is LoadConfig through l, which joins a read still
+// pending from an earlier call rather than starting another.
+func loadConfigWith(l *config.Loader, path string, o Overrides) (*config.Config, error) {
+	c, err := l.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -208,14 +225,22 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats.Limiter{Window: time.Minute},
+		sinkReq: make(chan struct{}, 1),
 		metrics: metrics.New(),
 		model:   model,
 		// A replay or a model rebuilt from an older state file is saved
 		// with the first poll.
 		modelDirty: replayed > 0 || len(st.Health) == 0,
 		boot:       bs,
+		// A refused append is a local disk problem, like a cursor that
+		// cannot be saved: retried at most every few seconds.
+		held: heldEvents{ep: episode{min: backoffMin, max: saveBackoffMax}},
 	}
-	d.mon = NewMonitor(cfg, mem, bs, log)
+	d.mon = newMonitor(cfg, mem, bs, log, opts.Seams)
+	// Checks disabled by a panic before the restart are still reported:
+	// their conditions clear when they run again.
+	d.mon.guard.restore(failedChecksOf(model.Conditions()))
+	d.mon.pendingSpecs = append(d.mon.pendingSpecs, migrateRuleChecks(model)...)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
@@ -254,9 +279,9 @@ func loadState(store *persist.Store, path, bootID string, log *slog.Logger) (*pe
 // catchUp restores the health model and, on the same boot, replays the
 // outbox events newer than the state onto the checks and the model.
 func catchUp(st *persist.State, bs persist.BootStatus, mem *Memory, ob *outbox.Outbox, cfg *config.Config, log *slog.Logger) (*health.Model, int, error) {
-	model, merr := restoreModel(st, mem)
-	if merr != nil {
-		log.Warn("state file", "detail", merr.Error())
+	model, note := restoreModel(st, mem)
+	if note != "" {
+		log.Warn("state file", "detail", note)
 	}
 	replayed := 0
 	if bs == persist.BootSame {
@@ -301,6 +326,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.startSinks(ctx, d.cfg, false); err != nil {
 		return err
 	}
+	sinksDone := make(chan struct{})
+	go func() { defer close(sinksDone); d.sinkWorker(ctx) }()
+	d.mu.Lock()
+	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
+	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
 	d.mon.startKernelLog(d.bootID)
@@ -322,21 +352,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return d.shutdown(cancel)
+			return d.shutdown(cancel, sinksDone)
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				d.beginReload(nil)
 				continue
 			}
 			d.log.Info("stopping", "signal", s.String())
-			return d.shutdown(cancel)
+			return d.shutdown(cancel, sinksDone)
 		case reply := <-d.reloadCh:
 			d.beginReload(reply)
 		case l := <-d.loadedCh:
-			err := d.applyReload(l.cfg, l.err)
-			if l.reply != nil {
-				l.reply <- err
-			}
+			d.endReload(l)
 		case <-timer.C:
 			timer.Reset(d.pollAndSchedule())
 		}
@@ -390,25 +417,32 @@ func (d *Daemon) watchdogLoop(ctx context.Context) {
 func (d *Daemon) poll(now time.Time) {
 	d.mu.Lock()
 	specs, changed := d.mon.Cycle(now)
-	evs := d.commitLocked(specs, changed, now)
-	// The rules read the model the cycle's events just updated. Their
+	specs = append(specs, d.takeSinkFailuresLocked()...)
+	d.holdLocked(specs, now)
+	// The rules read the model the cycle's events just updated (held
+	// events included, with the times they were detected at). Their
 	// windows move with those events, so they are saved with them (a
 	// crash must not forget an episode); a quiet poll saves nothing. With
 	// no event they only have time to judge (minutes-long windows), so a
 	// fast poll runs them at most once a second.
 	if len(specs) > 0 || !d.rulesStarted || now.Sub(d.rulesAt) >= time.Second {
 		d.rulesAt = now
-		if rs := d.runRulesLocked(now); len(rs) > 0 || len(specs) > 0 {
-			evs = append(evs, d.commitLocked(rs, true, now)...)
+		var rs []event.Spec
+		d.mon.guard.run("rules", ruleChecks, &rs, func() { rs = append(rs, d.runRulesLocked(now)...) })
+		if len(rs) > 0 || len(specs) > 0 {
+			d.holdLocked(rs, now)
+			changed = true
 		}
 	}
+	evs := d.commitLocked(changed)
 	first := !d.ready
 	d.ready = true
 	d.lastPoll = now
 	// The verdict is rebuilt only when something it shows moved: events,
-	// an observation, a counter value or rate. A quiet poll reuses it.
+	// an observation, a counter value or rate, the outbox's state. A
+	// quiet poll reuses it.
 	snap := d.snap.Load()
-	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || snap == nil {
+	if viewChanged := d.mon.TakeViewChanged(); first || viewChanged || len(evs) > 0 || d.takeSnapDirty() || snap == nil {
 		snap = d.publishSnapshotLocked()
 	}
 	d.lastPollNano.Store(time.Now().UnixNano())
@@ -417,7 +451,7 @@ func (d *Daemon) poll(now time.Time) {
 	d.publish(evs)
 	d.wd.Progress()
 	// STATUS= is sent when the verdict's summary changes, not every poll.
-	status := snap.Status()
+	status := statusOf(snap)
 	switch {
 	case first:
 		// Logged before READY=1, so the journal shows the first poll
@@ -441,9 +475,9 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		}
 	}
 	snap := health.Build(health.Node{
-		Version: Version, NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
+		Version: version.String(), NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
-	}, infos, d.model.Conditions())
+	}, infos, d.conditionsLocked())
 	snap.AER = d.mon.aerTotals()
 	snap.KernelLog = d.mon.kernelLogTotals()
 	d.snap.Store(snap)
@@ -460,92 +494,6 @@ func (d *Daemon) LastPoll() time.Time {
 		return time.Unix(0, n)
 	}
 	return time.Time{}
-}
-
-type emitted struct {
-	ev  event.Event
-	seq uint64
-}
-
-// commitLocked turns specs into events, appends them durably, then saves
-// the state. Caller holds d.mu.
-func (d *Daemon) commitLocked(specs []event.Spec, changed bool, now time.Time) []emitted {
-	out, ok := d.appendLocked(specs, now)
-	if !ok {
-		return nil
-	}
-	if d.modelDirty {
-		storeModel(d.st, d.model)
-		d.modelDirty = false
-		changed = true
-	}
-	if changed || len(specs) > 0 {
-		d.saveLocked()
-	}
-	return out
-}
-
-// appendLocked makes the specs' events durable in the outbox and folds
-// them into the health model. ok is false when the outbox refused them:
-// nothing is durable and the state must not be saved, so the specs go
-// back to the front of the next cycle and a full or read-only disk delays
-// events but never loses them (a crash in the meantime re-detects them
-// from the unsaved state).
-func (d *Daemon) appendLocked(specs []event.Spec, now time.Time) ([]emitted, bool) {
-	if len(specs) == 0 {
-		return nil, true
-	}
-	stamp := event.Stamp{NodeName: d.cfg.NodeName, Strategy: d.cfg.Strategy, Now: now}
-	evs := make([]event.Event, len(specs))
-	for i, s := range specs {
-		evs[i] = event.New(d.mon.withGPUs(s), stamp)
-	}
-	seqs, err := d.ob.Append(evs)
-	if err != nil {
-		// One line per episode: a full disk lasts many polls.
-		if d.appendFails == 0 {
-			d.log.Error("cannot append events to the outbox; retrying every poll", "err", err, "events", len(evs))
-		}
-		d.appendFails++
-		d.mon.pendingSpecs = append(specs, d.mon.pendingSpecs...)
-		return nil, false
-	}
-	if d.appendFails > 0 {
-		d.log.Info("outbox appends work again", "failed_polls", d.appendFails, "events", len(evs))
-		d.appendFails = 0
-	}
-	out := make([]emitted, 0, len(evs))
-	for i := range evs {
-		out = append(out, emitted{evs[i], seqs[i]})
-		if d.model.Apply(&evs[i]) {
-			d.modelDirty = true
-		}
-	}
-	if len(seqs) > 0 {
-		d.st.OutboxSeq = seqs[len(seqs)-1]
-	}
-	// Durable now: signal D-Bus listeners before the state save (a few ms
-	// of fsyncs); signals leave from the bus's own goroutine.
-	d.announce(out)
-	return out, true
-}
-
-// saveLocked saves the state when it changed, with one log line per
-// episode of failures (the error names a fresh temporary file each time).
-func (d *Daemon) saveLocked() {
-	if _, err := d.saveIfChanged(); err != nil {
-		if d.saveErr == "" {
-			d.log.Error("cannot save state; monitoring continues and saving is retried every poll", "err", err)
-		}
-		d.saveErr = err.Error()
-		d.saveFails++
-		return
-	}
-	if d.saveErr != "" {
-		d.log.Info("state saved again", "file", d.opts.StateFile, "failed_saves", d.saveFails)
-		d.saveErr = ""
-		d.saveFails = 0
-	}
 }
 
 // announce logs durable events and signals them on D-Bus.
@@ -585,14 +533,12 @@ func (d *Daemon) saveIfChanged() (bool, error) {
 	return d.store.SaveIfChanged(d.st)
 }
 
-func (d *Daemon) statusLocked() string { return d.publishSnapshotLocked().Status() }
+func (d *Daemon) statusLocked() string { return statusOf(d.publishSnapshotLocked()) }
 
-func (d *Daemon) shutdown(cancel context.CancelFunc) error {
+func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) error {
 	d.nt.Stopping()
 	d.mu.Lock()
-	if _, err := d.saveIfChanged(); err != nil {
-		d.log.Error("cannot save state at shutdown", "err", err)
-	}
+	d.commitAtShutdownLocked()
 	d.mu.Unlock()
 	// Give drainers a moment to flush what is queued; anything left stays
 	// in the outbox for the next start.
@@ -600,9 +546,15 @@ func (d *Daemon) shutdown(cancel context.CancelFunc) error {
 	for time.Now().Before(deadline) && d.pending() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	d.stopSinks()
+	d.stopSinksWithin(sinkStopTimeout)
 	d.stopMetrics()
 	cancel()
+	select {
+	case <-sinksDone:
+	case <-time.After(time.Second):
+		// Blocked in a sink's Close or write in the kernel: the process
+		// exits without it; its events stay in the outbox.
+	}
 	<-d.busDone
 	d.mon.Close()
 	return d.ob.Close()
@@ -649,6 +601,7 @@ func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient 
 			batch = cfg.ConnectorBatch
 		}
 		dr := newDrainer(d.ob, s, d.log, batch)
+		dr.panicked = d.sinkPanicked
 		set.drainers = append(set.drainers, dr)
 		set.wg.Add(1)
 		go func() { defer set.wg.Done(); dr.run(ctx) }()
@@ -704,37 +657,6 @@ func restartOnly(old, cfg *config.Config) error {
 	return nil
 }
 
-// retryStartSinks starts the sinks of configuration generation gen after
-// a reload could not, with backoff, until it succeeds, a later reload
-// takes over, or the daemon stops.
-func (d *Daemon) retryStartSinks(cfg *config.Config, gen uint64) {
-	ep := episode{min: backoffMin, max: backoffMax}
-	for {
-		_, wait := ep.fail()
-		if !sleep(d.runCtx, wait) {
-			return
-		}
-		d.mu.Lock()
-		current := d.generation == gen
-		d.mu.Unlock()
-		d.startMu.Lock()
-		d.sinkMu.Lock()
-		running := d.sinks != nil
-		d.sinkMu.Unlock()
-		if !current || running {
-			d.startMu.Unlock()
-			return
-		}
-		err := d.startSinks(d.runCtx, cfg, true)
-		d.startMu.Unlock()
-		if err == nil {
-			n, lasted := ep.recovered()
-			d.log.Info("sinks started", "attempts", n, "lasted", lasted)
-			return
-		}
-	}
-}
-
 // RequestReload asks the loop to reload and waits for the outcome.
 func (d *Daemon) RequestReload() error {
 	reply := make(chan error, 1)
@@ -742,29 +664,63 @@ func (d *Daemon) RequestReload() error {
 	return <-reply
 }
 
-// loaded is a configuration read for a reload, off the poll loop.
+// loaded is a configuration read for a reload, off the poll loop, and
+// the callers waiting for its outcome.
 type loaded struct {
-	cfg   *config.Config
-	err   error
-	reply chan error
+	cfg     *config.Config
+	err     error
+	replies []chan error
 }
 
-// beginReload reads the configuration on a goroutine of its own, so that
-// polling goes on while it is read (bounded by config.Load's deadline),
-// and hands the result to the loop, which applies it between cycles.
+// beginReload asks for the configuration to be read again; reply (when
+// not nil) receives the outcome. One read at a time: a request that comes
+// while one is under way (a SIGHUP flood, a file on a hung filesystem) is
+// served by one more read after it, never by a read of its own. Runs on
+// the loop's goroutine, which owns the reload fields.
 func (d *Daemon) beginReload(reply chan error) {
+	if reply != nil {
+		d.reloadQueued = append(d.reloadQueued, reply)
+	}
+	if d.reloading {
+		d.reloadAgain = true
+		return
+	}
+	d.startReloadRead()
+}
+
+// startReloadRead reads the configuration on a goroutine of its own, so
+// that polling goes on while it is read (bounded by the loader's
+// deadline), and hands the result to the loop, which applies it between
+// cycles.
+func (d *Daemon) startReloadRead() {
+	d.reloading, d.reloadAgain = true, false
+	replies := d.reloadQueued
+	d.reloadQueued = nil
 	d.nt.Reloading()
 	ctx := d.runCtx
 	go func() {
-		cfg, err := LoadConfig(d.opts.ConfigPath, d.opts.Overrides)
+		cfg, err := loadConfigWith(&d.cfgLoader, d.opts.ConfigPath, d.opts.Overrides)
 		select {
-		case d.loadedCh <- loaded{cfg, err, reply}:
+		case d.loadedCh <- loaded{cfg, err, replies}:
 		case <-ctx.Done():
-			if reply != nil {
-				reply <- fmt.Errorf("reload: the daemon is stopping")
+			for _, r := range replies {
+				r <- fmt.Errorf("reload: the daemon is stopping")
 			}
 		}
 	}()
+}
+
+// endReload applies a finished read, answers its callers, and starts the
+// read that requests made meanwhile are waiting for.
+func (d *Daemon) endReload(l loaded) {
+	d.reloading = false
+	err := d.applyReload(l.cfg, l.err)
+	for _, r := range l.replies {
+		r <- err
+	}
+	if d.reloadAgain || len(d.reloadQueued) > 0 {
+		d.startReloadRead()
+	}
 }
 
 // applyReload applies a loaded configuration between poll cycles, on the
@@ -796,11 +752,14 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	}
 	unchanged := cfg.Digest == d.cfg.Digest
 	specs := d.reconfigureLocked(cfg)
-	d.restartSinksLocked(cfg)
 	d.cfg = cfg
 	d.generation++
+	// Off the loop: stopping a sink waits for its drainer, which may be
+	// blocked in a write to a hung filesystem.
+	d.requestSinks(cfg)
 	d.reloadErr = ""
-	evs := d.commitLocked(specs, true, time.Now())
+	d.holdLocked(specs, time.Now())
+	evs := d.commitLocked(true)
 	d.publishSnapshotLocked()
 	d.logApplied(cfg, unchanged)
 	d.publish(evs)
@@ -840,31 +799,13 @@ func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	return specs
 }
 
-// restartSinksLocked restarts the sinks when their keys changed (or none
-// runs: an earlier reload could not start them), and otherwise reopens
-// their files, which is how logrotate's SIGHUP is meant. Caller holds
-// d.mu; it is released while sinks stop and start, since a slow Close
-// must not hold up D-Bus readers.
-func (d *Daemon) restartSinksLocked(cfg *config.Config) {
-	d.sinkMu.Lock()
-	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key
-	d.sinkMu.Unlock()
-	if !changed {
-		d.reopenSinks()
-		return
+// sinkNames are the running sinks' names.
+func (d *Daemon) sinkNames() []string {
+	var out []string
+	for _, dr := range d.drainerList() {
+		out = append(out, dr.sink.Name())
 	}
-	d.mu.Unlock()
-	d.startMu.Lock()
-	d.stopSinks()
-	err := d.startSinks(d.runCtx, cfg, true)
-	d.startMu.Unlock()
-	d.mu.Lock()
-	if err != nil {
-		d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
-		go d.retryStartSinks(cfg, d.generation+1)
-		return
-	}
-	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
+	return out
 }
 
 // logApplied logs an applied configuration; a reload of the same file (a

@@ -114,7 +114,7 @@ func (m *Monitor) sanityFindings(now time.Time) []sanity.Finding {
 	s := m.cfg.Sanity
 	charDue := s.CharDevices && (m.cycles == 0 || m.devicesSetChanged || now.Sub(m.lastCharDev) >= charDevEvery)
 	findings := sanity.Run(m.cfg.Paths, devs, live, sanity.Options{
-		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, ISSM: s.ISSM, CharDevices: charDue,
+		PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, ISSM: s.ISSM, CharDevices: charDue, RoCEGID: s.RoCEGID,
 		Read: m.readFile,
 	})
 	if !charDue {

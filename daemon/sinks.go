@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
@@ -32,7 +33,13 @@ func (d *Daemon) buildSinksFor(cfg *config.Config, lenient bool) ([]sink.Sink, e
 			out = append(out, s)
 		case lenient:
 			d.log.Error("JSON-lines sink cannot open its file; its events stay queued and opening is retried with backoff", "err", err)
-			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) { return jsonl.New(path, d.log) }})
+			out = append(out, &pendingSink{name: jsonl.Name, open: func() (sink.Sink, error) {
+				s, err := jsonl.New(path, d.log)
+				if err != nil {
+					return nil, err // not a nil *jsonl.Sink in a non-nil Sink
+				}
+				return s, nil
+			}})
 		default:
 			return nil, err
 		}
@@ -120,5 +127,101 @@ func (d *Daemon) reopenSinks() {
 				d.log.Warn("cannot reopen the sink's file; retried before its next write", "sink", s.Name(), "err", err)
 			}
 		}
+	}
+}
+
+// sinkWant is a configuration the sinks should be brought to.
+type sinkWant struct{ cfg *config.Config }
+
+// sinkStopTimeout bounds how long shutdown waits for a sink to stop.
+const sinkStopTimeout = 3 * time.Second
+
+// requestSinks asks the sink goroutine to bring the sinks to cfg:
+// restarted when a [sinks.*] key changed (or none runs), reopened
+// otherwise (logrotate's SIGHUP). It never waits: stopping a sink waits
+// for its drainer, which may be blocked in a write to a hung filesystem,
+// and the poll loop must not. Requests made while one is being served
+// are folded into the latest.
+func (d *Daemon) requestSinks(cfg *config.Config) {
+	d.sinkWant.Store(&sinkWant{cfg: cfg})
+	select {
+	case d.sinkReq <- struct{}{}:
+	default:
+	}
+}
+
+// sinkWorker serves requestSinks, one at a time, until ctx is done. A
+// configuration whose sinks cannot start is retried with backoff until
+// they do or a newer one replaces it; meanwhile events wait in the
+// outbox.
+func (d *Daemon) sinkWorker(ctx context.Context) {
+	ep := episode{min: backoffMin, max: backoffMax}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.sinkReq:
+		}
+		for {
+			w := d.sinkWant.Load()
+			if w == nil {
+				break
+			}
+			err := d.applySinks(ctx, w.cfg)
+			if err == nil {
+				if n, lasted := ep.recovered(); n > 0 {
+					d.log.Info("sinks started", "attempts", n, "lasted", lasted)
+				}
+				break
+			}
+			first, wait := ep.fail()
+			if first {
+				d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.sinkReq: // a newer configuration
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// applySinks restarts or reopens the sinks for cfg.
+func (d *Daemon) applySinks(ctx context.Context, cfg *config.Config) error {
+	d.sinkMu.Lock()
+	// A sink stopped by a panic is restarted by any reload (guard.go).
+	changed := d.sinks == nil || sinkKey(cfg) != d.sinks.key || d.anySinkFailed()
+	d.sinkMu.Unlock()
+	if !changed {
+		d.reopenSinks()
+		return nil
+	}
+	d.stopSinks()
+	if err := d.startSinks(ctx, cfg, true); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.sinksRestartedLocked(d.sinkNames(), "a reload restarted the sink")
+	d.mu.Unlock()
+	d.log.Info("sinks reconfigured", "jsonl", cfg.JSONLPath, "connector", cfg.ConnectorSocket)
+	// The usual fix for a rejection is a configuration change: the new
+	// sinks offer their parked events again.
+	d.RetryRejected()
+	return nil
+}
+
+// stopSinksWithin stops the sinks, giving up after timeout: a drainer
+// blocked in the kernel (a write to a hung filesystem) must not keep the
+// daemon from exiting. What it had not delivered stays in the outbox.
+func (d *Daemon) stopSinksWithin(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { defer close(done); d.stopSinks() }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		d.log.Error("a sink did not stop in time (a write blocked in the kernel?); stopping without it, its undelivered events stay in the outbox",
+			"timeout", timeout)
 	}
 }

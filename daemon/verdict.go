@@ -22,23 +22,48 @@ import (
 // change that every view reads.
 
 // restoreModel loads the model from the state file. A state file from
-// before the model has no conditions recorded: they are rebuilt from what
-// the checks remember, so an upgrade does not turn a latched breach or a
-// missing NIC into "healthy" in the views.
-func restoreModel(st *persist.State, mem *Memory) (*health.Model, error) {
-	m := health.NewModel()
+// before the model has no conditions recorded, and one whose conditions
+// are unreadable cannot say them: they are rebuilt from what the checks
+// remember, so an upgrade does not turn a latched breach or a missing NIC
+// into "healthy" in the views. note says when the recorded conditions
+// were unreadable.
+func restoreModel(st *persist.State, mem *Memory) (m *health.Model, note string) {
+	m = health.NewModel()
 	if len(st.Health) > 0 {
 		var cs []health.Condition
-		if err := json.Unmarshal(st.Health, &cs); err != nil {
-			return m, fmt.Errorf("health conditions in the state file are unreadable (%v); rebuilt from the checks' state", err)
+		err := json.Unmarshal(st.Health, &cs)
+		if err == nil {
+			m.Restore(cs)
+			adoptReported(mem, cs)
+			return m, ""
 		}
-		m.Restore(cs)
-		return m, nil
+		note = fmt.Sprintf("health conditions in the state file are unreadable (%v); rebuilt from the checks' state", err)
 	}
 	for _, e := range eventsFromMemory(mem) {
 		m.Apply(&e)
 	}
-	return m, nil
+	return m, note
+}
+
+// adoptReported fills in what the port check last reported from the
+// model, for a state file written before the port check remembered it:
+// card homogeneity must know which ports are already fatal on their own.
+func adoptReported(mem *Memory, cs []health.Condition) {
+	for _, c := range cs {
+		if c.Entity.Kind != health.EntityPort || c.Check != checks.StateCheckFor(topology.LinkLayerEthernet) && c.Check != checks.StateCheckFor(topology.LinkLayerInfiniBand) {
+			continue
+		}
+		k := checks.PortKey(c.Entity.Device, c.Entity.Port)
+		ps, ok := mem.Ports.PortStates[k]
+		if !ok || ps.Reported != "" {
+			continue
+		}
+		ps.Reported = checks.ReportedNonFatal
+		if c.Severity == health.Fatal {
+			ps.Reported = checks.ReportedFatal
+		}
+		mem.Ports.PortStates[k] = ps
+	}
 }
 
 // eventsFromMemory restates, as events, the conditions the checks'
@@ -109,6 +134,10 @@ func (m *Monitor) portInfos() []health.PortInfo {
 			pi.State, pi.PhysState = event.Clean(p.obs.State.Name), event.Clean(p.obs.Phys.Name)
 			pi.HealthyMessage = event.Clean(healthyMessage(p.obs))
 		}
+		if g, err := sysfs.ParseNodeGUID([]byte(p.dev.NodeGUID)); err == nil {
+			pi.NodeGUID = sysfs.FormatGUID(g)
+		}
+		pi.PortGUID = p.port.GUID
 		pi.GPUs = m.gpusOf[p.dev.Name]
 		pi.Counters = m.counterInfos(p)
 		out = append(out, pi)
@@ -214,7 +243,10 @@ func (m *Monitor) gpusBehind(dev *topology.Device) string {
 	if len(parts) == 0 {
 		return noGPUAffinity
 	}
-	return strings.Join(parts, ", ")
+	// The UUIDs come from gpu_metadata.json, which may hold any bytes: a
+	// NUL or invalid UTF-8 here broke every D-Bus reply that carries the
+	// port (DESIGN.md section 9).
+	return event.Clean(strings.Join(parts, ", "))
 }
 
 // withGPUs adds metadata "gpus" to a NIC event: the GPUs behind its NIC

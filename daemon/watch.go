@@ -34,13 +34,41 @@ func (d *Daemon) watchConfig(ctx context.Context) (stop func()) {
 	go func() {
 		var timer *time.Timer
 		var fire <-chan time.Time
+		// rewatch is armed while the directory is gone: removed (or moved
+		// away) and recreated, as a configuration management run or an
+		// operator's rm -r and restore do, it would otherwise never be
+		// watched again and edits would silently stop applying.
+		var rewatch <-chan time.Time
+		wait := time.Duration(0)
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-rewatch:
+				if err := w.Add(dir); err != nil {
+					wait = min(2*wait, 5*time.Second)
+					rewatch = time.After(wait)
+					continue
+				}
+				rewatch = nil
+				resolved, _ = filepath.EvalSymlinks(path)
+				d.log.Info("configuration directory is back; live reload resumes", "dir", dir)
+				select {
+				case d.reloadCh <- nil: // the file may have changed meanwhile
+				default:
+				}
 			case ev, ok := <-w.Events:
 				if !ok {
 					return
+				}
+				if filepath.Clean(ev.Name) == filepath.Clean(dir) && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+					w.Remove(dir) // a moved directory's watch would follow it
+					if rewatch == nil {
+						d.log.Warn("configuration directory removed or moved away; edits are applied again once it is back (systemctl reload applies them meanwhile)", "dir", dir)
+						wait = 250 * time.Millisecond
+						rewatch = time.After(wait)
+					}
+					continue
 				}
 				name := filepath.Base(ev.Name)
 				// A ConfigMap swaps the ..data symlink; the file name the

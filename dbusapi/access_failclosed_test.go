@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
@@ -97,5 +99,32 @@ func TestAccess_UserGroupsFallback(t *testing.T) {
 	}
 	if gid, ok := groupID("root"); !ok || gid != 0 {
 		t.Fatalf("groupID(root) = %d, %v", gid, ok)
+	}
+}
+
+// TestAccess_UserGroupsFallback_SupplementaryGroup: the admin group is
+// usually a supplementary group (useradd --groups, usermod -aG), so the
+// fallback must read every group of the user, not only the primary one.
+// The test user of TestMain has its own primary group and
+// nichealth-admin as a supplementary one.
+func TestAccess_UserGroupsFallback_SupplementaryGroup(t *testing.T) {
+	u, err := user.Lookup("nhadmtest")
+	if err != nil {
+		component.Missing(t, "no admin test user (needs root and useradd): the supplementary-group fallback cannot be exercised")
+	}
+	gid, ok := groupID(DefaultGroup)
+	if !ok {
+		t.Fatalf("group %s does not exist though the test user is in it", DefaultGroup)
+	}
+	if u.Gid == strconv.FormatUint(uint64(gid), 10) {
+		t.Fatalf("test user's primary group is %s; the test needs it supplementary", DefaultGroup)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	g, err := userGroups(uint32(uid))
+	if err != nil {
+		t.Fatalf("userGroups(%s): %v", u.Uid, err)
+	}
+	if !allowed(credentials{uid: uint32(uid), gids: g}, gid, true) {
+		t.Fatalf("userGroups(%s) = %v: misses the supplementary admin group %d, so an admin is denied when the bus reports no groups", u.Uid, g, gid)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/godbus/dbus/v5"
@@ -35,7 +36,10 @@ func Dial(address string) (*Client, error) {
 	if err != nil {
 		where := address
 		if where == "" {
-			where = "the default address (set DBUS_SYSTEM_BUS_ADDRESS to change it)"
+			where = "the default system bus unix:path=/run/dbus/system_bus_socket (set DBUS_SYSTEM_BUS_ADDRESS or --bus-address to use another)"
+			if env := os.Getenv("DBUS_SYSTEM_BUS_ADDRESS"); env != "" {
+				where = env + " (from DBUS_SYSTEM_BUS_ADDRESS)"
+			}
 		}
 		return nil, fmt.Errorf("%w: connect to %s: %v: is dbus running?", ErrBusUnreachable, where, err)
 	}
@@ -314,6 +318,8 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		NetDev:         get[string](m, "NetDev"),
 		PCIAddress:     get[string](m, "PCIAddress"),
 		NUMANode:       get[int32](m, "NUMANode"),
+		NodeGUID:       get[string](m, "NodeGUID"),
+		PortGUID:       get[string](m, "PortGUID"),
 		GPUs:           get[string](m, "GPUs"),
 		Rate:           get[string](m, "Rate"),
 		State:          get[string](m, "State"),

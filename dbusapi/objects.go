@@ -194,7 +194,7 @@ func (s *Server) getProperty(p dbus.ObjectPath, iface, name string) (dbus.Varian
 	}
 	for i, m := range meta {
 		if m.name == name {
-			return dbus.MakeVariantWithSignature(wireValue(vals[i]), dbus.ParseSignatureMust(m.sig)), nil
+			return dbus.MakeVariantWithSignature(wireValue(vals[i]), dbus.ParseSignatureMust(m.sig)), nil //nolint:nilaway // lookup returns meta and vals of one table, equal in length (both nil for an interface without properties, when this loop does not run)
 		}
 	}
 	return dbus.Variant{}, newError(errUnknownProperty, "interface %s has no property %q", ifaceOr(iface, p), name)
@@ -213,7 +213,7 @@ func (s *Server) getAll(p dbus.ObjectPath, iface string) (map[string]dbus.Varian
 func variants(meta []propMeta, vals []any) map[string]dbus.Variant {
 	out := make(map[string]dbus.Variant, len(meta))
 	for i, m := range meta {
-		out[m.name] = dbus.MakeVariantWithSignature(wireValue(vals[i]), dbus.ParseSignatureMust(m.sig))
+		out[m.name] = dbus.MakeVariantWithSignature(wireValue(vals[i]), dbus.ParseSignatureMust(m.sig)) //nolint:nilaway // meta and vals are one table's, equal in length
 	}
 	return out
 }

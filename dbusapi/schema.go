@@ -119,6 +119,8 @@ func portProps() []propDef[PortView] {
 		{"NetDev", "s", true, func(p *PortView) any { return p.NetDev }},
 		{"PCIAddress", "s", true, func(p *PortView) any { return p.PCIAddress }},
 		{"NUMANode", "i", true, func(p *PortView) any { return p.NUMANode }},
+		{"NodeGUID", "s", true, func(p *PortView) any { return p.NodeGUID }},
+		{"PortGUID", "s", true, func(p *PortView) any { return p.PortGUID }},
 		{"GPUs", "s", true, func(p *PortView) any { return p.GPUs }},
 		{"Rate", "s", true, func(p *PortView) any { return p.Rate }},
 		{"State", "s", true, func(p *PortView) any { return p.State }},

@@ -231,7 +231,11 @@ func (s *Server) applyPorts(pvs []PortView) (added, removed []dbus.ObjectPath, c
 			added = append(added, p)
 			continue
 		}
-		if c := changed(s.prtMeta, old.vals, next[p].vals); len(c) > 0 {
+		nw, ok := next[p]
+		if !ok {
+			continue
+		}
+		if c := changed(s.prtMeta, old.vals, nw.vals); len(c) > 0 {
 			changes = append(changes, portChange{p, c})
 		}
 	}

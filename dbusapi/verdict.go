@@ -106,7 +106,7 @@ func PortViewsOf(s *health.Snapshot) []PortView {
 func PortViewOf(p *health.Port) PortView {
 	pv := PortView{
 		Device: p.Device, Port: int32(p.Port), LinkLayer: p.LinkLayer, Role: p.Role, RoleReason: p.RoleReason,
-		NetDev: p.NetDev, PCIAddress: p.PCIAddress, NUMANode: int32(p.NUMANode), GPUs: p.GPUs, Rate: p.Rate,
+		NetDev: p.NetDev, PCIAddress: p.PCIAddress, NUMANode: int32(p.NUMANode), NodeGUID: p.NodeGUID, PortGUID: p.PortGUID, GPUs: p.GPUs, Rate: p.Rate,
 		State: p.State, PhysState: p.PhysState, Healthy: p.Verdict == health.Healthy, Fatal: p.Verdict == health.Fatal,
 		Verdict: p.Verdict.String(), Conditions: conditionViews(p.Conditions), Message: p.Message,
 		Counters: make([]CounterView, 0, len(p.Counters)), Sanity: []string{},

@@ -14,6 +14,10 @@ type PortView struct {
 	NetDev     string `json:"netDev"`
 	PCIAddress string `json:"pciAddress"`
 	NUMANode   int32  `json:"numaNode"`
+	// NodeGUID and PortGUID identify the port in the fabric as
+	// ibnetdiscover prints them ("0xb83fd20300a0b010"; "" when unknown).
+	NodeGUID string `json:"nodeGUID"`
+	PortGUID string `json:"portGUID"`
 	// GPUs are the GPUs behind the NIC (PIX/PXB), e.g. "GPU3
 	// (0000:5d:00.0)", or "no GPU affinity": what to drain for this port.
 	GPUs      string `json:"gpus"`

@@ -3,7 +3,10 @@
 #
 #   packaging/build-deb.sh [BIN_DIR [OUT_DIR]]     defaults: $BIN_DIR or bin, dist
 #
-# VERSION overrides the version (default: git describe, else 0.1.0); ARCH
+# The package's version is the one the binaries print (`nichealthd
+# --version`, stamped by `make build` from internal/version), so `dpkg -l`
+# and every binary agree; VERSION overrides it only for a deliberate
+# repackaging. ARCH
 # overrides the architecture (default: dpkg --print-architecture).
 # Prints the path of the package on its last line.
 set -eu
@@ -18,12 +21,12 @@ case $OUT_DIR in /*) ;; *) OUT_DIR=$ROOT/$OUT_DIR ;; esac
 die() { echo "build-deb.sh: $*" >&2; exit 1; }
 command -v dpkg-deb >/dev/null 2>&1 || die "dpkg-deb not found (apt-get install dpkg)"
 
-# A Debian version starts with a digit and uses [0-9A-Za-z.+~-]:
-# v1.2.0-3-gabc123 becomes 1.2.0+3.gabc123; no tag at all becomes 0.1.0.
+# A Debian version starts with a digit and uses [0-9A-Za-z.+~-]; the
+# binaries print the same string (internal/version).
 if [ -z "${VERSION:-}" ]; then
-    VERSION=$(git -C "$ROOT" describe --tags --match 'v[0-9]*' 2>/dev/null || true)
-    VERSION=$(printf '%s' "$VERSION" | sed -e 's/^v//' -e 's/-\([0-9]*\)-g/+\1.g/')
-    [ -n "$VERSION" ] || VERSION=0.1.0
+    [ -x "$BIN_DIR/nichealthd" ] || die "$BIN_DIR/nichealthd not found: run 'make build' first"
+    VERSION=$("$BIN_DIR/nichealthd" --version | sed -n 's/^nichealthd //p')
+    [ -n "$VERSION" ] || die "$BIN_DIR/nichealthd --version printed no version"
 fi
 printf '%s' "$VERSION" | grep -Eq '^[0-9][0-9A-Za-z.+~-]*$' ||
     die "VERSION=$VERSION is not a Debian version (start with a digit; use 0-9 A-Z a-z . + ~ -)"

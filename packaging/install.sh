@@ -40,7 +40,7 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 
 # Files written by other parts of the tree: name each missing one.
 missing=""
-for f in "$BIN_DIR/nichealthd" "$BIN_DIR/nichealthctl" \
+for f in "$BIN_DIR/nichealthd" "$BIN_DIR/nichealthctl" "$BIN_DIR/nichealth-fabric" \
          "$PKG/dbus/org.nichealth.NicHealth1.conf" "$PKG/journal/nichealthd.catalog"; do
     [ -e "$f" ] || missing="$missing
   $f"
@@ -60,6 +60,7 @@ d=$DESTDIR
 
 inst 0755 "$BIN_DIR/nichealthd" "$d$BINDIR/nichealthd"
 inst 0755 "$BIN_DIR/nichealthctl" "$d$BINDIR/nichealthctl"
+inst 0755 "$BIN_DIR/nichealth-fabric" "$d$BINDIR/nichealth-fabric"
 
 for u in "$PKG"/systemd/*.service; do
     dest=$d$UNITDIR/$(basename "$u")
@@ -101,9 +102,21 @@ done
 
 inst 0644 "$PKG/config/config.toml" "$d$DOCDIR/config.toml"
 inst 0644 "$PKG/examples/metrics.conf" "$d$DOCDIR/examples/metrics.conf"
+inst 0644 "$PKG/examples/metrics-remote.conf" "$d$DOCDIR/examples/metrics-remote.conf"
 inst 0644 "$PKG/examples/slurmd-after-nichealthd.conf" "$d$DOCDIR/examples/slurmd-after-nichealthd.conf"
+inst 0644 "$PKG/examples/fabric-dgx-h100.topo" "$d$DOCDIR/examples/fabric-dgx-h100.topo"
 [ ! -f "$ROOT/README.md" ] || inst 0644 "$ROOT/README.md" "$d$DOCDIR/README.md"
-[ ! -f "$ROOT/LICENSE" ] || inst 0644 "$ROOT/LICENSE" "$d$DOCDIR/copyright"
+inst 0644 "$ROOT/LICENSE" "$d$DOCDIR/LICENSE"
+inst 0644 "$PKG/debian/copyright" "$d$DOCDIR/copyright"
+mkdir -p "$d$DOCDIR"
+# A build between releases names its own version in the newest entry, as
+# the package and the binaries do.
+if [ -n "$VERSION" ]; then
+    sed "1s/^nichealthd ([^)]*)/nichealthd ($VERSION)/" "$PKG/debian/changelog"
+else
+    cat "$PKG/debian/changelog"
+fi | gzip -9n > "$d$DOCDIR/changelog.gz"
+chmod 0644 "$d$DOCDIR/changelog.gz"
 
 echo "install.sh: installed into ${DESTDIR:-/} with PREFIX=$PREFIX"
 

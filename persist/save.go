@@ -181,18 +181,24 @@ func (osFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, ne
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) SyncDir(dir string) error             { return SyncDir(dir) }
 
-func writeFileAtomic(fsys fileSystem, path string, data []byte, perm os.FileMode) error {
-	dir := dirOf(path)
-	var f syncFile
-	var tmp string
-	var err error
-	for range 10 {
-		tmp = path + tempInfix + strconv.FormatUint(rand.Uint64(), 36)
-		f, err = fsys.CreateExclusive(tmp, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			break
+// createTemp creates a fresh temporary file beside path, trying another
+// random name when one is taken.
+func createTemp(fsys fileSystem, path string, perm os.FileMode) (syncFile, string, error) {
+	for try := 1; ; try++ {
+		tmp := path + tempInfix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := fsys.CreateExclusive(tmp, perm)
+		if err == nil {
+			return f, tmp, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try == 10 {
+			return nil, "", err
 		}
 	}
+}
+
+func writeFileAtomic(fsys fileSystem, path string, data []byte, perm os.FileMode) error {
+	dir := dirOf(path)
+	f, tmp, err := createTemp(fsys, path, perm)
 	if err != nil {
 		return err
 	}

@@ -460,18 +460,6 @@ func assertNoTemps(t *testing.T, dir string) {
 	}
 }
 
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -245,6 +245,13 @@ func DiscoverDevice(p Paths, name string, read ReadFunc) (*Device, []Problem) {
 			}
 			*f.dst = string(sysfs.TrimValue(b))
 		}
+		// The port GUID joins this port to the same port in a fabric
+		// dump (ibnetdiscover); a missing or odd gids/0 only leaves it out.
+		if b, err := read(filepath.Join(pd, "gids", "0")); err == nil {
+			if g, err := sysfs.ParseGIDInterfaceID(b); err == nil {
+				port.GUID = sysfs.FormatGUID(g)
+			}
+		}
 		d.Ports = append(d.Ports, port)
 	}
 	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,15 @@ func TestLinkState_5_1_DiscoveryMatchesTheTree(t *testing.T) {
 				}
 				if want.NetDev != "" && d.NetDev() != want.NetDev {
 					t.Errorf("%s netdev %q want %q", want.Name, d.NetDev(), want.NetDev)
+				}
+				// The simulator writes an mlx5-style port GUID: port 1's is
+				// the node GUID (gids/0 of an IB port), so the fabric view
+				// can join the port by it.
+				if d.NodeGUID != want.NodeGUID {
+					t.Errorf("%s node GUID %q want %q", want.Name, d.NodeGUID, want.NodeGUID)
+				}
+				if want.LinkLayer == topology.LinkLayerInfiniBand && d.Ports[0].GUID != "0x"+strings.ReplaceAll(want.NodeGUID, ":", "") {
+					t.Errorf("%s port 1 GUID %q, node GUID %q", want.Name, d.Ports[0].GUID, want.NodeGUID)
 				}
 				if d.LinkLayer() != want.LinkLayer {
 					t.Errorf("%s link layer %q want %q", want.Name, d.LinkLayer(), want.LinkLayer)

@@ -16,11 +16,26 @@ type Lister struct {
 	fd    int
 	buf   []byte
 	known map[string]bool
+	// unusable are entries the last discovery listed but could not use (a
+	// dangling or looping symlink), by name, with what the entry was when
+	// first listed after that (its inode and link target; nil before):
+	// they are not new devices at every listing, only when the entry
+	// itself changes.
+	unusable map[string]*entrySig
+	linkBuf  []byte
+}
+
+// entrySig is what a directory entry was: its inode and, for a link, its
+// target (a link removed and made again may get the same inode back).
+type entrySig struct {
+	ino    uint64
+	target string
 }
 
 // NewLister prepares a lister for dir; it opens the directory lazily.
 func NewLister(dir string) *Lister {
-	return &Lister{dir: dir, fd: -1, buf: make([]byte, 32<<10), known: map[string]bool{}}
+	return &Lister{dir: dir, fd: -1, buf: make([]byte, 32<<10), known: map[string]bool{}, unusable: map[string]*entrySig{},
+		linkBuf: make([]byte, 4096)}
 }
 
 // SetKnown records the names the last discovery found (wanted ones only).
@@ -30,6 +45,22 @@ func (l *Lister) SetKnown(names []string) {
 		l.known[n] = true
 	}
 }
+
+// SetUnusable records the entries the last discovery listed but could not
+// describe. Changed reports them only when the entry is replaced (another
+// inode), so one broken entry does not cost a rediscovery and a warning at
+// every poll; a caller that wants to notice a dangling link's target
+// appearing rediscovers now and then (Unusable says whether to).
+func (l *Lister) SetUnusable(names []string) {
+	old := l.unusable
+	l.unusable = make(map[string]*entrySig, len(names))
+	for _, n := range names {
+		l.unusable[n] = old[n]
+	}
+}
+
+// Unusable is the number of entries recorded by SetUnusable.
+func (l *Lister) Unusable() int { return len(l.unusable) }
 
 // Close releases the directory.
 func (l *Lister) Close() {
@@ -73,6 +104,7 @@ func (l *Lister) Changed(f Filter) (bool, error) {
 			if reclen < 19 || reclen > len(b) {
 				return false, fmt.Errorf("list %s: malformed directory entry", l.dir)
 			}
+			entIno := binary.NativeEndian.Uint64(b[0:8])
 			name := b[19:reclen]
 			for i, c := range name {
 				if c == 0 {
@@ -86,6 +118,17 @@ func (l *Lister) Changed(f Filter) (bool, error) {
 			}
 			if l.known[string(name)] {
 				seen++
+			} else if sig, ok := l.unusable[string(name)]; ok {
+				target := l.linkBuf[:0]
+				if n, err := unix.Readlinkat(l.fd, string(name), l.linkBuf); err == nil {
+					target = l.linkBuf[:n]
+				}
+				switch {
+				case sig == nil:
+					l.unusable[string(name)] = &entrySig{ino: entIno, target: string(target)}
+				case sig.ino != entIno || sig.target != string(target):
+					changed = true
+				}
 			} else if f.wantedBytes(name) {
 				changed = true
 			}

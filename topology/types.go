@@ -27,6 +27,9 @@ type Port struct {
 	Rate      string
 	LID       string
 	SMLID     string
+	// GUID is the port GUID (the interface ID of gids/0) as ibnetdiscover
+	// prints it, "0x0002c90300293e1f"; "" when gids/0 is unreadable.
+	GUID string
 }
 
 // Device is one RDMA device (class/infiniband/<name>) with what discovery
@@ -41,7 +44,7 @@ type Device struct {
 	HCAType    string
 	FWVer      string
 	BoardID    string
-	NodeGUID   string
+	NodeGUID   string // as sysfs prints it: "b83f:d203:00a0:b010"
 	PCIAddress string // domain:bus:device.function, e.g. 0000:3b:00.0
 	Card       string // domain:bus:device, e.g. 0000:3b:00 (a physical card)
 	PCIDir     string // absolute, resolved path of the PCI device directory

@@ -36,13 +36,13 @@ func (f *Function) raise(fm *FunctionMemory, cl Class, moved string, now time.Ti
 	return event.Spec{
 		Kind: event.KindPCIeAER, CheckName: r.Check, IsFatal: cl == Fatal, Ports: f.Ports,
 		Message:   msg + ". " + fix(cl),
-		ErrorCode: []string{cl.ErrorCode()},
+		ErrorCode: []string{cl.ErrorCode(), cl.FunctionCode(f.Address)},
 		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "moved": moved, "hop": f.Label},
 	}
 }
 
-// ErrorCode is the class's error code on its events (raise and clear
-// alike, so an undelivered raise is superseded by its clear).
+// ErrorCode is the class's error code on its raises (journal field
+// ERROR_CODE), with FunctionCode.
 func (c Class) ErrorCode() string {
 	switch c {
 	case NonFatal:
@@ -52,6 +52,14 @@ func (c Class) ErrorCode() string {
 	}
 	return "PCIE_AER_CORRECTABLE"
 }
+
+// FunctionCode is the error code of this class's condition on one PCI
+// function, which its raise carries besides the class's and its clear
+// alone. A switch port and the NIC function below it name the same ports;
+// a clear by entity and error code (NVSentinel's platform connector,
+// DESIGN.md difference 13) must remove one function's condition, never
+// the other's, and never another class's.
+func (c Class) FunctionCode(pci string) string { return c.ErrorCode() + "@" + pci }
 
 func fix(cl Class) string {
 	switch cl {
@@ -72,7 +80,7 @@ func (f *Function) clear(fm *FunctionMemory, cl Class, why string) event.Spec {
 		check = f.Check
 	}
 	return event.Spec{
-		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{cl.ErrorCode()},
+		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{cl.FunctionCode(f.Address)},
 		Message:  fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
 		Metadata: map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
 	}

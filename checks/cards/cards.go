@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -13,12 +14,23 @@ import (
 // card's monitored functions: a card whose other function is management
 // (it carries the default route) is compared by what is monitored on it.
 type CardState struct {
-	Card      string
-	Role      topology.Role
-	HCAType   string
+	Card    string
+	Role    topology.Role
+	HCAType string
+	// BoardID is the card's PSID (board_id): the card model, which tells
+	// a storage card with an uncabled-by-design IB port from a compute HCA
+	// of the same hca_type.
+	BoardID string
+	// LinkLayer is that of the card's lowest function: its events use
+	// that link layer's state check.
+	LinkLayer string
 	Functions int
 	Ports     int
 	Active    int
+	// Present lists the card's monitored ports in discovery order;
+	// Inactive those of them that are not active.
+	Present  []event.PortRef
+	Inactive []event.PortRef
 }
 
 // Anomaly is a card with fewer active ports than its group's mode.
@@ -75,16 +87,16 @@ func PortActive(_ *topology.Device, p *topology.Port) bool {
 }
 
 // Group folds the monitored devices (Mellanox PFs with role Compute or
-// Storage and a known card) into cards, sorted by card. The card's role
-// and HCA type are those of its lowest function. isActive decides whether
-// a port counts as active; nil means PortActive.
+// Storage and a known card) into cards, sorted by card. The card's role,
+// HCA type, board and link layer are those of its lowest function.
+// isActive decides whether a port counts as active; nil means PortActive.
 func Group(devs []*topology.Device, isActive func(dev *topology.Device, port *topology.Port) bool) []CardState {
 	if isActive == nil {
 		isActive = PortActive
 	}
 	type acc struct {
 		CardState
-		first string // lowest PCI address seen, decides role and HCA type
+		first string // lowest PCI address seen, decides role, HCA type and board
 	}
 	byCard := map[string]*acc{}
 	for _, d := range devs {
@@ -100,13 +112,17 @@ func Group(devs []*topology.Device, isActive func(dev *topology.Device, port *to
 			byCard[d.Card] = a
 		}
 		if a.first == "" || d.PCIAddress < a.first {
-			a.first, a.Role, a.HCAType = d.PCIAddress, d.Role, d.HCAType
+			a.first, a.Role, a.HCAType, a.BoardID, a.LinkLayer = d.PCIAddress, d.Role, d.HCAType, d.BoardID, d.LinkLayer()
 		}
 		a.Functions++
 		for i := range d.Ports {
 			a.Ports++
+			ref := event.PortRef{Device: d.Name, Port: d.Ports[i].Num}
+			a.Present = append(a.Present, ref)
 			if isActive(d, &d.Ports[i]) {
 				a.Active++
+			} else {
+				a.Inactive = append(a.Inactive, ref)
 			}
 		}
 	}
@@ -119,23 +135,32 @@ func Group(devs []*topology.Device, isActive func(dev *topology.Device, port *to
 }
 
 // groupKey compares only like with like (DESIGN.md field facts): same
-// role, same hca_type, same number of functions and ports. A storage card
-// whose IB port 1 is uncabled by design while port 2 carries Ethernet is
-// never measured against single-port compute HCAs.
+// role, same hca_type and same board_id (PSID, the card model). A storage
+// card whose IB port 1 is uncabled by design while port 2 carries Ethernet
+// has its own PSID, so it is never measured against single-port compute
+// HCAs. Nothing the failure itself changes is in the key: a card that lost
+// a PCI function or a port still meets its peers, which is how a NIC that
+// fell off the bus before the daemon started is found (seed 7.2 case 3).
 func groupKey(c CardState) string {
 	hca := c.HCAType
 	if hca == "" {
 		hca = "unknown-hca"
 	}
-	return fmt.Sprintf("%s %s %dfn/%dport", c.Role, hca, c.Functions, c.Ports)
+	board := c.BoardID
+	if board == "" {
+		board = "unknown-board"
+	}
+	return fmt.Sprintf("%s %s %s", c.Role, hca, board)
 }
 
 // Assess judges every card against the mode of active-port counts of its
-// group (seed 4.3.3). Groups are skipped (DESIGN.md difference 4) when they
-// hold a single card, when two or more counts tie for most common, or when
-// the mode is 0 (most peers down says nothing about what healthy looks
-// like). A card with fewer active ports than the mode is anomalous; one
-// with as many or more is healthy. Verdicts are sorted by card.
+// group (seed 4.3.3). A group is skipped when it holds a single card (no
+// peers) or when its mode is 0 (most peers down says nothing about what
+// healthy looks like); when two counts tie for most common, the higher
+// one is the mode (DESIGN.md difference 4): seed 4.3.4's two-card storage
+// group with a card at 0 is "0 < mode 1 → FATAL". A card with fewer
+// active ports than the mode is anomalous; one with as many or more is
+// healthy. Verdicts are sorted by card.
 func Assess(cards []CardState) []Verdict {
 	groups := map[string][]int{}
 	var order []string
@@ -163,6 +188,8 @@ func Assess(cards []CardState) []Verdict {
 	return out
 }
 
+// groupMode is the most common active-port count of the cards idx, the
+// higher count on a tie, or why the group is not judged.
 func groupMode(cards []CardState, idx []int) (int, string) {
 	if len(idx) < 2 {
 		return 0, "only card of its kind: no peers to compare with"
@@ -171,17 +198,11 @@ func groupMode(cards []CardState, idx []int) (int, string) {
 	for _, i := range idx {
 		count[cards[i].Active]++
 	}
-	mode, best, tie := 0, 0, false
+	mode, best := 0, 0
 	for v, n := range count {
-		switch {
-		case n > best:
-			mode, best, tie = v, n, false
-		case n == best:
-			tie = true
+		if n > best || n == best && v > mode {
+			mode, best = v, n
 		}
-	}
-	if tie {
-		return 0, "no single most common active-port count among peers"
 	}
 	if mode == 0 {
 		return 0, "most peers have no active port"

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -15,9 +16,14 @@ const (
 
 // cardsOf builds n identical cards of a kind with the given active counts.
 func cardsOf(role topology.Role, hca string, fns, ports int, bus int, active ...int) []CardState {
+	return boardCardsOf(role, hca, "MT_0000000838", fns, ports, bus, active...)
+}
+
+// boardCardsOf is cardsOf with a board_id (PSID).
+func boardCardsOf(role topology.Role, hca, board string, fns, ports int, bus int, active ...int) []CardState {
 	out := make([]CardState, len(active))
 	for i, a := range active {
-		out[i] = CardState{Card: fmt.Sprintf("0000:%02x:00", bus+i), Role: role, HCAType: hca, Functions: fns, Ports: ports, Active: a}
+		out[i] = CardState{Card: fmt.Sprintf("0000:%02x:00", bus+i), Role: role, HCAType: hca, BoardID: board, Functions: fns, Ports: ports, Active: a}
 	}
 	return out
 }
@@ -67,12 +73,20 @@ func TestCards_4_3_4_FieldValidation(t *testing.T) {
 			cards: cardsOf(compute, "MT4123", 1, 2, 0x20, 1, 1),
 		},
 		{
-			// Seed 4.3.4 names a 2-card group where one card drops to 0;
-			// with two cards that is a 1:1 tie, which DESIGN.md difference
-			// 4 skips. A third card gives the mode.
-			name:  "L40 card A drops to 0 active, three cards",
-			cards: cardsOf(compute, "MT4123", 1, 2, 0x20, 0, 1, 1),
+			// Seed 4.3.4: "If Card A drops to 0 active → 0 < mode 1 →
+			// FATAL", in a group of two: the 1:1 tie takes the higher
+			// count (DESIGN.md difference 4).
+			name:  "L40 card A drops to 0 active",
+			cards: cardsOf(compute, "MT4123", 1, 2, 0x20, 0, 1),
 			want:  []want{{"0000:20:00", 0, 1}},
+		},
+		{
+			// Seed 4.3.4 H100 OCI with its two storage cards: "If storage
+			// card drops to 0 active → 0 < mode 1 → FATAL".
+			name: "H100 OCI two storage cards, one drops to 0 active",
+			cards: join(cardsOf(compute, "MT4129", 2, 2, 0x10, 2, 2, 2, 2, 2, 2, 2, 2),
+				cardsOf(storage, "MT4129", 1, 1, 0x70, 0, 1)),
+			want: []want{{"0000:70:00", 0, 1}},
 		},
 	}
 	for _, tc := range tests {
@@ -94,8 +108,9 @@ func check(t *testing.T, cards []CardState, wants []want) {
 	}
 }
 
-// TestCards_4_3_LikeWithLike: only cards of the same role, hca_type,
-// function count and port count are compared (DESIGN.md field facts).
+// TestCards_4_3_LikeWithLike: only cards of the same role, hca_type and
+// board_id (PSID) are compared (DESIGN.md field facts), never by what the
+// failure itself changes (functions or ports present).
 func TestCards_4_3_LikeWithLike(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -104,10 +119,11 @@ func TestCards_4_3_LikeWithLike(t *testing.T) {
 	}{
 		{
 			// Storage cards whose IB port 1 is uncabled by design while port
-			// 2 carries Ethernet, beside single-port compute HCAs.
-			name: "two-function storage cards vs single-port compute",
-			cards: join(cardsOf(compute, "MT4129", 1, 1, 0x10, 1, 1, 1, 1),
-				cardsOf(compute, "MT4129", 2, 2, 0x40, 1, 1)),
+			// 2 carries Ethernet, beside single-port compute HCAs of the
+			// same hca_type: their PSID tells them apart.
+			name: "storage cards with an uncabled-by-design port vs single-port compute",
+			cards: join(boardCardsOf(compute, "MT4129", "MT_0000000838", 1, 1, 0x10, 1, 1, 1, 1),
+				boardCardsOf(compute, "MT4129", "MT_0000000970", 2, 2, 0x40, 1, 1)),
 		},
 		{
 			name: "different hca_type in one role",
@@ -120,10 +136,12 @@ func TestCards_4_3_LikeWithLike(t *testing.T) {
 				cardsOf(storage, "MT4129", 1, 1, 0x40, 0, 0, 0)),
 		},
 		{
-			name: "different port count",
-			cards: join(cardsOf(compute, "MT4129", 1, 2, 0x10, 2, 2, 2),
-				cardsOf(compute, "MT4129", 1, 1, 0x40, 1, 1, 0)),
-			want: []want{{"0000:42:00", 0, 1}},
+			// Seed 7.2 case 3: a dual-function card that lost a function
+			// before the start still meets its peers, and lacks a port.
+			name: "card that lost a function is still compared",
+			cards: join(cardsOf(storage, "MT4129", 2, 2, 0x40, 2),
+				cardsOf(storage, "MT4129", 1, 1, 0x41, 1)),
+			want: []want{{"0000:41:00", 1, 2}},
 		},
 	}
 	for _, tc := range tests {
@@ -145,10 +163,10 @@ func TestLinkState_7_2_Case3_StartupHomogeneity(t *testing.T) {
 			want:  []want{{"0000:84:00", 0, 1}}},
 		{name: "single card group is skipped", cards: cardsOf(compute, "MT4129", 1, 1, 0x80, 0),
 			skip: "only card of its kind: no peers to compare with"},
-		{name: "tie is skipped", cards: cardsOf(compute, "MT4129", 1, 2, 0x80, 2, 2, 1, 1),
-			skip: "no single most common active-port count among peers"},
-		{name: "two cards, one down: a tie", cards: cardsOf(compute, "MT4129", 1, 1, 0x80, 1, 0),
-			skip: "no single most common active-port count among peers"},
+		{name: "a tie takes the higher count", cards: cardsOf(compute, "MT4129", 1, 2, 0x80, 2, 2, 1, 1),
+			want: []want{{"0000:82:00", 1, 2}, {"0000:83:00", 1, 2}}},
+		{name: "two cards, one down: the tie takes 1", cards: cardsOf(compute, "MT4129", 1, 1, 0x80, 1, 0),
+			want: []want{{"0000:81:00", 0, 1}}},
 		{name: "mode 0 is skipped", cards: cardsOf(compute, "MT4129", 1, 1, 0x80, 0, 0, 0, 1),
 			skip: "most peers have no active port"},
 		{name: "more active than the mode is healthy", cards: cardsOf(compute, "MT4129", 1, 2, 0x80, 1, 1, 1, 2)},
@@ -221,12 +239,18 @@ func TestCards_4_3_2_GroupByCard(t *testing.T) {
 		nil,
 	}
 	got := Group(devs, nil)
+	ref := func(d string, p int) event.PortRef { return event.PortRef{Device: d, Port: p} }
 	want := []CardState{
-		{Card: "0000:03:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 1},
-		{Card: "0000:47:00", Role: compute, HCAType: "MT4129", Functions: 2, Ports: 2, Active: 1},
-		{Card: "0000:a1:00", Role: storage, HCAType: "MT4129", Functions: 1, Ports: 2, Active: 1},
-		{Card: "0000:d1:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 0},
-		{Card: "0002:03:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 0},
+		{Card: "0000:03:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 1,
+			Present: []event.PortRef{ref("ibp3s0", 1)}},
+		{Card: "0000:47:00", Role: compute, HCAType: "MT4129", Functions: 2, Ports: 2, Active: 1,
+			Present: []event.PortRef{ref("mlx5_0", 1), ref("mlx5_1", 1)}, Inactive: []event.PortRef{ref("mlx5_1", 1)}},
+		{Card: "0000:a1:00", Role: storage, HCAType: "MT4129", Functions: 1, Ports: 2, Active: 1,
+			Present: []event.PortRef{ref("mlx5_8", 1), ref("mlx5_8", 2)}, Inactive: []event.PortRef{ref("mlx5_8", 2)}},
+		{Card: "0000:d1:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 0,
+			Present: []event.PortRef{ref("mlx5_31", 1)}, Inactive: []event.PortRef{ref("mlx5_31", 1)}},
+		{Card: "0002:03:00", Role: compute, HCAType: "MT4129", Functions: 1, Ports: 1, Active: 0,
+			Present: []event.PortRef{ref("ibP2p3s0", 1)}, Inactive: []event.PortRef{ref("ibP2p3s0", 1)}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Group =\n%+v\nwant\n%+v", got, want)

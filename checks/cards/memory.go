@@ -14,48 +14,121 @@ import (
 // file this build writes.
 const MemoryVersion = 1
 
-// Memory is what card homogeneity remembers across restarts: the latched
-// anomalies, so none is re-announced and each gets its recovery. The
-// daemon stores it as the "cards" section of the state file.
+// Memory is what card homogeneity remembers across restarts: the raised
+// anomalies (so none is re-announced and each gets its clear, naming the
+// same ports), when each short card fell below its peers (so the hold
+// survives a restart instead of starting over), and the no-subnet-manager
+// conditions. The daemon stores it as the "cards" section of the state
+// file.
 type Memory struct {
 	Version   int                `json:"version"`
 	Anomalies map[string]Latched `json:"card_anomalies"`
+	// Short is when each card below its peers' mode was first seen so,
+	// keyed by card; a card back at the mode is dropped.
+	Short map[string]time.Time `json:"short_since,omitempty"`
+	// NoSM is the no-subnet-manager state of each role group (by role).
+	NoSM map[string]NoSM `json:"no_subnet_manager,omitempty"`
 }
 
-// Latched is one latched anomaly of a card (keyed by card, domain:bus:dev).
+// Latched is one raised anomaly of a card (keyed by card, domain:bus:dev).
 type Latched struct {
 	Role     string    `json:"role"`
 	Active   int       `json:"active"`
 	Expected int       `json:"expected"`
 	Since    time.Time `json:"since"`
+	// Check and Ports are the raise's check name and the ports it named:
+	// the clear repeats them, so a consumer that clears by entity (the
+	// NVSentinel platform connector, DESIGN.md difference 13) removes
+	// exactly this condition.
+	Check string          `json:"check,omitempty"`
+	Ports []event.PortRef `json:"ports,omitempty"`
+}
+
+// NoSM is one role group's no-subnet-manager state: Since when every IB
+// port of the group was first seen waiting for a subnet manager, and,
+// once raised, the check and ports the raise named.
+type NoSM struct {
+	Since  time.Time       `json:"since"`
+	Raised bool            `json:"raised,omitempty"`
+	Check  string          `json:"check,omitempty"`
+	Ports  []event.PortRef `json:"ports,omitempty"`
 }
 
 // NewMemory returns an empty memory.
-func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Anomalies: map[string]Latched{}} }
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Anomalies: map[string]Latched{}, Short: map[string]time.Time{}, NoSM: map[string]NoSM{}}
+}
 
 // Validate drops entries no check could have written and lists them.
 func (m *Memory) Validate() (dropped []string) {
+	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
 	m.Version = MemoryVersion
 	if m.Anomalies == nil {
 		m.Anomalies = map[string]Latched{}
 	}
+	if m.Short == nil {
+		m.Short = map[string]time.Time{}
+	}
+	if m.NoSM == nil {
+		m.NoSM = map[string]NoSM{}
+	}
 	for k, v := range m.Anomalies {
 		switch {
 		case !topology.PrintableName(k):
-			dropped = append(dropped, fmt.Sprintf("card_anomalies[%q]: empty or unprintable key", k))
+			drop("card_anomalies[%q]: empty or unprintable key", k)
 			delete(m.Anomalies, k)
 		case v.Active < 0 || v.Expected < 0:
-			dropped = append(dropped, fmt.Sprintf("card_anomalies[%q]: negative port count", k))
+			drop("card_anomalies[%q]: negative port count", k)
 			delete(m.Anomalies, k)
+		case !validPorts(v.Ports):
+			drop("card_anomalies[%q]: a port that is not <device> <port>", k)
+			delete(m.Anomalies, k)
+		}
+	}
+	for k, t := range m.Short {
+		if !topology.PrintableName(k) || t.IsZero() {
+			drop("short_since[%q]: empty key or no time", k)
+			delete(m.Short, k)
+		}
+	}
+	for k, v := range m.NoSM {
+		if !topology.PrintableName(k) || v.Since.IsZero() || !validPorts(v.Ports) {
+			drop("no_subnet_manager[%q]: empty key, no time or a bad port", k)
+			delete(m.NoSM, k)
 		}
 	}
 	sort.Strings(dropped)
 	return dropped
 }
 
-// Replay applies a card event whose effect the saved memory may not
-// include (the outbox is written before the state).
+func validPorts(ps []event.PortRef) bool {
+	for _, p := range ps {
+		if !topology.ValidDeviceName(p.Device) || p.Port <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Replay applies a card or subnet-manager event whose effect the saved
+// memory may not include (the outbox is written before the state).
 func (m *Memory) Replay(e *event.Event) {
+	if m.Short == nil {
+		m.Short = map[string]time.Time{}
+	}
+	if m.NoSM == nil {
+		m.NoSM = map[string]NoSM{}
+	}
+	switch e.Kind {
+	case event.KindNoSubnetManager:
+		if role := e.Metadata["role"]; role != "" {
+			m.NoSM[role] = NoSM{Since: e.GeneratedTimestamp, Raised: true, Check: e.CheckName, Ports: portsOf(e)}
+		}
+		return
+	case event.KindSubnetManagerFound:
+		delete(m.NoSM, e.Metadata["role"])
+		return
+	}
 	card := e.Metadata["card"]
 	for _, en := range e.EntitiesImpacted {
 		if en.Type == event.EntityCard {
@@ -71,6 +144,27 @@ func (m *Memory) Replay(e *event.Event) {
 	case event.KindCardAnomaly:
 		active, _ := strconv.Atoi(e.Metadata["active"])
 		expected, _ := strconv.Atoi(e.Metadata["expected"])
-		m.Anomalies[card] = Latched{Role: e.Metadata["role"], Active: active, Expected: expected, Since: e.GeneratedTimestamp}
+		m.Anomalies[card] = Latched{Role: e.Metadata["role"], Active: active, Expected: expected, Since: e.GeneratedTimestamp,
+			Check: e.CheckName, Ports: portsOf(e)}
+		if _, ok := m.Short[card]; !ok {
+			m.Short[card] = e.GeneratedTimestamp
+		}
 	}
+}
+
+// portsOf lists the (NIC, NICPort) entity pairs of an event, in order.
+func portsOf(e *event.Event) []event.PortRef {
+	var out []event.PortRef
+	dev := ""
+	for _, en := range e.EntitiesImpacted {
+		switch en.Type {
+		case event.EntityNIC:
+			dev = en.Value
+		case event.EntityNICPort:
+			if p, err := strconv.Atoi(en.Value); err == nil && dev != "" {
+				out = append(out, event.PortRef{Device: dev, Port: p})
+			}
+		}
+	}
+	return out
 }

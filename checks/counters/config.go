@@ -147,7 +147,7 @@ func missingForNew(o Override, i int, name string) []error {
 	if o.Threshold == nil {
 		missing = append(missing, "threshold")
 	}
-	if o.ThresholdType != nil && (*o.ThresholdType == TypeVelocity || *o.ThresholdType == TypeBER) && o.VelocityUnit == nil {
+	if o.ThresholdType != nil && (*o.ThresholdType == TypeVelocity || *o.ThresholdType == TypeBER || *o.ThresholdType == TypeCongestion) && o.VelocityUnit == nil {
 		missing = append(missing, "velocityUnit")
 	}
 	var errs []error
@@ -211,12 +211,15 @@ func validate(d *Definition, idx int) []error {
 		errs = append(errs, &ValidationError{Index: idx, Counter: d.Name, Key: key, Reason: reason})
 	}
 	switch d.ThresholdType {
-	case TypeDelta, TypeVelocity, TypeBER:
+	case TypeDelta, TypeVelocity, TypeBER, TypeCongestion:
 	default:
-		bad("thresholdType", fmt.Sprintf("%q is not one of delta, velocity, ber", d.ThresholdType))
+		bad("thresholdType", fmt.Sprintf("%q is not one of delta, velocity, ber, congestion", d.ThresholdType))
 	}
 	if r := berProblem(d); r != "" {
 		bad("threshold", r)
+	}
+	if r := congestionProblem(d); r != "" {
+		bad("thresholdType", r)
 	}
 	if math.IsNaN(d.Threshold) || math.IsInf(d.Threshold, 0) {
 		bad("threshold", fmt.Sprintf("%v is not a finite number", d.Threshold))
@@ -225,8 +228,8 @@ func validate(d *Definition, idx int) []error {
 	}
 	if _, ok := unitDuration(d.VelocityUnit); !ok {
 		switch {
-		case (d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER) && d.VelocityUnit == "":
-			bad("velocityUnit", "is required for a velocity threshold (second, minute or hour) and for a ber threshold, as its window")
+		case d.Windowed() && d.VelocityUnit == "":
+			bad("velocityUnit", "is required for a velocity threshold (second, minute or hour) and for a ber or congestion threshold, as its window")
 		case d.VelocityUnit != "":
 			// A typo is rejected even on a delta counter, where the unit
 			// is unused, because the operator evidently meant something.

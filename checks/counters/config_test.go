@@ -40,7 +40,7 @@ func TestCounters_10_3_Overrides(t *testing.T) {
 	if !se.IsFatal || se.Threshold != 120 || se.VelocityUnit != UnitHour || se.Description != "Symbol errors exceed IBTA BER threshold" {
 		t.Errorf("symbol_error not overridden: %+v", se)
 	}
-	if xw := find(got, "port_xmit_wait"); xw.Enabled || xw.Threshold != 10000 || xw.Path != "counters/port_xmit_wait" {
+	if xw := find(got, "port_xmit_wait"); xw.Enabled || xw.Threshold != 10 || xw.ThresholdType != TypeCongestion || xw.Path != "counters/port_xmit_wait" {
 		t.Errorf("port_xmit_wait: only enabled should change: %+v", xw)
 	}
 	cv := got[len(got)-1]

@@ -2,6 +2,7 @@ package counters
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"sync"
@@ -114,7 +115,16 @@ type memEntry struct {
 	path    string // Definition.Path of the last evaluation
 	typ     string // Definition.ThresholdType of the last evaluation
 	hasLast bool
-	last    uint64 // lastPollValue (seed 6.3)
+	last    uint64    // lastPollValue (seed 6.3)
+	lastAt  time.Time // when last was read
+	// fresh: the device came back (driver reload, hot plug): the next
+	// reading is a new baseline, not a delta (DESIGN.md difference 11).
+	fresh bool
+
+	// hasLive and livePerSec are port_xmit_wait's rate over the last tick
+	// (congestion.go).
+	hasLive    bool
+	livePerSec float64
 
 	hasRate    bool
 	rate       float64 // in the definition's unit (per second for delta)
@@ -176,6 +186,9 @@ func ensureMaps(st *Memory) {
 	}
 	if st.Saturated == nil {
 		st.Saturated = map[string]time.Time{}
+	}
+	if st.Congested == nil {
+		st.Congested = map[string]time.Time{}
 	}
 }
 
@@ -244,7 +257,8 @@ func (e *Evaluator) Evaluate(st *Memory, s Sample, rebootDetected bool) (specs [
 	ev.flag, ev.hasFlag = st.BreachFlags[ev.ent.key]
 	ev.step(rebootDetected)
 	ent := ev.ent
-	ent.seen, ent.hasLast, ent.last = true, true, s.Value
+	e.live(&s, ent)
+	ent.seen, ent.hasLast, ent.last, ent.lastAt = true, true, s.Value, s.Now
 	ent.path, ent.typ = d.Path, d.ThresholdType
 	if sp, ch := e.saturation(st, &s, ent); ch {
 		ev.changed = true
@@ -293,20 +307,44 @@ func (ev *evaluation) step(rebootDetected bool) {
 	case ent.seen && ent.path != d.Path:
 		ev.setSnap()
 		ent.hasRate = false
-	case (ent.hasLast && cur < ent.last) || (ev.hasSnap && cur < ev.snap.Value):
-		prev := ev.snap.Value
-		if ent.hasLast && cur < ent.last {
-			prev = ent.last
-		}
-		if ev.hasFlag {
-			if breached {
-				ev.specs = append(ev.specs, resetRecoverySpec(d.Name, s.Device, s.Port, ev.flag, ev.check, prev, cur))
-			}
-			delete(ev.st.BreachFlags, ent.key)
-			ev.changed = true
+	case ent.fresh:
+		// The device came back (driver reload, hot plug): its link went
+		// down with it, which is not a fault, so the reading is a new
+		// baseline. Counters that restarted still end a latch.
+		ent.fresh = false
+		if (ent.hasLast && cur < ent.last) || (ev.hasSnap && cur < ev.snap.Value) {
+			ev.recoverOnReset(breached)
 		}
 		ev.setSnap()
 		ent.hasRate = false
+	case (ent.hasLast && cur < ent.last) || (ev.hasSnap && cur < ev.snap.Value):
+		ev.recoverOnReset(breached)
+		ent.hasRate = false
+		// DESIGN.md difference 11 (seed 6.2 over 10.4 step 3): what the
+		// counter reads after a reset is what happened since, so it is
+		// judged as the delta: a link-down between an admin's counter
+		// reset and the next poll is a link-down, as the flap rule counts
+		// it.
+		// The reset happened after the last reading: what is read now
+		// accumulated since then, and a new window starts there.
+		base := CounterSnapshot{Timestamp: s.Now}
+		switch {
+		case ent.hasLast && !ent.lastAt.IsZero():
+			base.Timestamp = ent.lastAt
+		case ev.hasSnap:
+			base.Timestamp = ev.snap.Timestamp
+		}
+		ev.st.CounterSnapshots[ent.key] = base
+		ev.snap, ev.hasSnap, ev.changed = base, true, true
+		if ent.seen && ent.typ != d.ThresholdType {
+			// Measured under another rule: start afresh, unjudged.
+			ev.setSnap()
+			return
+		}
+		sp, _ := ev.e.judge(ev.st, s, ent, base)
+		if sp != nil {
+			ev.specs = append(ev.specs, *sp)
+		}
 	case !ev.hasSnap:
 		ev.setSnap()
 	case breached && d.ThresholdType == TypeBER && ent.seen && ent.typ == TypeBER:
@@ -326,6 +364,40 @@ func (ev *evaluation) step(rebootDetected bool) {
 	}
 }
 
+// recoverOnReset ends a latched breach whose counter went down (seed 6.3
+// step 1): a recovery event when it was breached, and the flag goes.
+func (ev *evaluation) recoverOnReset(breached bool) {
+	s, ent := &ev.s, ev.ent
+	prev := ev.snap.Value
+	if ent.hasLast && s.Value < ent.last {
+		prev = ent.last
+	}
+	if !ev.hasFlag {
+		return
+	}
+	if breached {
+		ev.specs = append(ev.specs, resetRecoverySpec(s.Def.Name, s.Device, s.Port, ev.flag, ev.check, prev, s.Value))
+	}
+	delete(ev.st.BreachFlags, ent.key)
+	ev.flag, ev.hasFlag = BreachFlag{}, false
+	ev.changed = true
+}
+
+// Rebaseline makes the next reading of every counter of device a new
+// baseline (DESIGN.md difference 11): the device disappeared and came back
+// (driver reload, hot plug), and what its counters read now is not a delta
+// from what they read before. A counter that restarted still ends its
+// latch with a recovery.
+func (e *Evaluator) Rebaseline(device string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, ent := range e.mem {
+		if k.device == device {
+			ent.fresh = true
+		}
+	}
+}
+
 // PersistWindowFrom is the shortest velocity window whose every rollover is
 // saved. With the default table that is link_error_recovery's minute (and
 // symbol_error_fatal's hour, which rolls on the same tick): about one state
@@ -335,6 +407,9 @@ const PersistWindowFrom = time.Minute
 // judge is step 5 and 6 for a counter that is neither reset nor latched.
 func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnapshot) (*event.Spec, bool) {
 	d := s.Def
+	if d.ThresholdType == TypeCongestion {
+		return e.congestion(st, s, ent, snap)
+	}
 	cur, now := s.Value, s.Now
 	next := CounterSnapshot{Value: cur, Timestamp: now}
 	changed := cur != snap.Value
@@ -445,8 +520,10 @@ func deltaOver(d *Definition, s *Sample, snap CounterSnapshot, now time.Time, de
 	return m
 }
 
-// saturation reports a classic PMA counter stuck at its maximum once per
-// file, and forgets the report when the value drops again (a reset).
+// saturation raises, once per file, a classic PMA counter stuck at its
+// maximum: a non-fatal loss of visibility (DESIGN.md difference 14), and
+// clears it when the counter moves again (its counters were cleared, or the
+// device reset).
 func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spec, bool) {
 	limit, bits, ok := SaturationLimit(s.Def.Path)
 	if !ok {
@@ -459,15 +536,21 @@ func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spe
 		ent.satKey = Key(s.Device, s.Port, fileName(s.Def.Path))
 		ent.satFor = s.Def.Path
 	}
-	_, marked := st.Saturated[ent.satKey]
+	since, marked := st.Saturated[ent.satKey]
 	switch {
 	case s.Value == limit && !marked:
 		st.Saturated[ent.satKey] = s.Now
+		st.raisedUnder(ent.satKey, DegradationCheckName(s.LinkLayer))
 		sp := saturatedSpec(s, DegradationCheckName(s.LinkLayer), limit, bits)
 		return &sp, true
 	case s.Value != limit && marked:
+		check := st.checkOf(ent.satKey)
 		delete(st.Saturated, ent.satKey)
-		return nil, true
+		st.raisedUnder(ent.satKey, "")
+		sp := unsaturatedSpec(fileName(s.Def.Path), s.Device, s.Port, check, since,
+			fmt.Sprintf("Port %s port %d: %s moves again (now %d, below its %d-bit maximum %d); new errors are visible",
+				s.Device, s.Port, fileName(s.Def.Path), s.Value, bits, limit))
+		return &sp, true
 	}
 	return nil, false
 }

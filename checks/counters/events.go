@@ -92,14 +92,20 @@ func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message,
 	}
 }
 
+// SaturatedErrorCode is the error code of a counter file's saturation
+// condition and of its clear: "saturated:<file>", never the counter's own
+// name, which its latched breach carries (a clear by entity and error code
+// must not remove that breach).
+func SaturatedErrorCode(file string) string { return "saturated:" + file }
+
 func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
 	name := fileName(s.Def.Path)
 	return event.Spec{
 		Kind:      event.KindCounterSaturated,
 		CheckName: check,
-		Message: fmt.Sprintf("Port %s port %d: %s is saturated at %d (%d-bit counter) and can no longer show new errors; "+
+		Message: fmt.Sprintf("Port %s port %d: %s is saturated at %d (%d-bit counter): visibility lost, it can no longer show new errors; "+
 			"clear the port counters (perfquery -x) to restore detection", s.Device, s.Port, name, limit, bits),
-		ErrorCode: []string{name},
+		ErrorCode: []string{SaturatedErrorCode(name)},
 		Device:    s.Device,
 		Port:      s.Port,
 		Metadata: map[string]string{
@@ -108,6 +114,15 @@ func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
 			"bits":    strconv.Itoa(bits),
 			"path":    s.Def.Path,
 		},
+	}
+}
+
+// unsaturatedSpec clears the saturation condition of file.
+func unsaturatedSpec(file, device string, port int, check string, since time.Time, message string) event.Spec {
+	return event.Spec{
+		Kind: event.KindCounterUnsaturated, CheckName: check, IsHealthy: true, Message: message,
+		ErrorCode: []string{SaturatedErrorCode(file)}, Device: device, Port: port,
+		Metadata: map[string]string{"counter": file, "saturatedSince": since.UTC().Format(time.RFC3339)},
 	}
 }
 

@@ -25,8 +25,17 @@ type Memory struct {
 	Version          int                        `json:"version"`
 	CounterSnapshots map[string]CounterSnapshot `json:"counter_snapshots"`
 	BreachFlags      map[string]BreachFlag      `json:"breach_flags"`
-	// Saturated counters, so a restart does not re-announce them.
+	// Saturated counter files (keyed by file name), so a restart does not
+	// re-announce them and each gets its clear.
 	Saturated map[string]time.Time `json:"saturated,omitempty"`
+	// Congested ports (keyed by the congestion counter's name) and since
+	// when: an observation that clears itself, not a latch.
+	Congested map[string]time.Time `json:"congested,omitempty"`
+	// RaisedUnder is the check each saturation and congestion condition
+	// was raised under, by the key of Saturated or Congested, so a clear
+	// that no reading triggers (a reload that stops judging it) names the
+	// same check.
+	RaisedUnder map[string]string `json:"raised_under,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity
@@ -50,7 +59,7 @@ type BreachFlag struct {
 // NewMemory returns an empty memory.
 func NewMemory() *Memory {
 	return &Memory{Version: MemoryVersion, CounterSnapshots: map[string]CounterSnapshot{},
-		BreachFlags: map[string]BreachFlag{}, Saturated: map[string]time.Time{}}
+		BreachFlags: map[string]BreachFlag{}, Saturated: map[string]time.Time{}, Congested: map[string]time.Time{}}
 }
 
 // Validate makes a memory read from a state file usable: missing maps are
@@ -89,6 +98,21 @@ func (m *Memory) Validate() (dropped []string) {
 		if why := checkKey(k); why != "" {
 			drop("saturated[%q]: %s", k, why)
 			delete(m.Saturated, k)
+		}
+	}
+	if m.Congested == nil {
+		m.Congested = map[string]time.Time{}
+	}
+	for k := range m.Congested {
+		if why := checkKey(k); why != "" {
+			drop("congested[%q]: %s", k, why)
+			delete(m.Congested, k)
+		}
+	}
+	for k := range m.RaisedUnder {
+		if why := checkKey(k); why != "" {
+			drop("raised_under[%q]: %s", k, why)
+			delete(m.RaisedUnder, k)
 		}
 	}
 	sort.Strings(dropped)
@@ -144,6 +168,39 @@ func (m *Memory) Rename(old, nw string) {
 			m.Saturated[nk] = v
 		}
 	}
+	for k, v := range m.Congested {
+		if nk, ok := rekey(k); ok {
+			delete(m.Congested, k)
+			m.Congested[nk] = v
+		}
+	}
+	for k, v := range m.RaisedUnder {
+		if nk, ok := rekey(k); ok {
+			delete(m.RaisedUnder, k)
+			m.RaisedUnder[nk] = v
+		}
+	}
+}
+
+// raisedUnder records the check a saturation or congestion condition of
+// key was raised under ("" forgets it).
+func (m *Memory) raisedUnder(key, check string) {
+	if check == "" {
+		delete(m.RaisedUnder, key)
+		return
+	}
+	if m.RaisedUnder == nil {
+		m.RaisedUnder = map[string]string{}
+	}
+	m.RaisedUnder[key] = check
+}
+
+// checkOf is the check key's condition was raised under.
+func (m *Memory) checkOf(key string) string {
+	if c := m.RaisedUnder[key]; c != "" {
+		return c
+	}
+	return event.InfiniBandDegradationCheck
 }
 
 // Replay applies an event this check emitted but whose effect the saved
@@ -176,5 +233,18 @@ func (m *Memory) Replay(e *event.Event, defs []Definition) {
 		delete(m.CounterSnapshots, key)
 	case event.KindCounterSaturated:
 		m.Saturated[key] = e.GeneratedTimestamp
+		m.raisedUnder(key, e.CheckName)
+	case event.KindCounterUnsaturated:
+		delete(m.Saturated, key)
+		m.raisedUnder(key, "")
+	case event.KindCongestion:
+		if m.Congested == nil {
+			m.Congested = map[string]time.Time{}
+		}
+		m.Congested[key] = e.GeneratedTimestamp
+		m.raisedUnder(key, e.CheckName)
+	case event.KindCongestionCleared:
+		delete(m.Congested, key)
+		m.raisedUnder(key, "")
 	}
 }

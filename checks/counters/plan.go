@@ -30,7 +30,7 @@ type FileGroup struct {
 // counters/symbol_error (seed 5.2). Groups keep the order of first
 // appearance.
 func Files(defs []Definition) []FileGroup {
-	var out []FileGroup
+	out := make([]FileGroup, 0, len(defs))
 	at := make(map[string]int, len(defs))
 	for i, d := range defs {
 		if g, ok := at[d.Path]; ok {

@@ -155,7 +155,7 @@ func testSimHost(t *testing.T, h *sim.Host) {
 	}
 	must(h.SetCounter(dev.Name, 1, "counters/port_xmit_discards", 65535))
 	r.at(4e9)
-	if ev := pollAll(); !reflect.DeepEqual(ev, []string{"counter-breach port_xmit_discards", "counter-saturated port_xmit_discards"}) {
+	if ev := pollAll(); !reflect.DeepEqual(ev, []string{"counter-breach port_xmit_discards", "counter-saturated saturated:port_xmit_discards"}) {
 		t.Fatalf("after saturation: %v", ev)
 	}
 	_, err := os.Stat(filepath.Join(portDir, "hw_counters/rnr_nak_retry_err"))

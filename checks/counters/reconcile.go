@@ -60,10 +60,30 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 			delete(st.CounterSnapshots, key)
 		}
 	}
-	for key := range st.Saturated {
-		if _, _, name, ok := ParseKey(key); ok && !t.files[name] {
+	// A saturation or congestion condition that nothing will judge again
+	// is cleared, each with an event, so none stays raised forever.
+	for _, key := range sortedKeys(st.Saturated) {
+		if dev, port, name, ok := ParseKey(key); ok && !t.files[name] {
+			specs = append(specs, unsaturatedSpec(name, dev, port, st.checkOf(key), st.Saturated[key],
+				fmt.Sprintf("Port %s port %d: %s is no longer monitored (configuration changed); its saturation condition is cleared", dev, port, name)))
 			delete(st.Saturated, key)
+			st.raisedUnder(key, "")
 		}
+	}
+	for _, key := range sortedKeys(st.Congested) {
+		dev, port, name, ok := ParseKey(key)
+		if !ok || t.congestion[name] {
+			continue
+		}
+		since, check := st.Congested[key], st.checkOf(key)
+		delete(st.Congested, key)
+		st.raisedUnder(key, "")
+		specs = append(specs, event.Spec{
+			Kind: event.KindCongestionCleared, CheckName: check, IsHealthy: true,
+			ErrorCode: []string{CongestionErrorCode}, Device: dev, Port: port,
+			Message:  fmt.Sprintf("Port %s port %d: %s is no longer judged for congestion (configuration changed); its congestion condition is cleared", dev, port, name),
+			Metadata: map[string]string{"counter": name, "congestedSince": since.UTC().Format(time.RFC3339)},
+		})
 	}
 	// In-memory entries are kept (they remember that the counter was seen,
 	// so a reload never repeats a reboot baseline) but forget their last
@@ -82,16 +102,20 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 
 // table is what Reconcile needs to know of a counter table by name.
 type table struct {
-	enabled, known, files map[string]bool
+	enabled, known, files, congestion map[string]bool
 }
 
 func tableOf(defs []Definition) table {
-	t := table{enabled: make(map[string]bool, len(defs)), known: make(map[string]bool, len(defs)), files: make(map[string]bool, len(defs))}
+	t := table{enabled: make(map[string]bool, len(defs)), known: make(map[string]bool, len(defs)), files: make(map[string]bool, len(defs)),
+		congestion: map[string]bool{}}
 	for _, d := range defs {
 		t.known[d.Name] = true
 		if d.Enabled {
 			t.enabled[d.Name] = true
 			t.files[fileName(d.Path)] = true
+			if d.ThresholdType == TypeCongestion {
+				t.congestion[d.Name] = true
+			}
 		}
 	}
 	return t
@@ -125,7 +149,8 @@ func resolveUnmonitored(st *Memory, t table) []event.Spec {
 // Acknowledge is D-Bus AcknowledgeReset: the operator declares a latched
 // breach remediated without clearing the hardware counters (DESIGN.md
 // section 5). Each acknowledged counter is re-baselined at the last value
-// read (so only errors after this moment count), its latch is cleared, and
+// read and the tick it was read at (so only errors after that reading
+// count), its latch is cleared, and
 // one KindCounterRecovered spec names it and who acknowledged it (who is
 // printed as given, e.g. "uid 0").
 //
@@ -169,15 +194,18 @@ func (e *Evaluator) Acknowledge(st *Memory, device string, port int, counter str
 		key := Key(device, port, name)
 		flag := st.BreachFlags[key]
 		snap := st.CounterSnapshots[key]
-		value := snap.Value
+		base := CounterSnapshot{Value: snap.Value, Timestamp: now}
 		if ent, ok := e.mem[memKey{device, port, name}]; ok && ent.hasLast {
-			value = ent.last
+			// The last reading, at the tick it was taken: the next
+			// window is one tick later, not one tick after the
+			// acknowledgement (DESIGN.md difference 14).
+			base = CounterSnapshot{Value: ent.last, Timestamp: ent.lastAt}
 			ent.hasRate = false
 		}
 		if st.CounterSnapshots == nil {
 			st.CounterSnapshots = map[string]CounterSnapshot{}
 		}
-		st.CounterSnapshots[key] = CounterSnapshot{Value: value, Timestamp: now}
+		st.CounterSnapshots[key] = base
 		delete(st.BreachFlags, key)
 		specs = append(specs, reasonRecoverySpec(name, device, port, flag,
 			fmt.Sprintf("Counter %s recovered on port %s port %d (breach acknowledged by %s)", name, device, port, who),

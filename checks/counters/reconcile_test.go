@@ -10,23 +10,23 @@ import (
 	"github.com/nichealth/nichealthd/topology"
 )
 
-// latchedRig has link_downed latched and port_xmit_wait latched on mlx5_0
+// latchedRig has link_downed latched and port_rcv_errors latched on mlx5_0
 // port 1, and symbol_error_fatal half-way through its hour.
 func latchedRig(t *testing.T) *rig {
 	r := newRig(t)
 	r.ev.Reconcile(r.st, Defaults())
-	for _, n := range []string{"link_downed", "port_xmit_wait", "symbol_error_fatal"} {
+	for _, n := range []string{"link_downed", "port_rcv_errors", "symbol_error_fatal"} {
 		r.at(0).none(def(n), 0)
 	}
 	r.at(time.Second).one(def("link_downed"), 1)
-	r.at(time.Second).one(def("port_xmit_wait"), 50000)
+	r.at(time.Second).one(def("port_rcv_errors"), 50000)
 	r.at(30*time.Minute).none(def("symbol_error_fatal"), 60)
 	return r
 }
 
 func TestCounters_6_Reload_Disabled(t *testing.T) {
 	r := latchedRig(t)
-	defs, err := Merge(Defaults(), []Override{{Name: sp("port_xmit_wait"), Enabled: bp(false)}})
+	defs, err := Merge(Defaults(), []Override{{Name: sp("port_rcv_errors"), Enabled: bp(false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +34,12 @@ func TestCounters_6_Reload_Disabled(t *testing.T) {
 	if len(specs) != 1 {
 		t.Fatalf("specs = %+v", specs)
 	}
-	want := "Counter port_xmit_wait on port mlx5_0 port 1 no longer monitored (disabled by configuration); breach cleared"
+	want := "Counter port_rcv_errors on port mlx5_0 port 1 no longer monitored (disabled by configuration); breach cleared"
 	if s := specs[0]; s.Message != want || !s.IsHealthy || s.Kind != event.KindCounterRecovered ||
 		s.CheckName != event.InfiniBandDegradationCheck || s.Device != "mlx5_0" || s.Port != 1 {
 		t.Fatalf("spec = %+v", s)
 	}
-	xw := Key("mlx5_0", 1, "port_xmit_wait")
+	xw := Key("mlx5_0", 1, "port_rcv_errors")
 	if _, ok := r.st.BreachFlags[xw]; ok {
 		t.Error("flag kept")
 	}
@@ -165,8 +165,8 @@ func TestCounters_DBus_Acknowledge(t *testing.T) {
 	if r.breached(ld) {
 		t.Fatal("latch kept")
 	}
-	if s := r.st.CounterSnapshots[r.key(ld)]; s.Value != 2 || !s.Timestamp.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("re-baseline %+v", s)
+	if s := r.st.CounterSnapshots[r.key(ld)]; s.Value != 2 || !s.Timestamp.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("re-baseline %+v, want the last reading at the tick it was taken", s)
 	}
 	r.at(time.Minute+time.Second).none(ld, 2)
 	r.at(time.Minute+2*time.Second).one(ld, 3) // new errors count again
@@ -182,7 +182,7 @@ func TestCounters_DBus_Acknowledge(t *testing.T) {
 	}
 	// Empty counter: every latched counter of the port, in key order.
 	specs, err = r.ev.Acknowledge(r.st, "mlx5_0", 1, "", t0.Add(2*time.Minute), "uid 1000")
-	if err != nil || len(specs) != 2 || specs[0].ErrorCode[0] != "link_downed" || specs[1].ErrorCode[0] != "port_xmit_wait" {
+	if err != nil || len(specs) != 2 || specs[0].ErrorCode[0] != "link_downed" || specs[1].ErrorCode[0] != "port_rcv_errors" {
 		t.Fatalf("ack all: %+v %v", specs, err)
 	}
 	if _, err := r.ev.Acknowledge(r.st, "mlx5_0", 1, "", t0, "uid 0"); !errors.Is(err, ErrNotLatched) {
@@ -202,7 +202,7 @@ func TestCounters_DBus_Acknowledge(t *testing.T) {
 func TestCounters_DBus_View(t *testing.T) {
 	r := latchedRig(t)
 	r.rate = 400
-	r.at(2*time.Second).none(def("port_xmit_wait"), 60000)
+	r.at(2*time.Second).none(def("port_rcv_errors"), 60000)
 	plan := PlanFor(Defaults())
 	views := r.ev.View(r.st, "mlx5_0", 1, plan)
 	if len(views) != len(plan) {
@@ -217,9 +217,9 @@ func TestCounters_DBus_View(t *testing.T) {
 		ld.ThresholdType != TypeDelta || ld.RateUnit != "/sec" || !ld.HasRate || ld.Rate != 1 {
 		t.Errorf("link_downed view %+v", ld)
 	}
-	xw := by["port_xmit_wait"]
-	if !xw.Breached || xw.Rate != 50000 || !near(xw.LostGbps, 50000*8*8/1e9) || xw.LostPercent != 0 {
-		t.Errorf("port_xmit_wait view %+v (rate from the breach; latched since)", xw)
+	pr := by["port_rcv_errors"]
+	if !pr.Breached || pr.Rate != 50000 || pr.LostGbps != 0 {
+		t.Errorf("port_rcv_errors view %+v (rate from the breach; latched since)", pr)
 	}
 	sef := by["symbol_error_fatal"]
 	if sef.HasRate || sef.Value != 60 || sef.RateUnit != "/hour" || sef.Window != time.Hour || sef.Breached {

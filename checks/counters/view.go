@@ -22,11 +22,14 @@ type CounterView struct {
 	Breached       bool
 	BreachedSince  time.Time
 	Saturated      bool
-	// LostGbps and LostPercent estimate the bandwidth port_xmit_wait stood
-	// for at the last computed rate (0 for other counters; LostPercent 0
-	// when the port rate is unknown).
+	// LostGbps and LostPercent estimate the bandwidth port_xmit_wait says
+	// the port lost over the last counter tick, recomputed every tick
+	// whatever the counter's threshold type or latch (0 for other
+	// counters; LostPercent 0 when the port rate is unknown).
 	LostGbps    float64
 	LostPercent float64
+	// Congested: the port's congestion condition is raised.
+	Congested bool
 }
 
 // View describes the counters defs of one port (normally the port's plan:
@@ -68,11 +71,18 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition)
 			if _, ok := st.Saturated[Key(device, port, fileName(d.Path))]; ok {
 				v.Saturated = true
 			}
+			if _, ok := st.Congested[key]; ok {
+				v.Congested = true
+			}
 		}
 		if ent != nil && ent.hasRate {
 			v.Rate, v.HasRate, v.RateLowerBound = ent.rate, true, ent.lowerBound
-			if isXmitWait(d) {
-				v.LostGbps, v.LostPercent = LostBandwidth(ent.perSec, e.bytesPerTick, ent.portGbps)
+		}
+		if ent != nil && ent.hasLive {
+			v.LostGbps, v.LostPercent = LostBandwidth(ent.livePerSec, e.bytesPerTick, ent.portGbps)
+			if d.ThresholdType == TypeCongestion {
+				// The live rate is what a congestion counter shows.
+				v.Rate, v.HasRate = ent.livePerSec, true
 			}
 		}
 		out = append(out, v)

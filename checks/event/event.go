@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -24,11 +25,16 @@ const (
 	EthernetDegradationCheck   = "EthernetDegradationCheck"
 )
 
-// Entity types of seed section 11.2.
+// Entity types of seed section 11.2, and the daemon's own check: a check
+// disabled by a panic is the entity of its check-failed condition, so the
+// healthy event that clears it names it and clears nothing else of that
+// check in a consumer that keys messages by entity (DESIGN.md
+// difference 13).
 const (
 	EntityNIC     = "NIC"
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
+	EntityCheck   = "NICHealthCheck"
 	// EntityKernelLog names the kernel-log pattern of a node-level
 	// condition that no NIC can be named for (a soft lockup in the mlx5
 	// NAPI poll): its clear must carry an entity, since a healthy event
@@ -41,23 +47,34 @@ const (
 type Kind string
 
 const (
-	KindPortFatal         Kind = "port-fatal"
-	KindPortNonFatal      Kind = "port-nonfatal"
-	KindPortRecovered     Kind = "port-recovered"
-	KindPortBaseline      Kind = "port-baseline"
-	KindCounterBreach     Kind = "counter-breach"
-	KindCounterRecovered  Kind = "counter-recovered"
-	KindCounterBaseline   Kind = "counter-baseline"
-	KindCounterSaturated  Kind = "counter-saturated"
+	KindPortFatal        Kind = "port-fatal"
+	KindPortNonFatal     Kind = "port-nonfatal"
+	KindPortRecovered    Kind = "port-recovered"
+	KindPortBaseline     Kind = "port-baseline"
+	KindCounterBreach    Kind = "counter-breach"
+	KindCounterRecovered Kind = "counter-recovered"
+	KindCounterBaseline  Kind = "counter-baseline"
+	// A classic PMA counter stuck at its field's maximum can no longer
+	// show an error: a non-fatal loss of visibility, cleared when the
+	// counter moves again.
+	KindCounterSaturated   Kind = "counter-saturated"
+	KindCounterUnsaturated Kind = "counter-unsaturated"
+	// port_xmit_wait's lost bandwidth above its share of the port rate: a
+	// non-fatal congestion condition, cleared below half of it.
+	KindCongestion        Kind = "congestion"
+	KindCongestionCleared Kind = "congestion-cleared"
 	KindDeviceDisappeared Kind = "device-disappeared"
 	KindDeviceReappeared  Kind = "device-reappeared"
 	KindCardAnomaly       Kind = "card-anomaly"
 	KindCardRecovered     Kind = "card-recovered"
-	KindCheckCleared      Kind = "check-cleared"
-	KindReadStuck         Kind = "read-stuck"
-	KindReadRecovered     Kind = "read-recovered"
-	KindLinkSanity        Kind = "link-sanity"
-	KindLinkSanityOK      Kind = "link-sanity-ok"
+	// Every IB port of a role group waiting for a subnet manager.
+	KindNoSubnetManager    Kind = "no-subnet-manager"
+	KindSubnetManagerFound Kind = "subnet-manager-found"
+	KindCheckCleared       Kind = "check-cleared"
+	KindReadStuck          Kind = "read-stuck"
+	KindReadRecovered      Kind = "read-recovered"
+	KindLinkSanity         Kind = "link-sanity"
+	KindLinkSanityOK       Kind = "link-sanity-ok"
 	// Node-local analyzer rules (flap, drop, repeated degradation).
 	KindRuleRaised  Kind = "rule-raised"
 	KindRuleCleared Kind = "rule-cleared"
@@ -72,6 +89,11 @@ const (
 	// (metadata "pattern", "pci"), and its clear.
 	KindKernelLog        Kind = "kernel-log"
 	KindKernelLogCleared Kind = "kernel-log-cleared"
+	// A check (or sink) disabled by a panic in its own code until the next
+	// reload or restart: the node is not healthy while part of it is not
+	// watched (metadata "check"). Cleared when the check runs again.
+	KindCheckFailed  Kind = "check-failed"
+	KindCheckResumed Kind = "check-resumed"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -82,6 +104,8 @@ var Kinds = []Kind{
 	KindCheckCleared, KindReadStuck, KindReadRecovered, KindLinkSanity, KindLinkSanityOK, KindRuleRaised, KindRuleCleared,
 	KindReadParked, KindReadResumed,
 	KindPCIeAER, KindPCIeAERRecovered,
+	KindCheckFailed, KindCheckResumed,
+	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
 	KindKernelLog, KindKernelLogCleared,
 }
 
@@ -243,6 +267,9 @@ type Spec struct {
 	Ports []PortRef
 	// Entities are further entities, appended as given.
 	Entities []Entity
+	// Check names the daemon's own check as the entity (EntityCheck) of a
+	// check-failed or check-resumed event.
+	Check    string
 	Metadata map[string]string
 }
 
@@ -272,15 +299,22 @@ func New(s Spec, st Stamp) Event {
 	}
 	var ents []Entity
 	if s.Device != "" {
-		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(s.Device)})
+		ents = append(ents, Entity{Type: EntityNIC, Value: name(s.Device)})
 	}
 	if s.Port > 0 {
 		ents = append(ents, Entity{Type: EntityNICPort, Value: fmt.Sprint(s.Port)})
 	}
-	for _, p := range s.Ports {
+	ports := s.Ports
+	if room := (MaxEntities - len(ents)) / 2; len(ports) > room {
+		ports = ports[:room]
+	}
+	for _, p := range ports {
 		// Seed 11.2 knows NIC and NICPort entities only: a card event names
 		// the ports it is about that way, and its card in metadata.
-		ents = append(ents, Entity{Type: EntityNIC, Value: Clean(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+		ents = append(ents, Entity{Type: EntityNIC, Value: name(p.Device)}, Entity{Type: EntityNICPort, Value: fmt.Sprint(p.Port)})
+	}
+	if s.Check != "" {
+		ents = append(ents, Entity{Type: EntityCheck, Value: Clean(s.Check)})
 	}
 	for _, e := range s.Entities {
 		ents = append(ents, Entity{Type: Clean(e.Type), Value: Clean(e.Value)})
@@ -288,33 +322,43 @@ func New(s Spec, st Stamp) Event {
 	if ents == nil {
 		ents = []Entity{}
 	}
-	md := s.Metadata
-	if s.Card != "" {
-		md = make(map[string]string, len(s.Metadata)+1)
-		for k, v := range s.Metadata {
-			md[k] = v
+	md := boundMetadata(cleanMap(s.Metadata))
+	if s.Card != "" || len(ports) < len(s.Ports) {
+		// Set after the bound, so that neither is ever left out.
+		out := make(map[string]string, len(md)+2)
+		for k, v := range md {
+			out[k] = v
 		}
-		md["card"] = s.Card
+		if s.Card != "" {
+			out["card"] = name(s.Card)
+		}
+		if len(ports) < len(s.Ports) {
+			out["portsLeftOut"] = fmt.Sprint(len(s.Ports) - len(ports))
+		}
+		md = out
 	}
 	return Event{
 		ID:                 NewID(),
 		Version:            SchemaVersion,
 		Agent:              Agent,
 		ComponentClass:     ComponentClass,
-		CheckName:          Clean(s.CheckName),
+		CheckName:          name(s.CheckName),
 		IsFatal:            s.IsFatal && !s.IsHealthy,
 		IsHealthy:          s.IsHealthy,
-		Message:            Clean(s.Message),
+		Message:            Truncate(Clean(s.Message), MaxMessageBytes),
 		RecommendedAction:  action,
-		ErrorCode:          CleanAll(s.ErrorCode),
+		ErrorCode:          boundStrings(CleanAll(slices.Clone(s.ErrorCode)), MaxErrorCodes, MaxErrorBytes),
 		EntitiesImpacted:   ents,
-		Metadata:           cleanMap(md),
+		Metadata:           md,
 		GeneratedTimestamp: st.Now.UTC(),
-		NodeName:           Clean(st.NodeName),
+		NodeName:           name(st.NodeName),
 		ProcessingStrategy: st.Strategy,
 		Kind:               s.Kind,
 	}
 }
+
+// name is a cleaned, bounded identifier.
+func name(s string) string { return Truncate(Clean(s), MaxNameBytes) }
 
 // NewID returns 128 random bits in hex.
 func NewID() string {

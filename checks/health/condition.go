@@ -45,6 +45,9 @@ const (
 	// class or the path finding's kind). Its condition covers exactly the
 	// ports its event listed: every NIC below the function.
 	EntityPCI EntityKind = "pci"
+	// EntityCheck is one of the daemon's own checks (Name), disabled by a
+	// panic: the node is not healthy, but no port is at fault.
+	EntityCheck EntityKind = "check"
 	// EntityKernelLog is a kernel-log pattern's condition (Name: the
 	// pattern) on one PCI function (PCI), covering exactly the ports its
 	// event listed; with no port it is a node-level condition (a function
@@ -68,11 +71,16 @@ type Entity struct {
 func (e Entity) String() string {
 	switch e.Kind {
 	case EntityNode:
+		if e.Name != "" {
+			return "node " + e.Name
+		}
 		return "node"
 	case EntityCard:
 		return "card " + e.Card
 	case EntityPCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
+	case EntityCheck:
+		return "check " + e.Name
 	case EntityKernelLog:
 		if e.PCI == "" {
 			return "node kernel log " + e.Name
@@ -131,8 +139,12 @@ func (c *Condition) IsSanityFinding() bool {
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
 	switch c.Entity.Kind {
-	case EntityNode:
+	case EntityCheck:
 		return false
+	case EntityNode:
+		// A node-level condition (no subnet manager) bears on the ports
+		// it names.
+		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
 	case EntityPCI, EntityKernelLog:

@@ -29,6 +29,14 @@ func (m *Model) Conditions() []Condition {
 	return out
 }
 
+// InsertCondition adds c to conds (sorted worst first, as Conditions
+// returns them) in its place, for a condition the daemon shows about
+// itself without an event (it cannot be one: the outbox refuses events).
+func InsertCondition(conds []Condition, c Condition) []Condition {
+	i, _ := slices.BinarySearchFunc(conds, c, func(a, b Condition) int { return compareConditions(&a, &b) })
+	return slices.Insert(conds, i, c)
+}
+
 // Restore replaces the model's conditions (from the state file).
 func (m *Model) Restore(cs []Condition) {
 	clear(m.conds)
@@ -41,13 +49,10 @@ func (m *Model) Restore(cs []Condition) {
 func (m *Model) Raise(c Condition) { m.conds[c.Key()] = c }
 
 // Apply folds one emitted event into the model and reports whether the set
-// of conditions changed. An event that is neither a raise nor a clear (a
-// saturated counter: a loss of visibility that the operator fixes by
-// clearing counters, not a fault of the link) leaves it unchanged.
+// of conditions changed. An event that is neither a raise nor a clear
+// leaves it unchanged.
 func (m *Model) Apply(e *event.Event) bool {
 	switch e.Kind {
-	case event.KindCounterSaturated:
-		return false
 	case event.KindCheckCleared:
 		return m.clearCheck(e.CheckName)
 	case event.KindDeviceReappeared:
@@ -77,7 +82,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityKernelLog {
+	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityNode || ent.Kind == EntityKernelLog {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -126,6 +131,11 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		return Entity{Kind: EntityCard, Card: card}, true
 	}
 	switch e.Kind {
+	case event.KindCheckFailed, event.KindCheckResumed:
+		if name := e.Metadata["check"]; name != "" {
+			return Entity{Kind: EntityCheck, Name: name}, true
+		}
+		return Entity{}, false
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		if e.Metadata["pci"] == "" {
 			return Entity{}, false
@@ -138,6 +148,18 @@ func EntityOf(e *event.Event) (Entity, bool) {
 			return Entity{}, false
 		}
 		return Entity{Kind: EntityKernelLog, PCI: e.Metadata["pci"], Name: e.Metadata["pattern"]}, true
+	case event.KindNoSubnetManager, event.KindSubnetManagerFound:
+		// One condition per role group, covering the group's ports.
+		return Entity{Kind: EntityNode, Name: "no-subnet-manager " + e.Metadata["role"]}, true
+	case event.KindCounterSaturated, event.KindCounterUnsaturated, event.KindCongestion, event.KindCongestionCleared:
+		// Keyed by their own error code ("saturated:link_downed",
+		// "congestion"), never by the counter's name: a saturated
+		// link_downed must not replace, or be cleared with, its latched
+		// fatal breach.
+		if len(e.ErrorCode) != 1 || dev == "" {
+			return Entity{}, false
+		}
+		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
 	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterBaseline:
 		name := e.Metadata["counter"]
 		if name == "" && len(e.ErrorCode) == 1 {
@@ -154,13 +176,20 @@ func EntityOf(e *event.Event) (Entity, bool) {
 		}
 		return Entity{Kind: EntityFile, Device: dev, Port: port, Name: f}, true
 	case event.KindLinkSanity, event.KindLinkSanityOK:
-		if len(e.ErrorCode) != 1 {
-			return Entity{}, false
-		}
 		if hop := e.Metadata["pciHop"]; hop != "" {
 			// A slow link on the PCIe path is one finding whatever the
 			// NICs below it (their ports are the event's entities).
-			return Entity{Kind: EntityPCI, PCI: hop, Name: e.ErrorCode[0]}, true
+			name := e.Metadata["finding"]
+			if name == "" && len(e.ErrorCode) > 0 {
+				name = e.ErrorCode[0] // written before findings named their kind
+			}
+			if name == "" {
+				return Entity{}, false
+			}
+			return Entity{Kind: EntityPCI, PCI: hop, Name: name}, true
+		}
+		if len(e.ErrorCode) != 1 {
+			return Entity{}, false
 		}
 		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
 	case event.KindDeviceDisappeared, event.KindDeviceReappeared:

@@ -29,9 +29,10 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		for _, k := range event.Kinds {
 			switch k {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
-				event.KindCounterSaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
+				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered, event.KindKernelLogCleared:
+				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound,
+				event.KindKernelLogCleared:
 				continue
 			}
 			if !raised[k] {
@@ -44,59 +45,78 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		raise, clear event.Spec
 		verdict      Severity
 		entity       EntityKind
+		// nodeOnly: the condition makes the node not healthy without
+		// covering any port.
+		nodeOnly bool
 	}{
 		{"port fatal",
 			event.Spec{Kind: event.KindPortFatal, CheckName: ib, IsFatal: true, Device: "mlx5_0", Port: 1, Message: "down"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			Fatal, EntityPort},
+			Fatal, EntityPort, false},
 		{"port non-fatal",
 			event.Spec{Kind: event.KindPortNonFatal, CheckName: ib, Device: "mlx5_0", Port: 1, Message: "init"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort},
+			NonFatal, EntityPort, false},
 		{"latched fatal counter, cleared by acknowledgement",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
 			event.Spec{Kind: event.KindCounterRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
-			Fatal, EntityCounter},
+			Fatal, EntityCounter, false},
 		{"latched non-fatal counter, cleared by reboot",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
 			event.Spec{Kind: event.KindCheckCleared, CheckName: deg, IsHealthy: true},
-			NonFatal, EntityCounter},
+			NonFatal, EntityCounter, false},
 		{"card anomaly",
 			event.Spec{Kind: event.KindCardAnomaly, CheckName: ib, IsFatal: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
 			event.Spec{Kind: event.KindCardRecovered, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
-			Fatal, EntityCard},
+			Fatal, EntityCard, false},
 		{"disappeared NIC",
 			event.Spec{Kind: event.KindDeviceDisappeared, CheckName: ib, IsFatal: true, Device: "mlx5_0"},
 			event.Spec{Kind: event.KindDeviceReappeared, CheckName: ib, IsHealthy: true, Device: "mlx5_0"},
-			Fatal, EntityNIC},
+			Fatal, EntityNIC, false},
 		{"stuck read",
 			event.Spec{Kind: event.KindReadStuck, CheckName: deg, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
 			event.Spec{Kind: event.KindReadRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
-			NonFatal, EntityFile},
+			NonFatal, EntityFile, false},
 		{"sanity finding",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
-			NonFatal, EntityFinding},
+			NonFatal, EntityFinding, false},
 		{"PCIe AER on a function above the port",
 			event.Spec{Kind: event.KindPCIeAER, CheckName: deg, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
 			event.Spec{Kind: event.KindPCIeAERRecovered, CheckName: deg, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
-			Fatal, EntityPCI},
+			Fatal, EntityPCI, false},
 		{"parked file",
 			event.Spec{Kind: event.KindReadParked, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"EACCES"}, Metadata: map[string]string{"file": "/s/counters/symbol_error", "errno": "EACCES"}},
 			event.Spec{Kind: event.KindReadResumed, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/counters/symbol_error"}},
-			NonFatal, EntityFile},
+			NonFatal, EntityFile, false},
 		{"slow PCIe hop above the port",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
-			NonFatal, EntityPCI},
+			NonFatal, EntityPCI, false},
+		{"saturated counter: visibility lost until it moves again",
+			event.Spec{Kind: event.KindCounterSaturated, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
+			event.Spec{Kind: event.KindCounterUnsaturated, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
+			NonFatal, EntityCounter, false},
+		{"congested port",
+			event.Spec{Kind: event.KindCongestion, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
+			event.Spec{Kind: event.KindCongestionCleared, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
+			NonFatal, EntityCounter, false},
+		{"no subnet manager: a node condition over the group's ports",
+			event.Spec{Kind: event.KindNoSubnetManager, CheckName: ib, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
+			event.Spec{Kind: event.KindSubnetManagerFound, CheckName: ib, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
+			NonFatal, EntityNode, false},
 		{"kernel log pattern on the port's NIC function",
 			event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
 			event.Spec{Kind: event.KindKernelLogCleared, CheckName: "NICKernelLogCheck", IsHealthy: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
-			Fatal, EntityKernelLog},
+			Fatal, EntityKernelLog, false},
 		{"fleet rule on the port",
-			event.Spec{Kind: event.KindRuleRaised, CheckName: "NICLinkFlapRule", Device: "mlx5_0", Port: 1, Message: "flapping"},
-			event.Spec{Kind: event.KindRuleCleared, CheckName: "NICLinkFlapRule", IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort},
+			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
+			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},
+			NonFatal, EntityPort, false},
+		{"check disabled by a panic, cleared when it runs again",
+			event.Spec{Kind: event.KindCheckFailed, CheckName: deg, Check: deg, Metadata: map[string]string{"check": deg}, Message: "disabled"},
+			event.Spec{Kind: event.KindCheckResumed, CheckName: deg, Check: deg, IsHealthy: true, Metadata: map[string]string{"check": deg}},
+			NonFatal, EntityCheck, true},
 	} {
 		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,8 +129,15 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				t.Fatalf("conditions %+v, want one about a %s", cs, tc.entity)
 			}
 			s := Build(Node{}, ports, cs)
-			if got := s.Port("mlx5_0", 1).Verdict; got != tc.verdict {
-				t.Errorf("mlx5_0/1 verdict %v, want %v", got, tc.verdict)
+			portVerdict := tc.verdict
+			if tc.nodeOnly {
+				portVerdict = Healthy
+				if fc := s.FailedChecks(); len(fc) != 1 {
+					t.Errorf("FailedChecks %+v", fc)
+				}
+			}
+			if got := s.Port("mlx5_0", 1).Verdict; got != portVerdict {
+				t.Errorf("mlx5_0/1 verdict %v, want %v", got, portVerdict)
 			}
 			if got := s.Port("mlx5_1", 1).Verdict; got != Healthy {
 				t.Errorf("mlx5_1/1 verdict %v, want healthy (not covered)", got)
@@ -118,11 +145,14 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			if s.Verdict != tc.verdict || s.Healthy() {
 				t.Errorf("node verdict %v", s.Verdict)
 			}
-			wantFatal := 0
+			wantFatal, wantPorts := 0, 1
 			if tc.verdict == Fatal {
 				wantFatal = 1
 			}
-			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != 1 {
+			if tc.nodeOnly {
+				wantPorts = 0
+			}
+			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != wantPorts {
 				t.Errorf("fatal %v degraded %v", s.FatalPorts, s.DegradedPorts)
 			}
 			if !m.Apply(ev(tc.clear)) {
@@ -229,5 +259,25 @@ func TestHealth_NodeLevelKernelLogCondition(t *testing.T) {
 	m.Apply(ev(clr))
 	if m.Len() != 1 || m.Has("NICKernelLogCheck", Entity{Kind: EntityKernelLog, Name: "napi_soft_lockup"}) {
 		t.Fatalf("after the clear: %+v", m.Conditions())
+	}
+}
+
+// TestHealth_SaturationKeepsTheLatchedBreach: a counter's saturation is a
+// condition of its own; it neither replaces nor clears the latched fatal
+// breach of the same counter (DESIGN.md difference 14).
+func TestHealth_SaturationKeepsTheLatchedBreach(t *testing.T) {
+	deg := event.InfiniBandDegradationCheck
+	m := NewModel()
+	m.Apply(ev(event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	m.Apply(ev(event.Spec{Kind: event.KindCounterSaturated, CheckName: deg, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"saturated:link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	if cs := m.Conditions(); len(cs) != 2 || cs[0].Severity != Fatal || cs[1].Severity != NonFatal {
+		t.Fatalf("conditions %+v", cs)
+	}
+	m.Apply(ev(event.Spec{Kind: event.KindCounterUnsaturated, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"saturated:link_downed"}, Metadata: map[string]string{"counter": "link_downed"}}))
+	if cs := m.Conditions(); len(cs) != 1 || cs[0].Severity != Fatal {
+		t.Fatalf("the unsaturation cleared the breach: %+v", cs)
 	}
 }

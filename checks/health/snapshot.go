@@ -58,6 +58,12 @@ type PortInfo struct {
 	// GPUs are the GPUs behind the port's NIC (PIX/PXB in the matrix), or
 	// "no GPU affinity".
 	GPUs string
+	// NodeGUID and PortGUID identify the port in the fabric, as
+	// ibnetdiscover prints them ("0xb83fd20300a0b010"), so a fleet view can
+	// join it to a fabric dump by GUID rather than by name; "" when sysfs
+	// did not say.
+	NodeGUID string
+	PortGUID string
 	// LinkDownEpisodes counts the port's link-down episodes this boot, as
 	// the flap rule counts them (checks/rules).
 	LinkDownEpisodes uint64
@@ -164,7 +170,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Kind == EntityKernelLog || c.Entity.Port == 0 {
+		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Kind == EntityCheck || c.Entity.Kind == EntityKernelLog || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
@@ -198,6 +204,18 @@ func (s *Snapshot) addPort(key string, v Severity) {
 
 // Healthy reports whether nothing is wrong anywhere on the node.
 func (s *Snapshot) Healthy() bool { return s.Verdict == Healthy }
+
+// FailedChecks lists the conditions of checks disabled by a panic
+// (check-failed): the node's monitoring is incomplete while any remains.
+func (s *Snapshot) FailedChecks() []Condition {
+	var out []Condition
+	for _, c := range s.Conditions {
+		if c.Entity.Kind == EntityCheck {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // Port returns the port device/port, or nil.
 func (s *Snapshot) Port(device string, port int) *Port {

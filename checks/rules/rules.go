@@ -11,11 +11,13 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 )
 
-// Check names of the rules' conditions.
+// Check names of the rules' conditions: the seeds' analyzer rule names
+// (state 6.2, 6.3; counter 1.4 and 3.1), which NVSentinel operators already
+// know (DESIGN.md difference 15).
 const (
-	FlapCheck        = "NICLinkFlapRule"
-	DropCheck        = "NICPortDropRule"
-	DegradationCheck = "NICDegradationRule"
+	FlapCheck        = "RepeatedNICLinkFlap"
+	DropCheck        = "NICPortDrop"
+	DegradationCheck = "RepeatedNICDegradation"
 )
 
 // Config tunes the three rules; each can be switched off.
@@ -40,21 +42,23 @@ type DropConfig struct {
 	After   time.Duration
 }
 
-// DegradationConfig: Events non-fatal events on one port within Window
-// escalate.
+// DegradationConfig: Events non-fatal degradation events on one port within
+// Window are fatal.
 type DegradationConfig struct {
 	Enabled bool
 	Events  int
 	Window  time.Duration
 }
 
-// Defaults are the seeds' numbers (state 6.2, 6.3) and NVSentinel's
-// RepeatedNICDegradation, every rule on.
+// Defaults are the seeds' numbers, every rule on: state 6.3 (3 link-down
+// episodes in 10 minutes), state 6.2 (DOWN for 4 minutes), counter 1.4
+// and 3.1 (RepeatedNICDegradation: 5 or more non-fatal events in 24 hours
+// → fatal).
 func Defaults() Config {
 	return Config{
 		Flap:        FlapConfig{Enabled: true, Episodes: 3, Window: 10 * time.Minute, Stabilization: 30 * time.Minute},
 		Drop:        DropConfig{Enabled: true, After: 4 * time.Minute},
-		Degradation: DegradationConfig{Enabled: true, Events: 3, Window: time.Hour},
+		Degradation: DegradationConfig{Enabled: true, Events: 5, Window: 24 * time.Hour},
 	}
 }
 
@@ -163,7 +167,11 @@ type PortState struct {
 	Up    bool `json:"up"`
 	Known bool `json:"known"`
 
-	Episodes    []time.Time `json:"episodes"` // within the flap window
+	// FlapWindow counts the episodes within the flap window.
+	FlapWindow Window `json:"flapWindow,omitempty"`
+	// Episodes is the flap window as state files before FlapWindow held
+	// it (one timestamp per episode); New folds it into FlapWindow.
+	Episodes    []time.Time `json:"episodes,omitempty"`
 	LastEpisode time.Time   `json:"lastEpisode"`
 	Flapping    bool        `json:"flapping"`
 
@@ -194,7 +202,44 @@ func New(cfg Config, st State, bootID string) *Engine {
 	if st.BootID != bootID || st.Ports == nil {
 		st = State{BootID: bootID, Ports: map[string]*PortState{}}
 	}
+	for k, p := range st.Ports {
+		if p == nil {
+			delete(st.Ports, k)
+			continue
+		}
+		p.bound(cfg)
+	}
 	return &Engine{cfg: cfg, st: st}
+}
+
+// bound brings a restored port's windows to what the engine itself would
+// have kept: a state file written by an older version (one timestamp per
+// episode) or edited by hand must not size the engine's memory.
+func (p *PortState) bound(cfg Config) {
+	for _, t := range p.Episodes {
+		p.FlapWindow.Add(t, 1)
+	}
+	p.Episodes = nil
+	if len(p.FlapWindow) > 0 {
+		slices.SortStableFunc(p.FlapWindow, func(a, b Bucket) int { return a.At.Compare(b.At) })
+		newest := p.FlapWindow[len(p.FlapWindow)-1].At
+		p.FlapWindow.Trim(newest, cfg.Flap.Window, cfg.Flap.Episodes)
+	}
+	p.NonFatal = newestTimes(p.NonFatal, cfg.Degradation.Events)
+	if p.Seen == nil {
+		p.Seen = map[string]time.Time{}
+	}
+}
+
+// newestTimes keeps the newest n of ts (in time order): "at least n within
+// the window" depends on nothing older.
+func newestTimes(ts []time.Time, n int) []time.Time {
+	n = max(n, 1)
+	if len(ts) <= n {
+		return ts
+	}
+	slices.SortFunc(ts, time.Time.Compare)
+	return slices.Delete(ts, 0, len(ts)-n)
 }
 
 // State returns a deep copy of the rules' memory for the state file.
@@ -202,7 +247,8 @@ func (e *Engine) State() State {
 	out := State{BootID: e.st.BootID, Ports: make(map[string]*PortState, len(e.st.Ports))}
 	for k, p := range e.st.Ports {
 		c := *p
-		c.Episodes = slices.Clone(p.Episodes)
+		c.FlapWindow = slices.Clone(p.FlapWindow)
+		c.Episodes = nil
 		c.NonFatal = slices.Clone(p.NonFatal)
 		c.Seen = make(map[string]time.Time, len(p.Seen))
 		for sk, sv := range p.Seen {
@@ -218,7 +264,10 @@ func (e *Engine) State() State {
 func (e *Engine) Active(now time.Time) []Condition {
 	var out []Condition
 	for _, k := range e.sortedKeys() {
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		if p.Flapping {
 			out = append(out, e.flapCondition(dev, port, p, now))
@@ -239,13 +288,16 @@ func (e *Engine) Active(now time.Time) []Condition {
 func (e *Engine) SetConfig(cfg Config) []Change {
 	var out []Change
 	for _, k := range e.sortedKeys() {
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		if !cfg.Flap.Enabled {
 			if p.Flapping {
 				out = append(out, clearChange(FlapCheck, dev, port))
 			}
-			p.Flapping, p.Episodes = false, nil
+			p.Flapping, p.FlapWindow = false, nil
 		}
 		if !cfg.Drop.Enabled {
 			if p.Dropped {
@@ -293,7 +345,10 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 		if seen[k] {
 			continue
 		}
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		dev, port := splitKey(k)
 		for _, c := range []struct {
 			on    bool
@@ -321,21 +376,21 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 func (p *PortState) episodes(pt *Port, old bool) uint64 {
 	if pt.LinkDowned.OK {
 		if old && p.HasLinkDowned {
-			p.ByLinkDowned += delta(p.LinkDowned, pt.LinkDowned.Value)
+			p.ByLinkDowned = addSat(p.ByLinkDowned, delta(p.LinkDowned, pt.LinkDowned.Value))
 		}
 		p.LinkDowned, p.HasLinkDowned = pt.LinkDowned.Value, true
 	}
 	if pt.LinkDownEvents.OK {
 		if old && p.HasLinkDownEvents {
-			p.ByLinkDownEvents += delta(p.LinkDownEvents, pt.LinkDownEvents.Value)
+			p.ByLinkDownEvents = addSat(p.ByLinkDownEvents, delta(p.LinkDownEvents, pt.LinkDownEvents.Value))
 		}
 		p.LinkDownEvents, p.HasLinkDownEvents = pt.LinkDownEvents.Value, true
 	}
 	if pt.CarrierChanges.OK {
 		if old && p.HasCarrier {
-			before := (p.CarrierChanges + 1) / 2
-			p.CarrierChanges += delta(p.Carrier, pt.CarrierChanges.Value)
-			p.ByCarrier += (p.CarrierChanges+1)/2 - before
+			before := pairs(p.CarrierChanges)
+			p.CarrierChanges = addSat(p.CarrierChanges, delta(p.Carrier, pt.CarrierChanges.Value))
+			p.ByCarrier = addSat(p.ByCarrier, pairs(p.CarrierChanges)-before)
 		} else if pt.State == "DOWN" {
 			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
 		}
@@ -346,7 +401,7 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		p.Up, p.Known = true, true
 	case "DOWN":
 		if old && p.Known && p.Up {
-			p.ByState++
+			p.ByState = addSat(p.ByState, 1)
 		}
 		p.Up, p.Known = false, true
 	}
@@ -367,6 +422,10 @@ func (e *Engine) Episodes(device string, port int) (uint64, bool) {
 	return p.Total, true
 }
 
+// pairs is how many carrier down+up pairs n changes start: n/2 rounded
+// up, without overflowing at 2^64-1.
+func pairs(n uint64) uint64 { return n/2 + n%2 }
+
 func delta(prev, cur uint64) uint64 {
 	if cur >= prev {
 		return cur - prev
@@ -380,15 +439,15 @@ func (e *Engine) flap(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 	if !cfg.Enabled {
 		return nil
 	}
-	for range n {
-		p.Episodes = append(p.Episodes, now)
-	}
+	// n is a number, never a loop count: a counter that jumps by 2^64-1
+	// is one bucket.
+	p.FlapWindow.Add(now, n)
 	if n > 0 {
 		p.LastEpisode = now
 	}
-	p.Episodes = slices.DeleteFunc(p.Episodes, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+	p.FlapWindow.Trim(now, cfg.Window, cfg.Episodes)
 	switch {
-	case !p.Flapping && len(p.Episodes) >= cfg.Episodes:
+	case !p.Flapping && p.FlapWindow.Count() >= uint64(cfg.Episodes):
 		p.Flapping = true
 		return []Change{{Raise: true, Condition: e.flapCondition(pt.Device, pt.Port, p, now)}}
 	case p.Flapping && now.Sub(p.LastEpisode) >= cfg.Stabilization:
@@ -465,13 +524,17 @@ func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[strin
 		if !ports[k] {
 			continue
 		}
-		p := e.st.Ports[k]
+		p, ok := e.st.Ports[k]
+		if !ok {
+			continue
+		}
 		for ck := range p.Seen {
 			if !active[k][ck] {
 				delete(p.Seen, ck)
 			}
 		}
 		p.NonFatal = slices.DeleteFunc(p.NonFatal, func(t time.Time) bool { return now.Sub(t) >= cfg.Window })
+		p.NonFatal = newestTimes(p.NonFatal, cfg.Events)
 		dev, port := splitKey(k)
 		switch {
 		case !p.Escalated && len(p.NonFatal) >= cfg.Events:
@@ -507,7 +570,7 @@ func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time
 	return Condition{Check: FlapCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: NIC port flapping detected (%d link-down episodes within %s; held until stable for %s)",
-			dev, port, max(len(p.Episodes), cfg.Episodes), cfg.Window, cfg.Stabilization)}
+			dev, port, max(p.FlapWindow.Count(), uint64(cfg.Episodes)), cfg.Window, cfg.Stabilization)}
 }
 
 func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time) Condition {
@@ -523,9 +586,9 @@ func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time
 
 func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Degradation
-	return Condition{Check: DegradationCheck, Device: dev, Port: port,
-		Action: event.ActionContactSupport, Since: now,
-		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal events within %s)",
+	return Condition{Check: DegradationCheck, Device: dev, Port: port, Fatal: true,
+		Action: event.ActionReplaceVM, Since: now,
+		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal degradation events of the port within %s)",
 			dev, port, max(len(p.NonFatal), cfg.Events), cfg.Window)}
 }
 

@@ -145,34 +145,39 @@ func TestRules_6_2_SeedPortDrop(t *testing.T) {
 	}
 }
 
-// NVSentinel's RepeatedNICDegradation: 3 non-fatal events on one port
-// within 1 hour escalate (CONTACT_SUPPORT).
-func TestRules_Degradation_ThreeNonFatalInAnHour(t *testing.T) {
+// TestRules_Degradation_1_4_FiveNonFatalIn24Hours: seed counter 1.4 and
+// 3.1, RepeatedNICDegradation: "5+ non-fatal events in 24h → FATAL"
+// (DESIGN.md difference 15).
+func TestRules_Degradation_1_4_FiveNonFatalIn24Hours(t *testing.T) {
+	if c := Defaults().Degradation; c.Events != 5 || c.Window != 24*time.Hour || DegradationCheck != "RepeatedNICDegradation" {
+		t.Fatalf("defaults %+v %q, the seed says 5 in 24h, RepeatedNICDegradation", c, DegradationCheck)
+	}
 	e := New(Defaults(), State{}, "b")
 	p := []Port{ib("ACTIVE", 0)}
 	nf := func(check, counter string, since time.Time) Degraded {
 		return Degraded{Key: check + "|mlx5_0/1 " + counter, Device: "mlx5_0", Port: 1, Since: since}
 	}
-	none(t, "first", e.Cycle(at(0, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
+	h := func(hours int) time.Time { return at(60*hours, 0) }
+	none(t, "first", e.Cycle(h(0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", h(0))}))
 	// Still active next cycle: the same event, not a second one.
-	none(t, "same", e.Cycle(at(0, 1), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(0, 0))}))
-	none(t, "cleared", e.Cycle(at(10, 0), p, nil))
-	none(t, "second", e.Cycle(at(20, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0))}))
-	c := only(t, e.Cycle(at(59, 0), p, []Degraded{
-		nf("InfiniBandDegradationCheck", "symbol_error", at(20, 0)),
-		nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0)),
-	}), true, DegradationCheck)
-	if c.Fatal || c.Action != event.ActionContactSupport {
-		t.Fatalf("%+v", c)
+	none(t, "same", e.Cycle(at(0, 1), p, []Degraded{nf("InfiniBandDegradationCheck", "symbol_error", h(0))}))
+	none(t, "cleared", e.Cycle(h(1), p, nil))
+	for i, hr := range []int{5, 10, 15} {
+		none(t, fmt.Sprintf("event %d", i+2), e.Cycle(h(hr), p, []Degraded{nf("InfiniBandStateCheck", "", h(hr))}))
+		none(t, "gone", e.Cycle(h(hr).Add(time.Minute), p, nil))
 	}
-	// Cleared once fewer than 3 remain in the hour and none is active.
-	none(t, "still active", e.Cycle(at(61, 0), p, []Degraded{nf("InfiniBandDegradationCheck", "port_rcv_errors", at(59, 0))}))
-	only(t, e.Cycle(at(62, 0), p, nil), false, DegradationCheck)
+	c := only(t, e.Cycle(h(20), p, []Degraded{nf("InfiniBandDegradationCheck", "port_rcv_errors", h(20))}), true, DegradationCheck)
+	if !c.Fatal || c.Action != event.ActionReplaceVM {
+		t.Fatalf("fifth event within 24h: %+v, want fatal REPLACE_VM", c)
+	}
+	// Cleared once fewer than 5 remain in the window and none is active.
+	none(t, "still active", e.Cycle(h(25), p, []Degraded{nf("InfiniBandDegradationCheck", "port_rcv_errors", h(20))}))
+	only(t, e.Cycle(h(25).Add(time.Minute), p, nil), false, DegradationCheck)
 
-	// Spread over more than an hour: no escalation; the rules' own
+	// Spread over more than 24 hours: no escalation; the rules' own
 	// conditions do not count.
 	s := New(Defaults(), State{}, "b")
-	for i, tm := range []time.Time{at(0, 0), at(40, 0), at(80, 0)} {
+	for i, tm := range []time.Time{h(0), h(7), h(14), h(21), h(28)} {
 		conds := []Degraded{nf("X", fmt.Sprintf("c%d", i), tm),
 			{Key: FlapCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm},
 			{Key: DegradationCheck + "|mlx5_0/1", Device: "mlx5_0", Port: 1, Since: tm}}

@@ -41,3 +41,19 @@ func BenchmarkPerPoll_1024Ports(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoCEGIDs_DGXH100 is the GID table check of the daemon's
+// once-a-minute pass over dgx-h100's four RoCE ports (8 entries each, 4 in
+// use: a gids/ listing, 8 GID reads and 8 type/netdev reads per port).
+func BenchmarkRoCEGIDs_DGXH100(b *testing.B) {
+	n := buildHost(b, "dgx-h100")
+	opts := Options{RoCEGID: true}
+	p := n.h.Paths()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if fs := Run(p, n.devs, nil, opts); len(fs) != 0 {
+			b.Fatal(fs)
+		}
+	}
+}

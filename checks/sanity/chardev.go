@@ -122,10 +122,10 @@ func charDevicesWith(p topology.Paths, devs []*topology.Device, issm bool, read 
 		sc.verbsOf[e.ibdev] = append(sc.verbsOf[e.ibdev], e.name)
 	}
 	for _, e := range mads {
-		if k := madKind(e.name); k != "" {
+		if byPort, ok := sc.madOf[madKind(e.name)]; ok {
 			key := madPort{e.ibdev, e.port}
-			if _, dup := sc.madOf[k][key]; !dup {
-				sc.madOf[k][key] = e.name
+			if _, dup := byPort[key]; !dup {
+				byPort[key] = e.name
 			}
 		}
 	}

@@ -117,6 +117,7 @@ func (n *host) dev(t testing.TB, name string) *topology.Device {
 	return nil
 }
 
+// monitored lists the devices the daemon would read after discovery.
 func (n *host) monitored() []*topology.Device {
 	var out []*topology.Device
 	for _, d := range n.devs {
@@ -145,14 +146,6 @@ func remove(t testing.TB, path string) {
 	if err := os.RemoveAll(path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func kinds(fs []Finding) []string {
-	out := []string{}
-	for _, f := range fs {
-		out = append(out, f.Kind)
-	}
-	return out
 }
 
 func mkfile(t testing.TB, path, content string) {

@@ -49,6 +49,8 @@ func (f Finding) AppliesTo(device string, port int) bool {
 // platforms ship without issm nodes by design (DESIGN.md field facts).
 type Options struct {
 	PCIe, RateVsPeers, SMLID, CharDevices, ISSM bool
+	// RoCEGID checks the GID table of every ACTIVE RoCE port (seed 9.1).
+	RoCEGID bool
 	// Read reads attribute files; nil is os.ReadFile. The daemon passes
 	// its deadline-bounded reader, so a hung attribute costs one deadline.
 	Read topology.ReadFunc
@@ -103,6 +105,13 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 			if opts.SMLID {
 				if f := SMLID(d.Name, port.Num, port.LinkLayer, port.State, port.SMLID); f != nil {
 					out = append(out, *f)
+				}
+			}
+			if opts.RoCEGID && port.LinkLayer == topology.LinkLayerEthernet {
+				if _, active := activeRate(d, port); active {
+					if f := RoCEGIDs(d.Name, port.Num, port.Dir, d.NetDevFor(port.Num), opts.Read); f != nil {
+						out = append(out, *f)
+					}
 				}
 			}
 			if opts.RateVsPeers {

@@ -64,14 +64,16 @@ func (s *story) paint(code, text string) string {
 
 func (s *story) bold(text string) string { return s.paint("1", text) }
 
+// verdict is the event's severity in the words every view uses (healthy,
+// degraded, fatal: README, "Words").
 func (s *story) verdict(ev event.Event) string {
 	switch {
 	case ev.IsHealthy:
-		return s.paint("32", "HEALTHY  ")
+		return s.paint("32", "healthy  ")
 	case ev.IsFatal:
-		return s.paint("31", "FATAL    ")
+		return s.paint("31", "fatal    ")
 	}
-	return s.paint("33", "NON-FATAL")
+	return s.paint("33", "degraded ")
 }
 
 func entityOf(ev event.Event) string {
@@ -312,7 +314,10 @@ func (s *story) baselines(status string) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		t := byCheck[n]
+		t, ok := byCheck[n]
+		if !ok {
+			continue
+		}
 		switch {
 		case t.counters > 0:
 			s.printf("         %-27s %d counters baselined on %d ports, none breached\n", n, t.counters, len(t.ports))
@@ -386,6 +391,11 @@ func rolesLine(ports []dbusapi.PortView, h *sim.Host) string {
 
 func (s *story) show(indent string, ev event.Event, prefix string) {
 	s.printf("%s%s%s %-27s %-9s %s\n", indent, prefix, s.verdict(ev), ev.CheckName, entityOf(ev), ev.Message)
+	// What a scheduler drains for it: the GPUs behind the NIC (PIX/PXB in
+	// the GPU/NIC matrix), a rail rather than the whole node.
+	if g := ev.Metadata["gpus"]; g != "" && !ev.IsHealthy && g != "no GPU affinity" {
+		s.printf("%s         %s drain %s: behind %s\n", indent, s.paint("36", "→"), g, ev.Device())
+	}
 }
 
 // ctl runs nichealthctl as an operator would, against the private bus.

@@ -55,14 +55,13 @@ func (s *story) steps() []step {
 		}, []expectation{
 			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "DOWN"},
 			{check: event.InfiniBandDegradationCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "link_downed"},
-			// Card homogeneity (seed 4.3) escalates the port its peers do not share.
-			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "Card 0000:5c:00"},
+			// No card anomaly besides: the DOWN port is its own fatal
+			// condition, and one cable pull is one (DESIGN.md difference 4).
 		}},
 		{stepRecovery, "the cable is reseated: mlx5_3 port 1 is ACTIVE again (its link_downed breach stays latched)", func(s *story) error {
 			return s.h.SetPortState("mlx5_3", 1, "ACTIVE", "LinkUp")
 		}, []expectation{
 			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "healthy", mentions: "healthy"},
-			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "healthy", mentions: "Card 0000:5c:00"},
 		}},
 		{stepFault, "storage RoCE port mlx5_8 is disabled and its netdev goes down", func(s *story) error {
 			if err := s.h.SetPortState("mlx5_8", 1, "DOWN", "Disabled"); err != nil {

@@ -224,7 +224,10 @@ func writeSudoShim(dir string) error {
 
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
-	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+	if err != nil {
+		return false
+	}
+	return !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // waitTryReady waits for the daemon's first complete poll, as seen on the

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 )
 
 // Exit statuses.
@@ -43,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "latency: seed of the random delay before each fault")
 	keep := fs.Bool("keep", false, "keep the temporary directory (host tree, config, daemon log, events)")
 	verbose := fs.Bool("v", false, "latency: print one line per fault")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: nichealth-latency [--mode latency|rss] [OPTIONS]\n\nOptions:\n")
+		flagdoc.PrintOptions(stderr, fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}

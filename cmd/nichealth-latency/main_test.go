@@ -254,7 +254,7 @@ func TestRenderConfigIsValid(t *testing.T) {
 	if c.PollInterval != 25*time.Millisecond || c.JournalEnabled || c.DBusEnabled || c.Paths.SysfsRoot != h.SysRoot() || c.MetricsAddress != "127.0.0.1:9" {
 		t.Errorf("config = interval %v journal %v dbus %v sysfs %s metrics %q", c.PollInterval, c.JournalEnabled, c.DBusEnabled, c.Paths.SysfsRoot, c.MetricsAddress)
 	}
-	if _, err := config.Parse("rendered", []byte(renderConfig(h, time.Second, "e", true, ""))); err != nil {
+	if _, err := config.Parse("rendered", []byte(renderConfig(h, time.Second, filepath.Join(h.Root, "e.jsonl"), true, ""))); err != nil {
 		t.Errorf("metrics off: %v", err)
 	}
 }

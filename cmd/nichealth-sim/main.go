@@ -33,10 +33,13 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   rename OLD NEW                          new ib device name, same PCI address
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
-                                          EOPNOTSUPP, EACCES, EPERM, ...) / undo
+                                          EOPNOTSUPP, EACCES, EPERM, ...) / undo (*)
+  gid DEV PORT ok|no-v2|no-ipv4|empty     a RoCE port's GID table (seed 9.1): as the RDMA
+                                          core fills it, RoCE v1 entries only, link-local
+                                          only, or every entry unused
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
-  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000
+  phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -50,6 +53,10 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
                                           kernel log records into H/dev/kmsg (a FIFO), e.g.
                                           kmsg --nic mlx5_0 "mlx5_core 0000:3b:00.0: ... timeout.
                                           Will cause a leak of a command resource"
+
+(*) what a temporary directory cannot make the kernel say: only nichealthd
+built with -tags simulate and started with --simulate-root H sees it; the
+production nichealthd reads the host's own files and driver.
 
 --root defaults to $NICHEALTH_SIM_ROOT.`
 
@@ -75,7 +82,7 @@ func usageErr(format string, a ...any) error {
 // parseInterleaved lets flags appear before, between or after positional
 // arguments (the flag package alone stops at the first positional).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+	pos := []string{}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usageErr("%v", err)
@@ -248,6 +255,15 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return h.FailFile(pos[0], p, pos[2], pos[3])
+	case "gid":
+		if err := want(3, "DEV PORT ok|no-v2|no-ipv4|empty"); err != nil {
+			return err
+		}
+		p, err := port(pos[1])
+		if err != nil {
+			return err
+		}
+		return h.SetGIDTable(pos[0], p, pos[2])
 	case "remove", "restore":
 		if err := want(1, "DEV"); err != nil {
 			return err

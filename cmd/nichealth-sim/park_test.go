@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/topology/reader"
+	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
 func TestParking_FailCommand(t *testing.T) {
 	root := filepath.Join(simtest.TempDir(t), "h")
 	mustRun(t, "build", "--shape", "minimal", "--root", root)
-	table := filepath.Join(root, reader.InjectTableName)
+	table := filepath.Join(root, sim.ErrnoTableName)
 	mustRun(t, "fail", "--root", root, "mlx5_0", "1", "counters/symbol_error", "EACCES")
 	b, err := os.ReadFile(table)
 	if err != nil || !strings.Contains(string(b), "EACCES class/infiniband/mlx5_0/ports/1/counters/symbol_error\n") {

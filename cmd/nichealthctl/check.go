@@ -148,55 +148,192 @@ func perfLabel(parts ...string) string {
 // exponent.
 func perfNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// finish computes the overall state and the plugin line.
+// Nagios's limits on what a plugin prints (plugin development
+// guidelines): the first line is what every UI shows and NRPE before v3
+// passes at most 1 KiB of it; Nagios Core keeps 8 KiB of the whole output.
+const (
+	firstLineMax = 1024
+	outputMax    = 8192
+)
+
+// finish computes the overall state and the plugin output, as the plugin
+// guidelines lay it out:
+//
+//	CRITICAL - 1 of 12 ports fatal, 1 degraded: mlx5_3-ibp3s0:CRITICAL - ... ;; mlx5_5-ibp5s0:WARNING - ... ;; | ports=12;;;0 ...
+//	mlx5_3-ibp3s0:CRITICAL - Port mlx5_3 port 1: state DOWN, phys_state Disabled ;;
+//	...
+//	mlx5_0-ibp12s0:OK ;; | mlx5_0_1_link_downed=0c;;;
+//	mlx5_0_1_symbol_error=0c;;; ...
+//
+// The first line is a summary naming the ports that are not OK, worst
+// first, and fits 1 KiB; the following lines (long output) give every
+// port in the slides' "DEVICE-NETDEV:STATE - reason ;;" form, the ones
+// that are not OK first; performance data follows, the summary's on the
+// first line and the ports' after the long output, and everything stops
+// within 8 KiB with a line saying what was left out.
 func (r *checkResult) finish(perf bool) {
-	var b strings.Builder
+	r.Status = nagiosOK
 	if len(r.Ports) == 0 {
 		r.Status = nagiosUnknown
-		b.WriteString("UNKNOWN - no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)")
+		r.Output = "UNKNOWN - no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)"
+		r.ExitCode = int(r.Status)
+		return
 	}
-	for i, e := range r.Ports {
+	counts := map[nagiosStatus]int{}
+	ports, node := 0, nagiosOK
+	for _, e := range r.Ports {
 		r.Status = worst(r.Status, e.Status)
-		if i > 0 {
-			b.WriteByte(' ')
+		if e.Name == "node" && e.Device == "" {
+			node = e.Status // the node's own entry (nodeEntry) is not a port
+			continue
 		}
-		fmt.Fprintf(&b, "%s:%s", e.Name, e.Status)
-		if len(e.Reasons) > 0 {
-			b.WriteString(" - ")
-			b.WriteString(pluginText(strings.Join(e.Reasons, " - ")))
-		}
-		b.WriteString(" ;;")
+		counts[e.Status]++
+		ports++
 	}
-	if perf {
-		var pd []string
-		for _, e := range r.Ports {
-			for _, p := range e.Perf {
-				pd = append(pd, p.String())
+	r.ExitCode = int(r.Status)
+	// Worst first, then the order of the ports (naturally sorted devices).
+	order := make([]int, 0, len(r.Ports))
+	for _, st := range []nagiosStatus{nagiosCritical, nagiosUnknown, nagiosWarning, nagiosOK} {
+		for i, e := range r.Ports {
+			if e.Status == st {
+				order = append(order, i)
 			}
 		}
-		if len(pd) > 0 {
-			b.WriteString(" | ")
-			b.WriteString(strings.Join(pd, " "))
+	}
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s - %s", r.Status, summaryOf(counts, ports))
+	if node != nagiosOK {
+		fmt.Fprintf(&head, "; the node %s", map[nagiosStatus]string{nagiosCritical: "fatal", nagiosWarning: "degraded"}[node])
+	}
+	var summaryPerf string
+	if perf {
+		summaryPerf = fmt.Sprintf(" | ports=%d;;;0 fatal_ports=%d;;;0;%d degraded_ports=%d;;;0;%d unknown_ports=%d;;;0;%d",
+			len(r.Ports), counts[nagiosCritical], len(r.Ports), counts[nagiosWarning], len(r.Ports), counts[nagiosUnknown], len(r.Ports))
+	}
+	bad := 0
+	for _, i := range order {
+		if r.Ports[i].Status != nagiosOK {
+			bad++
 		}
 	}
+	if bad > 0 {
+		head.WriteString(":")
+		for n, i := range order[:bad] {
+			item := " " + r.Ports[i].line()
+			more := fmt.Sprintf(" ... and %d more below", bad-n)
+			if head.Len()+len(item)+len(summaryPerf) > firstLineMax-len(more) {
+				head.WriteString(more)
+				break
+			}
+			head.WriteString(item)
+		}
+	}
+	head.WriteString(summaryPerf)
+
+	var b strings.Builder
+	b.WriteString(head.String())
+	// Long output: every port, within the whole-output budget; what does
+	// not fit is counted on a last line instead of being cut mid-line.
+	var perfItems []string
+	if perf {
+		for _, i := range order {
+			for _, p := range r.Ports[i].Perf {
+				perfItems = append(perfItems, p.String())
+			}
+		}
+	}
+	reserve := 0
+	if len(perfItems) > 0 {
+		reserve = min(len(" | ")+len(perfItems[0]), outputMax/4)
+	}
+	omitted := 0
+	for n, i := range order {
+		line := "\n" + r.Ports[i].line()
+		tail := fmt.Sprintf("\n... %d more ports not shown (nichealthctl ports lists them all)", len(order)-n)
+		if b.Len()+len(line)+len(tail)+reserve > outputMax {
+			omitted = len(order) - n
+			b.WriteString(tail)
+			break
+		}
+		b.WriteString(line)
+	}
+	if len(perfItems) > 0 {
+		sep := " | "
+		left := 0
+		for n, it := range perfItems {
+			note := fmt.Sprintf(" dropped_perfdata=%d;;;0", len(perfItems)-n)
+			if b.Len()+len(sep)+len(it)+len(note) > outputMax {
+				left = len(perfItems) - n
+				b.WriteString(note)
+				break
+			}
+			b.WriteString(sep)
+			b.WriteString(it)
+			sep = "\n"
+		}
+		if left > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%d performance data items left out to keep the output within Nagios's %d bytes", left, outputMax))
+		}
+	}
+	if omitted > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d ports left out of the long output to keep it within Nagios's %d bytes", omitted, outputMax))
+	}
 	r.Output = b.String()
-	r.ExitCode = int(r.Status)
+}
+
+// line is one port in the slides' form: "DEVICE-NETDEV:STATE - reasons ;;".
+func (e *checkEntry) line() string {
+	s := e.Name + ":" + e.Status.String()
+	if len(e.Reasons) > 0 {
+		s += " - " + pluginText(strings.Join(e.Reasons, " - "))
+	}
+	return s + " ;;"
+}
+
+// summaryOf says how many ports are in which state, in the project's
+// words: "12 of 12 ports healthy", "1 of 12 ports fatal, 2 degraded".
+func summaryOf(counts map[nagiosStatus]int, total int) string {
+	var parts []string
+	for _, c := range []struct {
+		st   nagiosStatus
+		word string
+	}{{nagiosCritical, "fatal"}, {nagiosWarning, "degraded"}, {nagiosUnknown, "unknown"}} {
+		n := counts[c.st]
+		switch {
+		case n == 0:
+		case len(parts) == 0:
+			parts = append(parts, fmt.Sprintf("%d of %d ports %s", n, total, c.word))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", n, c.word))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%d of %d ports healthy", total, total)
+	}
+	return strings.Join(parts, ", ")
 }
 
 const checkUsage = `check [--offline] [--perfdata] [--json] [--config FILE] [--root H] [--bus-address ADDR]
 
-A Nagios/Icinga plugin: one line with the state of every monitored port,
-  mlx5_0-ibp12s0:OK ;; mlx5_1-ibp140s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;;
-and the exit status 0 OK, 1 WARNING (degraded port, latched non-fatal
-counter, link sanity finding), 2 CRITICAL (fatal port, latched fatal
-counter), 3 UNKNOWN (nothing could be checked, or a bad command line).
-Conditions that no port shows (a kernel-log condition about a NIC that
-failed to probe) are one more entry, "node:".
+A Nagios/Icinga plugin. The first line is a summary naming the ports that
+are not OK (within 1 KiB), then one line per port, e.g.
+  CRITICAL - 1 of 3 ports fatal: mlx5_1-ibp140s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;;
+  mlx5_1-ibp140s0:CRITICAL - Port mlx5_1 port 1: state DOWN, phys_state Disabled ;;
+  mlx5_0-ibp12s0:OK ;;
+  mlx5_2-ibp150s0:OK ;;
+all within 8 KiB, and the exit status 0 OK, 1 WARNING (degraded port,
+latched non-fatal counter, link sanity finding), 2 CRITICAL (fatal port,
+latched fatal counter), 3 UNKNOWN (nothing could be checked, or a bad
+command line). Conditions that no port shows (a kernel-log condition
+about a NIC that failed to probe) are one more entry, "node:".
 
 It asks the running nichealthd over D-Bus. When the daemon is not running
-(or --offline), it reads sysfs itself with the daemon's configuration:
-discovery, roles, port states and link sanity; counters are then shown in
-perfdata but not judged (judging needs the daemon's history).`
+(or --offline), it reads sysfs itself with the daemon's configuration and
+judges as a freshly started daemon does (a port down since first sight on
+a card that matches its peers is unprovisioned; a card short of its peers
+is reported at once, there being no history to hold over): discovery,
+roles, port states, card homogeneity and link sanity; counters are then
+shown in perfdata but not judged (judging needs the daemon's history).`
 
 func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("check", checkUsage, stderr)
@@ -342,9 +479,20 @@ func entryFromView(pv dbusapi.PortView, perf bool) checkEntry {
 func perfOf(pv dbusapi.PortView) []perfDatum {
 	var out []perfDatum
 	num := strconv.Itoa(int(pv.Port))
+	// One datum per counter, the one worth graphing against its
+	// threshold: a velocity counter's rate, a congestion counter's share
+	// of the port rate lost, any other counter's raw value (the graphing
+	// side derives its rate). A 12-port node then fits Nagios's 8 KiB.
 	for _, c := range pv.Counters {
-		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
+		if c.ThresholdType == counters.TypeCongestion {
+			// The share of the port rate lost to backpressure over the last
+			// tick, warned at the congestion threshold: graphable congestion.
+			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name, "lost_percent"), Value: perfNumber(c.LostPercent),
+				UOM: "%", Warn: perfNumber(c.Threshold), Min: "0"})
+			continue
+		}
 		if c.Unit == "" || c.ThresholdType != counters.TypeVelocity {
+			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
 			continue
 		}
 		d := perfDatum{Label: perfLabel(pv.Device, num, c.Name, "rate"), Value: perfNumber(c.Rate), Min: "0"}

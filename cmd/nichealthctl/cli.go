@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 )
 
 // callTimeout bounds one D-Bus round trip, as the bus's own default does.
@@ -33,7 +34,7 @@ func newFlagSet(name, usageLine string, stderr io.Writer) (*flag.FlagSet, *clien
 	fs.StringVar(&cf.busAddress, "bus-address", "", "D-Bus address of the system bus (default $DBUS_SYSTEM_BUS_ADDRESS or the standard socket)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: nichealthctl %s\n\nOptions:\n", usageLine)
-		fs.PrintDefaults()
+		flagdoc.PrintOptions(stderr, fs)
 	}
 	return fs, cf
 }
@@ -134,22 +135,35 @@ func (p palette) yellow(s string) string { return p.wrap("33", s) }
 func (p palette) green(s string) string  { return p.wrap("32", s) }
 func (p palette) bold(s string) string   { return p.wrap("1", s) }
 
-// health is the one-word verdict for a port.
-func health(pv dbusapi.PortView) string {
+// The one vocabulary of every human-facing view (README, "Words"): a
+// port, a condition, an event or the node is healthy, degraded or fatal,
+// the health model's own words (checks/health.Severity); only the Nagios
+// plugin keeps Nagios's OK, WARNING and CRITICAL.
+const (
+	wordHealthy  = "healthy"
+	wordDegraded = "degraded"
+	wordFatal    = "fatal"
+)
+
+// severityWord names a verdict, a condition or an event.
+func severityWord(fatal, healthy bool) string {
 	switch {
-	case pv.Fatal:
-		return "FATAL"
-	case !pv.Healthy:
-		return "degraded"
+	case fatal:
+		return wordFatal
+	case !healthy:
+		return wordDegraded
 	}
-	return "healthy"
+	return wordHealthy
 }
+
+// health is the one-word verdict for a port.
+func health(pv dbusapi.PortView) string { return severityWord(pv.Fatal, pv.Healthy) }
 
 func (p palette) health(word string) string {
 	switch word {
-	case "FATAL":
+	case wordFatal:
 		return p.red(word)
-	case "degraded":
+	case wordDegraded:
 		return p.yellow(word)
 	}
 	return p.green(word)

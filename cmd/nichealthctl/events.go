@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/nichealth/nichealthd/checks/event"
@@ -146,21 +147,19 @@ func (e *eventPrinter) print(r dbusapi.EventRecord) {
 	}
 	ev, err := r.Event()
 	if err != nil {
-		fmt.Fprintf(e.w, "#%d (undecodable event: %v)\n", r.Seq, err)
+		fmt.Fprintf(e.w, "#%d (undecodable event: %s)\n", r.Seq, escapeControls(err.Error()))
 		return
 	}
+	ev = termSafe(ev)
 	fmt.Fprintf(e.w, "#%d %s %s %s %s: %s\n", r.Seq, ev.GeneratedTimestamp.Local().Format("2006-01-02 15:04:05"),
 		e.severity(ev), ev.CheckName, entity(ev), ev.Message)
 }
 
+// severity is the event's word in the one vocabulary of every view
+// (healthy, degraded, fatal), padded to line the messages up.
 func (e *eventPrinter) severity(ev event.Event) string {
-	switch {
-	case ev.IsHealthy:
-		return e.p.green("HEALTHY ")
-	case ev.IsFatal:
-		return e.p.red("FATAL   ")
-	}
-	return e.p.yellow("WARNING ")
+	w := severityWord(ev.IsFatal, ev.IsHealthy)
+	return e.p.health(w) + strings.Repeat(" ", len("degraded")-len(w))
 }
 
 func entity(ev event.Event) string {

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/nichealth/nichealthd/internal/version"
 )
 
 // Exit codes, the same for every sub-command so scripts can rely on them.
@@ -16,9 +17,6 @@ const (
 	exitUsage       = 2 // bad command line
 	exitUnreachable = 3 // no system bus, or nichealthd not running on it
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
 
 // command is one sub-command. run gets the arguments after the command's
 // name and returns the exit code.
@@ -99,12 +97,4 @@ Colours are used only on a terminal and never when NO_COLOR is set.
 	io.WriteString(w, b.String())
 }
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+func versionString() string { return version.String() }

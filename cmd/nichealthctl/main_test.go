@@ -106,11 +106,11 @@ func TestCtl_Status(t *testing.T) {
 
 	f.update(func(m *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
 		m.Healthy, m.FatalPorts, m.LastReloadError = false, []string{"mlx5_0/1"}, "config.toml: threshold must be > 0"
-		(*ports)[0].Fatal, (*ports)[0].Healthy = true, false
+		(*ports)[0].Fatal, (*ports)[0].Healthy, (*ports)[0].Verdict = true, false, "fatal"
 		(*ports)[1].Healthy = false
 	})
 	out, errs, code = ctl(t, f.bus, nil, "status")
-	if code != exitFailed || !strings.Contains(out, "UNHEALTHY - fatal: mlx5_0/1") || !strings.Contains(out, "1 fatal, 1 degraded") ||
+	if code != exitFailed || !strings.Contains(out, ": fatal - fatal ports: mlx5_0/1; degraded ports: mlx5_1/1") || !strings.Contains(out, "1 fatal, 1 degraded") ||
 		!strings.Contains(out, "refused, previous configuration kept: config.toml: threshold must be > 0") {
 		t.Errorf("unhealthy status: code %d\n%s%s", code, out, errs)
 	}
@@ -120,9 +120,22 @@ func TestCtl_Status(t *testing.T) {
 		FatalPorts     []string `json:"fatalPorts"`
 		FatalPortCount int      `json:"fatalPortCount"`
 		Healthy        bool     `json:"healthy"`
+		Ports          []struct {
+			Device   string `json:"device"`
+			Port     int    `json:"port"`
+			NodeGUID string `json:"nodeGUID"`
+			PortGUID string `json:"portGUID"`
+			Verdict  string `json:"verdict"`
+		} `json:"ports"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitFailed || st.NodeName != "gpu-node-1" || st.FatalPortCount != 1 || st.Healthy {
 		t.Errorf("status --json: %v code %d %+v\n%s", err, code, st, out)
+	}
+	// Each port with its GUIDs and verdict: what nichealth-fabric map
+	// --status places on the fabric.
+	if len(st.Ports) != 3 || st.Ports[0].Device != "mlx5_0" || st.Ports[0].NodeGUID != "0xb83fd20300a0b010" ||
+		st.Ports[0].PortGUID != "0xb83fd20300a0b010" || st.Ports[0].Verdict != "fatal" {
+		t.Errorf("status --json ports: %+v", st.Ports)
 	}
 }
 
@@ -146,7 +159,7 @@ func TestCtl_Ports(t *testing.T) {
 		p.Counters[0].Breached = true
 	})
 	out, _, code = ctl(t, f.bus, nil, "ports")
-	if code != exitFailed || !strings.Contains(out, "FATAL (latched: link_downed)") {
+	if code != exitFailed || !strings.Contains(out, "fatal (latched: link_downed)") {
 		t.Errorf("ports with a fatal port: code %d\n%s", code, out)
 	}
 }
@@ -195,8 +208,8 @@ func TestCtl_Events(t *testing.T) {
 	publish(f, 2, "Port mlx5_0 port 1: healthy again", false)
 	out, errs, code := ctl(t, f.bus, nil, "events")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "#1 ") || !strings.Contains(lines[0], "FATAL") ||
-		!strings.Contains(lines[0], "InfiniBandStateCheck mlx5_0/1: Port mlx5_0 port 1: state DOWN") || !strings.Contains(lines[1], "HEALTHY") {
+	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "#1 ") || !strings.Contains(lines[0], " fatal    InfiniBandStateCheck") ||
+		!strings.Contains(lines[0], "InfiniBandStateCheck mlx5_0/1: Port mlx5_0 port 1: state DOWN") || !strings.Contains(lines[1], " healthy  InfiniBandStateCheck") {
 		t.Errorf("events: code %d\n%s%s", code, out, errs)
 	}
 	out, _, code = ctl(t, f.bus, nil, "events", "--since", "1", "--json")

@@ -41,7 +41,7 @@ func runPort(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "port", err)
 		}
 	} else {
-		printPort(stdout, pv, time.Now())
+		printPort(stdout, termSafe(pv), time.Now())
 	}
 	if !pv.Healthy || pv.Fatal {
 		return exitFailed
@@ -124,6 +124,9 @@ func threshold(c dbusapi.CounterView) string {
 	s := orDash(c.ThresholdType) + " > " + t
 	if c.ThresholdType == "velocity" && c.Unit != "" {
 		s += "/" + c.Unit
+	}
+	if c.ThresholdType == counters.TypeCongestion {
+		s += "% of the port rate lost"
 	}
 	if c.Fatal {
 		s += " (fatal)"

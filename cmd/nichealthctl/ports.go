@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -34,7 +35,7 @@ func runPorts(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return fail(stderr, "ports", err)
 		}
 	} else {
-		printPorts(stdout, ports)
+		printPorts(stdout, termSafe(ports))
 	}
 	for _, p := range ports {
 		if !p.Healthy || p.Fatal {
@@ -53,14 +54,26 @@ func printPorts(w io.Writer, ports []dbusapi.PortView) {
 	// Colour codes would break tabwriter's width arithmetic: align the
 	// plain text, colour the last column only.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tHEALTH")
+	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tGPUS\tHEALTH")
 	for _, pv := range ports {
 		h := p.health(health(pv))
 		if lb := pv.LatchedBreaches(); len(lb) > 0 {
 			h += " (latched: " + strings.Join(lb, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", pv.Device, pv.Port, orDash(pv.Role), orDash(pv.LinkLayer),
-			orDash(pv.State), orDash(pv.PhysState), orDash(pv.Rate), h)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pv.Device, pv.Port, orDash(pv.Role), orDash(pv.LinkLayer),
+			orDash(pv.State), orDash(pv.PhysState), orDash(pv.Rate), orDash(gpuNames(pv.GPUs)), h)
 	}
 	tw.Flush()
+}
+
+var gpuDetail = regexp.MustCompile(`\s*\([^)]*\)`)
+
+// gpuNames shortens the GPUs behind a NIC to their names for the table
+// ("GPU3 (0000:5d:00.0, GPU-…)" becomes "GPU3"); nichealthctl port shows
+// the PCI addresses and UUIDs. A NIC with no GPU behind it shows "-".
+func gpuNames(gpus string) string {
+	if gpus == "no GPU affinity" {
+		return ""
+	}
+	return gpuDetail.ReplaceAllString(gpus, "")
 }

@@ -10,11 +10,30 @@ import (
 )
 
 // statusJSON is status --json: the manager properties plus the port
-// verdict counts that the human output shows.
+// verdict counts that the human output shows, and each port's identity
+// and verdict, so a dump of it is enough for a fleet view without
+// Prometheus (nichealth-fabric map --status) to place the node's ports on
+// the fabric by GUID.
 type statusJSON struct {
 	dbusapi.ManagerView
-	FatalPortCount    int `json:"fatalPortCount"`
-	DegradedPortCount int `json:"degradedPortCount"`
+	FatalPortCount    int          `json:"fatalPortCount"`
+	DegradedPortCount int          `json:"degradedPortCount"`
+	Ports             []statusPort `json:"ports"`
+}
+
+// statusPort is one port in status --json: who it is and its verdict.
+type statusPort struct {
+	Device     string                  `json:"device"`
+	Port       int32                   `json:"port"`
+	LinkLayer  string                  `json:"linkLayer"`
+	NodeGUID   string                  `json:"nodeGUID"`
+	PortGUID   string                  `json:"portGUID"`
+	State      string                  `json:"state"`
+	PhysState  string                  `json:"physState"`
+	Rate       string                  `json:"rate"`
+	Verdict    string                  `json:"verdict"`
+	Message    string                  `json:"message"`
+	Conditions []dbusapi.ConditionView `json:"conditions"`
 }
 
 func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -40,11 +59,21 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	st := statusJSON{ManagerView: m, FatalPortCount: len(m.FatalPorts), DegradedPortCount: len(m.DegradedPorts)}
 	good := m.Healthy && m.Ready
 	if cf.json {
+		ports, err := c.Ports(ctx)
+		if err != nil {
+			return fail(stderr, "status", err)
+		}
+		st.Ports = make([]statusPort, 0, len(ports))
+		for _, p := range ports {
+			st.Ports = append(st.Ports, statusPort{Device: p.Device, Port: p.Port, LinkLayer: p.LinkLayer,
+				NodeGUID: p.NodeGUID, PortGUID: p.PortGUID, State: p.State, PhysState: p.PhysState, Rate: p.Rate,
+				Verdict: p.Verdict, Message: p.Message, Conditions: p.Conditions})
+		}
 		if err := writeJSON(stdout, st); err != nil {
 			return fail(stderr, "status", err)
 		}
 	} else {
-		printStatus(stdout, st, time.Now())
+		printStatus(stdout, termSafe(st), time.Now())
 	}
 	if !good {
 		return exitFailed
@@ -59,18 +88,18 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 	switch {
 	case !m.Ready:
 		verdict, dot = p.yellow("starting (first poll not complete)"), p.yellow("●")
-	case m.Verdict == "degraded":
-		verdict, dot = p.yellow("DEGRADED"), p.yellow("●")
+	case m.Verdict == wordDegraded:
+		verdict, dot = p.yellow(wordDegraded), p.yellow("●")
 		if len(m.DegradedPorts) > 0 {
-			verdict += " - degraded: " + strings.Join(m.DegradedPorts, ", ")
+			verdict += " - degraded ports: " + strings.Join(m.DegradedPorts, ", ")
 		}
 	case !m.Healthy:
-		verdict, dot = p.red("UNHEALTHY"), p.red("●")
+		verdict, dot = p.red(wordFatal), p.red("●")
 		if len(m.FatalPorts) > 0 {
-			verdict += " - fatal: " + strings.Join(m.FatalPorts, ", ")
+			verdict += " - fatal ports: " + strings.Join(m.FatalPorts, ", ")
 		}
 		if len(m.DegradedPorts) > 0 {
-			verdict += "; degraded: " + strings.Join(m.DegradedPorts, ", ")
+			verdict += "; degraded ports: " + strings.Join(m.DegradedPorts, ", ")
 		}
 	}
 	fmt.Fprintf(w, "%s nichealthd on %s: %s\n", dot, p.bold(orDash(m.NodeName)), verdict)
@@ -94,10 +123,7 @@ func printStatus(w io.Writer, st statusJSON, now time.Time) {
 		if i == 0 {
 			label = "Conditions"
 		}
-		sev := p.yellow("degraded")
-		if c.Fatal {
-			sev = p.red("FATAL")
-		}
+		sev := p.health(severityWord(c.Fatal, false))
 		row(label, fmt.Sprintf("%s %s", sev, c.Message))
 	}
 	if m.RejectedEvents > 0 {

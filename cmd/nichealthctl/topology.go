@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/nvsmi"
@@ -71,7 +72,7 @@ func topologyFlagSet(name, usageLine string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: nichealthctl topology %s\n", usageLine)
-		fs.PrintDefaults()
+		flagdoc.PrintOptions(stderr, fs)
 	}
 	return fs
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,15 @@ type node struct {
 	cmd    *exec.Cmd
 	stderr syncBuffer
 	env    []string
+	// bin and seamArgs are set by simulate: the test build and its
+	// --simulate-root. Empty, the node runs the production binary.
+	bin      string
+	seamArgs []string
+	// netns, when set, runs the daemon inside that network namespace
+	// (ip netns exec, which also mounts the namespace's sysfs on /sys),
+	// and http reaches its loopback endpoints from inside it.
+	netns string
+	http  *http.Client
 }
 
 // syncBuffer is the daemon's stderr, written by exec's copier goroutine and
@@ -70,6 +80,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// tailLines is how much of a daemon's log a failed test prints: enough to
+// see what the daemon was doing, short enough that the failure itself
+// stays on the screen. The whole log goes to a file the message names.
+const tailLines = 50
+
+// Tail is the daemon's log as a failure message shows it: its last
+// tailLines lines, after a line naming the file that holds all of it.
+func (s *syncBuffer) Tail() string {
+	all := s.String()
+	lines := strings.Split(strings.TrimRight(all, "\n"), "\n")
+	if len(lines) <= tailLines {
+		return all
+	}
+	where := "(not kept: cannot write a log file)"
+	dir := filepath.Join(os.TempDir(), "nichealthd-test-logs")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		if f, err := os.CreateTemp(dir, "daemon-*.log"); err == nil {
+			f.WriteString(all)
+			f.Close()
+			where = f.Name()
+		}
+	}
+	return fmt.Sprintf("... %d earlier lines of the daemon's log, the whole of it in %s\n%s\n",
+		len(lines)-tailLines, where, strings.Join(lines[len(lines)-tailLines:], "\n"))
 }
 
 func (s *syncBuffer) Reset() {
@@ -144,7 +180,15 @@ func (n *node) start(args ...string) {
 	n.t.Helper()
 	n.stderr.Reset()
 	a := append([]string{"--config", n.cfg, "--state-file", n.state, "--node-name", "bb-node", "--state-polling-interval", "100ms"}, args...)
-	n.cmd = exec.Command(daemonBin, a...)
+	bin := daemonBin
+	if n.bin != "" {
+		bin, a = n.bin, append(a, n.seamArgs...)
+	}
+	n.cmd = exec.Command(bin, a...)
+	if n.netns != "" {
+		// ip netns exec execs the daemon: the pid is the daemon's.
+		n.cmd = exec.Command("ip", append([]string{"netns", "exec", n.netns, bin}, a...)...)
+	}
 	n.cmd.Stderr = &n.stderr
 	n.cmd.Env = append(os.Environ(), n.env...)
 	if err := n.cmd.Start(); err != nil {
@@ -162,7 +206,7 @@ func (n *node) stop() {
 	n.t.Helper()
 	n.cmd.Process.Signal(syscall.SIGTERM)
 	if err := n.cmd.Wait(); err != nil {
-		n.t.Fatalf("SIGTERM: exit %v\n%s", err, n.stderr.String())
+		n.t.Fatalf("SIGTERM: exit %v\n%s", err, n.stderr.Tail())
 	}
 }
 
@@ -221,7 +265,7 @@ func (n *node) waitEventAfter(skip int, what string, f func(e event.Event) bool)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n.t.Fatalf("no event %s; events: %s\nstderr:\n%s", what, summary(n.read()), n.stderr.String())
+	n.t.Fatalf("no event %s; events: %s\nstderr:\n%s", what, summary(n.read()), n.stderr.Tail())
 	return event.Event{}
 }
 
@@ -397,7 +441,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 	n.start()
 	ready, err := l.WaitFor(waitDeadline, func(m notifytest.Message) bool { return m.Has("READY", "1") })
 	if err != nil {
-		t.Fatalf("READY: %v\n%s", err, n.stderr.String())
+		t.Fatalf("READY: %v\n%s", err, n.stderr.Tail())
 	}
 	if st, _ := ready.Get("STATUS"); !strings.Contains(st, "ports on") {
 		t.Fatalf("READY without a status line: %q", ready.Raw)
@@ -458,17 +502,17 @@ func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
 	os.WriteFile(tmp, append(orig, []byte("\n[linkSanity]\nissm = true\n")...), 0o644)
 	os.Rename(tmp, n.cfg)
 	if !logHas("generation=2") {
-		t.Fatalf("rename-over not applied:\n%s", n.stderr.String())
+		t.Fatalf("rename-over not applied:\n%s", n.stderr.Tail())
 	}
 	// In-place rewrite (sed -i rewrites via rename too; echo > truncates).
 	os.WriteFile(n.cfg, append(orig, []byte("\n[linkSanity]\nissm = false\n")...), 0o644)
 	if !logHas("generation=3") {
-		t.Fatalf("in-place write not applied:\n%s", n.stderr.String())
+		t.Fatalf("in-place write not applied:\n%s", n.stderr.Tail())
 	}
 	// An invalid file is refused; the running config stays.
 	os.WriteFile(n.cfg, append(orig, []byte("\npollingInterval = \"fast\"\n")...), 0o644)
 	if !logHas("configuration refused") {
-		t.Fatalf("invalid config not refused:\n%s", n.stderr.String())
+		t.Fatalf("invalid config not refused:\n%s", n.stderr.Tail())
 	}
 	n.h.SetPortState("mlx5_0", 1, "DOWN", "Disabled")
 	n.waitEvent("still monitoring after a refused reload", portEvent("mlx5_0", event.KindPortFatal))
@@ -505,7 +549,7 @@ func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
 	n.waitEvent("baseline after corrupt state", portEvent("mlx5_0", event.KindPortBaseline))
 	n.stop()
 	if !strings.Contains(n.stderr.String(), "state file unusable") {
-		t.Fatalf("no warning:\n%s", n.stderr.String())
+		t.Fatalf("no warning:\n%s", n.stderr.Tail())
 	}
 }
 

@@ -119,7 +119,7 @@ func (p *platformConnector) waitDelivered(n *node, ids []string) []*pb.HealthEve
 		}
 		if time.Now().After(deadline) {
 			n.t.Fatalf("connector never received %d of %d events (first missing %s); received %d\nstderr:\n%s",
-				len(missing), len(ids), missing[0], len(acc), n.stderr.String())
+				len(missing), len(ids), missing[0], len(acc), n.stderr.Tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -294,7 +294,7 @@ func TestIntegration_Connector_UnavailableThenOK(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fault was never offered to the connector\n%s", n.stderr.String())
+			t.Fatalf("the fault was never offered to the connector\n%s", n.stderr.Tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -304,7 +304,7 @@ func TestIntegration_Connector_UnavailableThenOK(t *testing.T) {
 	pc.setRefuse(nil)
 	pc.waitDelivered(n, ids(n.read()))
 	if !strings.Contains(n.stderr.String(), "Unavailable") {
-		t.Fatalf("the refusal was not logged:\n%s", n.stderr.String())
+		t.Fatalf("the refusal was not logged:\n%s", n.stderr.Tail())
 	}
 	n.stop()
 }

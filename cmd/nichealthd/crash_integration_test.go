@@ -36,11 +36,11 @@ func (n *node) killHard(round int) {
 	err := n.cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		n.t.Fatalf("round %d: daemon wait: %v\n%s", round, err, n.stderr.String())
+		n.t.Fatalf("round %d: daemon wait: %v\n%s", round, err, n.stderr.Tail())
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		n.t.Fatalf("round %d: daemon exited by itself before the kill (%v):\n%s", round, err, n.stderr.String())
+		n.t.Fatalf("round %d: daemon exited by itself before the kill (%v):\n%s", round, err, n.stderr.Tail())
 	}
 }
 

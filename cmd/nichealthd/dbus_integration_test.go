@@ -88,7 +88,7 @@ func (n *node) waitLog(what string, f func(log string) bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n.t.Fatalf("daemon log never showed %s:\n%s", what, n.stderr.String())
+	n.t.Fatalf("daemon log never showed %s:\n%s", what, n.stderr.Tail())
 }
 
 func (n *node) waitReadyLog() {
@@ -152,7 +152,7 @@ func (b *busNode) waitManager(what string, f func(m dbusapi.ManagerView) bool) d
 		last = err
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.t.Fatalf("manager never showed %s (last error %v)\nstderr:\n%s", what, last, b.stderr.String())
+	b.t.Fatalf("manager never showed %s (last error %v)\nstderr:\n%s", what, last, b.stderr.Tail())
 	return dbusapi.ManagerView{}
 }
 
@@ -174,7 +174,7 @@ func (b *busNode) waitPort(dev string, port int, what string, f func(p dbusapi.P
 		last, lastView = err, p
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.t.Fatalf("port %s/%d never showed %s (last error %v, view %+v)\nstderr:\n%s", dev, port, what, last, lastView, b.stderr.String())
+	b.t.Fatalf("port %s/%d never showed %s (last error %v, view %+v)\nstderr:\n%s", dev, port, what, last, lastView, b.stderr.Tail())
 	return dbusapi.PortView{}
 }
 

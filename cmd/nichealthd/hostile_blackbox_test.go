@@ -187,7 +187,7 @@ func (n *node) waitLastWord(devs []string, f func(e event.Event) bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("the last word on %v never arrived; events: %s\nstderr:\n%s", devs, summary(evs), n.stderr.String())
+			n.t.Fatalf("the last word on %v never arrived; events: %s\nstderr:\n%s", devs, summary(evs), n.stderr.Tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -418,7 +418,7 @@ func TestHostile_ConnectorInvalidArgumentParksNotDrops(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events neither delivered nor parked\n%s", missing, len(during), n.stderr.String())
+			t.Fatalf("%d of %d events neither delivered nor parked\n%s", missing, len(during), n.stderr.Tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -473,7 +473,7 @@ func waitDeliveredWithin(p *platformConnector, n *node, ids []string, d time.Dur
 			return acc
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("connector never received %d of %d events; received %d\nstderr:\n%s", missing, len(ids), len(acc), n.stderr.String())
+			n.t.Fatalf("connector never received %d of %d events; received %d\nstderr:\n%s", missing, len(ids), len(acc), n.stderr.Tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

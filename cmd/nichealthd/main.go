@@ -18,6 +18,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/internal/flagdoc"
+	"github.com/nichealth/nichealthd/internal/version"
 	"github.com/nichealth/nichealthd/systemd/journal"
 )
 
@@ -35,13 +37,18 @@ func run(args []string) int {
 	nodeName := fs.String("node-name", "", "node name stamped on every event (default: nodeName, $NODE_NAME, hostname)")
 	checksFlag := fs.String("checks", "", "comma-separated checks to run (default all)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	version := fs.Bool("version", false, "print the version and exit")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: nichealthd [--config FILE] [--state-file FILE] [--node-name NAME] [OPTIONS]\n\nOptions:\n")
+		flagdoc.PrintOptions(fs.Output(), fs)
+	}
+	seams := seamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *version {
-		fmt.Println("nichealthd", daemon.Version)
+	if *showVersion {
+		fmt.Println("nichealthd", version.String())
 		return 0
 	}
 	var lvl slog.Level
@@ -110,9 +117,14 @@ func run(args []string) int {
 		return 0
 	}
 
+	sm, err := seams()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nichealthd: %v\n", err)
+		return 2
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs})
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs, Seams: sm})
 	if err != nil {
 		// One line on stderr saying what is wrong and how to fix it
 		// (DESIGN.md section 8).

@@ -61,9 +61,12 @@ func (v *viewNode) waitPolledFor(d time.Duration) {
 // nichealth-sim binary) is parked: one read-parked event on its port,
 // shown by nichealthctl port and check and counted by
 // nichealth_parked_files; when the restriction is lifted the next
-// re-probe reads it and read-resumed clears it everywhere.
+// re-probe reads it and read-resumed clears it everywhere. A temporary
+// directory cannot fail with EACCES for root, so this test runs the
+// simulate build, whose reader takes the simulator's errno table.
 func TestParking_BlackBoxRestrictedCounterParkedAndResumed(t *testing.T) {
 	v := newViewNode(t)
+	v.simulate() // the errno comes from nichealth-sim fail's table
 	cfg, err := os.ReadFile(v.cfg)
 	if err != nil {
 		t.Fatal(err)

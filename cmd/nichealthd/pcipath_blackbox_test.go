@@ -34,7 +34,12 @@ func pathHopEvent(addr string, healthy bool) func(e event.Event) bool {
 		if healthy {
 			want = event.KindLinkSanityOK
 		}
-		return e.Kind == want && e.Metadata["pciHop"] == addr && slices.Equal(e.ErrorCode, []string{"pcie-path-width"})
+		codes := []string{"pcie-path-width", "pcie-path-width@" + addr}
+		if healthy {
+			// The clear names its hop only (DESIGN.md difference 13).
+			codes = codes[1:]
+		}
+		return e.Kind == want && e.Metadata["pciHop"] == addr && slices.Equal(e.ErrorCode, codes)
 	}
 }
 

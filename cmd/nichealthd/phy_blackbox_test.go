@@ -18,13 +18,15 @@ func phyEvent(dev string, kind event.Kind, counter string) func(e event.Event) b
 // node: the JSON line carries the pre-FEC BER, the condition clears once
 // a window passes without them, and /metrics shows the counter and its
 // BER. The window is one second here so the test takes seconds; the
-// default is a minute.
+// default is a minute. The statistics reach the daemon through the
+// simulate build's seam: no mlx5 driver answers the ioctl here.
 func TestPHY_BlackBoxCorrectedBitsRaiseAndClear(t *testing.T) {
 	n := newNode(t, "dgx-h100", `[[counterDetection.counters]]
 name = "rx_corrected_bits_phy"
 velocityUnit = "second"
 `)
 	n.withMetrics()
+	n.simulate() // the statistics come from nichealth-sim phy, not a driver
 	const dev, netdev = "mlx5_8", "enp65s0f0np0"
 	if err := n.h.SetRate(dev, 1, "400 Gb/sec (4X NDR)"); err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func metricsNode(t *testing.T) (*node, string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("the daemon never logged its metrics address; stderr:\n%s", n.stderr.String())
+	t.Fatalf("the daemon never logged its metrics address; stderr:\n%s", n.stderr.Tail())
 	return nil, ""
 }
 

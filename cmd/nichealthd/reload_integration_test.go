@@ -196,12 +196,12 @@ func TestIntegration_Reload_EditingStyles(t *testing.T) {
 					return false
 				})
 				if b.logGeneration() != int(gen) {
-					t.Fatalf("edit %d: log generation %d:\n%s", i+1, b.logGeneration(), b.stderr.String())
+					t.Fatalf("edit %d: log generation %d:\n%s", i+1, b.logGeneration(), b.stderr.Tail())
 				}
 			}
 			// An editor's save is never a half-written file to the daemon.
 			if strings.Contains(b.stderr.String(), "configuration refused") {
-				t.Fatalf("a transient state of the edit was read:\n%s", b.stderr.String())
+				t.Fatalf("a transient state of the edit was read:\n%s", b.stderr.Tail())
 			}
 			b.stop()
 		})

@@ -42,7 +42,7 @@ func waitRuleEpisodes(t *testing.T, n *node, key string, want int) {
 	for time.Now().Before(deadline) {
 		if st, _, err := persist.Load(n.state); err == nil {
 			var rs rules.State
-			if json.Unmarshal(st.Section("rules"), &rs) == nil && rs.Ports[key] != nil && len(rs.Ports[key].Episodes) >= want && rs.Ports[key].Up {
+			if json.Unmarshal(st.Section("rules"), &rs) == nil && rs.Ports[key] != nil && rs.Ports[key].FlapWindow.Count() >= uint64(want) && rs.Ports[key].Up {
 				return
 			}
 		}
@@ -62,7 +62,7 @@ func TestRules_6_3_LinkFlapRaisedSurvivesCrashAndClearsAfterStabilization(t *tes
 	n.waitEvent("baseline", portEvent("mlx5_2", event.KindPortBaseline))
 	flapOnce(t, n, "mlx5_2")
 	flapOnce(t, n, "mlx5_2")
-	if c := count(n.read(), ruleEvent("mlx5_2", "NICLinkFlapRule", false)); c != 0 {
+	if c := count(n.read(), ruleEvent("mlx5_2", "RepeatedNICLinkFlap", false)); c != 0 {
 		t.Fatalf("flap raised after 2 episodes (the seed says 3)")
 	}
 	// The kill lands once the state file holds both episodes (an event
@@ -71,12 +71,12 @@ func TestRules_6_3_LinkFlapRaisedSurvivesCrashAndClearsAfterStabilization(t *tes
 	n.kill()
 	n.start()
 	flapOnce(t, n, "mlx5_2")
-	e := n.waitEvent("flap rule", ruleEvent("mlx5_2", "NICLinkFlapRule", false))
+	e := n.waitEvent("flap rule", ruleEvent("mlx5_2", "RepeatedNICLinkFlap", false))
 	if !e.IsFatal || e.RecommendedAction != event.ActionReplaceVM || !strings.Contains(e.Message, "flapping") {
 		t.Fatalf("flap event %+v", e)
 	}
 	// Stable for the stabilization window: cleared.
-	c := n.waitEvent("flap cleared", ruleEvent("mlx5_2", "NICLinkFlapRule", true))
+	c := n.waitEvent("flap cleared", ruleEvent("mlx5_2", "RepeatedNICLinkFlap", true))
 	if d := c.GeneratedTimestamp.Sub(e.GeneratedTimestamp); d < 2*time.Second {
 		t.Fatalf("flap cleared %v after it was raised, before the 3 s stabilization", d)
 	}
@@ -92,32 +92,38 @@ func TestRules_6_2_PortDropRaisedAndCleared(t *testing.T) {
 	n.waitEvent("baseline", portEvent("mlx5_4", event.KindPortBaseline))
 	start := time.Now()
 	n.h.SetPortState("mlx5_4", 1, "DOWN", "Disabled")
-	e := n.waitEvent("drop rule", ruleEvent("mlx5_4", "NICPortDropRule", false))
+	e := n.waitEvent("drop rule", ruleEvent("mlx5_4", "NICPortDrop", false))
 	if !e.IsFatal || time.Since(start) < 2*time.Second {
 		t.Fatalf("drop event %+v after %v", e, time.Since(start))
 	}
 	n.h.SetPortState("mlx5_4", 1, "ACTIVE", "LinkUp")
-	n.waitEvent("drop cleared", ruleEvent("mlx5_4", "NICPortDropRule", true))
+	n.waitEvent("drop cleared", ruleEvent("mlx5_4", "NICPortDrop", true))
 	n.stop()
 	// A port DOWN since the daemon's first sight is unprovisioned, not
 	// dropped (DESIGN.md difference 4): the management-free simulator has
 	// none, so no other port may have dropped.
 	if c := count(n.read(), func(e event.Event) bool {
-		return e.CheckName == "NICPortDropRule" && e.Device() != "mlx5_4" && !e.IsHealthy
+		return e.CheckName == "NICPortDrop" && e.Device() != "mlx5_4" && !e.IsHealthy
 	}); c != 0 {
 		t.Fatalf("%d unexpected drop events", c)
 	}
 }
 
-// NVSentinel's RepeatedNICDegradation on the node: 3 non-fatal events on
-// one port within the window escalate (CONTACT_SUPPORT), and clear once
-// the window has passed with the port healthy.
-func TestRules_RepeatedDegradationEscalates(t *testing.T) {
+// Seed counter 1.4 and 3.1 (RepeatedNICDegradation) on the node: 5
+// non-fatal degradation events of one port within the window (24 h,
+// shortened here to 10 s) are fatal, REPLACE_VM, and clear once the window
+// has passed with the port healthy (DESIGN.md difference 15).
+func TestRules_Counters_1_4_RepeatedNICDegradationIsFatal(t *testing.T) {
 	t.Parallel()
-	n := newNode(t, "dgx-h100", "[rules.degradation]\nwindow = \"4s\"\n")
+	n := newNode(t, "dgx-h100", "[rules.degradation]\nwindow = \"10s\"\n")
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_8", event.KindPortBaseline))
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 5; i++ {
+		if i == 4 {
+			if c := count(n.read(), ruleEvent("mlx5_8", "RepeatedNICDegradation", false)); c != 0 {
+				t.Fatal("escalated after 4 events (the seed says 5)")
+			}
+		}
 		skip := len(n.read())
 		n.h.SetOperstate("enp65s0f0np0", "down")
 		n.waitEventAfter(skip, "degraded", portEvent("mlx5_8", event.KindPortNonFatal))
@@ -125,10 +131,13 @@ func TestRules_RepeatedDegradationEscalates(t *testing.T) {
 		n.h.SetOperstate("enp65s0f0np0", "up")
 		n.waitEventAfter(skip, "healthy", portEvent("mlx5_8", event.KindPortRecovered))
 	}
-	e := n.waitEvent("escalation", ruleEvent("mlx5_8", "NICDegradationRule", false))
-	if e.IsFatal || e.RecommendedAction != event.ActionContactSupport {
+	e := n.waitEvent("escalation", ruleEvent("mlx5_8", "RepeatedNICDegradation", false))
+	if !e.IsFatal || e.RecommendedAction != event.ActionReplaceVM || len(e.ErrorCode) != 1 || e.ErrorCode[0] != "RepeatedNICDegradation" {
 		t.Fatalf("escalation %+v", e)
 	}
-	n.waitEvent("escalation cleared", ruleEvent("mlx5_8", "NICDegradationRule", true))
+	c := n.waitEvent("escalation cleared", ruleEvent("mlx5_8", "RepeatedNICDegradation", true))
+	if len(c.ErrorCode) != 1 || c.ErrorCode[0] != "RepeatedNICDegradation" {
+		t.Fatalf("clear %+v", c)
+	}
 	n.stop()
 }

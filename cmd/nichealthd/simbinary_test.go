@@ -12,6 +12,10 @@ var (
 	simOnce sync.Once
 	simPath string
 	simErr  error
+
+	seamOnce sync.Once
+	seamPath string
+	seamErr  error
 )
 
 // simBinary builds nichealth-sim once, next to the daemon under test: the
@@ -29,4 +33,32 @@ func simBinary(t *testing.T) string {
 		t.Fatal(simErr)
 	}
 	return simPath
+}
+
+// simulatedDaemon builds, once, nichealthd with the simulate tag: the
+// binary for the tests that need the simulator to stand in for the kernel
+// (an errno on a chosen file, mlx5 driver statistics), given the host by
+// --simulate-root. Every other black-box test runs daemonBin, the
+// production build, which has no such seam.
+func simulatedDaemon(t *testing.T) string {
+	t.Helper()
+	seamOnce.Do(func() {
+		seamPath = filepath.Join(filepath.Dir(daemonBin), "nichealthd-simulate")
+		out, err := exec.Command("go", "build", "-race", "-tags", "simulate", "-o", seamPath, ".").CombinedOutput()
+		if err != nil {
+			seamErr = fmt.Errorf("build nichealthd -tags simulate: %v\n%s", err, out)
+		}
+	})
+	if seamErr != nil {
+		t.Fatal(seamErr)
+	}
+	return seamPath
+}
+
+// simulate makes the node run the simulate build with its host as the
+// simulated root.
+func (n *node) simulate() {
+	n.t.Helper()
+	n.bin = simulatedDaemon(n.t)
+	n.seamArgs = []string{"--simulate-root", n.h.Root}
 }

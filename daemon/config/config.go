@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/kernellog"
@@ -39,6 +41,15 @@ var AllChecks = []string{
 // the checks key name them like the other checks.
 var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
 
+// LegacyRuleChecks are the rules' check names before they took the seeds'
+// names (DESIGN.md difference 15), by their new names: still accepted in
+// checks and --checks, and migrated in a state file's conditions.
+var LegacyRuleChecks = map[string]string{
+	"NICLinkFlapRule":    rules.FlapCheck,
+	"NICPortDropRule":    rules.DropCheck,
+	"NICDegradationRule": rules.DegradationCheck,
+}
+
 // KnownChecks is every check name --checks and the checks key accept.
 func KnownChecks() []string { return append(append([]string{}, AllChecks...), RuleChecks...) }
 
@@ -59,23 +70,24 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 // File is the TOML document. Key names follow NVSentinel's where it has
 // them, so a ConfigMap written for its nic-health-monitor reads here.
 type File struct {
-	SysfsRoot                 string   `toml:"sysfsRoot"`
-	ProcfsRoot                string   `toml:"procfsRoot"`
-	DevRoot                   string   `toml:"devRoot"`
-	SysClassInfinibandPath    string   `toml:"sysClassInfinibandPath"`
-	SysClassNetPath           string   `toml:"sysClassNetPath"`
-	MetadataPath              string   `toml:"metadataPath"`
-	TopologySource            string   `toml:"topologySource"`
-	NicExclusionRegex         *string  `toml:"nicExclusionRegex"`
-	NicInclusionRegexOverride string   `toml:"nicInclusionRegexOverride"`
-	PollingInterval           Duration `toml:"pollingInterval"`
-	ReadTimeout               Duration `toml:"readTimeout"`
-	MaxStuckReads             int      `toml:"maxStuckReads"`
-	ParkReprobeInterval       Duration `toml:"parkReprobeInterval"`
-	NodeName                  string   `toml:"nodeName"`
-	ProcessingStrategy        string   `toml:"processingStrategy"`
-	Checks                    []string `toml:"checks"`
-	MetricsAddress            string   `toml:"metricsAddress"`
+	SysfsRoot                 string    `toml:"sysfsRoot"`
+	ProcfsRoot                string    `toml:"procfsRoot"`
+	DevRoot                   string    `toml:"devRoot"`
+	SysClassInfinibandPath    string    `toml:"sysClassInfinibandPath"`
+	SysClassNetPath           string    `toml:"sysClassNetPath"`
+	MetadataPath              string    `toml:"metadataPath"`
+	TopologySource            string    `toml:"topologySource"`
+	NicExclusionRegex         *string   `toml:"nicExclusionRegex"`
+	NicInclusionRegexOverride string    `toml:"nicInclusionRegexOverride"`
+	PollingInterval           Duration  `toml:"pollingInterval"`
+	ReadTimeout               Duration  `toml:"readTimeout"`
+	MaxStuckReads             int       `toml:"maxStuckReads"`
+	ParkReprobeInterval       Duration  `toml:"parkReprobeInterval"`
+	CardAnomalyHold           *Duration `toml:"cardAnomalyHold"`
+	NodeName                  string    `toml:"nodeName"`
+	ProcessingStrategy        string    `toml:"processingStrategy"`
+	Checks                    []string  `toml:"checks"`
+	MetricsAddress            string    `toml:"metricsAddress"`
 
 	CounterDetection struct {
 		Enabled              *bool               `toml:"enabled"`
@@ -123,6 +135,7 @@ type LinkSanity struct {
 	SMLID       *bool `toml:"smLid"`
 	CharDevices *bool `toml:"charDevices"`
 	ISSM        *bool `toml:"issm"`
+	RoCEGID     *bool `toml:"roceGid"`
 	Fatal       *bool `toml:"fatal"`
 }
 
@@ -143,11 +156,15 @@ type Config struct {
 	MaxStuckReads  int
 	// ParkReprobe is how often a parked file (one failing with EINVAL,
 	// EIO, EOPNOTSUPP, EACCES or EPERM three times in a row) is read again.
-	ParkReprobe    time.Duration
-	NodeName       string
-	Strategy       event.ProcessingStrategy
-	Checks         map[string]bool
-	MetricsAddress string
+	ParkReprobe time.Duration
+	// CardAnomalyHold is how long a card must stay below its peers' mode
+	// (and a role group's IB ports wait for a subnet manager) before it
+	// is reported (DESIGN.md differences 4 and 12).
+	CardAnomalyHold time.Duration
+	NodeName        string
+	Strategy        event.ProcessingStrategy
+	Checks          map[string]bool
+	MetricsAddress  string
 
 	CountersEnabled      bool
 	Counters             []counters.Definition
@@ -174,7 +191,7 @@ type Config struct {
 
 // SanityConfig is LinkSanity with defaults applied.
 type SanityConfig struct {
-	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, Fatal bool
+	Enabled, PCIe, RateVsPeers, SMLID, CharDevices, ISSM, RoCEGID, Fatal bool
 }
 
 // Error names the file, the key, the line where the key is set (0 when
@@ -202,7 +219,39 @@ const DefaultExclusion = "^veth.*,^docker.*,^br-.*,^lo$"
 // delete it); a missing file anywhere else is an error, because a typo in
 // --config must not silently run with defaults.
 func Load(path string) (*Config, error) {
-	b, err := readConfig(path, readDeadline)
+	var l Loader
+	return l.Load(path)
+}
+
+// Loader loads the configuration as Load does, for a process that loads
+// it again and again (the daemon's reloads). A read that hangs (a hung
+// network filesystem) is abandoned after the deadline but stays pending,
+// and the next Load of the same file waits on that read instead of
+// starting another: each read blocked in the kernel holds an OS thread,
+// and a reload every second would otherwise end in thread exhaustion.
+// The zero value is ready; it is safe for concurrent use.
+type Loader struct {
+	// Deadline bounds how long Load waits for the file (0: 5 s).
+	Deadline time.Duration
+
+	mu      sync.Mutex
+	pending map[string]*pendingRead
+}
+
+// pendingRead is one read of a file in flight; done closes when it ends.
+type pendingRead struct {
+	done chan struct{}
+	b    []byte
+	err  error
+}
+
+// Load reads and validates path (see the package-level Load).
+func (l *Loader) Load(path string) (*Config, error) {
+	deadline := l.Deadline
+	if deadline <= 0 {
+		deadline = readDeadline
+	}
+	b, err := l.read(path, deadline)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
 			b = nil
@@ -219,28 +268,41 @@ const (
 	readDeadline   = 5 * time.Second
 )
 
-// readConfig reads a configuration file that anyone with write access to
+// read reads a configuration file that anyone with write access to
 // its directory may have replaced: only a regular file (or a symlink to
 // one, as ConfigMaps are) of at most 1 MiB is read. A FIFO would block the
 // read forever and /dev/zero would exhaust memory; the non-blocking open
 // and the type check on the open file refuse both at once. A regular file
 // on a hung network filesystem is abandoned after deadline.
-func readConfig(path string, deadline time.Duration) ([]byte, error) {
-	type result struct {
-		b   []byte
-		err error
+// A read still pending from an earlier call is joined, never
+// duplicated.
+func (l *Loader) read(path string, deadline time.Duration) ([]byte, error) {
+	l.mu.Lock()
+	r, joined := l.pending[path]
+	if !joined {
+		r = &pendingRead{done: make(chan struct{})}
+		if l.pending == nil {
+			l.pending = map[string]*pendingRead{}
+		}
+		l.pending[path] = r
+		go func() {
+			r.b, r.err = regularfile.Read(path, maxConfigBytes)
+			l.mu.Lock()
+			delete(l.pending, path)
+			l.mu.Unlock()
+			close(r.done)
+		}()
 	}
-	ch := make(chan result, 1)
-	go func() {
-		b, err := regularfile.Read(path, maxConfigBytes)
-		ch <- result{b, err}
-	}()
+	l.mu.Unlock()
 	t := time.NewTimer(deadline)
 	defer t.Stop()
 	select {
-	case r := <-ch:
+	case <-r.done:
 		return r.b, r.err
 	case <-t.C:
+		if joined {
+			return nil, fmt.Errorf("no answer within %v; an earlier read of the file has not returned either (a hung filesystem?)", deadline)
+		}
 		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
 	}
 }
@@ -285,7 +347,7 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -407,8 +469,22 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
 		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
+	c.CardAnomalyHold = cards.DefaultHold
+	if f.CardAnomalyHold != nil {
+		c.CardAnomalyHold = f.CardAnomalyHold.Duration
+	}
+	if c.CardAnomalyHold < 0 || c.CardAnomalyHold > maxCardAnomalyHold {
+		// Longer than the drop rule's 4 minutes and a port stuck in INIT
+		// would be judged by nothing for that long.
+		return bad("cardAnomalyHold", "%v is outside 0s..%v (default %v: how long a card may lack ports against its peers before it is fatal)",
+			c.CardAnomalyHold, maxCardAnomalyHold, cards.DefaultHold)
+	}
 	return parkFrom(c, f, bad)
 }
+
+// maxCardAnomalyHold bounds cardAnomalyHold: the drop rule (seed state
+// 6.2) already calls a port DOWN for 4 minutes dropped.
+const maxCardAnomalyHold = 4 * time.Minute
 
 // identityFrom reads node name, processing strategy, checks and the metrics address.
 func identityFrom(c *Config, f *File, bad badFunc) error {
@@ -437,6 +513,9 @@ func identityFrom(c *Config, f *File, bad badFunc) error {
 	return nil
 }
 
+// MaxDescriptionBytes bounds a counter's description.
+const MaxDescriptionBytes = 1024
+
 // countersFrom reads counter detection and its table.
 func countersFrom(c *Config, f *File, bad badFunc) error {
 	var err error
@@ -447,6 +526,15 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 	}
 	if x := c.XmitWaitBytesPerTick; math.IsNaN(x) || x <= 0 || x > 1<<20 {
 		return bad("counterDetection.xmitWaitBytesPerTick", "%v must be positive and at most 1048576 (bytes per port_xmit_wait tick; 8 unless the NIC's documentation says otherwise)", x)
+	}
+	for i, o := range f.CounterDetection.Counters {
+		// The description is the text of every event of its counter:
+		// bounded here, so an operator learns of a cut at once rather than
+		// from truncated events (event.New bounds them anyway).
+		if o.Description != nil && len(*o.Description) > MaxDescriptionBytes {
+			return bad(fmt.Sprintf("counterDetection.counters[%d].description", i),
+				"is %d bytes, above the limit of %d: describe the fault in a sentence", len(*o.Description), MaxDescriptionBytes)
+		}
 	}
 	if c.Counters, err = counters.Merge(counters.TableDefaults(), f.CounterDetection.Counters); err != nil {
 		return &Error{File: c.Path, Reason: err.Error()}
@@ -461,7 +549,7 @@ func sanityAndRulesFrom(c *Config, f *File, bad badFunc) error {
 	c.Sanity = SanityConfig{
 		Enabled: boolOr(s.Enabled, true), PCIe: boolOr(s.PCIe, true), RateVsPeers: boolOr(s.RateVsPeers, true),
 		SMLID: boolOr(s.SMLID, true), CharDevices: boolOr(s.CharDevices, true), ISSM: boolOr(s.ISSM, false),
-		Fatal: boolOr(s.Fatal, false),
+		RoCEGID: boolOr(s.RoCEGID, true), Fatal: boolOr(s.Fatal, false),
 	}
 
 	if c.Rules, err = rulesConfig(f.Rules, bad); err != nil {
@@ -478,6 +566,14 @@ func sinksFrom(c *Config, f *File, bad badFunc) error {
 	c.JournalEnabled = boolOr(f.Sinks.Journal.Enabled, true)
 	c.JSONLPath = f.Sinks.JSONL.Path
 	if c.JSONLPath != "" && c.JSONLPath != "-" {
+		if strings.IndexByte(c.JSONLPath, 0) >= 0 || !utf8.ValidString(c.JSONLPath) {
+			return bad("sinks.jsonl.path", "%q contains a NUL byte or invalid UTF-8: name a file by an absolute path", c.JSONLPath)
+		}
+		if !filepath.IsAbs(c.JSONLPath) {
+			// Relative to what the daemon's working directory happens to
+			// be, which systemd sets to /.
+			return bad("sinks.jsonl.path", "%q must be an absolute path (or \"-\" for stdout)", c.JSONLPath)
+		}
 		if fi, err := os.Stat(c.JSONLPath); err == nil && !fi.Mode().IsRegular() {
 			if fi.IsDir() {
 				return bad("sinks.jsonl.path", "%s is a directory: name a file in it (e.g. %s), or \"-\" for stdout", c.JSONLPath, filepath.Join(c.JSONLPath, "events.jsonl"))
@@ -534,7 +630,14 @@ func ParseChecks(list []string) (map[string]bool, error) {
 	for _, n := range list {
 		n = strings.TrimSpace(n)
 		if n == "" {
-			continue
+			// A blank name would leave every check off without a word:
+			// a list means "only these".
+			return nil, fmt.Errorf("empty check name in the list (known: %s); leave the list out to run every check", strings.Join(KnownChecks(), ", "))
+		}
+		if nw, ok := LegacyRuleChecks[n]; ok {
+			// A configuration written before the rules took the seeds'
+			// names keeps working.
+			n = nw
 		}
 		if !slices.Contains(KnownChecks(), n) {
 			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(KnownChecks(), ", "))

@@ -12,9 +12,10 @@ import (
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
 // and Sinks are called once per scrape, from a goroutine of their own, and
-// may take the daemon's lock; Stalled is called by /healthz on the request
-// goroutine and must not take any lock the poll loop holds while polling,
-// because it has to answer precisely when that loop is wedged.
+// may take the daemon's lock; Stalled and Snapshot are called by /healthz
+// on the request goroutine and must not take any lock the poll loop holds
+// while polling, because it has to answer precisely when that loop is
+// wedged.
 type Source interface {
 	// Snapshot is the published verdict (checks/health): the endpoint
 	// shows what every other view shows, and judges nothing itself.
@@ -26,6 +27,11 @@ type Source interface {
 	// Stalled reports whether the poll loop has made no progress for
 	// longer than the watchdog allows (the same gate as WATCHDOG=1).
 	Stalled() bool
+	// Undeliverable says why events cannot be made durable (the outbox
+	// refuses appends), or "" when they can: the daemon polls but what
+	// it detects cannot reach anyone. Same rule as Stalled: no lock the
+	// poll loop holds.
+	Undeliverable() string
 }
 
 // SinkStats is one event destination's delivery totals since start.
@@ -82,6 +88,7 @@ const (
 	mPortState
 	mPortPhysState
 	mPortStateInfo
+	mPortInfo
 	mPortRate
 	mPortLastChange
 	mPortXmitWaitLostGbps
@@ -145,6 +152,7 @@ func descriptors() [numFamilies]desc {
 		mPortState:          {p + "port_state", "Logical port state id: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER; 0 not read yet or unreadable.", gauge},
 		mPortPhysState:      {p + "port_phys_state", "Physical port state id: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test; 0 not read yet or unreadable.", gauge},
 		mPortStateInfo:      {p + "port_state_info", "Always 1; state and phys_state labels carry the names sysfs prints.", gauge},
+		mPortInfo:           {p + "port_info", "Always 1; node_guid and port_guid identify the port in the fabric as ibnetdiscover prints them (0x and 16 hex digits), so a fabric view joins ports by GUID.", gauge},
 		mPortRate:           {p + "port_rate_gbps", "Port rate in Gb/s from ports/<n>/rate (absent when unreadable).", gauge},
 		mPortLastChange:     {p + "port_last_change_timestamp_seconds", "Unix time of the port's last healthy/unhealthy crossing (absent when none seen).", gauge},
 		mPortXmitWaitLostGbps: {p + "port_xmit_wait_lost_gbps",
@@ -240,6 +248,9 @@ func fillPort(e *encoder, pv *health.Port) {
 	e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
 	e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
 	e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
+	if pv.NodeGUID != "" || pv.PortGUID != "" {
+		e.add(mPortInfo, e.labels("device", pv.Device, "port", port, "node_guid", pv.NodeGUID, "port_guid", pv.PortGUID, "link_layer", pv.LinkLayer), uval(1))
+	}
 	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
 		e.add(mPortRate, id, fval(r.Gbps))
 	}

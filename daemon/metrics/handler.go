@@ -27,8 +27,12 @@ const defaultScrapeTimeout = 10 * time.Second
 //	              (Prometheus's X-Prometheus-Scrape-Timeout-Seconds when
 //	              shorter, else 10s) or the request was cancelled;
 //	              500 when src panicked (the panic is contained);
-//	GET /healthz  200 "ok" while the poll loop makes progress,
-//	              503 "poll loop stalled since <time>" when src.Stalled();
+//	GET /healthz  200 "ok" while the poll loop makes progress, its events
+//	              can be made durable and every check runs;
+//	              503 "poll loop stalled since <time>" when src.Stalled(),
+//	              503 "events cannot be made durable: ..." when
+//	              src.Undeliverable() says why, 503 "check <name> failed ..."
+//	              while a check disabled by a panic is not running again;
 //	GET /         a one-line index; anything else 404, other methods 405.
 //
 // HEAD works wherever GET does. A nil src answers 500 on both endpoints.
@@ -175,6 +179,23 @@ func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	if !h.src.Stalled() {
+		if why := h.src.Undeliverable(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "events cannot be made durable: %s; see journalctl -u nichealthd\n", why)
+			return
+		}
+		// The published snapshot, lock-free like the stall test: the
+		// monitor is not whole while one of its checks is disabled.
+		if s := h.src.Snapshot(); s != nil {
+			if failed := s.FailedChecks(); len(failed) > 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				for _, c := range failed {
+					fmt.Fprintf(w, "check %s failed at %s and is disabled until the next reload or restart; the other checks keep polling; see journalctl -u nichealthd CHECK_NAME=%s\n",
+						c.Entity.Name, c.Since.UTC().Format(time.RFC3339), c.Entity.Name)
+				}
+				return
+			}
+		}
 		w.Write([]byte("ok\n"))
 		return
 	}

@@ -43,6 +43,7 @@ func unhealthySource() *fakeSource {
 		},
 		ports: []dbusapi.PortView{
 			{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", Rate: "400 Gb/sec (4X NDR)",
+				NodeGUID: "0xb83fd20300a0b010", PortGUID: "0xb83fd20300a0b010",
 				State: "DOWN", PhysState: "Disabled", Fatal: true, LastChangeUSec: 1_700_000_000_000_000,
 				Counters: []dbusapi.CounterView{
 					{Name: "link_downed", Value: 3, Unit: "/sec", ThresholdType: "delta", Fatal: true, Breached: true},
@@ -108,6 +109,9 @@ func TestMetrics_7_ValuesFromViews(t *testing.T) {
 		{"nichealth_port_phys_state", id8, 5},
 		{"nichealth_port_state_info", []string{"device", "mlx5_0", "state", "DOWN", "phys_state", "Disabled"}, 1},
 		{"nichealth_port_rate_gbps", id0, 400},
+		// The fabric view joins the port to an ibnetdiscover dump by these.
+		{"nichealth_port_info", []string{"device", "mlx5_0", "port", "1", "node_guid", "0xb83fd20300a0b010",
+			"port_guid", "0xb83fd20300a0b010", "link_layer", "InfiniBand"}, 1},
 		{"nichealth_port_last_change_timestamp_seconds", id0, 1_700_000_000},
 		{"nichealth_port_xmit_wait_lost_gbps", []string{"device", "mlx5_8", "port", "1"}, 40},
 		{"nichealth_port_xmit_wait_lost_percent", []string{"device", "mlx5_8", "port", "1"}, 10},
@@ -397,6 +401,13 @@ func TestHealthz_4_OKThenStalled(t *testing.T) {
 	src.setStalled(false)
 	if code, _ := get(); code != 200 {
 		t.Fatalf("recovered: %d", code)
+	}
+	// Issue 22 row 2: polling, but the outbox refuses every event.
+	src.mu.Lock()
+	src.undeliv = "3 events cannot be written to the outbox"
+	src.mu.Unlock()
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot be made durable: 3 events") {
+		t.Fatalf("undeliverable: %d %q", code, body)
 	}
 }
 

@@ -24,10 +24,11 @@ func (p parkedSource) Snapshot() *health.Snapshot {
 	}
 	return health.Build(health.Node{Ready: true}, []health.PortInfo{info}, conds)
 }
-func (parkedSource) LastPoll() time.Time  { return time.Time{} }
-func (parkedSource) Outbox() outbox.Stats { return outbox.Stats{} }
-func (parkedSource) Sinks() []SinkStats   { return nil }
-func (parkedSource) Stalled() bool        { return false }
+func (parkedSource) LastPoll() time.Time   { return time.Time{} }
+func (parkedSource) Outbox() outbox.Stats  { return outbox.Stats{} }
+func (parkedSource) Sinks() []SinkStats    { return nil }
+func (parkedSource) Stalled() bool         { return false }
+func (parkedSource) Undeliverable() string { return "" }
 
 func TestParking_MetricsParkedFiles(t *testing.T) {
 	const f = "/sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error"

@@ -23,6 +23,7 @@ type fakeSource struct {
 	ob       outbox.Stats
 	sinks    []SinkStats
 	stalled  bool
+	undeliv  string
 	block    chan struct{}
 	entered  chan struct{} // receives once per Manager call when block is set
 	calls    int
@@ -45,7 +46,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 	for _, pv := range ports {
 		pi := health.PortInfo{Device: pv.Device, Port: int(pv.Port), LinkLayer: pv.LinkLayer, Role: pv.Role,
 			RoleReason: pv.RoleReason, NetDev: pv.NetDev, PCIAddress: pv.PCIAddress, NUMANode: int(pv.NUMANode),
-			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState}
+			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState, NodeGUID: pv.NodeGUID, PortGUID: pv.PortGUID}
 		if pv.LastChangeUSec != 0 {
 			pi.LastChange = time.UnixMicro(int64(pv.LastChangeUSec))
 		}
@@ -106,6 +107,12 @@ func (f *fakeSource) Stalled() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stalled
+}
+
+func (f *fakeSource) Undeliverable() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.undeliv
 }
 
 func (f *fakeSource) setStalled(v bool) {
@@ -186,5 +193,3 @@ func simSource(tb testing.TB, shape string, allCounters bool) *fakeSource {
 	src.mgr.MonitoredNICs = uint32(len(nics))
 	return src
 }
-
-func portName(p dbusapi.PortView) string { return fmt.Sprintf("%s/%d", p.Device, p.Port) }

@@ -23,6 +23,10 @@ type Sink interface {
 	//                         each event alone and parks the ones rejected
 	//                         again (dead letters, retried on operator
 	//                         request), never acknowledging them silently;
+	//   TooLarge(err)       - the batch is larger than the destination
+	//                         takes at once (gRPC ResourceExhausted): the
+	//                         drainer sends it in halves, in order; a
+	//                         single event too large is Permanent too;
 	//   any other error     - transient (socket missing, Unavailable): keep
 	//                         the events and retry later.
 	Send(ctx context.Context, events []event.Event) error
@@ -48,4 +52,24 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
+}
+
+// TooLargeError marks a batch the destination refused for its size.
+type TooLargeError struct{ Err error }
+
+func (e *TooLargeError) Error() string { return fmt.Sprintf("too large: %v", e.Err) }
+func (e *TooLargeError) Unwrap() error { return e.Err }
+
+// TooLarge wraps err so that IsTooLarge reports true.
+func TooLarge(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TooLargeError{Err: err}
+}
+
+// IsTooLarge reports whether err (or anything it wraps) is TooLarge.
+func IsTooLarge(err error) bool {
+	var t *TooLargeError
+	return errors.As(err, &t)
 }

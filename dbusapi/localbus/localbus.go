@@ -1,10 +1,13 @@
 package localbus
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -80,19 +83,33 @@ func Start(dir string) (*Bus, error) {
 	if err := os.WriteFile(conf, []byte(Config(sock, PermissivePolicy, "")), 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
 	}
-	c := exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile")
+	// --print-address writes the address once the bus accepts connections;
+	// the socket file alone exists between bind and listen, when a client
+	// is refused.
+	c := exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start dbus-daemon: %w", err)
+	}
 	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("start dbus-daemon: %w", err)
 	}
-	for i := 0; i < 500; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			return &Bus{Address: "unix:path=" + sock, cmd: c}, nil
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		io.Copy(io.Discard, out) // it prints nothing more; keep the pipe drained
+	}()
+	select {
+	case a := <-addr:
+		if a != "" {
+			return &Bus{Address: a, cmd: c}, nil
 		}
-		time.Sleep(10 * time.Millisecond)
+	case <-time.After(5 * time.Second):
 	}
 	c.Process.Kill()
 	c.Wait()
-	return nil, fmt.Errorf("dbus-daemon did not create %s within 5s", sock)
+	return nil, fmt.Errorf("dbus-daemon did not start listening on %s within 5s", sock)
 }
 
 // Stop ends the bus.

@@ -18,12 +18,17 @@ _nichealthctl() {
     fi
 
     local commands="status ports port events ack reload check wait-ready validate topology"
-    local flags="--json --bus-address --since --follow --retry-rejected --timeout --perfdata --offline --config --root --help --version"
-    # Counter names of the built-in table; custom ones can still be typed.
-    local counters="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
+    # Options of the daemon commands; every command takes them after its
+    # name, none before it (nichealthctl --json status is refused).
+    local common="--json --bus-address --help"
+    # What ack takes after DEVICE PORT: the built-in counter table (PHY
+    # statistics included) and the non-counter latches; custom counters can
+    # still be typed. packaging/completion's test keeps this list whole.
+    local acks="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
         out_of_sequence local_ack_timeout_err port_xmit_discards port_xmit_wait
-        roce_slow_restart carrier_changes"
+        roce_slow_restart carrier_changes rx_corrected_bits_phy rx_symbol_err_phy
+        rx_pcs_symbol_err_phy link_down_events_phy pcie_aer"
     local ibclass=/sys/class/infiniband
 
     # Find the sub-command and the positional arguments after it.
@@ -45,7 +50,7 @@ _nichealthctl() {
 
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            _nichealthctl_reply -W "--json --bus-address --help --version"
+            _nichealthctl_reply -W "--help --version"
         else
             _nichealthctl_reply -W "$commands"
         fi
@@ -54,16 +59,20 @@ _nichealthctl() {
 
     case $cmd in
         port|ack)
+            if [[ $cur == -* ]]; then
+                _nichealthctl_reply -W "$common"
+                return
+            fi
             case ${#args[@]} in
                 0) _nichealthctl_reply -W "$(ls "$ibclass" 2>/dev/null)" ;;
                 1) _nichealthctl_reply -W "$(ls "$ibclass/${args[0]}/ports" 2>/dev/null)" ;;
-                2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$counters" ;;
+                2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$acks" ;;
             esac
             ;;
-        events) _nichealthctl_reply -W "--since --follow -f --retry-rejected --json" ;;
-        check) _nichealthctl_reply -W "--perfdata --offline --config --root --json" ;;
-        wait-ready) _nichealthctl_reply -W "--timeout --json" ;;
-        validate) _nichealthctl_reply -f ;;
+        events) _nichealthctl_reply -W "--since --follow -f --retry-rejected $common" ;;
+        check) _nichealthctl_reply -W "--perfdata --offline --config --root $common" ;;
+        wait-ready) _nichealthctl_reply -W "--timeout $common" ;;
+        validate) if [[ $cur == -* ]]; then _nichealthctl_reply -W "--help"; else _nichealthctl_reply -f; fi ;;
         topology)
             if [[ ${#args[@]} -eq 0 ]]; then
                 _nichealthctl_reply -W "parse collect show"
@@ -76,6 +85,6 @@ _nichealthctl() {
                 _nichealthctl_reply -f
             fi
             ;;
-        *) _nichealthctl_reply -W "$flags" ;;
+        *) _nichealthctl_reply -W "$common" ;;
     esac
 } && complete -F _nichealthctl nichealthctl

@@ -243,3 +243,26 @@ func TestDashboard_FleetAndNodeViews(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard links to the fabric map that nichealth-fabric writes.
+func TestDashboard_12_LinksTheFabricMap(t *testing.T) {
+	b, err := os.ReadFile("nichealthd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Links []struct {
+			Title string `json:"title"`
+			URL   string `json:"url"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range d.Links {
+		if l.Title == "Fabric map" && strings.HasSuffix(l.URL, "fabric.html") {
+			return
+		}
+	}
+	t.Fatalf("no Fabric map link in %+v", d.Links)
+}

@@ -55,7 +55,7 @@ func TestManPages_EveryPageRendersWithoutTroffWarnings(t *testing.T) {
 		names = append(names, p.FileName())
 	}
 	slices.Sort(names)
-	want := []string{"nichealthctl.1", "nichealthd.8", "nichealthd.toml.5"}
+	want := []string{"nichealth-fabric.1", "nichealthctl.1", "nichealthd.8", "nichealthd.toml.5"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("pages = %v, want %v", names, want)
 	}
@@ -96,7 +96,9 @@ func TestManPages_CompletionMatchesNichealthctlPage(t *testing.T) {
 		}
 	}
 	check(completionPath, "commands", words(t, completionPath, b, `(?m)^\s*local commands="([^"]*)"`), wantCmds)
-	check(completionPath, "flags", words(t, completionPath, b, `(?m)^\s*local flags="([^"]*)"`), wantFlags)
+	// Every documented option is offered somewhere, and nothing else.
+	offered := all(b, `(--[a-z][a-z-]*)`)
+	check(completionPath, "flags", offered, wantFlags)
 
 	z, err := os.ReadFile(zshPath)
 	if err != nil {

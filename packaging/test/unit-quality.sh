@@ -103,6 +103,33 @@ $(printf '%s\n' "$out" | grep '✗')"
     fi
 done
 
+# The shipped metrics drop-ins must verify as they are, and the daemon's unit
+# with one of them must still be hardened: they widen the network, nothing
+# else.
+for dropin in "$PKG"/examples/metrics*.conf; do
+    name=$(basename "$dropin")
+    D=$W/dropin-$name
+    cp -a "$R" "$D"
+    mkdir -p "$D/etc/systemd/system/nichealthd.service.d"
+    cp "$dropin" "$D/etc/systemd/system/nichealthd.service.d/$name"
+    out=$(MANPATH=$MAN systemd-analyze verify --root="$D" nichealthd.service 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && [ -z "$out" ]; then
+        pass "systemd-analyze verify prints nothing for nichealthd.service with $name"
+    else
+        fail "systemd-analyze verify nichealthd.service with $name (rc $rc):
+$out"
+    fi
+    out=$(systemd-analyze security --offline=yes --no-pager --root="$D" nichealthd.service 2>&1)
+    score=$(printf '%s\n' "$out" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+    if [ -n "$score" ] && awk -v s="$score" -v m="$MAX_EXPOSURE_DAEMON" 'BEGIN { exit !(s <= m) }'; then
+        pass "nichealthd.service with $name: exposure $score (limit $MAX_EXPOSURE_DAEMON)"
+    else
+        fail "nichealthd.service with $name: exposure ${score:-unknown} > $MAX_EXPOSURE_DAEMON:
+$(printf '%s\n' "$out" | grep '✗')"
+    fi
+done
+
 # --- sysusers.d / tmpfiles.d --------------------------------------------------
 U=$W/users
 mkdir -p "$U/etc"

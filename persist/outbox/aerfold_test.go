@@ -16,14 +16,14 @@ func TestAER_FoldKeyKeepsPCIFunctionsApart(t *testing.T) {
 			Metadata: map[string]string{"pci": pci, "aer": class}}, event.Stamp{})
 		return &e
 	}
-	a, b, c := foldKey(ev("0000:3a:00.0", "fatal")), foldKey(ev("0000:3b:00.0", "fatal")), foldKey(ev("0000:3a:00.0", "nonfatal"))
+	a, b, c := FoldKey(ev("0000:3a:00.0", "fatal")), FoldKey(ev("0000:3b:00.0", "fatal")), FoldKey(ev("0000:3a:00.0", "nonfatal"))
 	if a == b || a == c {
 		t.Errorf("fold keys collide: %x %x %x", a, b, c)
 	}
 	plain := event.New(event.Spec{Kind: event.KindPortFatal, CheckName: event.InfiniBandStateCheck, Device: "mlx5_0", Port: 1}, event.Stamp{})
 	withEmpty := plain
 	withEmpty.Metadata = map[string]string{"pci": ""}
-	if foldKey(&plain) != foldKey(&withEmpty) {
+	if FoldKey(&plain) != FoldKey(&withEmpty) {
 		t.Error("an event without pci/aer metadata changed its fold key")
 	}
 }

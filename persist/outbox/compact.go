@@ -120,7 +120,7 @@ func (o *Outbox) keySegment(s *segment) {
 	}
 	keys := make(map[uint64]uint64, len(recs))
 	for i := range recs {
-		keys[recs[i].Seq] = foldKey(&recs[i].Event)
+		keys[recs[i].Seq] = FoldKey(&recs[i].Event)
 	}
 	for i := range s.ents {
 		if s.ents[i].key == 0 {
@@ -203,4 +203,35 @@ func (o *Outbox) rewrite(k int, keep []entry) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// settleBound clears the over-bound state once the sinks have drained
+// enough that what remains undelivered fits the bound again: delivered
+// records still on disk are freed by the next append, so they do not keep
+// nichealth_outbox_over_bound (and its alert) up after the backlog is
+// gone. Only makeRoom used to clear it, which a quiet node never calls.
+func (o *Outbox) settleBound() {
+	if !o.overBound {
+		return
+	}
+	delivered, ok := o.minCursor()
+	if !ok {
+		return
+	}
+	var pending int64
+	for _, s := range o.segs {
+		if s.lastSeq() <= delivered {
+			continue
+		}
+		for _, e := range s.ents {
+			if e.seq > delivered {
+				pending += int64(e.size)
+			}
+		}
+	}
+	if pending <= o.opts.MaxBytes {
+		o.overBound = false
+		o.log.Info(fmt.Sprintf("outbox %s: the undelivered events fit its bound of %d bytes again", o.dir, o.opts.MaxBytes),
+			"dir", o.dir, "undelivered_bytes", pending, "max_bytes", o.opts.MaxBytes)
+	}
 }

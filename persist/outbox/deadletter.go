@@ -105,10 +105,19 @@ func (o *Outbox) Park(sink string, recs []Record, reasons []string) error {
 	if o.closed {
 		return ErrClosed
 	}
-	list := slices.Clone(o.parked[sink])
+	ps := make([]Parked, len(recs))
 	for i, r := range recs {
-		if !slices.ContainsFunc(list, func(p Parked) bool { return p.Event.ID == r.Event.ID }) {
-			list = append(list, Parked{Seq: r.Seq, Reason: reasons[i], Event: r.Event})
+		ps[i] = Parked{Seq: r.Seq, Reason: reasons[i], Event: r.Event}
+	}
+	return o.parkLocked(sink, ps)
+}
+
+// parkLocked adds ps to sink's dead letters; o.mu held.
+func (o *Outbox) parkLocked(sink string, ps []Parked) error {
+	list := slices.Clone(o.parked[sink])
+	for _, p := range ps {
+		if !slices.ContainsFunc(list, func(q Parked) bool { return q.Event.ID == p.Event.ID }) {
+			list = append(list, p)
 		}
 	}
 	if err := o.saveParked(sink, list); err != nil {
@@ -116,6 +125,23 @@ func (o *Outbox) Park(sink string, recs []Record, reasons []string) error {
 	}
 	o.parked[sink] = list
 	return nil
+}
+
+// UnfitSink names the dead letters of events Append could not store as
+// records. No sink drains them (a retry cannot make them fit); they are
+// counted with the rejected events so that every view shows them.
+const UnfitSink = "outbox"
+
+// unfitParked is the dead letter of an event that could not be a record:
+// its identity, flags and entities with the message cut to 4 KiB and the
+// metadata left out, so the dead-letter file itself stays bounded.
+func unfitParked(ev *event.Event, err error) Parked {
+	e := *ev
+	e.Message = event.Truncate(e.Message, event.MaxMessageBytes)
+	e.Metadata = nil
+	e.ErrorCode = slices.Clone(e.ErrorCode[:min(len(e.ErrorCode), event.MaxErrorCodes)])
+	e.EntitiesImpacted = slices.Clone(e.EntitiesImpacted[:min(len(e.EntitiesImpacted), event.MaxEntities)])
+	return Parked{Reason: "not stored as an outbox record: " + event.Truncate(err.Error(), 512), Event: e}
 }
 
 // Parked returns sink's rejected events, oldest first.

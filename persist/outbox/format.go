@@ -43,17 +43,18 @@ type entry struct {
 	off   int64
 	size  int32 // header + payload
 	flags uint8
-	// key is foldKey of the event; 0 until known (records indexed at
+	// key is FoldKey of the event; 0 until known (records indexed at
 	// Open are keyed when compaction first needs it).
 	key uint64
 }
 
-// foldKey identifies what an event is the latest word on: its check and
+// FoldKey identifies what an event is the latest word on: its check and
 // the entities it is about, plus its error codes and its card or file (the counter, for counter
 // events), so that a breach of one counter never hides another's. Under
 // the size bound an undelivered event is folded into a newer one with the
-// same key (DESIGN.md section 3). Never 0.
-func foldKey(ev *event.Event) uint64 {
+// same key (DESIGN.md section 3); the daemon folds events it holds before
+// the outbox takes them by the same rule. Never 0.
+func FoldKey(ev *event.Event) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(ev.CheckName))
 	for _, en := range ev.EntitiesImpacted {

@@ -21,7 +21,7 @@ func TestKernelLog_FoldKeyIsPatternAndFunction(t *testing.T) {
 			s.Entities = []event.Entity{{Type: event.EntityKernelLog, Value: pattern}}
 		}
 		e := event.New(s, event.Stamp{})
-		return foldKey(&e)
+		return FoldKey(&e)
 	}
 	port := event.PortRef{Device: "mlx5_0", Port: 1}
 	raise := ev(event.KindKernelLog, "cmd_exec_timeout", "0000:19:00.0", port)

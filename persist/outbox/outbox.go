@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -471,10 +472,14 @@ func (o *Outbox) newSegment() error {
 // assigned to each. All records of one call go to one segment with one
 // data sync. Outcomes:
 //   - (seqs, nil): every event is on stable storage; the caller may now
-//     save the state that produced them;
+//     save the state that produced them. An event that cannot be a record
+//     at all (it does not encode, or encodes above the 1 MiB record
+//     limit) is parked instead, in the dead letters of UnfitSink with the
+//     reason, and its seq is 0: it is durable there and shown as
+//     rejected, and it never holds back the events after it;
 //   - (nil, err): none is; the segment is cut back to where it was, and
-//     the caller must not save that state (the next poll re-detects the
-//     crossing and emits again).
+//     the caller must not save that state (it keeps the events and
+//     appends them again).
 //
 // Appending never refuses an event for lack of room: the bound is kept by
 // dropping older non-fatal events (see Options.MaxBytes).
@@ -496,18 +501,38 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	buf := make([]byte, 0, 512*len(evs))
 	seqs := make([]uint64, len(evs))
 	sizes := make([]int, len(evs))
+	var unfit []Parked
+	next := o.nextSeq
 	for i := range evs {
 		before := len(buf)
-		var err error
-		if buf, err = appendRecord(buf, o.nextSeq+uint64(i), &evs[i]); err != nil {
+		rec, err := appendRecord(buf, next, &evs[i])
+		if err != nil {
+			// buf is unchanged: appendRecord adds nothing on failure.
+			unfit = append(unfit, unfitParked(&evs[i], err))
+			continue
+		}
+		buf = rec
+		seqs[i] = next
+		sizes[i] = len(buf) - before
+		next++
+	}
+	if len(unfit) > 0 {
+		// Parked first: if that fails, nothing of the call is durable and
+		// the caller retries the whole batch.
+		if err := o.parkLocked(UnfitSink, unfit); err != nil {
 			return nil, err
 		}
-		seqs[i] = o.nextSeq + uint64(i)
-		sizes[i] = len(buf) - before
+		o.log.Error(fmt.Sprintf("outbox %s: %d events could not be stored as records and were parked with the rejected events", o.dir, len(unfit)),
+			"dir", o.dir, "events", len(unfit), "reason", unfit[0].Reason)
 	}
-	keys := make([]uint64, len(evs))
+	var keys []uint64
 	for i := range evs {
-		keys[i] = foldKey(&evs[i])
+		if seqs[i] != 0 {
+			keys = append(keys, FoldKey(&evs[i]))
+		}
+	}
+	if len(keys) == 0 {
+		return seqs, nil
 	}
 	o.makeRoom(int64(len(buf)), keys)
 	if err := o.ensureActive(); err != nil {
@@ -524,14 +549,19 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 		return nil, err
 	}
 	off := s.size
+	k := 0
 	for i := range evs {
-		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i]), key: keys[i]})
+		if seqs[i] == 0 {
+			continue
+		}
+		s.ents = append(s.ents, entry{seq: seqs[i], off: off, size: int32(sizes[i]), flags: flagsOf(&evs[i]), key: keys[k]})
+		k++
 		off += int64(sizes[i])
 		o.remember(Record{Seq: seqs[i], Event: evs[i]})
 	}
 	o.bytes += int64(len(buf))
 	s.size = off
-	o.nextSeq += uint64(len(evs))
+	o.nextSeq = next
 	close(o.notify)
 	o.notify = make(chan struct{})
 	return seqs, nil
@@ -726,6 +756,7 @@ func (o *Outbox) Ack(sink string, seq uint64) error {
 	seq = max(seq, cur)
 	o.cursors[sink] = seq
 	o.collect()
+	o.settleBound()
 	p := o.cursorPath(sink)
 	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
 		o.unsaved[sink] = true
@@ -821,8 +852,8 @@ func (o *Outbox) loadRecent() {
 		parts = append(parts, recs)
 		want -= len(recs)
 	}
-	for k := len(parts) - 1; k >= 0; k-- {
-		o.recent = append(o.recent, parts[k]...)
+	for _, recs := range slices.Backward(parts) {
+		o.recent = append(o.recent, recs...)
 	}
 }
 
@@ -858,6 +889,9 @@ func (o *Outbox) depth(cur uint64) int {
 	}
 	return n
 }
+
+// Dir is the outbox's directory.
+func (o *Outbox) Dir() string { return o.dir }
 
 // SetMaxBytes changes the size bound (configuration reload); it applies
 // from the next Append. <= 0 is the default.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -134,6 +135,8 @@ type summary struct {
 	extraFailures int
 	pass, fail    int
 	skip          []*result
+	failedTests   []*result
+	helpers       int // helper-process bodies, not counted
 }
 
 func newSummary(w io.Writer) *summary {
@@ -215,10 +218,25 @@ func (s *summary) hasSubtests(r *result) bool {
 	return false
 }
 
+// isHelperProcess says whether a test is the body of a child process that
+// other tests re-execute (Go's TestHelperProcess idiom): it runs nothing
+// on its own, so it is neither a pass nor a skip.
+func isHelperProcess(test string) bool {
+	top, _, _ := strings.Cut(test, "/")
+	return strings.HasSuffix(top, "HelperProcess")
+}
+
 func (s *summary) finish() {
 	for _, k := range s.order {
-		r := s.tests[k]
+		r, ok := s.tests[k]
+		if !ok {
+			continue
+		}
 		if s.hasSubtests(r) {
+			continue
+		}
+		if isHelperProcess(r.test) && r.action != "fail" {
+			s.helpers++
 			continue
 		}
 		switch r.action {
@@ -226,6 +244,7 @@ func (s *summary) finish() {
 			s.pass++
 		case "fail":
 			s.fail++
+			s.failedTests = append(s.failedTests, r)
 		case "skip":
 			s.skip = append(s.skip, r)
 		case "":
@@ -267,8 +286,58 @@ func (s *summary) report() {
 			fmt.Fprintf(s.w, "  SKIP %s %s: %s\n", r.pkg, r.test, reason(r))
 		}
 	}
+	if s.helpers > 0 {
+		fmt.Fprintf(s.w, "(%d helper-process bodies, which run only when another test re-executes them, are not counted)\n", s.helpers)
+	}
+	if len(s.failedTests) > 0 {
+		// Last, so the end of a long log names what failed and how to run
+		// it alone.
+		fmt.Fprintf(s.w, "Failed tests (%d); each re-runs alone with the command below it:\n", len(s.failedTests))
+		mod := modulePath()
+		for _, r := range s.failedTests {
+			fmt.Fprintf(s.w, "  FAIL %s %s\n    %s\n", r.pkg, r.test, rerun(mod, r.pkg, r.test))
+		}
+	}
 	for _, p := range s.pkgFailed {
-		fmt.Fprintf(s.w, "Failed outside any test: %s\n", p)
+		fmt.Fprintf(s.w, "Failed outside any test: %s\n    go test -race -count=1 %s\n", p, pkgArg(modulePath(), p))
 	}
 	fmt.Fprintf(s.w, "test: %d passed, %d failed, %d skipped\n", s.pass, s.failed(), len(s.skip))
+}
+
+// rerun is the go test command that runs one test (or subtest) alone, as
+// make test runs it.
+func rerun(mod, pkg, test string) string {
+	parts := strings.Split(test, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return fmt.Sprintf("go test -race -count=1 -run '%s' %s", strings.Join(parts, "/"), pkgArg(mod, pkg))
+}
+
+// pkgArg names a package of the module in the current directory by its
+// relative path (./daemon), and any other by its import path.
+func pkgArg(mod, pkg string) string {
+	if mod != "" {
+		if pkg == mod {
+			return "."
+		}
+		if rest, ok := strings.CutPrefix(pkg, mod+"/"); ok {
+			return "./" + rest
+		}
+	}
+	return pkg
+}
+
+var moduleLine = regexp.MustCompile(`(?m)^module\s+(\S+)`)
+
+// modulePath is the module of the current directory's go.mod, "" without one.
+func modulePath() string {
+	b, err := os.ReadFile("go.mod")
+	if err != nil {
+		return ""
+	}
+	if m := moduleLine.FindSubmatch(b); m != nil {
+		return string(m[1])
+	}
+	return ""
 }

@@ -65,6 +65,36 @@ func TestSummary_FailureShowsOutputAndExitsOne(t *testing.T) {
 	if !strings.Contains(out, "--- FAIL example.com/sample TestFailsWhenAsked") || !strings.Contains(out, "asked to fail") {
 		t.Errorf("the failed test's output is missing:\n%s", out)
 	}
+	// The end of the log names the failed test and how to run it alone.
+	tail := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	tail = tail[max(0, len(tail)-4):]
+	if !strings.Contains(strings.Join(tail, "\n"), "go test -race -count=1 -run '^TestFailsWhenAsked$' example.com/sample") {
+		t.Errorf("the last lines do not give the re-run command:\n%s", strings.Join(tail, "\n"))
+	}
+}
+
+func TestSummary_HelperProcessIsNotASkip(t *testing.T) {
+	out, _, _ := run(t, false)
+	if strings.Contains(out, "SKIP example.com/sample TestHelperProcess") {
+		t.Errorf("the helper-process body is listed as a skip:\n%s", out)
+	}
+	if !strings.Contains(out, "(1 helper-process bodies") {
+		t.Errorf("the helper-process body is not mentioned:\n%s", out)
+	}
+}
+
+func TestRerun(t *testing.T) {
+	mod := "github.com/nichealth/nichealthd"
+	for _, tc := range []struct{ pkg, test, want string }{
+		{mod + "/daemon", "TestX", "go test -race -count=1 -run '^TestX$' ./daemon"},
+		{mod + "/cmd/nichealthd", "TestY/dgx-h100_(x)", `go test -race -count=1 -run '^TestY$/^dgx-h100_\(x\)$' ./cmd/nichealthd`},
+		{mod, "TestLayering", "go test -race -count=1 -run '^TestLayering$' ."},
+		{"example.com/other", "TestZ", "go test -race -count=1 -run '^TestZ$' example.com/other"},
+	} {
+		if got := rerun(mod, tc.pkg, tc.test); got != tc.want {
+			t.Errorf("rerun(%s, %s) = %s, want %s", tc.pkg, tc.test, got, tc.want)
+		}
+	}
 }
 
 func TestSummary_PackageFailureOutsideTestsCounts(t *testing.T) {

@@ -7,31 +7,38 @@ import "github.com/nichealth/nichealthd/checks/event"
 // (`journalctl MESSAGE_ID=…`) and alerting rules key on them, so an ID
 // never changes and is never reused for another kind.
 const (
-	MessageIDPortFatal         = "08a43449f7a342f3b0a6b40c30174905"
-	MessageIDPortNonFatal      = "c15ab2b43de34d4ba616d6d8a39b8d88"
-	MessageIDPortRecovered     = "33fe3e41c0bf45c7b5a7faa7979b15a2"
-	MessageIDPortBaseline      = "20eea726d2db4b43a7239aa29044eaf7"
-	MessageIDCounterBreach     = "a92a17e86f9d4dd99d3247fdbe734e15"
-	MessageIDCounterRecovered  = "3e3552c13288426db9421239569d74b8"
-	MessageIDCounterBaseline   = "b6bf4b9ae58e42afb9a0aca59fbceff7"
-	MessageIDCounterSaturated  = "63cd28dccc2041549c53eb30d7d66173"
-	MessageIDDeviceDisappeared = "43f86ebad59041bda02990029aa90fcf"
-	MessageIDDeviceReappeared  = "ea5097caed5b49a8aaffdceb5f1a04e1"
-	MessageIDCardAnomaly       = "a852eebe501d4017b87c2add7fd4bc67"
-	MessageIDCardRecovered     = "940c8ab6c6364492b0f58452aecbf203"
-	MessageIDCheckCleared      = "b7b567c3d9624032b6afe7439b8a5187"
-	MessageIDReadStuck         = "0d5f8ce957094d46a51c75d494f0a489"
-	MessageIDReadRecovered     = "ab1a22906dc84c3ab9d151934a158bfb"
-	MessageIDLinkSanity        = "b9c2a485a9494528b118228e44cf94c2"
-	MessageIDLinkSanityOK      = "a20f6737f6474ebfa6fb487df019250e"
-	MessageIDRuleRaised        = "4af7f7a9bb0b40e6a34aa8e9ebd67b9a"
-	MessageIDRuleCleared       = "40aad8a437454425b6ec4acf60d2d91b"
-	MessageIDReadParked        = "96491fa78b184bd085a27cf781eeca5f"
-	MessageIDReadResumed       = "3bbe207d7c784a78a432ff0a74cd1054"
-	MessageIDPCIeAER           = "21cf9a9b22184e86b2ab306dd6ada3c0"
-	MessageIDPCIeAERRecovered  = "a23c699b54b04d9687f8dada11d7dd3c"
-	MessageIDKernelLog         = "7c2e6c418d804840b05ef941d9c46bbc"
-	MessageIDKernelLogCleared  = "5d9538bb2d59445fbc9c79cad234117f"
+	MessageIDPortFatal          = "08a43449f7a342f3b0a6b40c30174905"
+	MessageIDPortNonFatal       = "c15ab2b43de34d4ba616d6d8a39b8d88"
+	MessageIDPortRecovered      = "33fe3e41c0bf45c7b5a7faa7979b15a2"
+	MessageIDPortBaseline       = "20eea726d2db4b43a7239aa29044eaf7"
+	MessageIDCounterBreach      = "a92a17e86f9d4dd99d3247fdbe734e15"
+	MessageIDCounterRecovered   = "3e3552c13288426db9421239569d74b8"
+	MessageIDCounterBaseline    = "b6bf4b9ae58e42afb9a0aca59fbceff7"
+	MessageIDCounterSaturated   = "63cd28dccc2041549c53eb30d7d66173"
+	MessageIDDeviceDisappeared  = "43f86ebad59041bda02990029aa90fcf"
+	MessageIDDeviceReappeared   = "ea5097caed5b49a8aaffdceb5f1a04e1"
+	MessageIDCardAnomaly        = "a852eebe501d4017b87c2add7fd4bc67"
+	MessageIDCardRecovered      = "940c8ab6c6364492b0f58452aecbf203"
+	MessageIDCheckCleared       = "b7b567c3d9624032b6afe7439b8a5187"
+	MessageIDReadStuck          = "0d5f8ce957094d46a51c75d494f0a489"
+	MessageIDReadRecovered      = "ab1a22906dc84c3ab9d151934a158bfb"
+	MessageIDLinkSanity         = "b9c2a485a9494528b118228e44cf94c2"
+	MessageIDLinkSanityOK       = "a20f6737f6474ebfa6fb487df019250e"
+	MessageIDRuleRaised         = "4af7f7a9bb0b40e6a34aa8e9ebd67b9a"
+	MessageIDRuleCleared        = "40aad8a437454425b6ec4acf60d2d91b"
+	MessageIDReadParked         = "96491fa78b184bd085a27cf781eeca5f"
+	MessageIDReadResumed        = "3bbe207d7c784a78a432ff0a74cd1054"
+	MessageIDPCIeAER            = "21cf9a9b22184e86b2ab306dd6ada3c0"
+	MessageIDPCIeAERRecovered   = "a23c699b54b04d9687f8dada11d7dd3c"
+	MessageIDCounterUnsaturated = "eae9c2ddeb3e4ffcb7c6cfccdcccf88f"
+	MessageIDCongestion         = "8f8388f9fab74bf2954609f11d45f050"
+	MessageIDCongestionCleared  = "a0e15c9116234382b3fd0944db4a385e"
+	MessageIDNoSubnetManager    = "63eb9e4175294be3a0ad962bd69a2750"
+	MessageIDSubnetManagerFound = "ffe0e5544e494181bcbecc2371ddfb17"
+	MessageIDCheckFailed        = "e34a456c703a4e91a244c1a03d3fc5b3"
+	MessageIDCheckResumed       = "44b4e9944cf74c4c87ab404c5cf6bb9c"
+	MessageIDKernelLog          = "7c2e6c418d804840b05ef941d9c46bbc"
+	MessageIDKernelLogCleared   = "5d9538bb2d59445fbc9c79cad234117f"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -84,6 +91,20 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDPCIeAER, true
 	case event.KindPCIeAERRecovered:
 		return MessageIDPCIeAERRecovered, true
+	case event.KindCheckFailed:
+		return MessageIDCheckFailed, true
+	case event.KindCheckResumed:
+		return MessageIDCheckResumed, true
+	case event.KindCounterUnsaturated:
+		return MessageIDCounterUnsaturated, true
+	case event.KindCongestion:
+		return MessageIDCongestion, true
+	case event.KindCongestionCleared:
+		return MessageIDCongestionCleared, true
+	case event.KindNoSubnetManager:
+		return MessageIDNoSubnetManager, true
+	case event.KindSubnetManagerFound:
+		return MessageIDSubnetManagerFound, true
 	case event.KindKernelLog:
 		return MessageIDKernelLog, true
 	case event.KindKernelLogCleared:

@@ -311,11 +311,19 @@ func TestWatchdog_4_WedgedLoopStopsPings(t *testing.T) {
 			drained = true
 		}
 	}
-	for sent := true; sent; {
+	// Bounded twice over, so a watchdog that pings on a timer whatever the
+	// loop does fails here instead of spinning until the test binary's
+	// timeout: by ticks (a wedged loop must be noticed within a handful of
+	// them) and by time.
+	deadline := time.After(wait)
+	for n, sent := 0, true; sent; n++ {
+		if n == 1000 {
+			t.Fatal("1000 ticks after the loop wedged, every tick still pinged")
+		}
 		select {
 		case sent = <-ticks:
-		case <-time.After(wait):
-			t.Fatal("no tick")
+		case <-deadline:
+			t.Fatal("no tick withheld its ping after the loop wedged")
 		}
 	}
 	before := l.Count("WATCHDOG", "1")

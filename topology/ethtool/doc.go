@@ -11,9 +11,8 @@
 // under the same deadline and stuck accounting as its file reads
 // (reader.NewSource).
 //
-// A simulated host has no mlx5 netdevs for the ioctl to ask, so its
-// statistics come from a file the simulator writes per netdev (SimFile).
-// That seam is used only when the class/net directory is not on sysfs and
-// the tree beside it carries the simulator's manifest: a real host never
-// matches it.
+// This is the only way the daemon reads driver statistics: a simulated
+// host's statistics files (topology/sim.PHYStatsOpener) reach it only
+// when a test, or nichealthd built with the simulate tag, passes that
+// opener at construction.
 package ethtool

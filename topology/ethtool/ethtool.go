@@ -92,6 +92,21 @@ func Open(ifname string, want []string) (*Stats, error) {
 	return s, nil
 }
 
+// OpenSource is Open as a Source:
+//   - (src, nil): the names are resolved and src reads them;
+//   - (nil, err): the interface cannot be asked (ENODEV: absent, renamed
+//     or in another network namespace; ErrNoStats: a driver without
+//     statistics, such as a bridge), and the Source is a plain nil
+//     interface, never a nil *Stats inside a non-nil one: a caller that
+//     keeps it, tests it against nil and closes it must not panic.
+func OpenSource(netdev string, want []string) (Source, error) {
+	s, err := Open(netdev, want)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Close releases the socket.
 func (s *Stats) Close() {
 	if s.fd >= 0 {

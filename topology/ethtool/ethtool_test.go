@@ -1,6 +1,7 @@
 package ethtool
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -143,6 +144,72 @@ func TestPHY_EthtoolUnknownInterface(t *testing.T) {
 	}
 	if _, err := Open("a-name-longer-than-ifnamsiz", nil); err == nil {
 		t.Fatal("an over-long name was accepted")
+	}
+}
+
+// An interface the ioctl cannot ask gives a plain nil Source: a nil
+// *Stats inside a non-nil interface passed every "src != nil" test and
+// panicked in Close, at start, on every RoCE host with such a netdev.
+func TestPHY_OpenSourceFailureIsNilInterface(t *testing.T) {
+	for _, name := range []string{"nhphy-absent0", "", "a-name-longer-than-ifnamsiz"} {
+		src, err := OpenSource(name, []string{"rx_corrected_bits_phy"})
+		if err == nil || src != nil {
+			t.Fatalf("OpenSource(%q) = (%#v, %v); want (nil, error)", name, src, err)
+		}
+	}
+}
+
+// Every way a real RoCE netdev can fail the ioctl, on real interfaces: a
+// bridge has no driver statistics (ErrNoStats, or EOPNOTSUPP from older
+// kernels), an absent name is ENODEV; a veth deleted or renamed after its
+// names were resolved fails its next Read with ENODEV (the request goes by
+// name), and every failed open is a plain nil Source.
+func TestPHY_EthtoolBridgeAbsentDeletedRenamed(t *testing.T) {
+	ns, _ := vethNetns(t)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("link", "add", "br0", "type", "bridge")
+	ip("link", "set", "br0", "up")
+	ip("link", "add", "vc", "type", "veth", "peer", "name", "vd")
+	want := []string{"peer_ifindex"}
+	var bridge, absent error
+	var bridgeSrc, absentSrc Source
+	var va, vc *Stats
+	var errVA, errVC error
+	inNetns(t, ns, func() {
+		bridgeSrc, bridge = OpenSource("br0", want)
+		absentSrc, absent = OpenSource("nhphy-absent0", want)
+		va, errVA = Open("va", want)
+		vc, errVC = Open("vc", want)
+	})
+	if bridgeSrc != nil || !(errors.Is(bridge, ErrNoStats) || errors.Is(bridge, unix.EOPNOTSUPP)) || !strings.Contains(bridge.Error(), "br0") {
+		t.Fatalf("bridge: (%#v, %v); want a nil Source and no statistics", bridgeSrc, bridge)
+	}
+	if absentSrc != nil || !errors.Is(absent, unix.ENODEV) {
+		t.Fatalf("absent: (%#v, %v); want a nil Source and ENODEV", absentSrc, absent)
+	}
+	if errVA != nil || errVC != nil {
+		t.Fatalf("open veths: %v, %v", errVA, errVC)
+	}
+	defer va.Close()
+	defer vc.Close()
+	for _, s := range []*Stats{va, vc} {
+		if err := s.Read(); err != nil {
+			t.Fatalf("read %s before: %v", s.ifname, err)
+		}
+	}
+	ip("link", "del", "va") // takes vb with it
+	ip("link", "set", "vc", "name", "vc-renamed")
+	for i := 0; i < 3; i++ {
+		for _, s := range []*Stats{va, vc} {
+			if err := s.Read(); !errors.Is(err, unix.ENODEV) || !strings.Contains(err.Error(), s.ifname) {
+				t.Fatalf("read %d of %s after it went: %v; want ENODEV naming it", i, s.ifname, err)
+			}
+		}
 	}
 }
 

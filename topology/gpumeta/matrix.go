@@ -237,7 +237,10 @@ func Compare(a, b *Matrix) []string {
 		if !sameOrder {
 			continue // cells of differently ordered GPUs are not comparable
 		}
-		ra := a.NICs[nic]
+		ra, ok := a.NICs[nic]
+		if !ok {
+			continue
+		}
 		for i := 0; i < min(len(ra), len(rb), n); i++ {
 			if ra[i] != rb[i] {
 				out = append(out, fmt.Sprintf("NIC %s to GPU%d: %s says %s, %s says %s", nic, a.GPUs[i].ID, an, ra[i], bn, rb[i]))

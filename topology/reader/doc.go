@@ -7,4 +7,13 @@
 // and the cycle completes without it. A file that fails with EINVAL, EIO,
 // EOPNOTSUPP, EACCES or EPERM three times in a row is parked: not opened
 // again until its re-probe (ErrParked, park.go).
+//
+// Whether a descriptor is kept follows where the file is: the Reader's
+// policy, or a file's own (File.SetKeepOpen) when one plan mixes trees (a
+// RoCE netdev's class/net files are sysfs on every real host). A kept
+// descriptor whose pread fails (the device was removed) is released and the
+// file reopened by path once; a failure is reported, never a stale value.
+// A driver call (Source) that panics on the worker's goroutine becomes a
+// *PanicError for its caller's boundary instead of ending the process. The
+// only stand-in for the kernel is a Faults passed at construction (tests).
 package reader

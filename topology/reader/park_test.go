@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -13,33 +14,67 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// simHost is a minimal simulated host: H/.nichealth-sim.json marking it
-// simulated, and one counter file under H/sys.
+// simHost is one counter file under a temporary sys directory, and the
+// faults a test injects into its reads, passed to the reader at
+// construction as the daemon's tests pass theirs.
 type simHost struct {
 	root, sys, rel, file string
+	faults               *tableFaults
 }
 
 func newSimHost(t *testing.T) *simHost {
 	t.Helper()
-	h := &simHost{root: t.TempDir(), rel: "class/infiniband/mlx5_0/ports/1/counters/symbol_error"}
+	h := &simHost{root: t.TempDir(), rel: "class/infiniband/mlx5_0/ports/1/counters/symbol_error", faults: &tableFaults{}}
 	h.sys = filepath.Join(h.root, "sys")
 	h.file = filepath.Join(h.sys, h.rel)
 	if err := os.MkdirAll(filepath.Dir(h.file), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	write(t, h.file, "0\n")
-	write(t, filepath.Join(h.root, SimManifestName), `{"shape":"test","simulated":true}`)
 	return h
 }
 
-// inject replaces the injection table atomically, as the simulator does.
+// inject replaces the injected faults: lines of "ERRNO path", the path
+// relative to the sys directory, as the simulator's table has them.
 func (h *simHost) inject(t *testing.T, lines ...string) {
 	t.Helper()
-	tmp := filepath.Join(h.root, ".errno.tmp")
-	write(t, tmp, strings.Join(lines, "\n")+"\n")
-	if err := os.Rename(tmp, filepath.Join(h.root, InjectTableName)); err != nil {
-		t.Fatal(err)
+	errs := map[string]unix.Errno{}
+	for _, l := range lines {
+		name, rel, ok := strings.Cut(l, " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		e, ok := errnoNames[name]
+		if !ok {
+			t.Fatalf("unknown errno %q", name)
+		}
+		errs[filepath.Join(h.sys, rel)] = e
 	}
+	h.faults.mu.Lock()
+	h.faults.next = errs
+	h.faults.mu.Unlock()
+}
+
+var errnoNames = map[string]unix.Errno{"EIO": unix.EIO, "EINVAL": unix.EINVAL, "EOPNOTSUPP": unix.EOPNOTSUPP,
+	"ENOTSUP": unix.ENOTSUP, "EACCES": unix.EACCES, "EPERM": unix.EPERM, "ENOENT": unix.ENOENT}
+
+// tableFaults is a Faults whose table a test swaps; Refresh takes the
+// latest one, as the simulator's file-backed table does.
+type tableFaults struct {
+	mu   sync.Mutex
+	next map[string]unix.Errno
+	errs map[string]unix.Errno // read by the worker between Refreshes
+}
+
+func (f *tableFaults) Refresh() {
+	f.mu.Lock()
+	f.errs = f.next
+	f.mu.Unlock()
+}
+
+func (f *tableFaults) Lookup(path string) (unix.Errno, bool) {
+	e, ok := f.errs[path]
+	return e, ok
 }
 
 // fakeClock drives re-probes without sleeping.
@@ -48,7 +83,7 @@ type fakeClock struct{ now time.Time }
 func (c *fakeClock) Now() time.Time { return c.now }
 
 func newParkReader(h *simHost, reprobe time.Duration) (*Reader, *fakeClock) {
-	r := New(Options{Timeout: 5 * time.Second, SysfsRoot: h.sys, Reprobe: reprobe})
+	r := New(Options{Timeout: 5 * time.Second, Faults: h.faults, Reprobe: reprobe})
 	c := &fakeClock{now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
 	r.clock = c.Now
 	return r, c
@@ -103,7 +138,8 @@ func readOne(r *Reader, path string) *File {
 
 // Three failures in a row with each parking errno park the file: the
 // third read's Err is ErrParked wrapping the errno, the fourth cycle does
-// not open the file.
+// not open the file. The 3 is a literal on purpose: the promise is three,
+// whatever ParkAfter says.
 func TestParking_ThreeFailuresPark(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -119,7 +155,8 @@ func TestParking_ThreeFailuresPark(t *testing.T) {
 			opens := newOpenCounter(t, h.file)
 			f := NewFile(h.file)
 			n := 0
-			for i := 1; i < ParkAfter; i++ {
+			const parkAfter = 3
+			for i := 1; i < parkAfter; i++ {
 				r.Read([]*File{f}, nil)
 				n += opens.take(t)
 				if !errors.Is(f.Err, tc.errno) || errors.Is(f.Err, ErrParked) {
@@ -129,13 +166,13 @@ func TestParking_ThreeFailuresPark(t *testing.T) {
 			r.Read([]*File{f}, nil)
 			n += opens.take(t)
 			if !errors.Is(f.Err, ErrParked) || !errors.Is(f.Err, tc.errno) {
-				t.Fatalf("read %d: err %v, want parked on %v", ParkAfter, f.Err, tc.errno)
+				t.Fatalf("read %d: err %v, want parked on %v", parkAfter, f.Err, tc.errno)
 			}
 			if e, ok := r.PathParked(h.file); !ok || e != tc.errno || r.ParkedCount() != 1 {
 				t.Fatalf("PathParked = %v %v, count %d", e, ok, r.ParkedCount())
 			}
-			if n != ParkAfter {
-				t.Fatalf("%d opens in %d failing reads", n, ParkAfter)
+			if n != parkAfter {
+				t.Fatalf("%d opens in %d failing reads", n, parkAfter)
 			}
 			r.Read([]*File{f}, nil)
 			if !errors.Is(f.Err, ErrParked) {
@@ -253,7 +290,7 @@ func TestParking_ENOENTAndStuckDoNotPark(t *testing.T) {
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.SetOptions(Options{Timeout: 20 * time.Millisecond, MaxStuck: 2, SysfsRoot: h.sys, Reprobe: time.Minute})
+	r.SetOptions(Options{Timeout: 20 * time.Millisecond, MaxStuck: 2, Reprobe: time.Minute})
 	for i := 0; i < 2*ParkAfter; i++ {
 		if f := readOne(r, fifo); !errors.Is(f.Err, ErrStuck) || errors.Is(f.Err, ErrParked) {
 			t.Fatalf("fifo: %v", f.Err)
@@ -294,19 +331,16 @@ func TestParking_PerPathAcrossPlansAndReadFile(t *testing.T) {
 	}
 }
 
-// The seam is inert unless the manifest beside the sys directory says the
-// tree is simulated.
-func TestParking_InjectionNeedsSimulatedManifest(t *testing.T) {
-	for _, manifest := range []string{"", `{"shape":"x"}`, `{"simulated":false}`, `not json`} {
-		h := newSimHost(t)
-		os.Remove(filepath.Join(h.root, SimManifestName))
-		if manifest != "" {
-			write(t, filepath.Join(h.root, SimManifestName), manifest)
-		}
-		h.inject(t, "EIO "+h.rel)
-		r, _ := newParkReader(h, time.Minute)
-		if f := readOne(r, h.file); f.Err != nil {
-			t.Fatalf("manifest %q: injected %v", manifest, f.Err)
+// Without Faults (the production daemon) nothing replaces a read's
+// outcome, whatever lies beside the sys directory.
+func TestParking_NoFaultsNoInjection(t *testing.T) {
+	h := newSimHost(t)
+	h.inject(t, "EIO "+h.rel)
+	write(t, filepath.Join(h.root, ".nichealth-sim-errno"), "EIO "+h.rel+"\n")
+	r := New(Options{Timeout: 5 * time.Second})
+	for i := 0; i < 2*ParkAfter; i++ {
+		if f := readOne(r, h.file); f.Err != nil || string(f.Value()) != "0\n" {
+			t.Fatalf("read %d: %v %q", i, f.Err, f.Value())
 		}
 	}
 }
@@ -331,24 +365,17 @@ func TestParking_ZeroAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkParking_Read13FilesSimSeam is BenchmarkRead13Files on a
-// simulated host, where the errno seam is active with nothing injected:
-// the seam's cost is one statx of the table per Read call.
-func BenchmarkParking_Read13FilesSimSeam(b *testing.B) {
-	root := b.TempDir()
-	sys := filepath.Join(root, "sys")
-	os.MkdirAll(sys, 0o755)
-	os.WriteFile(filepath.Join(root, SimManifestName), []byte(`{"simulated":true}`), 0o644)
+// BenchmarkParking_Read13FilesFaults is BenchmarkRead13Files through a
+// Faults with nothing injected: what a test seam costs per read.
+func BenchmarkParking_Read13FilesFaults(b *testing.B) {
+	sys := b.TempDir()
 	var files []*File
 	for i := 0; i < 13; i++ {
 		p := filepath.Join(sys, string(rune('a'+i)))
 		os.WriteFile(p, []byte("12345\n"), 0o644)
 		files = append(files, NewFile(p))
 	}
-	r := New(Options{SysfsRoot: sys})
-	if r.inj == nil {
-		b.Fatal("seam not active on a simulated tree")
-	}
+	r := New(Options{Faults: &tableFaults{}})
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Read(files, nil)
@@ -369,7 +396,7 @@ func TestParking_ShorterReprobeAppliesToParkedFiles(t *testing.T) {
 	if f := readOne(r, h.file); !errors.Is(f.Err, ErrParked) {
 		t.Fatalf("re-probed early: %v", f.Err)
 	}
-	r.SetOptions(Options{Timeout: 5 * time.Second, SysfsRoot: h.sys, Reprobe: 10 * time.Second})
+	r.SetOptions(Options{Timeout: 5 * time.Second, Reprobe: 10 * time.Second})
 	clk.now = clk.now.Add(10 * time.Second)
 	if f := readOne(r, h.file); f.Err != nil {
 		t.Fatalf("after the interval was lowered: %v", f.Err)

@@ -35,8 +35,30 @@ type File struct {
 	// sanity pass or a rediscovery would leak a descriptor until the
 	// process ran out of them and every read failed with EMFILE.
 	oneShot bool
-	stuck   atomic.Bool
-	src     Source // a driver call instead of a file (NewSource)
+	// keepOpen overrides the Reader's policy for this file (SetKeepOpen):
+	// a plan can hold files of two trees, one of them real sysfs.
+	keepOpen keepPolicy
+	stuck    atomic.Bool
+	src      Source // a driver call instead of a file (NewSource)
+}
+
+type keepPolicy uint8
+
+const (
+	keepByReader keepPolicy = iota
+	keepAlways
+	keepNever
+)
+
+// SetKeepOpen makes this file's descriptor kept between cycles (true:
+// the file is on sysfs, where pread at offset 0 regenerates the value) or
+// reopened every cycle (false), whatever the Reader's KeepOpen says. Set it
+// before the first read.
+func (f *File) SetKeepOpen(keep bool) {
+	f.keepOpen = keepNever
+	if keep {
+		f.keepOpen = keepAlways
+	}
 }
 
 // NewFile prepares a file for reading.
@@ -88,9 +110,10 @@ type Options struct {
 	// Reprobe is how often a parked file is read again (DefaultReprobe
 	// when zero); see ErrParked.
 	Reprobe time.Duration
-	// SysfsRoot enables the simulator's errno injection when it is a
-	// simulated host's sys directory (never on a real sysfs mount).
-	SysfsRoot string
+	// Faults, when set, replaces the outcome of chosen reads (tests only;
+	// see Faults). It is fixed when the Reader is made: SetOptions keeps
+	// the one New was given.
+	Faults Faults
 }
 
 // Reader runs read plans. It is used by one poll loop at a time.
@@ -119,7 +142,7 @@ type Reader struct {
 	parkRecs atomic.Int32
 	parkedN  atomic.Int32
 	clock    func() time.Time
-	inj      *injector // nil unless on a simulated host (inject.go)
+	faults   Faults // nil in production (Options.Faults)
 }
 
 // Who owns the file being read: the worker until the read returns, or the
@@ -156,7 +179,7 @@ func New(opts Options) *Reader {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	r := &Reader{opts: opts, timer: t, stuckPaths: map[string]struct{}{},
-		parks: map[string]*parkRec{}, clock: time.Now, inj: newInjector(opts.SysfsRoot)}
+		parks: map[string]*parkRec{}, clock: time.Now, faults: opts.Faults}
 	r.keepOpen.Store(opts.KeepOpen)
 	return r
 }
@@ -177,9 +200,7 @@ func (r *Reader) SetOptions(opts Options) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if opts.SysfsRoot != r.opts.SysfsRoot {
-		r.inj = newInjector(opts.SysfsRoot)
-	}
+	opts.Faults = r.faults
 	if opts.Reprobe < r.opts.Reprobe {
 		r.shortenReprobes(opts.Reprobe)
 	}
@@ -264,8 +285,8 @@ func IsSysfs(dir string) bool {
 func (r *Reader) Read(files []*File, newlyStuck []*File) []*File {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.inj != nil {
-		r.inj.refresh()
+	if r.faults != nil {
+		r.faults.Refresh()
 	}
 	start := 0
 	for start < len(files) {
@@ -376,12 +397,12 @@ func (w *worker) run(r *Reader) {
 				return
 			}
 			// Only past the claim: an abandoned worker must not touch the
-			// injection table or the parking records, which the next Read
-			// may be updating.
-			if r.inj != nil {
+			// fault table or the parking records, which the next Read may
+			// be updating.
+			if r.faults != nil {
 				// The real file was opened (opens stay countable); the
 				// injected errno replaces the outcome.
-				if e, ok := r.inj.lookup(f.Path); ok {
+				if e, ok := r.faults.Lookup(f.Path); ok {
 					n, err = 0, &errPath{op: "read", path: f.Path, err: e}
 				}
 			}
@@ -399,7 +420,13 @@ func (w *worker) run(r *Reader) {
 
 func readOnce(f *File, keep bool) (int, error) {
 	if f.src != nil {
-		return 0, f.src.Read()
+		return 0, readSource(f)
+	}
+	switch f.keepOpen {
+	case keepAlways:
+		keep = true
+	case keepNever:
+		keep = false
 	}
 	keep = keep && !f.oneShot
 	if keep && f.fd >= 0 {

@@ -1,6 +1,9 @@
 package reader
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // Source is a plan entry that is not a file: a driver call, such as the
 // ethtool statistics ioctl, that ends in a firmware command and can hang in
@@ -46,4 +49,30 @@ func (r *Reader) Call(name string, call func() error) error {
 	f.oneShot = true
 	r.Read([]*File{f}, nil)
 	return f.Err
+}
+
+// PanicError is the outcome of a Source whose Read panicked on the
+// worker's goroutine, where nothing above could recover it and the whole
+// daemon would have died with one driver call's bug. The panic is
+// recovered there and becomes this error, as the File's Err, unwrapped:
+// the caller re-raises it inside its own check's boundary (daemon), which
+// disables that check alone.
+type PanicError struct {
+	Name  string // the source's name (NewSource), e.g. "ethtool:eth2"
+	Value any    // what was passed to panic
+	Stack []byte // the worker's stack at the panic
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("%s: panic: %v", e.Name, e.Value)
+}
+
+// readSource runs one Source read, turning a panic into a *PanicError.
+func readSource(f *File) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Name: f.Path, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return f.src.Read()
 }

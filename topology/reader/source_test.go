@@ -2,6 +2,10 @@ package reader
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +91,45 @@ func TestCall_HungCallIsBoundedAndNotRepeated(t *testing.T) {
 	}
 	if err := r.Call("ethtool-names:eth9", func() error { calls++; return nil }); err != nil || calls != 2 {
 		t.Fatalf("after return: %v, calls %d", err, calls)
+	}
+}
+
+type panickingSource struct{ reads int }
+
+func (p *panickingSource) Read() error {
+	p.reads++
+	var m map[string]int
+	m["driver bug"]++ // a nil map write, as a driver wrapper's bug would be
+	return nil
+}
+func (p *panickingSource) Close() {}
+
+// A source that panics on the worker's goroutine does not take the
+// process down: its File fails with a *PanicError carrying the value and
+// the stack, the other entries of the plan are read, and so is a Call.
+func TestSource_PanicBecomesPanicError(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state")
+	if err := os.WriteFile(p, []byte("4: ACTIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Timeout: 5 * time.Second})
+	defer r.Close()
+	src := &panickingSource{}
+	bad, good := NewSource("ethtool:eth9", src), NewFile(p)
+	for i := 0; i < 3; i++ {
+		r.Read([]*File{bad, good}, nil)
+		pe, ok := bad.Err.(*PanicError)
+		if !ok || pe.Name != "ethtool:eth9" || !strings.Contains(fmt.Sprint(pe.Value), "nil map") ||
+			!strings.Contains(string(pe.Stack), "panickingSource") {
+			t.Fatalf("read %d: err %#v", i, bad.Err)
+		}
+		if good.Err != nil || string(good.Value()) != "4: ACTIVE\n" {
+			t.Fatalf("read %d: the file after the source: %v %q", i, good.Err, good.Value())
+		}
+	}
+	err := r.Call("ethtool-names:eth9", func() error { panic("resolving names") })
+	if pe, ok := err.(*PanicError); !ok || pe.Value != "resolving names" {
+		t.Fatalf("Call: %#v", err)
 	}
 }

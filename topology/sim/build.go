@@ -64,7 +64,7 @@ func buildLayout(abs, shape string, l *layout, opts BuildOptions, write bool) (*
 	if err := l.check(); err != nil {
 		return nil, fmt.Errorf("shape %s: %w", shape, err)
 	}
-	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts, Simulated: true}, dryRun: !write}
+	b := &builder{root: abs, sys: filepath.Join(abs, "sys"), l: l, opts: opts, m: &manifest{Shape: shape, Options: opts}, dryRun: !write}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -390,13 +390,7 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 			w.file(pd+"/lid", "0x0\n")
 			w.file(pd+"/sm_lid", "0x0\n")
 			w.file(pd+"/cap_mask", "0x04010000\n")
-			gid := "fe80:0000:0000:0000:" + eui64(mac)
-			w.file(pd+"/gids/0", gid+"\n")
-			w.file(pd+"/gids/1", gid+"\n")
-			w.file(pd+"/gid_attrs/types/0", "IB/RoCE v1\n")
-			w.file(pd+"/gid_attrs/types/1", "RoCE v2\n")
-			w.file(pd+"/gid_attrs/ndevs/0", netdev+"\n")
-			w.file(pd+"/gid_attrs/ndevs/1", netdev+"\n")
+			w.writeGIDs(pd, roceGIDs(mac, netdev))
 		}
 		for _, c := range classicCounters {
 			// Equal values on every live port keep Build fast (equal files

@@ -86,9 +86,6 @@ type manifest struct {
 	DefaultRoute  string            `json:"defaultRoute"`
 	DefaultRoute6 string            `json:"defaultRoute6,omitempty"` // IPv6 default route's netdev
 	Fifos         map[string]string `json:"fifos,omitempty"`         // path rel to H -> content it replaced
-	// Simulated marks the tree as the simulator's: only then does the
-	// reader consult the errno injection table (FailFile).
-	Simulated bool `json:"simulated"`
 }
 
 func readManifest(root string) (*manifest, error) {

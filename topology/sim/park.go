@@ -8,18 +8,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/nichealth/nichealthd/topology/reader"
 )
 
 // FailFile makes every read of a port file fail with errno (EIO, EINVAL,
 // EOPNOTSUPP, EACCES, EPERM, ENOENT, ENODEV, EBUSY), or stops that with
 // "off". A regular file on a temporary directory cannot make the kernel
-// return EIO or EINVAL, so the daemon's reader looks the file up in the
-// host's injection table (reader.InjectTableName, one "ERRNO path" line
-// per file, the path relative to H/sys) and replaces the outcome of the
-// real read. The seam is active only on a tree whose manifest says it is
-// simulated and whose sys directory is not a sysfs mount.
+// return EIO or EINVAL, so the host's errno table (ErrnoTableName, one
+// "ERRNO path" line per file, the path relative to H/sys) says which
+// files must, and a reader given that table (NewErrnoTable: a test, or
+// nichealthd built with the simulate tag) replaces the outcome of the
+// real read. The production daemon never reads it.
 func (h *Host) FailFile(dev string, port int, rel, errno string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -32,10 +30,10 @@ func (h *Host) FailFile(dev string, port int, rel, errno string) error {
 		return fmt.Errorf("fail %s: %w", p, err)
 	}
 	off := strings.EqualFold(errno, "off")
-	if _, ok := reader.ErrnoByName(errno); !ok && !off {
+	if _, ok := ErrnoByName(errno); !ok && !off {
 		return fmt.Errorf("unknown errno %q: want EIO, EINVAL, EOPNOTSUPP, EACCES, EPERM, ENOENT, ENODEV, EBUSY or off", errno)
 	}
-	table := filepath.Join(h.Root, reader.InjectTableName)
+	table := filepath.Join(h.Root, ErrnoTableName)
 	failing, err := readInjectTable(table)
 	if err != nil {
 		return err
@@ -53,7 +51,7 @@ func (h *Host) FailFile(dev string, port int, rel, errno string) error {
 func (h *Host) FailingFiles() (map[string]string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return readInjectTable(filepath.Join(h.Root, reader.InjectTableName))
+	return readInjectTable(filepath.Join(h.Root, ErrnoTableName))
 }
 
 func readInjectTable(path string) (map[string]string, error) {

@@ -2,8 +2,6 @@ package sim_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,16 +12,10 @@ import (
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
 
-// The reader finds the simulator's manifest and injection table under the
-// names the simulator writes them.
-func TestParking_SimSeamNames(t *testing.T) {
-	if sim.ManifestName != reader.SimManifestName {
-		t.Fatalf("sim writes %s, the reader looks for %s", sim.ManifestName, reader.SimManifestName)
-	}
-}
-
-// FailFile makes the reader see the chosen errno on exactly that file
-// (the real file is still there and still opened), and off undoes it.
+// FailFile makes a reader given the host's errno table see the chosen
+// errno on exactly that file (the real file is still there and still
+// opened), and off undoes it; a reader without the table (the production
+// daemon's) never sees it.
 func TestParking_SimFailFile(t *testing.T) {
 	h := simtest.Build(t, "minimal")
 	const rel = "counters/symbol_error"
@@ -32,7 +24,7 @@ func TestParking_SimFailFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := h.PortPath("mlx5_0", 1, "counters/link_downed")
-	rd := reader.New(reader.Options{Timeout: 5 * time.Second, SysfsRoot: h.SysRoot()})
+	rd := reader.New(reader.Options{Timeout: 5 * time.Second, Faults: sim.NewErrnoTable(h.Root)})
 	defer rd.Close()
 	for _, tc := range []struct {
 		name  string
@@ -66,15 +58,9 @@ func TestParking_SimFailFile(t *testing.T) {
 	if m, err := h.FailingFiles(); err != nil || m["class/infiniband/mlx5_0/ports/1/"+rel] != "EACCES" {
 		t.Fatalf("FailingFiles = %v, %v", m, err)
 	}
-	// Without the simulated mark the table is ignored: the seam can never
-	// act on a tree that is not the simulator's.
-	mf := filepath.Join(h.Root, sim.ManifestName)
-	if err := os.WriteFile(mf, []byte(`{"shape":"minimal"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plain := reader.New(reader.Options{Timeout: 5 * time.Second, SysfsRoot: h.SysRoot()})
+	plain := reader.New(reader.Options{Timeout: 5 * time.Second})
 	defer plain.Close()
 	if _, err := plain.ReadFile(p, 0); err != nil {
-		t.Fatalf("unmarked tree: %v", err)
+		t.Fatalf("a reader without the table: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/ethtool"
 )
 
 // mlx5PHYStats is the part of what `ethtool -S` prints for an mlx5
@@ -63,23 +62,23 @@ func (h *Host) writePHYStats() error {
 }
 
 func (h *Host) writePHY(netdev string, names []string, vals []uint64) error {
-	p := ethtool.SimFile(h.Root, netdev)
+	p := PHYStatsPath(h.Root, netdev)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	return writeAtomic(h.Root, p, ethtool.Format(names, vals))
+	return writeAtomic(h.Root, p, FormatPHYStats(names, vals))
 }
 
-// PHYStatsFile is where the daemon reads netdev's driver statistics on
-// this host (see topology/ethtool.SimulatedRoot).
-func (h *Host) PHYStatsFile(netdev string) string { return ethtool.SimFile(h.Root, netdev) }
+// PHYStatsFile is netdev's driver statistics file on this host, what
+// PHYStatsOpener reads.
+func (h *Host) PHYStatsFile(netdev string) string { return PHYStatsPath(h.Root, netdev) }
 
 // readPHY parses netdev's statistics file; h.mu must be held.
 func (h *Host) readPHY(netdev string) (names []string, vals []uint64, err error) {
 	if netdev == "" || strings.ContainsAny(netdev, "/\n") || netdev == "." || netdev == ".." {
 		return nil, nil, fmt.Errorf("bad netdev name %q", netdev)
 	}
-	b, err := os.ReadFile(ethtool.SimFile(h.Root, netdev))
+	b, err := os.ReadFile(PHYStatsPath(h.Root, netdev))
 	if err != nil {
 		return nil, nil, fmt.Errorf("netdev %s has no driver statistics on simulated host %s (only mlx5 Ethernet netdevs do): %w", netdev, h.Root, err)
 	}
@@ -93,6 +92,9 @@ func (h *Host) readPHY(netdev string) (names []string, vals []uint64, err error)
 			return nil, nil, fmt.Errorf("netdev %s: statistic %s: %w", netdev, name, err)
 		}
 		names, vals = append(names, strings.TrimSpace(name)), append(vals, v)
+	}
+	if vals == nil {
+		return nil, nil, fmt.Errorf("netdev %s: %s lists no statistic", netdev, PHYStatsPath(h.Root, netdev))
 	}
 	return names, vals, nil
 }

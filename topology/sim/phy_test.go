@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/ethtool"
 )
 
 // Every mlx5 Ethernet netdev of every shape has PHY statistics: zeros and
@@ -64,7 +63,7 @@ func TestPHY_SimSetAndAdd(t *testing.T) {
 	if err := h.AddPHYStat(nd, "no_such_stat", 1); err == nil {
 		t.Fatal("unknown statistic accepted")
 	}
-	f, err := ethtool.OpenFile(h.PHYStatsFile(nd), []string{"rx_symbol_err_phy"})
+	f, err := PHYStatsOpener(h.Root)(nd, []string{"rx_symbol_err_phy"})
 	if err != nil {
 		t.Fatal(err)
 	}

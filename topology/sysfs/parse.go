@@ -164,3 +164,61 @@ func smallInt(b []byte) (int, bool) {
 	}
 	return v, v <= 255
 }
+
+// ParseNodeGUID parses node_guid ("b83f:d203:00a0:b010": four groups of
+// four hex digits) into the GUID that ibnetdiscover prints as
+// 0xb83fd20300a0b010, so a port seen by the daemon and the same port in a
+// fabric dump can be joined.
+func ParseNodeGUID(b []byte) (uint64, error) {
+	b = TrimValue(b)
+	if len(b) != 19 || b[4] != ':' || b[9] != ':' || b[14] != ':' {
+		return 0, fmt.Errorf("%w: %q is not a GUID (xxxx:xxxx:xxxx:xxxx)", ErrUnreadable, b)
+	}
+	return hexGroups(b, 4)
+}
+
+// ParseGIDInterfaceID parses a GID (ports/N/gids/0,
+// "fe80:0000:0000:0000:b83f:d203:00a0:b010") and returns its lower 64
+// bits: on an InfiniBand port, gids/0 is the link-local GID whose
+// interface ID is the port GUID.
+func ParseGIDInterfaceID(b []byte) (uint64, error) {
+	b = TrimValue(b)
+	if len(b) != 39 {
+		return 0, fmt.Errorf("%w: %q is not a GID (8 groups of 4 hex digits)", ErrUnreadable, b)
+	}
+	for i := 4; i < 39; i += 5 {
+		if b[i] != ':' {
+			return 0, fmt.Errorf("%w: %q is not a GID (8 groups of 4 hex digits)", ErrUnreadable, b)
+		}
+	}
+	if _, err := hexGroups(b[:19], 4); err != nil {
+		return 0, err
+	}
+	return hexGroups(b[20:], 4)
+}
+
+// hexGroups reads n colon-separated groups of 4 hex digits.
+func hexGroups(b []byte, n int) (uint64, error) {
+	var v uint64
+	for g := 0; g < n; g++ {
+		for _, c := range b[g*5 : g*5+4] {
+			var d byte
+			switch {
+			case c >= '0' && c <= '9':
+				d = c - '0'
+			case c >= 'a' && c <= 'f':
+				d = c - 'a' + 10
+			case c >= 'A' && c <= 'F':
+				d = c - 'A' + 10
+			default:
+				return 0, fmt.Errorf("%w: %q has a non-hex digit", ErrUnreadable, b)
+			}
+			v = v<<4 | uint64(d)
+		}
+	}
+	return v, nil
+}
+
+// FormatGUID prints a GUID as ibstat, ibnetdiscover's node-name maps and
+// /metrics do: 0x and 16 hex digits.
+func FormatGUID(g uint64) string { return fmt.Sprintf("0x%016x", g) }

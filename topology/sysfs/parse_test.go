@@ -3,6 +3,7 @@ package sysfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 )
@@ -161,4 +162,36 @@ func mustParseCounter(t *testing.T, b []byte) uint64 {
 		t.Fatalf("ParseCounter(%q): %v", b, err)
 	}
 	return v
+}
+
+func TestSysfs_GUIDs(t *testing.T) {
+	if g, err := ParseNodeGUID([]byte("b83f:d203:00a0:b010\n")); err != nil || FormatGUID(g) != "0xb83fd20300a0b010" {
+		t.Errorf("node_guid: %x %v", g, err)
+	}
+	if g, err := ParseGIDInterfaceID([]byte("fe80:0000:0000:0000:0002:c903:0029:3e1f\n")); err != nil || FormatGUID(g) != "0x0002c90300293e1f" {
+		t.Errorf("gid: %x %v", g, err)
+	}
+	for _, bad := range []string{"", "b83f:d203:00a0:b01", "b83f:d203:00a0:b01g", "b83fd20300a0b010xxx"} {
+		if _, err := ParseNodeGUID([]byte(bad)); err == nil {
+			t.Errorf("node_guid %q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"fe80::1", "fe80:0000:0000:0000:0002:c903:0029:3e1", "fe80-0000:0000:0000:0002:c903:0029:3e1f", "ze80:0000:0000:0000:0002:c903:0029:3e1f"} {
+		if _, err := ParseGIDInterfaceID([]byte(bad)); err == nil {
+			t.Errorf("gid %q accepted", bad)
+		}
+	}
+}
+
+func FuzzParseGUIDs(f *testing.F) {
+	f.Add([]byte("b83f:d203:00a0:b010\n"))
+	f.Add([]byte("fe80:0000:0000:0000:0002:c903:0029:3e1f\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if g, err := ParseNodeGUID(b); err == nil {
+			if back, err := ParseNodeGUID([]byte(fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff))); err != nil || back != g {
+				t.Fatalf("node_guid %q -> %x does not round-trip", b, g)
+			}
+		}
+		ParseGIDInterfaceID(b)
+	})
 }

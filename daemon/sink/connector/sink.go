@@ -133,12 +133,16 @@ func (s *Sink) Target() string { return s.target }
 //	                   sends nothing and returns nil;
 //	Permanent(err)   - the connector answered InvalidArgument: it will
 //	                   refuse these bytes every time;
+//	TooLarge(err)    - ResourceExhausted: the call is above a message
+//	                   size limit (gRPC's 4 MiB by default) or the
+//	                   connector sheds load; smaller batches help either
+//	                   way. One event above the size limit alone is also
+//	                   Permanent: it will never fit;
 //	other error      - transient: socket missing, connection refused,
 //	                   Unavailable, deadline exceeded, ctx cancelled, and
-//	                   any other status (FailedPrecondition and
-//	                   ResourceExhausted included: the connector may be
-//	                   starting or shedding load, and dropping events on a
-//	                   guess would lose them).
+//	                   any other status (FailedPrecondition included: the
+//	                   connector may be starting, and dropping events on
+//	                   a guess would lose them).
 //
 // After a transient failure the connection is discarded, so the next Send
 // dials afresh instead of waiting out gRPC's reconnect backoff: the
@@ -165,6 +169,13 @@ func (s *Sink) Send(ctx context.Context, events []event.Event) error {
 	st := status.Convert(err)
 	if st.Code() == codes.InvalidArgument {
 		return sink.Permanent(fmt.Errorf("platform connector %s rejected %d events (first %s): %s", s.path, len(events), events[0].ID, st.Message()))
+	}
+	if st.Code() == codes.ResourceExhausted {
+		err := fmt.Errorf("platform connector %s: %d events not delivered: %s: %s", s.path, len(events), st.Code(), st.Message())
+		if len(events) == 1 && strings.Contains(st.Message(), "larger than max") {
+			return sink.Permanent(sink.TooLarge(err))
+		}
+		return sink.TooLarge(err)
 	}
 	s.reset(st)
 	return fmt.Errorf("platform connector %s: %d events not delivered: %s: %s%s", s.path, len(events), st.Code(), st.Message(), hint(st.Code()))

@@ -497,3 +497,40 @@ func TestConnector_3_OddSocketPath(t *testing.T) {
 		t.Errorf("connector got %d calls", len(c.got()))
 	}
 }
+
+// Issue 22 row 8: a batch above the connector's message size limit was
+// answered ResourceExhausted and retried whole for ever. The sink says
+// "too large" (send smaller batches), and for one event alone that can
+// never fit, "too large" and permanent (park it).
+func TestBounded_8_ResourceExhaustedIsTooLarge(t *testing.T) {
+	path := filepath.Join(socketDir(t), "c.sock")
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &connector{path: path}
+	c.srv = grpc.NewServer(grpc.MaxRecvMsgSize(2 << 10))
+	pb.RegisterPlatformConnectorServer(c.srv, c)
+	go c.srv.Serve(lis)
+	t.Cleanup(c.srv.Stop)
+	s := newSink(t, "unix://"+path)
+	mk := func(msg string) event.Event {
+		return event.New(event.Spec{Kind: event.KindPortFatal, CheckName: event.InfiniBandStateCheck, IsFatal: true, Message: msg, Device: "mlx5_0", Port: 1},
+			event.Stamp{NodeName: "n", Now: time.Now()})
+	}
+	var batch []event.Event
+	for i := 0; i < 20; i++ {
+		batch = append(batch, mk("Port mlx5_0 port 1: state DOWN, phys_state Disabled"))
+	}
+	err = s.Send(context.Background(), batch)
+	if !sink.IsTooLarge(err) || sink.IsPermanent(err) {
+		t.Fatalf("batch above the limit: %v (too large %v, permanent %v)", err, sink.IsTooLarge(err), sink.IsPermanent(err))
+	}
+	if err := s.Send(context.Background(), batch[:2]); err != nil {
+		t.Fatalf("a smaller batch: %v", err)
+	}
+	err = s.Send(context.Background(), []event.Event{mk(strings.Repeat("x", 3000))})
+	if !sink.IsTooLarge(err) || !sink.IsPermanent(err) {
+		t.Fatalf("one event above the limit: %v (too large %v, permanent %v)", err, sink.IsTooLarge(err), sink.IsPermanent(err))
+	}
+}

@@ -30,6 +30,11 @@ type Sink struct {
 	dev uint64
 	ino uint64
 	buf []byte
+	// torn: a write was cut short (a full disk) and what it left could
+	// not be cut yet; the file is cut back to tornAt before the next
+	// write.
+	torn   bool
+	tornAt int64
 }
 
 // New opens path for appending ("-" is stdout). A path that is a
@@ -76,6 +81,9 @@ func (s *Sink) open() error {
 	if s.f != nil {
 		s.f.Close()
 	}
+	if s.torn && (uint64(st.Dev) != s.dev || st.Ino != s.ino) {
+		s.torn = false // another file: the cut batch was in the old one
+	}
 	s.f, s.w, s.dev, s.ino = f, f, uint64(st.Dev), st.Ino
 	return nil
 }
@@ -104,6 +112,11 @@ func (s *Sink) Send(_ context.Context, evs []event.Event) error {
 			return err
 		}
 	}
+	if s.torn {
+		if err := s.cutTorn(); err != nil {
+			return err
+		}
+	}
 	s.buf = s.buf[:0]
 	for i := range evs {
 		b, err := json.Marshal(&evs[i])
@@ -112,8 +125,48 @@ func (s *Sink) Send(_ context.Context, evs []event.Event) error {
 		}
 		s.buf = append(append(s.buf, b...), '\n')
 	}
-	if _, err := s.w.Write(s.buf); err != nil {
+	var before int64 = -1
+	if s.f != nil {
+		if fi, err := s.f.Stat(); err == nil {
+			before = fi.Size()
+		}
+	}
+	if n, err := s.w.Write(s.buf); err != nil {
+		if n > 0 && s.f != nil {
+			// A full disk takes the first pages of a batch and refuses
+			// the rest: the file now ends in part of a line, and the
+			// retried batch would be glued to it (and its whole lines
+			// written twice). The batch was not delivered, so all of it
+			// is cut (now, or before the next write if the disk refuses
+			// even that).
+			s.torn, s.tornAt = true, before
+			s.cutTorn()
+		}
 		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// cutTorn removes what a short write left: back to the size before it,
+// or, when that is unknown, the partial last line.
+func (s *Sink) cutTorn() error {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s to cut a partial batch: %w", s.path, err)
+	}
+	var cut int64
+	if s.tornAt >= 0 && fi.Size() >= s.tornAt {
+		if err := s.f.Truncate(s.tornAt); err != nil {
+			return fmt.Errorf("JSON-lines sink %s: cut a partial batch: %w", s.path, err)
+		}
+		cut = fi.Size() - s.tornAt
+	} else if cut, err = cutTornLine(s.f, fi.Size()); err != nil {
+		return fmt.Errorf("JSON-lines sink %s: %w", s.path, err)
+	}
+	s.torn = false
+	if cut > 0 {
+		s.log.Warn("JSON-lines sink: a write was cut short (disk full?); what it wrote was removed and its events are sent again from the outbox",
+			"path", s.path, "bytes_removed", cut)
 	}
 	return nil
 }

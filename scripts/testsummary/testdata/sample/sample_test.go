@@ -23,3 +23,11 @@ func TestParent(t *testing.T) {
 	t.Run("one", func(t *testing.T) {})
 	t.Run("two", func(t *testing.T) { t.Skip("not on this machine") })
 }
+
+// TestHelperProcess is the body of a child process, as in os/exec's tests:
+// alone it skips, and the summary counts it nowhere.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("SAMPLE_CHILD") == "" {
+		t.Skip("child-process body; runs only when re-executed by another test")
+	}
+}

@@ -1,9 +1,8 @@
-package ethtool
+package sim
 
 import (
 	"errors"
 	"fmt"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,37 +10,34 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nichealth/nichealthd/topology/reader"
+	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
-// SimDir is the directory under a simulated host's root that holds one
-// statistics file per netdev. It is beside sys/, never under
+// PHYStatsDir is the directory under a simulated host's root that holds
+// one driver-statistics file per netdev. It is beside sys/, never under
 // class/net/<if>/, so no real sysfs tree can contain it.
-const SimDir = "ethtool-stats"
+const PHYStatsDir = "ethtool-stats"
 
-// SimFile is the statistics file of netdev on the simulated host at root.
-// Its content is what `ethtool -S` prints: a "NIC statistics:" line, then
-// one "     name: value" line per statistic, in the driver's order.
-func SimFile(root, netdev string) string { return filepath.Join(root, SimDir, netdev) }
+// PHYStatsPath is the statistics file of netdev on the simulated host at
+// root. Its content is what `ethtool -S` prints: a "NIC statistics:" line,
+// then one "     name: value" line per statistic, in the driver's order.
+func PHYStatsPath(root, netdev string) string { return filepath.Join(root, PHYStatsDir, netdev) }
 
-// SimulatedRoot says whether the statistics of the interfaces under
-// classNet come from the simulator's files, and the simulated host's root:
-// classNet is not on sysfs and reader.SimulatedHost recognises the host.
-// On a real host classNet is sysfs, so the ioctl is always used there.
-func SimulatedRoot(sysfsRoot, classNet string, onSysfs func(string) bool) (string, bool) {
-	if onSysfs(classNet) {
-		return "", false
+// PHYStatsOpener opens a netdev's driver statistics from the simulated
+// host at root instead of asking the driver (SIOCETHTOOL): the simulator
+// has no mlx5 netdevs for the ioctl to ask. It is passed to the daemon
+// explicitly, by a test or by nichealthd built with the simulate tag; the
+// production daemon always uses the ioctl. Like ethtool.OpenSource, it
+// returns a nil Source with every error.
+func PHYStatsOpener(root string) func(netdev string, want []string) (ethtool.Source, error) {
+	return func(netdev string, want []string) (ethtool.Source, error) {
+		f, err := OpenPHYStats(PHYStatsPath(root, netdev), want)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
 	}
-	return reader.SimulatedHost(sysfsRoot)
-}
-
-// OpenSource opens netdev's statistics: from the simulator's file when
-// simRoot is not empty (see SimulatedRoot), by the ioctl otherwise.
-func OpenSource(netdev string, want []string, simRoot string) (Source, error) {
-	if simRoot == "" {
-		return Open(netdev, want)
-	}
-	return OpenFile(SimFile(simRoot, netdev), want)
 }
 
 // FileStats reads statistics from a file in `ethtool -S` format. The file
@@ -57,8 +53,8 @@ type FileStats struct {
 	vals  []uint64
 }
 
-// OpenFile resolves the wanted names against the file's statistics.
-func OpenFile(path string, want []string) (*FileStats, error) {
+// OpenPHYStats resolves the wanted names against the file's statistics.
+func OpenPHYStats(path string, want []string) (*FileStats, error) {
 	f := &FileStats{path: path, cpath: append([]byte(path), 0), buf: make([]byte, 16<<10),
 		want: append([]string(nil), want...)}
 	n, err := f.load()
@@ -116,6 +112,8 @@ func (f *FileStats) relayout(n int) {
 }
 
 var errLayout = errors.New("layout changed")
+
+var _ ethtool.Source = (*FileStats)(nil)
 
 // Read reloads the file and parses every value in place. A file whose
 // names or order changed is re-mapped (allocating, as a driver's changed
@@ -205,8 +203,9 @@ func trim(b []byte) []byte {
 	return b
 }
 
-// Format renders statistics in `ethtool -S` format, as SimFile holds them.
-func Format(names []string, vals []uint64) []byte {
+// FormatPHYStats renders statistics in `ethtool -S` format, as the
+// statistics files hold them.
+func FormatPHYStats(names []string, vals []uint64) []byte {
 	b := []byte("NIC statistics:\n")
 	for i, n := range names {
 		b = append(b, "     "...)

@@ -1,17 +1,15 @@
-package ethtool
+package sim
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/nichealth/nichealthd/topology/reader"
 )
 
 func writeStats(t *testing.T, path string, names []string, vals []uint64) {
 	t.Helper()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, Format(names, vals), 0o644); err != nil {
+	if err := os.WriteFile(tmp, FormatPHYStats(names, vals), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -25,7 +23,7 @@ func TestPHY_SimFileStats(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "eth0")
 	writeStats(t, p, []string{"rx_packets", "rx_corrected_bits_phy", "link_down_events_phy"}, []uint64{7, 1500, 0})
-	f, err := OpenFile(p, []string{"link_down_events_phy", "rx_corrected_bits_phy", "rx_symbol_err_phy"})
+	f, err := OpenPHYStats(p, []string{"link_down_events_phy", "rx_corrected_bits_phy", "rx_symbol_err_phy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,29 +56,13 @@ func TestPHY_SimFileStats(t *testing.T) {
 	}
 }
 
-// The seam is active only off sysfs and beside the simulator's manifest.
-func TestPHY_SimSeamNeverOnSysfs(t *testing.T) {
-	root := t.TempDir()
-	sys := filepath.Join(root, "sys")
-	net := filepath.Join(sys, "class", "net")
-	if err := os.MkdirAll(net, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	notSysfs := func(string) bool { return false }
-	if _, ok := SimulatedRoot(sys, net, notSysfs); ok {
-		t.Fatal("simulated without a manifest")
-	}
-	if err := os.WriteFile(filepath.Join(root, reader.SimManifestName), []byte(`{"simulated":true}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := SimulatedRoot(sys, net, notSysfs); !ok || got != root {
-		t.Fatalf("SimulatedRoot = %q, %v; want %q", got, ok, root)
-	}
-	if _, ok := SimulatedRoot(sys, net, func(string) bool { return true }); ok {
-		t.Fatal("simulated on sysfs")
-	}
-	if _, ok := SimulatedRoot("/sys", "/sys/class/net", notSysfs); ok {
-		t.Fatal("the real /sys counted as simulated")
+// The opener the daemon is given on a simulated host returns a plain nil
+// Source with its error (a netdev without a statistics file), never a nil
+// *FileStats inside a non-nil interface.
+func TestPHY_SimOpenerFailureIsNilSource(t *testing.T) {
+	src, err := PHYStatsOpener(t.TempDir())("enp0s0", []string{"rx_corrected_bits_phy"})
+	if err == nil || src != nil {
+		t.Fatalf("opener of a missing file = (%#v, %v); want (nil, error)", src, err)
 	}
 }
 
@@ -94,10 +76,10 @@ func BenchmarkSimFileRead(b *testing.B) {
 		names[i] = "stat_" + string(rune('a'+i)) + "_phy"
 		vals[i] = uint64(i) * 1_000_003
 	}
-	if err := os.WriteFile(p, Format(names, vals), 0o644); err != nil {
+	if err := os.WriteFile(p, FormatPHYStats(names, vals), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	f, err := OpenFile(p, []string{"stat_x_phy"})
+	f, err := OpenPHYStats(p, []string{"stat_x_phy"})
 	if err != nil {
 		b.Fatal(err)
 	}

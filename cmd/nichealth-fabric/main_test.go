@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nichealth/nichealthd/internal/version"
+)
+
+const edr = "../../fabric/ibnet/testdata/switchib-edr-2023.topo"
+
+func TestFabric_12_MapJSONCountsTheDump(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"map", "--ibnetdiscover", edr, "--json"}, &out, &errs); code != exitOK {
+		t.Fatalf("code %d: %s", code, errs.String())
+	}
+	var g struct {
+		Switches int `json:"switches"`
+		HCAs     int `json:"hcas"`
+		Routers  int `json:"routers"`
+		Links    []struct {
+			A, B struct {
+				GUID string `json:"guid"`
+				Port int    `json:"port"`
+				Name string `json:"name"`
+			}
+			Width    string `json:"width"`
+			Speed    string `json:"speed"`
+			Degraded bool   `json:"degraded"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Switches != 6 || g.HCAs != 96 || g.Routers != 0 || len(g.Links) != 144 {
+		t.Fatalf("%d switches %d HCAs %d routers %d links", g.Switches, g.HCAs, g.Routers, len(g.Links))
+	}
+	l := g.Links[0]
+	if l.A.GUID == "" || l.B.GUID == "" || l.A.Name == "" || l.A.Port == 0 || l.Width != "4x" || l.Speed != "EDR" {
+		t.Errorf("link %+v", l)
+	}
+	if errs.Len() != 0 {
+		t.Errorf("stderr: %s", errs.String())
+	}
+}
+
+func TestFabric_12_MapWritesPageAndNamesBadLines(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "f.topo")
+	raw, err := os.ReadFile(edr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, append([]byte("junk line\n"), raw...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nm := filepath.Join(dir, "map")
+	if err := os.WriteFile(nm, []byte("0xec0d9a0300ec8240 \"leaf-a\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	page := filepath.Join(dir, "fabric.html")
+	if code := run([]string{"map", "--ibnetdiscover", in, "--node-name-map", nm, "-o", page}, &out, &errs); code != exitOK {
+		t.Fatalf("code %d: %s", code, errs.String())
+	}
+	if !strings.Contains(errs.String(), "f.topo: skipped line 1: not a topology line") {
+		t.Errorf("stderr %q", errs.String())
+	}
+	b, err := os.ReadFile(page)
+	if err != nil || !bytes.Contains(b, []byte(`"name":"leaf-a"`)) || bytes.Contains(b, []byte("src=\"http")) {
+		t.Errorf("page: %v", err)
+	}
+}
+
+func TestFabric_12_MapUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, exitUsage, "usage:"},
+		{[]string{"draw"}, exitUsage, "unknown command"},
+		{[]string{"map", "--json"}, exitUsage, "--ibnetdiscover FILE is required"},
+		{[]string{"map", "--ibnetdiscover", edr}, exitUsage, "-o FILE.html, --json, or both"},
+		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "http://x", "--status", "d"}, exitUsage, "not both"},
+		{[]string{"map", "--ibnetdiscover", "/nonexistent", "--json"}, exitFailed, "/nonexistent"},
+		{[]string{"map", "--ibnetdiscover", "/dev/zero", "--json"}, exitFailed, "not a regular file"},
+		{[]string{"map", "--ibnetdiscover", "main.go", "--json"}, exitFailed, "holds no switch, HCA or router block"},
+		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "127.0.0.1:9"}, exitFailed, "want http://host:port"},
+	} {
+		var out, errs bytes.Buffer
+		if code := run(tc.args, &out, &errs); code != tc.code || !strings.Contains(errs.String(), tc.msg) {
+			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, code, errs.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+func TestFabric_VersionIsTheProductVersion(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run([]string{"--version"}, &out, &errb); code != exitOK || out.String() != "nichealth-fabric "+version.String()+"\n" {
+		t.Fatalf("--version: exit %d, %q %q", code, out.String(), errb.String())
+	}
+}

@@ -1,0 +1,38 @@
+package daemon
+
+import (
+	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/reader"
+)
+
+// Seams are stand-ins for the kernel that a test passes at construction
+// (Options.Seams). The production binary passes none, so every read it
+// makes is the real host's and no code path depends on whether the host
+// looks simulated (DESIGN.md section 10). nichealthd built with the
+// simulate tag fills them from a simulated host for the black-box tests
+// that inject errnos or PHY statistics; every other black-box test runs
+// the production binary.
+type Seams struct {
+	// ReadFaults replaces the outcome of chosen reads with an errno
+	// (parked-file tests; topology/sim.ErrnoTable).
+	ReadFaults reader.Faults
+	// OpenStats opens a netdev's driver statistics instead of the
+	// SIOCETHTOOL ioctl (topology/sim.PHYStatsOpener). It must return a
+	// plain nil Source with every error, as ethtool.OpenSource does.
+	OpenStats func(netdev string, want []string) (ethtool.Source, error)
+	// Step is called inside a check's boundary each time a step starts
+	// working for a check (per port for the state and counter checks),
+	// with the check and the step ("plan", "observe", "judge", "counters",
+	// "pcie-aer", "link-sanity", "rules", ...): a test panics from it to
+	// prove the boundary holds (guard.go).
+	Step func(check, step string)
+}
+
+// openStats is how driver statistics are opened: the ioctl unless a test
+// passed another opener.
+func (s *Seams) openStats() func(netdev string, want []string) (ethtool.Source, error) {
+	if s.OpenStats != nil {
+		return s.OpenStats
+	}
+	return ethtool.OpenSource
+}

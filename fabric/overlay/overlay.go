@@ -1,0 +1,121 @@
+package overlay
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/nichealth/nichealthd/fabric/ibnet"
+)
+
+// Verdict is a port's health as its daemon judged it.
+type Verdict string
+
+const (
+	Healthy  Verdict = "healthy"
+	Degraded Verdict = "degraded"
+	Fatal    Verdict = "fatal"
+)
+
+func (v Verdict) rank() int {
+	switch v {
+	case Fatal:
+		return 3
+	case Degraded:
+		return 2
+	case Healthy:
+		return 1
+	}
+	return 0
+}
+
+// Worse returns the worse of two verdicts ("" is unknown, better than
+// any).
+func Worse(a, b Verdict) Verdict {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// Port is one port as a daemon reported it.
+type Port struct {
+	// Node is where the report came from: the Prometheus instance or the
+	// dump's node name.
+	Node     string     `json:"node"`
+	Device   string     `json:"device"`
+	Port     int        `json:"port"`
+	NodeGUID ibnet.GUID `json:"nodeGUID"`
+	PortGUID ibnet.GUID `json:"portGUID,omitempty"`
+	Verdict  Verdict    `json:"verdict"`
+	State    string     `json:"state,omitempty"`
+	// Conditions are what makes the verdict: fatal and degraded
+	// conditions, latched counters and firing alerts, one line each.
+	Conditions []string `json:"conditions,omitempty"`
+}
+
+// Overlay is the fleet's port health keyed by GUID.
+type Overlay struct {
+	// Source says where it came from ("prometheus http://…", "status
+	// dumps in DIR").
+	Source string  `json:"source"`
+	Ports  []*Port `json:"ports"`
+	byNode map[nodePort]*Port
+	byPort map[ibnet.GUID]*Port
+}
+
+type nodePort struct {
+	guid ibnet.GUID
+	port int
+}
+
+func newOverlay(source string) *Overlay {
+	return &Overlay{Source: source, byNode: map[nodePort]*Port{}, byPort: map[ibnet.GUID]*Port{}}
+}
+
+// add indexes a port; a port reported twice (two scrape jobs, two dumps)
+// keeps the worse verdict and both reports' conditions.
+func (o *Overlay) add(p *Port) {
+	if p.NodeGUID == 0 && p.PortGUID == 0 {
+		return
+	}
+	if old := o.Lookup(p.NodeGUID, p.Port, p.PortGUID); old != nil {
+		old.Verdict = Worse(old.Verdict, p.Verdict)
+		for _, c := range p.Conditions {
+			if !slices.Contains(old.Conditions, c) {
+				old.Conditions = append(old.Conditions, c)
+			}
+		}
+		return
+	}
+	o.Ports = append(o.Ports, p)
+	if p.NodeGUID != 0 {
+		o.byNode[nodePort{p.NodeGUID, p.Port}] = p
+	}
+	if p.PortGUID != 0 {
+		o.byPort[p.PortGUID] = p
+	}
+}
+
+func (o *Overlay) sort() {
+	slices.SortFunc(o.Ports, func(a, b *Port) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Port, b.Port))
+	})
+	for _, p := range o.Ports {
+		slices.Sort(p.Conditions)
+	}
+}
+
+// Lookup finds the report of a fabric port: by its port GUID when the
+// dump printed one, else by node GUID and port number. It returns nil for
+// a port no daemon reported (a switch, a host without nichealthd).
+func (o *Overlay) Lookup(nodeGUID ibnet.GUID, port int, portGUID ibnet.GUID) *Port {
+	if o == nil {
+		return nil
+	}
+	if portGUID != 0 {
+		if p := o.byPort[portGUID]; p != nil {
+			return p
+		}
+	}
+	return o.byNode[nodePort{nodeGUID, port}]
+}
