@@ -193,7 +193,7 @@ func (v *viewNode) nodeDisagreement(verdict, msg string) string {
 		}
 		return ""
 	}
-	if code != 1 || !strings.Contains(status, "UNHEALTHY") || !strings.Contains(status, msg) || ccode != 2 || !strings.Contains(check, "node:CRITICAL - ") ||
+	if code != 1 || !strings.Contains(strings.SplitN(status, "\n", 2)[0], ": fatal") || !strings.Contains(status, msg) || ccode != 2 || !strings.Contains(check, "node:CRITICAL - ") ||
 		!strings.Contains(page, "nichealth_healthy 0") || !strings.Contains(st, "0 fatal") {
 		return fmt.Sprintf("status exit %d:\n%s\ncheck exit %d: %s\nSTATUS %q", code, status, ccode, check, st)
 	}
