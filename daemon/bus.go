@@ -8,6 +8,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/topology"
 )
 
 // superviseBus keeps the D-Bus API exported for the daemon's lifetime
@@ -58,6 +59,9 @@ func (b backend) Reload() error {
 
 func (b backend) AcknowledgeReset(device string, port int, counter string, uid uint32) error {
 	d := b.d
+	if topology.IsPCIAddress(device) {
+		return d.acknowledgeFunction(device, uid)
+	}
 	d.mu.Lock()
 	var pp *portPlan
 	for _, p := range d.mon.ports {

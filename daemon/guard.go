@@ -29,8 +29,9 @@ import (
 // for the signals whose events share the degradation checks' names, their
 // own (a bug in the AER reader must not stop the counters).
 const (
-	aerCheck    = "PCIeAERCheck"
-	sanityCheck = "LinkSanityCheck"
+	aerCheck       = "PCIeAERCheck"
+	sanityCheck    = "LinkSanityCheck"
+	inventoryCheck = "NICInventoryCheck"
 )
 
 var (
@@ -38,6 +39,7 @@ var (
 	degradationChecks = []string{event.InfiniBandDegradationCheck, event.EthernetDegradationCheck}
 	aerChecks         = []string{aerCheck}
 	sanityChecks      = []string{sanityCheck}
+	inventoryChecks   = []string{inventoryCheck}
 	ruleChecks        = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
 )
 

@@ -8,6 +8,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/persist"
@@ -22,13 +23,14 @@ type Memory struct {
 	Cards     *cards.Memory
 	Sanity    *sanity.Memory
 	AER       *aer.Memory
+	Inventory *inventory.Memory
 	KernelLog *kernellog.Memory
 }
 
 // NewMemory returns every check's empty memory.
 func NewMemory() *Memory {
 	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory(), AER: aer.NewMemory(),
-		KernelLog: kernellog.NewMemory()}
+		KernelLog: kernellog.NewMemory(), Inventory: inventory.NewMemory()}
 }
 
 // section is one check's memory as the state file stores it.
@@ -46,6 +48,7 @@ func (m *Memory) sections() []section {
 		{"cards", m.Cards, cards.MemoryVersion, m.Cards.Validate},
 		{"sanity", m.Sanity, sanity.MemoryVersion, m.Sanity.Validate},
 		{"pcieAER", m.AER, aer.MemoryVersion, m.AER.Validate},
+		{"inventory", m.Inventory, inventory.MemoryVersion, m.Inventory.Validate},
 		{"kernelLog", m.KernelLog, kernellog.MemoryVersion, m.KernelLog.Validate},
 	}
 }
@@ -97,6 +100,8 @@ func replaceSection(m, fresh Memory, name string) Memory {
 		m.Sanity = fresh.Sanity
 	case "pcieAER":
 		m.AER = fresh.AER
+	case "inventory":
+		m.Inventory = fresh.Inventory
 	case "kernelLog":
 		m.KernelLog = fresh.KernelLog
 	}

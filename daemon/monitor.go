@@ -122,6 +122,8 @@ type Monitor struct {
 	// kl is the kernel-log check and its reader (daemon/kernellog.go);
 	// nil when it is off or in a one-shot check.
 	kl *kernelLog
+	// inv is the PCI inventory and the expected one (daemon/inventory.go).
+	inv *inventoryState
 }
 
 type portPlan struct {
@@ -272,6 +274,7 @@ func (m *Monitor) Discover() error {
 		}
 	}
 	m.buildPlan()
+	m.scanInventory()
 	m.devicesSetChanged = true
 	m.viewChanged = true
 	return nil
@@ -311,7 +314,10 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 		// nicInclusionRegexOverride: the operator hand-pinned the list; the
 		// NUMA gate and topology classification are skipped (seed 12.1).
 		for _, d := range devs {
-			if d.Mellanox && !d.IsVF {
+			switch {
+			case d.Mellanox && d.LimitedPF:
+				d.Role, d.RoleReason = topology.RoleUnknown, roles.LimitedPFReason
+			case d.Mellanox && !d.IsVF:
 				d.Role = roleByLinkLayer(d)
 				d.RoleReason = string(d.Role) + ": pinned by nicInclusionRegexOverride"
 			}
@@ -320,12 +326,12 @@ func (m *Monitor) classify(devs []*topology.Device) error {
 	}
 	var nics []*topology.Device
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			nics = append(nics, d)
 		}
 	}
 	if len(nics) == 0 {
-		return nil
+		return roles.Classify(devs, nil, nil) // only says why the others are not monitored
 	}
 	mx, notes, err := gpumeta.SelectWith(m.cfg.TopologySource, m.cfg.MetadataPath, m.cfg.Paths, nics, m.readFile)
 	for _, n := range notes {
@@ -594,6 +600,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
 	g.run("kernel-log", kernelLogChecks, &specs, func() { g.enter(kernellog.CheckName); m.kernelLogCycle(now, &specs, &changed) })
+	g.run("inventory", inventoryChecks, &specs, func() { g.enter(inventoryCheck); m.inventoryCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
 		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })
 	} else if !m.cfg.Sanity.Enabled && g.raised[sanityCheck] {

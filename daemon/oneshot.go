@@ -62,7 +62,7 @@ func CheckOnce(cfg *config.Config, log *slog.Logger) (snap *health.Snapshot, not
 // classifyUnknown gives every Mellanox PF an unknown role (monitored).
 func classifyUnknown(devs []*topology.Device, why error) string {
 	for _, d := range devs {
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			d.Role, d.RoleReason = topology.RoleUnknown, "not classified: no GPU topology"
 		}
 	}

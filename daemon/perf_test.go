@@ -116,6 +116,7 @@ func benchCycle(b *testing.B, shape string, keepOpen bool) {
 	for b.Loop() {
 		now = now.Add(time.Second)
 		m.lastSanity = now
+		m.inventory().next = now.Add(inventoryInterval) // timed on its own (BenchmarkInventoryScan)
 		m.Cycle(now)
 	}
 	perfReport(b, m)
@@ -425,3 +426,19 @@ func benchCycleVFs(b *testing.B, removeVFs bool) {
 
 func BenchmarkCycle_xl_WithVFs(b *testing.B)    { benchCycleVFs(b, false) }
 func BenchmarkCycle_xl_VFsRemoved(b *testing.B) { benchCycleVFs(b, true) }
+
+// BenchmarkInventoryScan_dgxH100 times the once-a-minute PCI inventory
+// scan and its judgement (every function on the bus: one vendor read each,
+// the Mellanox ones described; the judgement of functions and drift).
+func BenchmarkInventoryScan_dgxH100(b *testing.B) {
+	m, _ := perfMonitor(b, "dgx-h100", false)
+	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
+	var specs []event.Spec
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(inventoryInterval)
+		changed := false
+		specs = specs[:0]
+		m.inventoryCycle(now, &specs, &changed)
+	}
+}

@@ -48,6 +48,9 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 		m.Cards.Replay(e)
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		m.AER.Replay(e)
+	case event.KindFunctionFailed, event.KindFunctionAbsent, event.KindFunctionOK, event.KindDrift, event.KindDriftOK,
+		event.KindPortsShort, event.KindPortsOK:
+		m.Inventory.Replay(e)
 	case event.KindKernelLog, event.KindKernelLogCleared:
 		m.KernelLog.Replay(e)
 	}

@@ -241,6 +241,7 @@ func New(opts Options) (*Daemon, error) {
 	// their conditions clear when they run again.
 	d.mon.guard.restore(failedChecksOf(model.Conditions()))
 	d.mon.pendingSpecs = append(d.mon.pendingSpecs, migrateRuleChecks(model)...)
+	d.mon.UseExpectedInventory(persist.NewCrossBootFile(filepath.Join(filepath.Dir(opts.StateFile), "inventory.json")), bootID)
 	var rnote string
 	d.rules, rnote = restoreRules(st, effectiveRules(cfg), bootID)
 	if rnote != "" {
@@ -479,6 +480,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
 	}, infos, d.conditionsLocked())
 	snap.AER = d.mon.aerTotals()
+	snap.Inventory = d.mon.inventoryInfos()
 	snap.KernelLog = d.mon.kernelLogTotals()
 	d.snap.Store(snap)
 	return snap

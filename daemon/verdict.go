@@ -13,6 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -126,6 +127,7 @@ func (m *Monitor) portInfos() []health.PortInfo {
 			Role: string(p.dev.Role), RoleReason: event.Clean(p.dev.RoleReason), NetDev: event.Clean(p.netdev),
 			PCIAddress: p.dev.PCIAddress, NUMANode: p.dev.NUMANode, Rate: event.Clean(p.port.Rate),
 			LastChange: m.lastChange[checks.PortKey(p.dev.Name, p.port.Num)],
+			FWVer:      event.Clean(p.dev.FWVer), BoardID: event.Clean(p.dev.BoardID),
 		}
 		if p.rate.Err == nil && len(p.rate.Value()) > 0 {
 			pi.Rate = event.Clean(string(sysfs.TrimValue(p.rate.Value())))
@@ -231,22 +233,13 @@ func (m *Monitor) gpusBehind(dev *topology.Device) string {
 	if dev.Role != topology.RoleCompute {
 		return noGPUAffinity
 	}
-	var parts []string
-	for _, g := range m.matrix.Near(dev.Name) {
-		ids := strings.TrimSpace(g.PCIAddress + " " + g.UUID)
-		if ids != "" {
-			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, ids))
-		} else {
-			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
-		}
+	if g := gpumeta.Describe(m.matrix.Near(dev.Name)); g != "" {
+		// The UUIDs come from gpu_metadata.json, which may hold any
+		// bytes: a NUL or invalid UTF-8 here broke every D-Bus reply that
+		// carries the port (DESIGN.md section 9).
+		return event.Clean(g)
 	}
-	if len(parts) == 0 {
-		return noGPUAffinity
-	}
-	// The UUIDs come from gpu_metadata.json, which may hold any bytes: a
-	// NUL or invalid UTF-8 here broke every D-Bus reply that carries the
-	// port (DESIGN.md section 9).
-	return event.Clean(strings.Join(parts, ", "))
+	return noGPUAffinity
 }
 
 // withGPUs adds metadata "gpus" to a NIC event: the GPUs behind its NIC

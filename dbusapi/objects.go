@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nichealth/nichealthd/topology"
 )
 
 // Standard D-Bus error names used by the property and object code.
@@ -313,8 +315,10 @@ func (s *Server) acknowledgeReset(sender dbus.Sender, device string, port uint32
 	if strings.TrimSpace(device) == "" {
 		return newError(ErrNameInvalidArgument, "AcknowledgeReset: device must not be empty (e.g. mlx5_0)")
 	}
-	if port == 0 {
-		return newError(ErrNameInvalidArgument, "AcknowledgeReset: port numbers start at 1")
+	if port == 0 && !topology.IsPCIAddress(device) {
+		// Port 0 goes with a PCI address: a NIC function removed on
+		// purpose, which has no port to name.
+		return newError(ErrNameInvalidArgument, "AcknowledgeReset: port numbers start at 1 (port 0 only with a PCI address, e.g. 0000:3b:00.0)")
 	}
 	if err := s.b.AcknowledgeReset(device, int(port), counter, uid); err != nil {
 		return toDBusError(err, errFailed)

@@ -134,6 +134,8 @@ func portProps() []propDef[PortView] {
 		{"Counters", "a{sa{sv}}", false, func(p *PortView) any { return counterList(p.Counters) }},
 		{"LatchedBreaches", "as", true, func(p *PortView) any { return p.LatchedBreaches() }},
 		{"Sanity", "as", true, func(p *PortView) any { return nonNil(p.Sanity) }},
+		{"FirmwareVersion", "s", true, func(p *PortView) any { return p.FirmwareVersion }},
+		{"BoardID", "s", true, func(p *PortView) any { return p.BoardID }},
 	}
 }
 

@@ -492,6 +492,9 @@ func TestDBus_5_AcknowledgeResetEndToEnd(t *testing.T) {
 		{"mlx5_0", 1, "no_such_counter", dbusapi.ErrInvalidArgument, dbusapi.ErrNameInvalidArgument},
 		{"", 1, "", dbusapi.ErrInvalidArgument, dbusapi.ErrNameInvalidArgument},
 		{"mlx5_0", 0, "", dbusapi.ErrInvalidArgument, dbusapi.ErrNameInvalidArgument},
+		// Port 0 with a PCI address (a NIC function gone from the bus)
+		// reaches the backend, which answers for it.
+		{"0000:3b:00.0", 0, "", dbusapi.ErrNoSuchPort, dbusapi.ErrNameNoSuchPort},
 		{"mlx5_0", 1, "link_downed", nil, ""},
 		{"mlx5_0", 1, "", dbusapi.ErrNotLatched, dbusapi.ErrNameNotLatched},
 	}

@@ -38,6 +38,9 @@ type PortView struct {
 	// Sanity holds link sanity findings (PCIe width/speed, SM LID, character
 	// devices); empty when everything is as expected.
 	Sanity []string `json:"sanity"`
+	// FirmwareVersion and BoardID are the NIC's fw_ver and board_id (PSID).
+	FirmwareVersion string `json:"firmwareVersion"`
+	BoardID         string `json:"boardID"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

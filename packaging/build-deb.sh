@@ -39,6 +39,7 @@ trap 'rm -rf "$STAGE"' EXIT
 DESTDIR=$STAGE PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system \
     SYSUSERSDIR=/usr/lib/sysusers.d TMPFILESDIR=/usr/lib/tmpfiles.d \
     CATALOGDIR=/usr/lib/systemd/catalog DBUSPOLICYDIR=/usr/share/dbus-1/system.d \
+    UDEVRULESDIR=/usr/lib/udev/rules.d DATADIR=/usr/share/nichealthd \
     BASHCOMPDIR=/usr/share/bash-completion/completions ZSHCOMPDIR=/usr/share/zsh/vendor-completions \
     VERSION=$VERSION "$PKG/install.sh" "$BIN_DIR" >/dev/null
 

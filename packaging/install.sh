@@ -27,6 +27,10 @@ MANDIR=${MANDIR:-$PREFIX/share/man}
 BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
 ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
 DOCDIR=${DOCDIR:-$PREFIX/share/doc/nichealthd}
+# The fleet's Prometheus rules and Grafana dashboard, for the monitoring
+# host to pick up (README "Fleet").
+DATADIR=${DATADIR:-$PREFIX/share/nichealthd}
+UDEVRULESDIR=${UDEVRULESDIR:-$PREFIX/lib/udev/rules.d}
 # dbus-daemon reads policies only from /usr/share/dbus-1/system.d and
 # /etc/dbus-1/system.d, whatever the prefix.
 if [ "$PREFIX" = /usr ]; then
@@ -73,6 +77,10 @@ inst 0644 "$PKG/sysusers.d/nichealthd.conf" "$d$SYSUSERSDIR/nichealthd.conf"
 inst 0644 "$PKG/tmpfiles.d/nichealthd.conf" "$d$TMPFILESDIR/nichealthd.conf"
 inst 0644 "$PKG/dbus/org.nichealth.NicHealth1.conf" "$d$DBUSPOLICYDIR/org.nichealth.NicHealth1.conf"
 inst 0644 "$PKG/journal/nichealthd.catalog" "$d$CATALOGDIR/nichealthd.catalog"
+inst 0644 "$PKG/udev/60-nichealthd-vpd.rules" "$d$UDEVRULESDIR/60-nichealthd-vpd.rules"
+inst 0644 "$PKG/prometheus/nichealth.rules.yml" "$d$DATADIR/prometheus/nichealth.rules.yml"
+inst 0644 "$PKG/prometheus/nichealth.rules.test.yml" "$d$DATADIR/prometheus/nichealth.rules.test.yml"
+inst 0644 "$PKG/grafana/nichealthd.json" "$d$DATADIR/grafana/nichealthd.json"
 inst 0644 "$PKG/completion/nichealthctl.bash" "$d$BASHCOMPDIR/nichealthctl"
 inst 0644 "$PKG/completion/_nichealthctl" "$d$ZSHCOMPDIR/_nichealthctl"
 
@@ -124,6 +132,7 @@ if [ -z "$DESTDIR" ] && [ "$(id -u)" = 0 ] && [ -d /run/systemd/system ]; then
     systemd-sysusers nichealthd.conf
     systemd-tmpfiles --create nichealthd.conf
     journalctl --update-catalog || true
+    udevadm control --reload 2>/dev/null || true
     systemctl daemon-reload
     systemctl reload dbus.service 2>/dev/null || true
     echo "install.sh: start it with: systemctl enable --now nichealthd"

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -207,6 +209,9 @@ func DiscoverDevice(p Paths, name string, read ReadFunc) (*Device, []Problem) {
 		if _, err := os.Lstat(filepath.Join(pciDir, "physfn")); err == nil {
 			d.IsVF = true
 		}
+		if !d.IsVF {
+			d.readVPD(pciDir, read, problem)
+		}
 		if ents, err := os.ReadDir(filepath.Join(pciDir, "net")); err == nil {
 			for _, e := range ents {
 				d.NetDevs = append(d.NetDevs, e.Name())
@@ -326,9 +331,63 @@ func (d *Device) NetDevFor(n int) string {
 }
 
 // Monitored reports whether checks look at d at all: a Mellanox PF whose
-// role is not Management. VFs are skipped unconditionally (seed 8).
+// role is not Management. VFs are skipped unconditionally (seed 8), and so
+// are limited PFs, whose counters the firmware refuses.
 func (d *Device) Monitored() bool {
-	return d.Mellanox && !d.IsVF && d.Role != RoleManagement
+	return d.Mellanox && !d.IsVF && !d.LimitedPF && d.Role != RoleManagement
+}
+
+// readVPD reads the function's serial number and limited-PF marker.
+func (d *Device) readVPD(pciDir string, read ReadFunc, problem func(string, error)) {
+	v := ReadVPD(pciDir, read)
+	d.Serial, d.LimitedPF, d.VPDErr = v.Serial, v.LimitedPF, v.Err
+	if v.Problem != nil {
+		problem(filepath.Join(pciDir, "vpd"), v.Problem)
+	}
+}
+
+// VPDInfo is what ReadVPD learned of a function's VPD.
+type VPDInfo struct {
+	Serial    string
+	LimitedPF bool
+	// Err says why the VPD is unreadable or damaged ("" when read or
+	// absent); Problem is set when that is worth a warning.
+	Err     string
+	Problem error
+}
+
+// ReadVPD reads and parses <pciDir>/vpd with read. The file is root-only
+// on a stock kernel (0600): a permission error is recorded in Err but is
+// no Problem, since the hardened unit cannot read it unless packaging's
+// udev rule grants its group read access (the daemon says so once). A
+// function without VPD is not an error at all.
+func ReadVPD(pciDir string, read ReadFunc) VPDInfo {
+	if read == nil {
+		read = os.ReadFile
+	}
+	path := filepath.Join(pciDir, "vpd")
+	// Asked first, so that a file this process may not read is not read
+	// at all: the reader would park it after three EACCES and keep
+	// re-probing it, for nothing but a permission it will never have.
+	if err := unix.Access(path, unix.R_OK); errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return VPDInfo{Err: "permission denied"}
+	}
+	b, err := read(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return VPDInfo{}
+	case errors.Is(err, fs.ErrPermission):
+		return VPDInfo{Err: "permission denied"}
+	case err != nil:
+		return VPDInfo{Err: err.Error(), Problem: err}
+	}
+	v, perr := sysfs.ParseVPD(b)
+	out := VPDInfo{Serial: v.Serial(), LimitedPF: v.LimitedPF()}
+	if perr != nil {
+		// What came before the damage is still the card's.
+		out.Err = perr.Error()
+	}
+	return out
 }
 
 // LinkLayer returns the link layer of the device's first port.

@@ -50,6 +50,16 @@ type Device struct {
 	PCIDir     string // absolute, resolved path of the PCI device directory
 	NUMANode   int    // -1 when unknown
 	IsVF       bool   // device/physfn exists (seed 8.7 method 1)
+	// Serial is the board serial number from the PCI function's VPD ("" when
+	// the VPD has none or cannot be read: it is readable by root only
+	// unless packaging's udev rule opens it to the daemon's group).
+	Serial string
+	// LimitedPF: the VPD marks the function as a limited PF that NVIDIA
+	// Fabric Manager owns (sysfs.VPD.LimitedPF); its counters are refused
+	// by firmware, so it is never read after discovery.
+	LimitedPF bool
+	// VPDErr says why the VPD could not be read ("" when read or absent).
+	VPDErr     string
 	NetDevs    []string
 	Ports      []Port
 	Role       Role

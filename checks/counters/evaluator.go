@@ -444,6 +444,10 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	if !m.breach {
 		return nil, changed
 	}
+	if twinLatched(st, s.Device, s.Port, d.Name) != "" {
+		// One link down, one condition: its twin's latch holds it.
+		return nil, true
+	}
 	check := DegradationCheckName(s.LinkLayer)
 	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,

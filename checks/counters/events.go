@@ -165,6 +165,10 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	if d.ThresholdType == TypeBER {
 		msg = berBreach(head, s, delta, rate, elapsed, md)
 	}
+	if twin := e.twinWitnesses(d.Name, s.LinkLayer); twin != "" {
+		md["witness"] = twin
+		msg += "; " + twin + " counts the same link down and raises no second condition"
+	}
 	if isXmitWait(d) {
 		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)
 		md["lostGbps"] = strconv.FormatFloat(gbps, 'f', 1, 64)

@@ -177,6 +177,11 @@ func (e *Evaluator) Acknowledge(st *Memory, device string, port int, counter str
 			return nil, fmt.Errorf("acknowledge %s port %d: %w on this port", device, port, ErrNotLatched)
 		}
 	} else {
+		if twin := twinLatched(st, device, port, counter); twin != "" && !st.BreachFlags[Key(device, port, counter)].Breached {
+			// The link down this counter witnessed is latched under its
+			// twin: acknowledging either ends it.
+			counter = twin
+		}
 		key := Key(device, port, counter)
 		if !st.BreachFlags[key].Breached {
 			_, snap := st.CounterSnapshots[key]

@@ -35,6 +35,13 @@ const (
 	EntityNICPort = "NICPort"
 	EntityCard    = "NICCard"
 	EntityCheck   = "NICHealthCheck"
+	// EntityPCI is a NIC's PCI function when it has no RDMA device to name
+	// it (unbound, failed probe, gone from the bus), EntityNICGroup a role
+	// group of NICs ("compute"): what an inventory condition is about, so
+	// that its clear carries entities and never reads as a check-scoped
+	// clear of everything its check said.
+	EntityPCI      = "PCI"
+	EntityNICGroup = "NICGroup"
 	// EntityKernelLog names the kernel-log pattern of a node-level
 	// condition that no NIC can be named for (a soft lockup in the mlx5
 	// NAPI poll): its clear must carry an entity, since a healthy event
@@ -94,6 +101,19 @@ const (
 	// watched (metadata "check"). Cleared when the check runs again.
 	KindCheckFailed  Kind = "check-failed"
 	KindCheckResumed Kind = "check-resumed"
+	// The PCI inventory (checks/inventory, metadata "pci"): a NIC function
+	// present without a usable RDMA device (unbound, another driver, no
+	// RDMA device), one monitored last boot and gone from the bus now, and
+	// the clear of either; firmware or model drift in a role group (on the
+	// odd card) and its clear; fewer active compute ports than expected
+	// and its clear.
+	KindFunctionFailed Kind = "nic-function-failed"
+	KindFunctionAbsent Kind = "nic-function-absent"
+	KindFunctionOK     Kind = "nic-function-ok"
+	KindDrift          Kind = "nic-drift"
+	KindDriftOK        Kind = "nic-drift-ok"
+	KindPortsShort     Kind = "compute-ports-short"
+	KindPortsOK        Kind = "compute-ports-ok"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -106,6 +126,7 @@ var Kinds = []Kind{
 	KindPCIeAER, KindPCIeAERRecovered,
 	KindCheckFailed, KindCheckResumed,
 	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
+	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 	KindKernelLog, KindKernelLogCleared,
 }
 
@@ -265,11 +286,12 @@ type Spec struct {
 	// Ports are further (NIC, NICPort) entity pairs: the ports a card
 	// event is about.
 	Ports []PortRef
-	// Entities are further entities, appended as given.
-	Entities []Entity
 	// Check names the daemon's own check as the entity (EntityCheck) of a
 	// check-failed or check-resumed event.
-	Check    string
+	Check string
+	// Entities are further entities (EntityPCI, EntityNICGroup), after
+	// the ports.
+	Entities []Entity
 	Metadata map[string]string
 }
 
@@ -316,8 +338,8 @@ func New(s Spec, st Stamp) Event {
 	if s.Check != "" {
 		ents = append(ents, Entity{Type: EntityCheck, Value: Clean(s.Check)})
 	}
-	for _, e := range s.Entities {
-		ents = append(ents, Entity{Type: Clean(e.Type), Value: Clean(e.Value)})
+	for _, en := range s.Entities {
+		ents = append(ents, Entity{Type: Clean(en.Type), Value: Clean(en.Value)})
 	}
 	if ents == nil {
 		ents = []Entity{}

@@ -76,6 +76,9 @@ func (e Entity) String() string {
 		}
 		return "node"
 	case EntityCard:
+		if e.Name != "" {
+			return "card " + e.Card + " " + e.Name
+		}
 		return "card " + e.Card
 	case EntityPCI:
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)

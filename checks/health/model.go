@@ -119,6 +119,13 @@ func (m *Model) rename(old, nw string) bool {
 	return m.renamePorts(old, nw) || changed
 }
 
+// Names of the inventory's conditions: the one condition of a PCI
+// function (EntityPCI) and the node's expected compute ports (EntityNode).
+const (
+	InventoryName     = "inventory"
+	ExpectedPortsName = "expected-ports"
+)
+
 // EntityOf says which entity an event is about. The kinds with a finer
 // entity than the port (counters, hung files, sanity findings) keep one
 // condition each, so one counter's recovery does not clear another's
@@ -136,6 +143,21 @@ func EntityOf(e *event.Event) (Entity, bool) {
 			return Entity{Kind: EntityCheck, Name: name}, true
 		}
 		return Entity{}, false
+	case event.KindFunctionFailed, event.KindFunctionAbsent, event.KindFunctionOK:
+		// One condition per function, whatever is wrong with it: a
+		// function that goes from unbound to gone is re-graded, not
+		// raised twice.
+		if e.Metadata["pci"] == "" {
+			return Entity{}, false
+		}
+		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: InventoryName}, true
+	case event.KindDrift, event.KindDriftOK:
+		if card := cardOf(e); card != "" && e.Metadata["drift"] != "" {
+			return Entity{Kind: EntityCard, Card: card, Name: e.Metadata["drift"]}, true
+		}
+		return Entity{}, false
+	case event.KindPortsShort, event.KindPortsOK:
+		return Entity{Kind: EntityNode, Name: ExpectedPortsName}, true
 	case event.KindPCIeAER, event.KindPCIeAERRecovered:
 		if e.Metadata["pci"] == "" {
 			return Entity{}, false

@@ -31,7 +31,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
 				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound,
+				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK,
 				event.KindKernelLogCleared:
 				continue
 			}
@@ -45,8 +45,9 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		raise, clear event.Spec
 		verdict      Severity
 		entity       EntityKind
-		// nodeOnly: the condition makes the node not healthy without
-		// covering any port.
+		// nodeOnly: the condition covers no port (a PCI function without
+		// an RDMA device, the node's compute ports, a check disabled by a
+		// panic): only the node's verdict shows it.
 		nodeOnly bool
 	}{
 		{"port fatal",
@@ -117,6 +118,22 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindCheckFailed, CheckName: deg, Check: deg, Metadata: map[string]string{"check": deg}, Message: "disabled"},
 			event.Spec{Kind: event.KindCheckResumed, CheckName: deg, Check: deg, IsHealthy: true, Metadata: map[string]string{"check": deg}},
 			NonFatal, EntityCheck, true},
+		{"unbound NIC function",
+			event.Spec{Kind: event.KindFunctionFailed, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "unbound"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, EntityPCI, true},
+		{"NIC function gone since the last boot, acknowledged",
+			event.Spec{Kind: event.KindFunctionAbsent, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "absent"}},
+			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
+			Fatal, EntityPCI, true},
+		{"firmware drift on the port's card",
+			event.Spec{Kind: event.KindDrift, CheckName: ib, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			event.Spec{Kind: event.KindDriftOK, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
+			NonFatal, EntityCard, false},
+		{"fewer compute ports than expected",
+			event.Spec{Kind: event.KindPortsShort, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			event.Spec{Kind: event.KindPortsOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
+			Fatal, EntityNode, true},
 	} {
 		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,7 +149,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			portVerdict := tc.verdict
 			if tc.nodeOnly {
 				portVerdict = Healthy
-				if fc := s.FailedChecks(); len(fc) != 1 {
+				if fc := s.FailedChecks(); tc.entity == EntityCheck && len(fc) != 1 {
 					t.Errorf("FailedChecks %+v", fc)
 				}
 			}
@@ -150,7 +167,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				wantFatal = 1
 			}
 			if tc.nodeOnly {
-				wantPorts = 0
+				wantFatal, wantPorts = 0, 0
 			}
 			if len(s.FatalPorts) != wantFatal || len(s.FatalPorts)+len(s.DegradedPorts) != wantPorts {
 				t.Errorf("fatal %v degraded %v", s.FatalPorts, s.DegradedPorts)
@@ -237,7 +254,7 @@ func TestHealth_NodeLevelKernelLogCondition(t *testing.T) {
 		Entities: []event.Entity{{Type: event.EntityKernelLog, Value: "napi_soft_lockup"}}, Message: "soft lockup in mlx5e_napi_poll",
 		Metadata: map[string]string{"pattern": "napi_soft_lockup"}}
 	probe := event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"probe_failed"},
-		Device: "0000:41:00.0", Message: "probe failed", Metadata: map[string]string{"pattern": "probe_failed", "pci": "0000:41:00.0"}}
+		Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:41:00.0"}}, Message: "probe failed", Metadata: map[string]string{"pattern": "probe_failed", "pci": "0000:41:00.0"}}
 	m.Apply(ev(raise))
 	s := Build(Node{}, ports, m.Conditions())
 	if s.Verdict != NonFatal || s.Port("mlx5_0", 1).Verdict != Healthy || len(s.DegradedPorts) != 0 {

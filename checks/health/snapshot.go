@@ -67,6 +67,10 @@ type PortInfo struct {
 	// LinkDownEpisodes counts the port's link-down episodes this boot, as
 	// the flap rule counts them (checks/rules).
 	LinkDownEpisodes uint64
+	// FWVer and BoardID are the NIC's firmware version and PSID (the card
+	// model), which the inventory's drift finding compares.
+	FWVer   string
+	BoardID string
 }
 
 // Port is a port with its verdict.
@@ -96,6 +100,10 @@ type Snapshot struct {
 	// NICs' paths, shown as is (a count, not a verdict: the verdict is in
 	// the conditions).
 	AER []AERTotal `json:"aer,omitempty"`
+	// Inventory is every NVIDIA/Mellanox NIC function on the PCI bus that
+	// is not a VF, as identity (no verdict: a function's conditions are in
+	// Conditions).
+	Inventory []NICInfo `json:"inventory,omitempty"`
 	// KernelLog is what the kernel-log check read and matched since the
 	// daemon started (nil when it is off).
 	KernelLog *KernelLogTotals `json:"kernelLog,omitempty"`
@@ -129,6 +137,22 @@ type KernelLogMatch struct {
 	Pattern string `json:"pattern"`
 	Device  string `json:"device"`
 	Count   uint64 `json:"count"`
+}
+
+// NICInfo is one NIC function of the PCI inventory.
+type NICInfo struct {
+	PCI     string `json:"pci"`
+	Device  string `json:"device,omitempty"` // its RDMA device, "" without one
+	Role    string `json:"role,omitempty"`
+	HCAType string `json:"hcaType,omitempty"`
+	FWVer   string `json:"fwVer,omitempty"`
+	BoardID string `json:"boardID,omitempty"`
+	Serial  string `json:"serial,omitempty"`
+	Driver  string `json:"driver,omitempty"`
+	// State is ok, unbound, other-driver or no-rdma; Monitored says
+	// whether its RDMA device is monitored.
+	State     string `json:"state"`
+	Monitored bool   `json:"monitored"`
 }
 
 // AERTotal is one PCI function's total of one AER class.
@@ -234,7 +258,9 @@ func (s *Snapshot) Port(device string, port int) *Port {
 //	12 ports on 12 NICs monitored; 1 degraded: mlx5_5 port 1: symbol_error latched
 func (s *Snapshot) Status() string {
 	head := fmt.Sprintf("%d %s on %d %s monitored", len(s.Ports), plural(len(s.Ports), "port", "ports"), s.NICs, plural(s.NICs, "NIC", "NICs"))
-	nf, nd := len(s.FatalPorts), len(s.DegradedPorts)
+	// A condition on no port (a NIC function without an RDMA device, the
+	// node's compute ports) counts as one more fatal or degraded thing.
+	nf, nd := len(s.FatalPorts)+s.offPort(Fatal), len(s.DegradedPorts)+s.offPort(NonFatal)
 	if s.Verdict == Healthy {
 		return head + "; all healthy"
 	}
@@ -253,6 +279,18 @@ func (s *Snapshot) Status() string {
 		}
 	}
 	return out
+}
+
+// offPort counts the conditions of severity sev that cover no port.
+func (s *Snapshot) offPort(sev Severity) int {
+	n := 0
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Severity == sev && len(c.Ports) == 0 && (c.Entity.Kind == EntityNode || c.Entity.Kind == EntityPCI) {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Snapshot) worst() *Condition {

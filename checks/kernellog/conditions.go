@@ -56,7 +56,7 @@ func (c *Check) base(a *Active, kind event.Kind) event.Spec {
 			s.Ports = append(s.Ports, event.PortRef{Device: p.Device, Port: p.Port})
 		}
 	case a.PCI != "":
-		s.Device = a.PCI
+		s.Entities = []event.Entity{{Type: event.EntityPCI, Value: a.PCI}}
 	default:
 		s.Entities = []event.Entity{{Type: event.EntityKernelLog, Value: a.Pattern}}
 	}

@@ -291,7 +291,9 @@ func TestKernelLog_11_ScopeAndFacility(t *testing.T) {
 				}
 			default:
 				s := only(t, specs, event.KindKernelLog)
-				if len(s.Ports) != 0 || "pci="+s.Device != tc.want || s.Metadata["pci"] != strings.TrimPrefix(tc.want, "pci=") {
+				ents := event.New(s, event.Stamp{Now: t0}).EntitiesImpacted
+				if len(s.Ports) != 0 || len(ents) != 1 || ents[0] != (event.Entity{Type: event.EntityPCI, Value: strings.TrimPrefix(tc.want, "pci=")}) ||
+					s.Metadata["pci"] != strings.TrimPrefix(tc.want, "pci=") {
 					t.Fatalf("raise %+v", s)
 				}
 			}

@@ -83,7 +83,7 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"✓ no event after 3 polls, as designed",
 		// The differentiator a scheduler acts on: which GPU to drain.
 		"→ drain GPU3 (0000:5b:00.0",
-		"GPUS  HEALTH",
+		"GPUS  FIRMWARE",
 		"fatal     InfiniBandStateCheck        mlx5_6    NIC mlx5_6 disappeared",
 		"Acknowledged the latched breach of link_downed on mlx5_3 port 1.",
 		"healthy   InfiniBandDegradationCheck  mlx5_3/1  Counter link_downed recovered",

@@ -30,6 +30,11 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   raw DEV PORT REL CONTENT                write CONTENT verbatim (e.g. "N/A (no PMA)")
   rate DEV PORT RATE                      e.g. "200 Gb/sec (4X HDR)"
   remove DEV | restore DEV                NIC falls off the PCI bus / comes back
+  detach DEV unbound|no-rdma|driver:NAME  the RDMA device goes, the PCI function
+                                          stays: no driver, mlx5_core without
+                                          mlx5_ib, another driver (restore DEV undoes)
+  limited-pf DEV on|off                   VPD marks DEV a Fabric Manager limited PF
+  firmware DEV FW_VER [BOARD_ID]          rewrite fw_ver (and board_id, the PSID)
   rename OLD NEW                          new ib device name, same PCI address
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
@@ -272,6 +277,27 @@ func dispatch(args []string, stdout io.Writer) error {
 			return h.RemoveDevice(pos[0])
 		}
 		return h.RestoreDevice(pos[0])
+	case "detach":
+		if err := want(2, "DEV unbound|no-rdma|driver:NAME"); err != nil {
+			return err
+		}
+		return h.DetachFunction(pos[0], pos[1])
+	case "limited-pf":
+		if err := want(2, "DEV on|off"); err != nil {
+			return err
+		}
+		if pos[1] != "on" && pos[1] != "off" {
+			return usageErr("limited-pf wants on or off, not %q", pos[1])
+		}
+		return h.SetLimitedPF(pos[0], pos[1] == "on")
+	case "firmware":
+		if len(pos) == 2 {
+			pos = append(pos, "")
+		}
+		if err := want(3, "DEV FW_VER [BOARD_ID]"); err != nil {
+			return err
+		}
+		return h.SetFirmware(pos[0], pos[1], pos[2])
 	case "rename":
 		if err := want(2, "OLD NEW"); err != nil {
 			return err
@@ -361,7 +387,10 @@ func list(h *sim.Host, w io.Writer, asJSON bool) error {
 			role = "-"
 		}
 		name := d.Name
-		if d.Removed {
+		switch {
+		case d.Detached != "":
+			name += " (" + d.Detached + ")"
+		case d.Removed:
 			name += " (removed)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%v\t%s\t%s\t%s\t%s\n", name, d.PCIAddress, d.NUMANode, d.LinkLayer, d.Ports, d.IsVF, d.NetDev, d.HCAType, role, d.RoleReason)

@@ -180,15 +180,9 @@ func (r *checkResult) finish(perf bool) {
 		return
 	}
 	counts := map[nagiosStatus]int{}
-	ports, node := 0, nagiosOK
 	for _, e := range r.Ports {
 		r.Status = worst(r.Status, e.Status)
-		if e.Name == "node" && e.Device == "" {
-			node = e.Status // the node's own entry (nodeEntry) is not a port
-			continue
-		}
 		counts[e.Status]++
-		ports++
 	}
 	r.ExitCode = int(r.Status)
 	// Worst first, then the order of the ports (naturally sorted devices).
@@ -201,10 +195,7 @@ func (r *checkResult) finish(perf bool) {
 		}
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "%s - %s", r.Status, summaryOf(counts, ports))
-	if node != nagiosOK {
-		fmt.Fprintf(&head, "; the node %s", map[nagiosStatus]string{nagiosCritical: "fatal", nagiosWarning: "degraded"}[node])
-	}
+	fmt.Fprintf(&head, "%s - %s", r.Status, summaryOf(counts, len(r.Ports)))
 	var summaryPerf string
 	if perf {
 		summaryPerf = fmt.Sprintf(" | ports=%d;;;0 fatal_ports=%d;;;0;%d degraded_ports=%d;;;0;%d unknown_ports=%d;;;0;%d",
@@ -324,8 +315,7 @@ are not OK (within 1 KiB), then one line per port, e.g.
 all within 8 KiB, and the exit status 0 OK, 1 WARNING (degraded port,
 latched non-fatal counter, link sanity finding), 2 CRITICAL (fatal port,
 latched fatal counter), 3 UNKNOWN (nothing could be checked, or a bad
-command line). Conditions that no port shows (a kernel-log condition
-about a NIC that failed to probe) are one more entry, "node:".
+command line).
 
 It asks the running nichealthd over D-Bus. When the daemon is not running
 (or --offline), it reads sysfs itself with the daemon's configuration and
@@ -417,35 +407,49 @@ func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
 	for _, pv := range ports {
 		res.Ports = append(res.Ports, entryFromView(pv, perf))
 	}
-	if e, ok := nodeEntry(m.Conditions, ports); ok {
-		res.Ports = append(res.Ports, e)
-	}
+	res.Ports = append(res.Ports, offPortEntries(m.Conditions, ports)...)
 	res.finish(perf)
 	return res, true
 }
 
-// nodeEntry is the node's own line: the conditions no port shows (a
-// kernel-log condition about a function that failed to probe, or naming
-// no NIC), which still make the node unhealthy.
-func nodeEntry(conds []dbusapi.ConditionView, ports []dbusapi.PortView) (checkEntry, bool) {
+// offPort is the conditions no port lists among its own.
+func offPort(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []dbusapi.ConditionView {
 	onPort := map[[2]string]bool{}
 	for _, pv := range ports {
 		for _, c := range pv.Conditions {
 			onPort[[2]string{c.Check, c.Entity}] = true
 		}
 	}
-	e := checkEntry{Name: "node", Reasons: []string{}}
+	var out []dbusapi.ConditionView
 	for _, c := range conds {
-		if onPort[[2]string{c.Check, c.Entity}] {
-			continue
+		if !onPort[[2]string{c.Check, c.Entity}] {
+			out = append(out, c)
 		}
+	}
+	return out
+}
+
+// offPortEntries renders the conditions no port shows (a NIC function on
+// the bus without an RDMA device or gone since the last boot, the node's
+// compute ports) as entries of their own, named by the PCI address or
+// "node": a plugin line that lists only ports would read OK for a node
+// missing a card.
+func offPortEntries(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []checkEntry {
+	var out []checkEntry
+	for _, c := range offPort(conds, ports) {
+		name := strings.ReplaceAll(c.Entity, " ", "-")
+		if f := strings.Fields(c.Entity); len(f) >= 2 && f[0] == "PCI" {
+			name = f[1]
+		}
+		e := checkEntry{Name: name, Reasons: []string{}}
 		st := nagiosWarning
 		if c.Fatal {
 			st = nagiosCritical
 		}
 		e.add(st, c.Message)
+		out = append(out, e)
 	}
-	return e, len(e.Reasons) > 0
+	return out
 }
 
 // entryFromView renders one port of the daemon's verdict. It judges
@@ -538,7 +542,8 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	if note != "" {
 		res.Notes = append(res.Notes, note)
 	}
-	for _, pv := range dbusapi.PortViewsOf(snap) {
+	views := dbusapi.PortViewsOf(snap)
+	for _, pv := range views {
 		e := entryFromView(pv, perf)
 		if pv.State == "" && pv.PhysState == "" && len(pv.Conditions) == 0 {
 			e.Reasons = []string{fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s/%s/ports/%d/",
@@ -546,6 +551,7 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 		}
 		res.Ports = append(res.Ports, e)
 	}
+	res.Ports = append(res.Ports, offPortEntries(dbusapi.ManagerViewOf(snap, time.Time{}).Conditions, views)...)
 	res.finish(perf)
 	return res, nil
 }

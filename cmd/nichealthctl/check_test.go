@@ -463,27 +463,6 @@ func must(t *testing.T, err error) {
 // naturalLess is the device order every view uses.
 func naturalLess(a, b string) bool { return healthmodel.CompareDevices(a, b) < 0 }
 
-// A condition no port shows (a kernel-log condition about a NIC that
-// failed to probe) is the node's own Nagios entry, and sets the exit code.
-func TestCheck_NodeLevelConditionIsItsOwnEntry(t *testing.T) {
-	port := dbusapi.PortView{Device: "mlx5_0", Port: 1, State: "ACTIVE", PhysState: "LinkUp", Healthy: true, Verdict: "healthy"}
-	shown := dbusapi.ConditionView{Check: "NICKernelLogCheck", Entity: "PCI 0000:3b:00.0 kernel log tx_timeout", Message: "on the port"}
-	port.Conditions = []dbusapi.ConditionView{shown}
-	node := dbusapi.ConditionView{Check: "NICKernelLogCheck", Entity: "PCI 0000:41:00.0 kernel log probe_failed", Fatal: true, Message: "probe of 0000:41:00.0 failed"}
-	e, ok := nodeEntry([]dbusapi.ConditionView{node, shown}, []dbusapi.PortView{port})
-	if !ok || e.Name != "node" || e.Status != nagiosCritical || len(e.Reasons) != 1 || e.Reasons[0] != node.Message {
-		t.Fatalf("entry %+v", e)
-	}
-	res := checkResult{Ports: []checkEntry{entryFromView(port, false), e}}
-	res.finish(false)
-	if res.ExitCode != 2 || !strings.Contains(res.Output, "node:CRITICAL - probe of 0000:41:00.0 failed ;;") || !strings.Contains(res.Output, "; the node fatal") {
-		t.Fatalf("plugin line %q exit %d", res.Output, res.ExitCode)
-	}
-	if _, ok := nodeEntry([]dbusapi.ConditionView{shown}, []dbusapi.PortView{port}); ok {
-		t.Fatal("a condition shown on a port made a node entry")
-	}
-}
-
 // TestCheck_PerfdataCongestion: a congestion counter (port_xmit_wait by
 // default) gives the share of the port rate lost over the last tick,
 // warned at its threshold, so Nagios graphs congestion live.

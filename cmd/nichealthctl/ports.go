@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 )
 
@@ -54,16 +56,54 @@ func printPorts(w io.Writer, ports []dbusapi.PortView) {
 	// Colour codes would break tabwriter's width arithmetic: align the
 	// plain text, colour the last column only.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tGPUS\tHEALTH")
+	var drifts []string
+	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tGPUS\tFIRMWARE\tHEALTH")
 	for _, pv := range ports {
 		h := p.health(health(pv))
 		if lb := pv.LatchedBreaches(); len(lb) > 0 {
 			h += " (latched: " + strings.Join(lb, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pv.Device, pv.Port, orDash(pv.Role), orDash(pv.LinkLayer),
-			orDash(pv.State), orDash(pv.PhysState), orDash(pv.Rate), orDash(gpuNames(pv.GPUs)), h)
+		if ds := drift(pv); len(ds) > 0 {
+			h += " (drift)"
+			for _, d := range ds {
+				if !slices.Contains(drifts, d) {
+					drifts = append(drifts, d)
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pv.Device, pv.Port, orDash(pv.Role), orDash(pv.LinkLayer),
+			orDash(pv.State), orDash(pv.PhysState), orDash(pv.Rate), orDash(gpuNames(pv.GPUs)), firmware(pv), h)
 	}
 	tw.Flush()
+	if len(drifts) > 0 {
+		fmt.Fprintln(w, "\nFirmware and model drift:")
+		for _, d := range drifts {
+			fmt.Fprintln(w, "  "+d)
+		}
+	}
+}
+
+// firmware is the FIRMWARE column: fw_ver and the PSID (board_id).
+func firmware(pv dbusapi.PortView) string {
+	switch {
+	case pv.FirmwareVersion == "" && pv.BoardID == "":
+		return "-"
+	case pv.BoardID == "":
+		return pv.FirmwareVersion
+	}
+	return orDash(pv.FirmwareVersion) + " " + pv.BoardID
+}
+
+// drift is the port's firmware or model drift findings, which the HEALTH
+// column's "degraded" alone would not explain.
+func drift(pv dbusapi.PortView) []string {
+	var out []string
+	for _, c := range pv.Conditions {
+		if c.Kind == string(event.KindDrift) {
+			out = append(out, c.Message)
+		}
+	}
+	return out
 }
 
 var gpuDetail = regexp.MustCompile(`\s*\([^)]*\)`)

@@ -18,6 +18,7 @@ import (
 	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
+	pci "github.com/nichealth/nichealthd/topology/inventory"
 	"github.com/nichealth/nichealthd/topology/nvsmi"
 	"github.com/nichealth/nichealthd/topology/roles"
 )
@@ -347,6 +348,23 @@ func topologyShow(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		rows = append(rows, row{d.Name, d.Card, d.NUMANode, d.LinkLayer(), d.HCAType, string(d.Role), d.RoleReason})
+	}
+	// The functions the RDMA stack made nothing of: on the PCI bus, no
+	// RDMA device (what nichealthd reports as a failed NIC function).
+	if fns, _, err := pci.Scan(paths.SysfsRoot, nil); err == nil {
+		rnd, _ := roles.DefaultRouteNetdevs(paths)
+		pci.Attach(fns, devs, topology.Filter{}, nil)
+		pci.Classify(fns, m, false, paths, rnd, nil)
+		for _, f := range fns {
+			if f.IsVF || f.State() == pci.Healthy {
+				continue
+			}
+			why := fmt.Sprintf("no RDMA device (%s, driver %s)", f.State(), orDash(f.Driver))
+			if f.RoleReason != "" {
+				why += "; would be " + f.RoleReason
+			}
+			rows = append(rows, row{f.Address, f.Card, f.NUMANode, f.LinkLayer(), "", string(f.Role), why})
+		}
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, map[string]any{"source": m.Source, "nics": rows}); err != nil {

@@ -20,8 +20,10 @@ import (
 const waitReadyUsage = `wait-ready [--timeout 5m] [--json] [--bus-address ADDR]
 
 Waits, like systemd-networkd-wait-online, until nichealthd has completed its
-first poll and every compute and storage port is healthy and runs at the
-same rate as its role peers. Meant for ExecStartPre= of a job launcher or
+first poll, every compute and storage port is healthy and runs at the
+same rate as its role peers, and no condition off the ports holds (a NIC
+function without its RDMA device or missing since the last boot, fewer
+compute ports than the node should have). Meant for ExecStartPre= of a job launcher or
 for node bring-up scripts. While waiting it says on stderr, every 10 s,
 what it is still waiting for.
 
@@ -155,11 +157,10 @@ func (w waiter) wait(ctx context.Context) waitOutcome {
 	}
 }
 
-// readiness lists what the node still lacks: the first poll, each compute
-// or storage port that is unhealthy or slower than its role peers (the
-// rate-below-peers rule of checks/sanity, applied to the daemon's port
-// views so it holds whether or not the daemon reports sanity findings),
-// and the conditions no port shows.
+// readiness lists what the node still lacks: the first poll, and each
+// compute or storage port that is unhealthy or slower than its role peers
+// (the rate-below-peers rule of checks/sanity, applied to the daemon's port
+// views so it holds whether or not the daemon reports sanity findings).
 func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -204,10 +205,11 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	for _, f := range sanity.RateVsPeers(rates) {
 		pending = append(pending, f.Message)
 	}
-	// A condition no port shows is the node's (an mlx5 function that
-	// failed to probe has no port to be unhealthy on).
-	if e, ok := nodeEntry(m.Conditions, ports); ok {
-		pending = append(pending, e.Reasons...)
+	// What no port shows: a compute NIC function on the bus without an
+	// RDMA device or gone since the last boot, too few compute ports. A
+	// node one NIC short is not ready, whatever its remaining ports say.
+	for _, c := range offPort(m.Conditions, ports) {
+		pending = append(pending, c.Message)
 	}
 	return pending, nil
 }

@@ -150,7 +150,7 @@ quietPeriod = "2s"
 	skip := len(v.read())
 	v.kmsg(kmsg.Record{Level: 4, Message: "mlx5_core: probe of 0001:41:00.0 failed with error -22"})
 	e := v.waitEventAfter(skip, "failed probe", kernelLog("probe_failed", event.KindKernelLog))
-	if !e.IsFatal || fmt.Sprint(e.EntitiesImpacted) != "[{NIC 0001:41:00.0}]" || e.Metadata["pci"] != "0001:41:00.0" {
+	if !e.IsFatal || fmt.Sprint(e.EntitiesImpacted) != "[{PCI 0001:41:00.0}]" || e.Metadata["pci"] != "0001:41:00.0" {
 		t.Fatalf("event %+v", e)
 	}
 	v.agreeNode("fatal", "probe of 0001:41:00.0 failed")
@@ -188,12 +188,12 @@ func (v *viewNode) nodeDisagreement(verdict, msg string) string {
 	page := v.scrape()
 	st := v.lastStatus()
 	if verdict == "healthy" {
-		if code != 0 || ccode != 0 || strings.Contains(check, "node:") || !strings.Contains(page, "nichealth_healthy 1") || !strings.HasSuffix(st, "all healthy") {
+		if code != 0 || ccode != 0 || strings.Contains(check, "0001:41:00.0:") || !strings.Contains(page, "nichealth_healthy 1") || !strings.HasSuffix(st, "all healthy") {
 			return fmt.Sprintf("status exit %d, check exit %d %q, STATUS %q", code, ccode, check, st)
 		}
 		return ""
 	}
-	if code != 1 || !strings.Contains(strings.SplitN(status, "\n", 2)[0], ": fatal") || !strings.Contains(status, msg) || ccode != 2 || !strings.Contains(check, "node:CRITICAL - ") ||
+	if code != 1 || !strings.Contains(strings.SplitN(status, "\n", 2)[0], ": fatal") || !strings.Contains(status, msg) || ccode != 2 || !strings.Contains(check, "0001:41:00.0:CRITICAL - ") ||
 		!strings.Contains(page, "nichealth_healthy 0") || !strings.Contains(st, "0 fatal") {
 		return fmt.Sprintf("status exit %d:\n%s\ncheck exit %d: %s\nSTATUS %q", code, status, ccode, check, st)
 	}

@@ -103,6 +103,8 @@ type File struct {
 
 	KernelLog KernelLogFile `toml:"kernelLog"`
 
+	Inventory InventoryFile `toml:"inventory"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -178,6 +180,8 @@ type Config struct {
 	PCIeAER AERConfig
 
 	KernelLog KernelLogConfig
+
+	Inventory InventoryConfig
 
 	JournalEnabled   bool
 	JSONLPath        string
@@ -347,7 +351,8 @@ func Parse(path string, b []byte) (*Config, error) {
 }
 
 // durationKeys take a duration string ("1s", "250ms").
-var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout"}
+var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
+	"inventory.expectedPortsHold"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.
@@ -388,7 +393,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, kernelLogFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, kernelLogFrom, inventoryFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err

@@ -122,6 +122,8 @@ const (
 	mKernelLogDropped
 	mKernelLogLost
 	mKernelLogIgnored
+	mNICInfo
+	mNICFunctionFatal
 	numFamilies
 )
 
@@ -161,27 +163,30 @@ func descriptors() [numFamilies]desc {
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
 		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
 			"Link-down episodes of the port this boot (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once), counted as the node's flap rule counts them.", counter},
-		mSanityFindings:    {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
-		mCounterValue:      {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
-		mCounterRate:       {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
-		mCounterBreached:   {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
-		mCounterSaturated:  {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
-		mOutboxRecords:     {p + "outbox_records", "Events retained in the outbox.", gauge},
-		mOutboxBytes:       {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
-		mOutboxSegments:    {p + "outbox_segments", "Number of outbox segment files.", gauge},
-		mOutboxLastSeq:     {p + "outbox_last_sequence", "Highest event sequence number assigned.", gauge},
-		mOutboxDropped:     {p + "outbox_dropped_total", "Non-fatal events discarded by the outbox size bound since start.", counter},
-		mOutboxCorrupt:     {p + "outbox_corrupt_total", "Damaged outbox regions skipped since start.", counter},
-		mOutboxOverBound:   {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
-		mOutboxDepth:       {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
-		mEventsSent:        {p + "events_sent_total", "Events delivered by the sink since start.", counter},
-		mOutboxFolded:      {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
-		mEventsRejected:    {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
-		mEventsFailed:      {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
-		mParkedFiles:       {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
-		mParkedFile:        {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
-		mPCIeAERErrors:     {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
-		mPCIeAERRootPort:   {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
+		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
+		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
+		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
+		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
+		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
+		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
+		mOutboxBytes:      {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
+		mOutboxSegments:   {p + "outbox_segments", "Number of outbox segment files.", gauge},
+		mOutboxLastSeq:    {p + "outbox_last_sequence", "Highest event sequence number assigned.", gauge},
+		mOutboxDropped:    {p + "outbox_dropped_total", "Non-fatal events discarded by the outbox size bound since start.", counter},
+		mOutboxCorrupt:    {p + "outbox_corrupt_total", "Damaged outbox regions skipped since start.", counter},
+		mOutboxOverBound:  {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
+		mOutboxDepth:      {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
+		mEventsSent:       {p + "events_sent_total", "Events delivered by the sink since start.", counter},
+		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
+		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
+		mParkedFiles:      {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
+		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
+		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
+		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
+		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
+			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
+		mNICFunctionFatal:  {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
 		mKernelLogReading:  {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
 		mKernelLogRecords:  {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
 		mKernelLogSequence: {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
@@ -202,6 +207,7 @@ func fill(e *encoder, s *snapshot) {
 	fillOutbox(e, s)
 	fillAER(e, s)
 	fillKernelLog(e, s)
+	fillInventory(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

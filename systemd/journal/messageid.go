@@ -37,6 +37,13 @@ const (
 	MessageIDSubnetManagerFound = "ffe0e5544e494181bcbecc2371ddfb17"
 	MessageIDCheckFailed        = "e34a456c703a4e91a244c1a03d3fc5b3"
 	MessageIDCheckResumed       = "44b4e9944cf74c4c87ab404c5cf6bb9c"
+	MessageIDFunctionFailed     = "76899e0dad0747c59057ca7a29359c25"
+	MessageIDFunctionAbsent     = "2c505c8e70d54c8e8bb9c7c81f87da08"
+	MessageIDFunctionOK         = "41fe05dc35534bceb2f492ee3c41c356"
+	MessageIDDrift              = "0c24024fe28a4ddf8b6f30c7e2e04a15"
+	MessageIDDriftOK            = "a831f72ee571494bb5964ff12966a3e4"
+	MessageIDPortsShort         = "409f16923ff3418babaa5957ad88cf5d"
+	MessageIDPortsOK            = "842489fd711d485b9cc0ea0e99309140"
 	MessageIDKernelLog          = "7c2e6c418d804840b05ef941d9c46bbc"
 	MessageIDKernelLogCleared   = "5d9538bb2d59445fbc9c79cad234117f"
 )
@@ -105,6 +112,20 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDNoSubnetManager, true
 	case event.KindSubnetManagerFound:
 		return MessageIDSubnetManagerFound, true
+	case event.KindFunctionFailed:
+		return MessageIDFunctionFailed, true
+	case event.KindFunctionAbsent:
+		return MessageIDFunctionAbsent, true
+	case event.KindFunctionOK:
+		return MessageIDFunctionOK, true
+	case event.KindDrift:
+		return MessageIDDrift, true
+	case event.KindDriftOK:
+		return MessageIDDriftOK, true
+	case event.KindPortsShort:
+		return MessageIDPortsShort, true
+	case event.KindPortsOK:
+		return MessageIDPortsOK, true
 	case event.KindKernelLog:
 		return MessageIDKernelLog, true
 	case event.KindKernelLogCleared:

@@ -40,6 +40,10 @@ type GPU struct {
 	// UUID is the GPU's UUID (GPU-…) where the metadata has it; a matrix
 	// built from sysfs has none.
 	UUID string `json:"uuid,omitempty"`
+	// Name is the product name ("NVIDIA H100 80GB HBM3"): the metadata's
+	// device_name, or for a matrix built from sysfs the name of its PCI
+	// device ID (ModelOf); "" when unknown.
+	Name string `json:"device_name,omitempty"`
 }
 
 // Matrix is the GPU list and, per NIC name, one topology level per GPU in
@@ -69,13 +73,14 @@ func ValidLevel(s string) bool {
 
 // metadataFile is the part of the collector's file this package reads.
 // encoding/json ignores every other field (version, timestamp, node_name,
-// driver_version, serial_number, device_name, nvlinks, ...).
+// driver_version, serial_number, nvlinks, ...).
 type metadataFile struct {
 	GPUs []struct {
 		ID         *int   `json:"gpu_id"`
 		PCIAddress string `json:"pci_address"`
 		NUMANode   *int   `json:"numa_node"`
 		UUID       string `json:"uuid"`
+		DeviceName string `json:"device_name"`
 	} `json:"gpus"`
 	NICTopology map[string][]string `json:"nic_topology"`
 }
@@ -129,7 +134,7 @@ func decode(b []byte) (*Matrix, error) {
 		if g.NUMANode != nil && *g.NUMANode >= 0 {
 			numa = *g.NUMANode
 		}
-		m.GPUs = append(m.GPUs, GPU{ID: *g.ID, PCIAddress: g.PCIAddress, NUMANode: numa, UUID: strings.TrimSpace(g.UUID)})
+		m.GPUs = append(m.GPUs, GPU{ID: *g.ID, PCIAddress: g.PCIAddress, NUMANode: numa, UUID: strings.TrimSpace(g.UUID), Name: strings.TrimSpace(g.DeviceName)})
 	}
 	for nic, row := range f.NICTopology {
 		if nic == "" {
@@ -294,3 +299,31 @@ func (m *Matrix) Near(nic string) []GPU {
 	}
 	return out
 }
+
+// Describe names GPUs as every NIC event and view does: index, PCI address
+// and, where known, UUID, e.g. "GPU3 (0000:5d:00.0 GPU-8c1e…), GPU4"; ""
+// for none.
+func Describe(gs []GPU) string {
+	parts := make([]string, 0, len(gs))
+	for _, g := range gs {
+		if ids := strings.TrimSpace(g.PCIAddress + " " + g.UUID); ids != "" {
+			parts = append(parts, fmt.Sprintf("GPU%d (%s)", g.ID, ids))
+		} else {
+			parts = append(parts, fmt.Sprintf("GPU%d", g.ID))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// gpuModels names the PCI device IDs (vendor 0x10de) of the data-centre
+// GPUs whose nodes have a known NIC complement: what a matrix derived from
+// sysfs calls them, in nvidia-smi's words.
+var gpuModels = map[string]string{
+	"0x20b0": "NVIDIA A100-SXM4-40GB", "0x20b2": "NVIDIA A100-SXM4-80GB", "0x20b3": "NVIDIA A100-SXM-64GB",
+	"0x20b5": "NVIDIA A100 80GB PCIe", "0x20f1": "NVIDIA A100-PCIE-40GB",
+	"0x2330": "NVIDIA H100 80GB HBM3", "0x2331": "NVIDIA H100 PCIe", "0x2335": "NVIDIA H200",
+	"0x2324": "NVIDIA H800", "0x2901": "NVIDIA B200",
+}
+
+// ModelOf is the product name of an NVIDIA PCI device ID ("" when unknown).
+func ModelOf(deviceID string) string { return gpuModels[strings.ToLower(strings.TrimSpace(deviceID))] }

@@ -51,7 +51,7 @@ func TestGPUMeta_12_2_Load(t *testing.T) {
 			name:    "full collector schema",
 			content: full,
 			want: &Matrix{
-				GPUs: []GPU{{0, "0000:0f:00.0", 0, "GPU-1"}, {1, "0000:15:00.0", 1, "GPU-2"}},
+				GPUs: []GPU{{0, "0000:0f:00.0", 0, "GPU-1", "NVIDIA H100 80GB HBM3"}, {1, "0000:15:00.0", 1, "GPU-2", "NVIDIA H100 80GB HBM3"}},
 				NICs: map[string][]string{
 					"mlx5_0": {"SYS", "SYS"}, "mlx5_1": {"PIX", "SYS"}, "mlx5_2": {"SYS", "PIX"},
 					"mlx5_8": {"NODE", "NODE"}, "mlx5_9": {"NV18", "PHB"},
@@ -61,12 +61,12 @@ func TestGPUMeta_12_2_Load(t *testing.T) {
 		{
 			name:    "numa_node absent or negative is unknown",
 			content: `{"gpus":[{"gpu_id":0},{"gpu_id":1,"numa_node":-1},{"gpu_id":2,"numa_node":3}],"nic_topology":{}}`,
-			want:    &Matrix{GPUs: []GPU{{0, "", -1, ""}, {1, "", -1, ""}, {2, "", 3, ""}}, NICs: map[string][]string{}},
+			want:    &Matrix{GPUs: []GPU{{0, "", -1, "", ""}, {1, "", -1, "", ""}, {2, "", 3, "", ""}}, NICs: map[string][]string{}},
 		},
 		{
 			name:    "nic_topology absent: a node without RDMA NICs",
 			content: `{"gpus":[{"gpu_id":0,"numa_node":0}]}`,
-			want:    &Matrix{GPUs: []GPU{{0, "", 0, ""}}, NICs: map[string][]string{}},
+			want:    &Matrix{GPUs: []GPU{{0, "", 0, "", ""}}, NICs: map[string][]string{}},
 		},
 		{name: "not JSON", content: `{"gpus": [`, errHas: []string{"not valid JSON"}},
 		{name: "empty file", content: ``, errHas: []string{"not valid JSON"}},
@@ -139,9 +139,9 @@ func TestGPUMeta_ValidLevel(t *testing.T) {
 // TestGPUMeta_DESIGN7_Compare: the disagreements the daemon logs in auto
 // mode name the GPU or NIC and what each source says.
 func TestGPUMeta_DESIGN7_Compare(t *testing.T) {
-	a := &Matrix{Source: "metadata", GPUs: []GPU{{0, "0000:0f:00.0", 0, ""}, {1, "0000:15:00.0", 1, ""}},
+	a := &Matrix{Source: "metadata", GPUs: []GPU{{0, "0000:0f:00.0", 0, "", ""}, {1, "0000:15:00.0", 1, "", ""}},
 		NICs: map[string][]string{"mlx5_0": {"PIX", "SYS"}, "mlx5_1": {"SYS", "PXB"}, "mlx5_7": {"SYS", "SYS"}}}
-	b := &Matrix{Source: "sysfs", GPUs: []GPU{{0, "00000000:0F:00.0", 0, ""}, {1, "0000:16:00.0", 0, ""}},
+	b := &Matrix{Source: "sysfs", GPUs: []GPU{{0, "00000000:0F:00.0", 0, "", ""}, {1, "0000:16:00.0", 0, "", ""}},
 		NICs: map[string][]string{"mlx5_0": {"PIX", "SYS"}, "mlx5_1": {"SYS", "PIX"}, "mlx5_9": {"NODE", "SYS"}}}
 	got := Compare(a, b)
 	want := []string{
@@ -160,7 +160,7 @@ func TestGPUMeta_DESIGN7_Compare(t *testing.T) {
 	if d := Compare(nil, a); d != nil {
 		t.Errorf("Compare(nil, a) = %v", d)
 	}
-	c := &Matrix{GPUs: []GPU{{1, "", 1, ""}}, NICs: map[string][]string{"mlx5_0": {"SYS"}}}
+	c := &Matrix{GPUs: []GPU{{1, "", 1, "", ""}}, NICs: map[string][]string{"mlx5_0": {"SYS"}}}
 	got = Compare(a, c)
 	want = []string{"metadata lists 2 GPUs, second lists 1", "GPU entry 0 is GPU0 in metadata but GPU1 in second", "NIC mlx5_1 is in metadata but not in second", "NIC mlx5_7 is in metadata but not in second"}
 	if !reflect.DeepEqual(got, want) {
@@ -185,7 +185,7 @@ func TestGPUMeta_NormalizePCIAddress(t *testing.T) {
 
 // TestGPUMeta_12_2_MarshalDocument writes what Load reads back.
 func TestGPUMeta_12_2_MarshalDocument(t *testing.T) {
-	m := &Matrix{GPUs: []GPU{{0, "0000:0f:00.0", 0, ""}}, NICs: map[string][]string{"mlx5_0": {"PIX"}}, Source: "x"}
+	m := &Matrix{GPUs: []GPU{{0, "0000:0f:00.0", 0, "", ""}}, NICs: map[string][]string{"mlx5_0": {"PIX"}}, Source: "x"}
 	b, err := MarshalDocument(m, "node-1", time.Date(2025, 3, 4, 9, 12, 44, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func SelectWith(source, metadataPath string, paths topology.Paths, nics []*topol
 	derived, sysErr := FromSysfsWith(paths, nics, read)
 	switch {
 	case metaErr == nil && sysErr == nil:
+		fillNames(meta, derived)
 		return meta, Compare(withoutVFs(meta, nics), derived), nil
 	case metaErr == nil:
 		return meta, []string{fmt.Sprintf("using %s; cannot cross-check it against sysfs: %v", meta.Source, sysErr)}, nil
@@ -101,4 +102,20 @@ func withoutVFs(m *Matrix, nics []*topology.Device) *Matrix {
 		}
 	}
 	return &c
+}
+
+// fillNames gives each GPU of m that has no product name the one sysfs
+// knows for the same PCI address: an older collector writes no
+// device_name, and the expected NIC complement is keyed on the model.
+func fillNames(m, derived *Matrix) {
+	for i := range m.GPUs {
+		if m.GPUs[i].Name != "" || m.GPUs[i].PCIAddress == "" {
+			continue
+		}
+		for _, d := range derived.GPUs {
+			if NormalizePCIAddress(d.PCIAddress) == NormalizePCIAddress(m.GPUs[i].PCIAddress) {
+				m.GPUs[i].Name = d.Name
+			}
+		}
+	}
 }

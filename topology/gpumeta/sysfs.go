@@ -77,6 +77,7 @@ func FromSysfsWith(paths topology.Paths, nics []*topology.Device, read topology.
 		addr  string
 		key   [4]uint64
 		place pcieChain
+		name  string
 	}
 	var gpus []gpu
 	for _, e := range ents {
@@ -89,7 +90,11 @@ func FromSysfsWith(paths topology.Paths, nics []*topology.Device, read topology.
 		if !isGPU(link, read) {
 			continue
 		}
-		gpus = append(gpus, gpu{addr: strings.ToLower(name), key: key, place: locate(devicesRoot, link, read)})
+		g := gpu{addr: strings.ToLower(name), key: key, place: locate(devicesRoot, link, read)}
+		if b, err := read(filepath.Join(link, "device")); err == nil {
+			g.name = ModelOf(string(sysfs.TrimValue(b)))
+		}
+		gpus = append(gpus, g)
 	}
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("derive GPU topology from sysfs: no NVIDIA GPU (PCI vendor %s, class 0x0300xx or 0x0302xx) under %s", nvidiaVendor, busDir)
@@ -105,7 +110,7 @@ func FromSysfsWith(paths topology.Paths, nics []*topology.Device, read topology.
 	})
 	m := &Matrix{NICs: map[string][]string{}, Source: SourceSysfs}
 	for i, g := range gpus {
-		m.GPUs = append(m.GPUs, GPU{ID: i, PCIAddress: g.addr, NUMANode: g.place.numa})
+		m.GPUs = append(m.GPUs, GPU{ID: i, PCIAddress: g.addr, NUMANode: g.place.numa, Name: g.name})
 	}
 	for _, d := range nics {
 		// VFs are never classified (seed 8), and the collector leaves

@@ -170,7 +170,7 @@ func TestGPUMeta_DESIGN7_FromSysfsEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []GPU{{0, "0000:01:00.0", -1, ""}, {1, "0002:01:00.0", -1, ""}, {2, "10000:01:00.0", 1, ""}}
+		want := []GPU{{0, "0000:01:00.0", -1, "", ""}, {1, "0002:01:00.0", -1, "", ""}, {2, "10000:01:00.0", 1, "", ""}}
 		if len(m.GPUs) != 3 {
 			t.Fatalf("GPUs = %+v", m.GPUs)
 		}

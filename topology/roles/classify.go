@@ -17,6 +17,11 @@ var blueFieldHCATypes = map[string]string{
 	"MT41692": "BlueField-3",
 }
 
+// LimitedPFReason is the role reason of a limited PF: why it is excluded
+// before its first counter read.
+const LimitedPFReason = "not monitored: limited PF owned by NVIDIA Fabric Manager (VPD SMDL=SW_MNG); " +
+	"its firmware refuses the port counters (mlx5 logs an ACCESS_REG error at every read), so none is read"
+
 // Classify sets Role and RoleReason on every device, in the order of seed
 // 4.2.2:
 //
@@ -44,7 +49,7 @@ func Classify(devs []*topology.Device, m *gpumeta.Matrix, defaultRoute []RouteDe
 		if d == nil {
 			continue
 		}
-		if d.Mellanox && !d.IsVF {
+		if d.Mellanox && !d.IsVF && !d.LimitedPF {
 			pfs = append(pfs, d)
 		}
 	}
@@ -88,6 +93,9 @@ func markUnmonitored(devs []*topology.Device) {
 		case d.IsVF:
 			d.Role = topology.RoleUnknown
 			d.RoleReason = "not monitored: SR-IOV virtual function (device/physfn), expected DOWN until assigned"
+		case d.LimitedPF:
+			d.Role = topology.RoleUnknown
+			d.RoleReason = LimitedPFReason
 		}
 	}
 }

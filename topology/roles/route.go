@@ -138,6 +138,53 @@ func DefaultRouteDevices(paths topology.Paths) ([]RouteDevice, error) {
 	return out, nil
 }
 
+// DefaultRouteNetdevs returns the interfaces of every default route
+// (IPv4 and IPv6) and every interface stacked below them (bond and VLAN
+// lowers), sorted: a function whose netdev is among them carries the host's
+// networking even when it has no RDMA device (mlx5_ib not loaded on it),
+// which DefaultRouteDevices, keyed by RDMA device, cannot say.
+func DefaultRouteNetdevs(paths topology.Paths) ([]string, error) {
+	paths = paths.WithDefaults()
+	var out []string
+	seen := map[string]bool{}
+	for _, table := range []struct {
+		file  string
+		parse func([]byte) []string
+	}{{"route", ParseRouteTable}, {"ipv6_route", ParseIPv6RouteTable}} {
+		routeFile := filepath.Join(paths.ProcfsRoot, "net", table.file)
+		b, err := os.ReadFile(routeFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", routeFile, err)
+		}
+		for _, iface := range table.parse(b) {
+			out = lowersOf(paths.ClassNet, iface, seen, out, 0)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func lowersOf(classNet, iface string, seen map[string]bool, out []string, depth int) []string {
+	if depth > maxStack || seen[iface] || iface == "" || strings.ContainsAny(iface, "/\x00") || iface == "." || iface == ".." {
+		return out
+	}
+	seen[iface] = true
+	out = append(out, iface)
+	ents, err := os.ReadDir(filepath.Join(classNet, iface))
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if lower, ok := strings.CutPrefix(e.Name(), "lower_"); ok {
+			out = lowersOf(classNet, lower, seen, out, depth+1)
+		}
+	}
+	return out
+}
+
 // rdmaBelow returns the RDMA devices of iface and of every interface
 // stacked below it.
 func rdmaBelow(classNet, iface string, visited map[string]bool, depth int) []string {

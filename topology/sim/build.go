@@ -298,6 +298,11 @@ func (b *builder) writePCI(n *pciNode) {
 	if n.hca != nil && n.hca.isVF {
 		w.link(dir+"/physfn", b.abs(b.paths[n.hca.pf]))
 	}
+	if n.hca != nil && !n.hca.isVF {
+		// Real sysfs makes vpd root-only (0600); the simulated one is
+		// readable by anyone, so a test run as any user sees the serial.
+		w.file(dir+"/vpd", string(vpdFor(n.hca.model, serialFor(n.hca.seq), false)))
+	}
 }
 
 var classicCounters = []string{
@@ -444,9 +449,11 @@ func (b *builder) writeHCA(n *pciNode, idx int) {
 		LinkLayer: h.linkLayer, Ports: h.ports, IsVF: h.isVF, NetDev: h.netdevs[0],
 		NetDevs: append([]string(nil), h.netdevs...), HCAType: h.model.hcaType, FWVer: h.model.fwVer,
 		Vendor: h.model.pciVendor(), Driver: h.model.pciDriver(),
-		NodeGUID: fmtGUID(guid), PCIPath: pciRel, ExpectedRole: h.role, RoleReason: h.reason}
+		NodeGUID: fmtGUID(guid), PCIPath: pciRel, ExpectedRole: h.role, RoleReason: h.reason, BoardID: h.model.boardID}
 	if h.isVF {
 		di.PhysFn = h.pf.addr.String()
+	} else {
+		di.Serial = serialFor(h.seq)
 	}
 	b.m.Devices = append(b.m.Devices, di)
 }

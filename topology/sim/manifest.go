@@ -29,11 +29,17 @@ type DeviceInfo struct {
 	Vendor       string        `json:"vendor"`           // PCI vendor, 0x15b3 for mlx5
 	Driver       string        `json:"driver"`           // PCI driver, mlx5_core for mlx5
 	FWVer        string        `json:"fwVer"`
+	BoardID      string        `json:"boardID,omitempty"`
+	Serial       string        `json:"serial,omitempty"` // VPD SN of a PF
+	LimitedPF    bool          `json:"limitedPF,omitempty"`
 	NodeGUID     string        `json:"nodeGUID"`
 	PCIPath      string        `json:"pciPath"` // PCI function dir relative to H/sys
 	ExpectedRole topology.Role `json:"expectedRole"`
 	RoleReason   string        `json:"roleReason"`
 	Removed      bool          `json:"removed,omitempty"` // RemoveDevice took it off the bus
+	// Detached says how DetachFunction took its RDMA device away while its
+	// PCI function stayed on the bus: unbound, no-rdma, driver:NAME.
+	Detached string `json:"detached,omitempty"`
 }
 
 // GPUInfo is one GPU of a built host, in gpus[] (metadata) order.

@@ -1,0 +1,345 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/gpumeta"
+	pci "github.com/nichealth/nichealthd/topology/inventory"
+)
+
+// Faults of a function, as its events' metadata "fault" names them.
+const (
+	FaultUnbound     = string(pci.Unbound)
+	FaultOtherDriver = string(pci.OtherDriver)
+	FaultNoRDMA      = string(pci.NoRDMA)
+	FaultAbsent      = "absent"
+)
+
+// ErrorCode is the error code of every function condition (raise and clear
+// alike: one condition per function, whatever its fault).
+const ErrorCode = "NIC_INVENTORY"
+
+// Scan is one look at the bus: the functions the PCI inventory listed,
+// attached to discovery and classified (topology/inventory Attach and
+// Classify).
+type Scan struct {
+	Functions []pci.Function
+	// Complete: bus/pci/devices was listed. When it was not, nothing is
+	// judged absent (an incomplete listing is not evidence).
+	Complete bool
+	Boot     string
+	Now      time.Time
+}
+
+// JudgeFunctions judges every function of the scan, and every function
+// expected from an earlier boot that the scan did not list:
+//   - a compute or storage function present without a usable RDMA device
+//     (unbound, another driver, bound without infiniband/) is fatal on
+//     that function (seed 7.3's device disappearance, for the devices
+//     that never appeared): KindFunctionFailed;
+//   - a function expected (a compute or storage NIC of an earlier boot)
+//     and absent from the bus is fatal, unless its RDMA device was
+//     monitored this boot (the port check's disappearance owns that) or
+//     its serial number or node GUID shows up at another address (moved:
+//     the expectation follows it): KindFunctionAbsent;
+//   - a raised condition clears when the function is healthy again,
+//     returns, is left alone (excluded, management) or is no longer
+//     expected: KindFunctionOK.
+//
+// Functions the daemon leaves alone (VFs, limited PFs, management NICs,
+// excluded ones) and functions whose role is unknown are never judged.
+// exp learns every function judged as a compute or storage NIC; changed
+// and expChanged say whether mem and exp moved.
+func JudgeFunctions(mem *Memory, exp *Expected, s Scan) (specs []event.Spec, changed, expChanged bool) {
+	present := make(map[string]*pci.Function, len(s.Functions))
+	for i := range s.Functions {
+		f := &s.Functions[i]
+		present[f.Address] = f
+		if f.IsVF {
+			continue
+		}
+		prev, had := mem.Seen[f.Address]
+		if !had || f.Monitored && !prev {
+			changed = true
+		}
+		mem.Seen[f.Address] = prev || f.Monitored
+		sp, ch, ech := judgePresent(mem, exp, f, s)
+		specs, changed, expChanged = append(specs, sp...), changed || ch, expChanged || ech
+	}
+	if s.Complete {
+		sp, ch, ech := judgeAbsent(mem, exp, present, s)
+		specs, changed, expChanged = append(specs, sp...), changed || ch, expChanged || ech
+	}
+	return specs, changed, expChanged
+}
+
+// judgePresent judges a function on the bus.
+func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.Spec, bool, bool) {
+	e, known := exp.Lookup(f.Address)
+	role, reason, gpus := string(f.Role), f.RoleReason, gpumeta.Describe(f.GPUs)
+	if f.Device == "" && known {
+		// Without an RDMA device its role is an estimate from the PCIe
+		// tree; what it was when it had one is better.
+		role, reason, gpus = e.Role, e.Reason, e.GPUs
+	}
+	judged := f.LeftAlone == "" && (role == string(topology.RoleCompute) || role == string(topology.RoleStorage))
+	expChanged := judged && learn(exp, f, e, known, role, reason, gpus, s.Boot)
+	r, raised := mem.Functions[f.Address]
+	state := f.State()
+	switch {
+	case !judged || state == pci.Healthy:
+		if !raised {
+			return nil, false, expChanged
+		}
+		why := clearReason(f, judged, role)
+		return []event.Spec{clearSpec(mem, f.Address, r, why)}, true, expChanged
+	case raised && r.Fault == string(state):
+		return nil, false, expChanged
+	}
+	check := checks.StateCheckFor(f.LinkLayer())
+	if raised {
+		check = r.Check // a re-grade stays under the check that raised it
+	}
+	since := s.Now
+	if raised {
+		since = r.Since
+	}
+	mem.Functions[f.Address] = Raised{Check: check, Fault: string(state), Since: since}
+	label := describe(f.Address, role, reason, e.Device, f.Serial)
+	return []event.Spec{{
+		Kind: event.KindFunctionFailed, CheckName: check, IsFatal: true,
+		Message:   label + " " + failedText(f, state) + gpusText(gpus),
+		ErrorCode: []string{ErrorCode},
+		Entities:  []event.Entity{{Type: event.EntityPCI, Value: f.Address}},
+		Metadata:  metadata(f.Address, string(state), role, gpus, orDefault(f.Device, e.Device), f.Serial),
+	}}, true, expChanged
+}
+
+// learn records f as expected from now on; it reports whether that
+// changed the expected inventory.
+func learn(exp *Expected, f *pci.Function, e ExpectedFunction, known bool, role, reason, gpus, boot string) bool {
+	nw := ExpectedFunction{Device: f.Device, Role: role, Reason: reason, GPUs: gpus, LinkLayer: f.LinkLayer(),
+		Serial: f.Serial, NodeGUID: f.NodeGUID, Boot: boot}
+	if f.Device == "" {
+		// Keep what only the RDMA device could say.
+		nw.Device, nw.NodeGUID = e.Device, e.NodeGUID
+		if nw.Serial == "" {
+			nw.Serial = e.Serial
+		}
+	}
+	if known && nw == e {
+		return false
+	}
+	exp.Functions[f.Address] = nw
+	return true
+}
+
+// clearReason says why a raised function condition no longer holds.
+func clearReason(f *pci.Function, judged bool, role string) string {
+	switch {
+	case f.LeftAlone != "":
+		return "it is no longer judged: " + f.LeftAlone
+	case !judged:
+		return fmt.Sprintf("it is no longer judged as a compute or storage NIC (role %s)", orUnknown(role))
+	case f.Device != "":
+		return fmt.Sprintf("it is bound to %s with RDMA device %s again", pci.CoreDriver, f.Device)
+	}
+	return "it is bound to " + pci.CoreDriver + " with its RDMA device again"
+}
+
+// failedText says what is wrong with a present function and the fix.
+func failedText(f *pci.Function, state pci.State) string {
+	dmesg := fmt.Sprintf("dmesg | grep %s", f.Address)
+	switch state {
+	case pci.Unbound:
+		return fmt.Sprintf("is on the PCI bus with no driver bound, so it has no RDMA device and no port: "+
+			"mlx5_core failed to probe it at boot or it was unbound. Read `%s` for the probe error; "+
+			"reload the driver (modprobe -r mlx5_ib mlx5_core && modprobe mlx5_core) or bind it "+
+			"(echo %s > /sys/bus/pci/drivers/mlx5_core/bind); a firmware fault needs a firmware reset (mlxfwreset) or reflash", dmesg, f.Address)
+	case pci.OtherDriver:
+		return fmt.Sprintf("is bound to %s, not %s, so it has no RDMA device and no port. "+
+			"If it was handed over on purpose (a VM passthrough), exclude its address in nicExclusionRegex; "+
+			"otherwise unbind it from %s and bind %s, and read `%s`", f.Driver, pci.CoreDriver, f.Driver, pci.CoreDriver, dmesg)
+	}
+	return fmt.Sprintf("is bound to %s but has no RDMA device (no infiniband/ under it), so none of its ports "+
+		"can carry RDMA: mlx5_ib is not loaded or failed on it. Load it (modprobe mlx5_ib), read `%s`, "+
+		"and update the firmware if the error points there", pci.CoreDriver, dmesg)
+}
+
+// judgeAbsent judges the functions expected and not on the bus.
+func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s Scan) ([]event.Spec, bool, bool) {
+	var specs []event.Spec
+	changed, expChanged := false, false
+	for addr, e := range exp.Functions {
+		if present[addr] != nil {
+			continue
+		}
+		if to := movedTo(e, present, exp); to != "" {
+			// The same card at another address (moved to another slot):
+			// expected there now, nothing missing here.
+			delete(exp.Functions, addr)
+			expChanged = true
+			if r, ok := mem.Functions[addr]; ok {
+				specs = append(specs, clearSpec(mem, addr, r, "the same card (serial "+orDefault(e.Serial, e.NodeGUID)+") is at "+to+" now"))
+				changed = true
+			}
+			continue
+		}
+		monitored, seen := mem.Seen[addr]
+		if seen && monitored {
+			continue // the port check reports its RDMA device disappeared
+		}
+		r, raised := mem.Functions[addr]
+		if raised && r.Fault == FaultAbsent {
+			continue
+		}
+		check := checks.StateCheckFor(e.LinkLayer)
+		since := s.Now
+		if raised {
+			check, since = r.Check, r.Since
+		}
+		mem.Functions[addr] = Raised{Check: check, Fault: FaultAbsent, Since: since}
+		changed = true
+		when := "present last boot"
+		if seen || e.Boot == s.Boot {
+			when = "present earlier this boot"
+		}
+		specs = append(specs, event.Spec{
+			Kind: event.KindFunctionAbsent, CheckName: check, IsFatal: true,
+			Message: fmt.Sprintf("%s %s, absent now: the card is gone from the PCI bus (no %s in /sys/bus/pci/devices). "+
+				"Reseat or replace it (slot, riser, power; `dmesg | grep %s`, `lspci -s %s`). If it was removed on purpose, "+
+				"`nichealthctl ack %s` forgets it", describe(addr, e.Role, e.Reason, e.Device, e.Serial), when, addr, addr, addr, addr) + gpusText(e.GPUs),
+			ErrorCode: []string{ErrorCode},
+			Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
+			Metadata:  metadata(addr, FaultAbsent, e.Role, e.GPUs, e.Device, e.Serial),
+		})
+	}
+	// A raised condition of a function that is neither on the bus nor
+	// expected (acknowledged, or never a NIC after all) has nothing left
+	// to hold it.
+	for addr, r := range mem.Functions {
+		if _, ok := exp.Functions[addr]; !ok && present[addr] == nil {
+			specs = append(specs, clearSpec(mem, addr, r, "it is no longer expected on this node"))
+			changed = true
+		}
+	}
+	return specs, changed, expChanged
+}
+
+// movedTo is the present address that holds e's card (same serial number
+// or node GUID) and is not itself expected as another card, or "".
+func movedTo(e ExpectedFunction, present map[string]*pci.Function, exp *Expected) string {
+	for addr, f := range present {
+		same := e.Serial != "" && f.Serial == e.Serial || e.NodeGUID != "" && f.NodeGUID == e.NodeGUID
+		if !same || f.IsVF {
+			continue
+		}
+		if other, ok := exp.Functions[addr]; ok && other.Serial != e.Serial {
+			continue
+		}
+		return addr
+	}
+	return ""
+}
+
+// ErrNotRaised is returned by Acknowledge for a function with no
+// condition to acknowledge.
+var ErrNotRaised = errors.New("no inventory condition")
+
+// ErrStillPresent is returned by Acknowledge for a function that is on the
+// bus: it is not removed, it is broken (or deliberately unbound, which the
+// NIC filter expresses).
+var ErrStillPresent = errors.New("the function is on the PCI bus")
+
+// Acknowledge is the operator's word that the function at addr was
+// removed on purpose: the expectation is forgotten (a deliberate hardware
+// change is acknowledged once, not fought) and the condition cleared.
+func Acknowledge(mem *Memory, exp *Expected, addr, who string) ([]event.Spec, error) {
+	r, raised := mem.Functions[addr]
+	if !raised {
+		if _, ok := exp.Functions[addr]; !ok {
+			return nil, fmt.Errorf("acknowledge %s: %w (it is not an expected NIC function of this node)", addr, ErrNotRaised)
+		}
+		return nil, fmt.Errorf("acknowledge %s: %w: it is expected and was not reported missing", addr, ErrNotRaised)
+	}
+	if r.Fault != FaultAbsent {
+		return nil, fmt.Errorf("acknowledge %s: %w (%s): bind it to %s, or exclude its address in nicExclusionRegex if it is unbound on purpose",
+			addr, ErrStillPresent, r.Fault, pci.CoreDriver)
+	}
+	delete(exp.Functions, addr)
+	return []event.Spec{clearSpec(mem, addr, r, "its removal was acknowledged by "+who+"; it is no longer expected")}, nil
+}
+
+// ClearAll clears every function condition (the inventory check was
+// switched off).
+func ClearAll(mem *Memory, why string) []event.Spec {
+	var out []event.Spec
+	for addr, r := range mem.Functions {
+		out = append(out, clearSpec(mem, addr, r, why))
+	}
+	return out
+}
+
+// clearSpec ends the condition of function addr and forgets it.
+func clearSpec(mem *Memory, addr string, r Raised, why string) event.Spec {
+	delete(mem.Functions, addr)
+	return event.Spec{
+		Kind: event.KindFunctionOK, CheckName: r.Check, IsHealthy: true,
+		Message:   fmt.Sprintf("NIC function %s: condition cleared (%s): %s", addr, r.Fault, why),
+		ErrorCode: []string{ErrorCode},
+		Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
+		Metadata:  map[string]string{"pci": addr, "fault": r.Fault},
+	}
+}
+
+// describe names a function in a message: address, role and why, the
+// device name it had and its serial number where known, e.g.
+// "NIC function 0000:3b:00.0 (Compute, PIX to GPU3; was mlx5_3, serial MT2245X00004)".
+func describe(addr, role, reason, device, serial string) string {
+	var parts []string
+	head := orUnknown(role)
+	if why := strings.TrimPrefix(strings.TrimPrefix(reason, role), ": "); why != "" && why != reason {
+		head += ", " + why
+	}
+	parts = append(parts, head)
+	if device != "" {
+		parts = append(parts, "was "+device)
+	}
+	if serial != "" {
+		parts = append(parts, "serial "+serial)
+	}
+	return fmt.Sprintf("NIC function %s (%s)", addr, strings.Join(parts, "; "))
+}
+
+func gpusText(gpus string) string {
+	if gpus == "" {
+		return ""
+	}
+	return ". GPUs behind it: " + gpus
+}
+
+func metadata(addr, fault, role, gpus, device, serial string) map[string]string {
+	md := map[string]string{"pci": addr, "fault": fault, "role": role, "gpus": orDefault(gpus, "no GPU affinity")}
+	if device != "" {
+		md["lastDevice"] = device
+	}
+	if serial != "" {
+		md["serial"] = serial
+	}
+	return md
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func orUnknown(s string) string { return orDefault(s, "unknown role") }

@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/topology"
+)
+
+// MemoryVersion is the version of the inventory check's section of the
+// state file this build writes.
+const MemoryVersion = 1
+
+// Memory is what the inventory check remembers within one boot (the
+// "inventory" section of the state file; cleared at a reboot like every
+// section).
+type Memory struct {
+	Version int `json:"version"`
+	// Functions are the raised conditions of PCI functions, by address.
+	Functions map[string]Raised `json:"functions"`
+	// Seen are the functions seen on the bus this boot, by address, with
+	// whether their RDMA device was monitored: one that leaves the bus
+	// after that is the port check's disappearance, not a card missing
+	// since the last boot.
+	Seen map[string]bool `json:"seen,omitempty"`
+	// Drift are the raised drift findings, by DriftKey.
+	Drift map[string]Raised `json:"drift,omitempty"`
+	// Ports is the expected compute ports' condition.
+	Ports PortsMemory `json:"ports"`
+}
+
+// Raised is one raised condition: under which check, for what, since when.
+type Raised struct {
+	Check string    `json:"check"`
+	Fault string    `json:"fault"` // unbound, other-driver, no-rdma, absent; fw_ver, board_id
+	Since time.Time `json:"since"`
+	// Card and Ports of a drift finding: its clear names the same.
+	Card  string          `json:"card,omitempty"`
+	Ports []event.PortRef `json:"ports,omitempty"`
+}
+
+// PortsMemory is the node's expected compute ports: since when they have
+// been short (zero: not short), and whether the condition is raised.
+type PortsMemory struct {
+	ShortSince time.Time `json:"shortSince,omitempty"`
+	Raised     bool      `json:"raised,omitempty"`
+	Check      string    `json:"check,omitempty"`
+}
+
+// NewMemory returns an empty memory.
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Functions: map[string]Raised{}, Seen: map[string]bool{}, Drift: map[string]Raised{}}
+}
+
+// DriftKey keys a drift finding: the card and what drifted.
+func DriftKey(card, what string) string { return card + " " + what }
+
+// Validate drops entries no check could have written and lists them.
+func (m *Memory) Validate() (dropped []string) {
+	m.Version = MemoryVersion
+	if m.Functions == nil {
+		m.Functions = map[string]Raised{}
+	}
+	if m.Seen == nil {
+		m.Seen = map[string]bool{}
+	}
+	if m.Drift == nil {
+		m.Drift = map[string]Raised{}
+	}
+	for a, r := range m.Functions {
+		if !topology.IsPCIAddress(a) || !validFault(r.Fault) {
+			dropped = append(dropped, fmt.Sprintf("functions[%q]: not a PCI address with a known fault", a))
+			delete(m.Functions, a)
+		}
+	}
+	for a := range m.Seen {
+		if !topology.IsPCIAddress(a) {
+			dropped = append(dropped, fmt.Sprintf("seen[%q]: not a PCI address", a))
+			delete(m.Seen, a)
+		}
+	}
+	for k, r := range m.Drift {
+		if (r.Fault != DriftFirmware && r.Fault != DriftModel) || DriftKey(r.Card, r.Fault) != k {
+			dropped = append(dropped, fmt.Sprintf("drift[%q]: not a card's fw_ver or board_id finding", k))
+			delete(m.Drift, k)
+		}
+	}
+	sort.Strings(dropped)
+	return dropped
+}
+
+func validFault(f string) bool {
+	switch f {
+	case FaultUnbound, FaultOtherDriver, FaultNoRDMA, FaultAbsent:
+		return true
+	}
+	return false
+}
+
+// Replay applies an inventory event whose effect the saved memory may not
+// include (the outbox is written before the state): its raise or clear.
+func (m *Memory) Replay(e *event.Event) {
+	switch e.Kind {
+	case event.KindFunctionFailed, event.KindFunctionAbsent:
+		if pci := e.Metadata["pci"]; topology.IsPCIAddress(pci) && validFault(e.Metadata["fault"]) {
+			r := m.Functions[pci]
+			if r.Since.IsZero() {
+				r.Since = e.GeneratedTimestamp
+			}
+			r.Check, r.Fault = e.CheckName, e.Metadata["fault"]
+			m.Functions[pci] = r
+		}
+	case event.KindFunctionOK:
+		delete(m.Functions, e.Metadata["pci"])
+	case event.KindDrift:
+		card, what := e.Metadata["card"], e.Metadata["drift"]
+		if card != "" && (what == DriftFirmware || what == DriftModel) {
+			m.Drift[DriftKey(card, what)] = Raised{Check: e.CheckName, Fault: what, Since: e.GeneratedTimestamp, Card: card, Ports: portsOf(e)}
+		}
+	case event.KindDriftOK:
+		delete(m.Drift, DriftKey(e.Metadata["card"], e.Metadata["drift"]))
+	case event.KindPortsShort:
+		m.Ports.Raised, m.Ports.Check = true, e.CheckName
+		if m.Ports.ShortSince.IsZero() {
+			m.Ports.ShortSince = e.GeneratedTimestamp
+		}
+	case event.KindPortsOK:
+		m.Ports = PortsMemory{}
+	}
+}
+
+// portsOf is the (NIC, NICPort) pairs of an event.
+func portsOf(e *event.Event) []event.PortRef {
+	var out []event.PortRef
+	dev := ""
+	for _, en := range e.EntitiesImpacted {
+		switch en.Type {
+		case event.EntityNIC:
+			dev = en.Value
+		case event.EntityNICPort:
+			var p int
+			if _, err := fmt.Sscan(en.Value, &p); err == nil && dev != "" {
+				out = append(out, event.PortRef{Device: dev, Port: p})
+			}
+		}
+	}
+	return out
+}

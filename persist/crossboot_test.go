@@ -1,0 +1,60 @@
+package persist
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The expected inventory outlives a reboot in a file of its own: written
+// atomically, only when it changed, read back bounded, and an unusable one
+// refused with its name and set aside.
+func TestCrossBootFile_SaveLoadQuarantine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "inventory.json")
+	f := NewCrossBootFile(p)
+	if b, err := f.Load(); b != nil || err != nil {
+		t.Fatalf("no file: %q %v", b, err)
+	}
+	if w, err := f.SaveIfChanged([]byte(`{"version":1}`)); !w || err != nil {
+		t.Fatalf("first save %v %v", w, err)
+	}
+	if w, err := f.SaveIfChanged([]byte(`{"version":1}`)); w || err != nil {
+		t.Fatalf("unchanged save wrote: %v %v", w, err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file %v %v", fi, err)
+	}
+	g := NewCrossBootFile(p)
+	if b, err := g.Load(); string(b) != `{"version":1}` || err != nil {
+		t.Fatalf("load %q %v", b, err)
+	}
+	if w, _ := g.SaveIfChanged([]byte(`{"version":1}`)); w {
+		t.Fatal("saving what was loaded wrote")
+	}
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCrossBootFile(p).Load(); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("a FIFO read as the file: %v", err)
+	}
+	if q := NewCrossBootFile(p).Quarantine(); q != p+CorruptSuffix {
+		t.Fatalf("quarantined to %q", q)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Fatalf("still there: %v", err)
+	}
+}
+
+// A save that cannot be written leaves the previous file whole and says
+// how to fix it.
+func TestCrossBootFile_FailedSaveKeepsThePrevious(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "inventory.json")
+	if _, err := NewCrossBootFile(p).SaveIfChanged([]byte("{}")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("save into a missing directory: %v", err)
+	}
+}
