@@ -785,6 +785,11 @@ func (m *Monitor) counterCycle(now time.Time, specs *[]event.Spec, changed *bool
 	}
 	m.counterTicks++
 	m.read(m.counterFiles, specs)
+	baselines := len(*specs)
+	if first {
+		// The first tick's per-counter baselines go out one per port.
+		defer func() { *specs = counters.FoldBaselines(*specs, baselines) }()
+	}
 	for _, p := range m.ports {
 		if check := checks.DegradationCheckFor(p.port.LinkLayer); m.guard.isFailed(check) {
 			continue

@@ -291,7 +291,7 @@ func (s *story) baselines(status string) error {
 			case event.KindPortBaseline:
 				t.ports[entityOf(ev)] = true
 			case event.KindCounterBaseline:
-				t.counters++
+				t.counters += len(ev.ErrorCode) // one event names a port's counters
 				t.ports[entityOf(ev)] = true
 			default:
 				other = append(other, ev)
