@@ -290,10 +290,14 @@ func (m *Monitor) aerTotals() []health.AERTotal {
 // AER conditions on a port's path (not a counter-table name).
 const AERAckCounter = "pcie_aer"
 
-// acknowledge is AcknowledgeReset: counter "pcie_aer" clears the
-// uncorrectable AER conditions on the port's path, anything else goes to
-// the counter table.
+// acknowledge is AcknowledgeReset: "kernel_log" or a kernel-log
+// pattern's name clears kernel-log conditions (daemon/kernellog.go),
+// counter "pcie_aer" the uncorrectable AER conditions on the port's path,
+// anything else goes to the counter table.
 func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	if specs, ok, err := d.acknowledgeKernelLog(device, port, counter, who); ok {
+		return specs, err
+	}
 	if counter != AERAckCounter {
 		return d.mon.eval.Acknowledge(d.mon.mem.Counters, device, port, counter, now, who)
 	}

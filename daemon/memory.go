@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/inventory"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/persist"
 )
@@ -23,12 +24,13 @@ type Memory struct {
 	Sanity    *sanity.Memory
 	AER       *aer.Memory
 	Inventory *inventory.Memory
+	KernelLog *kernellog.Memory
 }
 
 // NewMemory returns every check's empty memory.
 func NewMemory() *Memory {
 	return &Memory{Ports: checks.NewPortMemory(), Counters: counters.NewMemory(), Cards: cards.NewMemory(), Sanity: sanity.NewMemory(), AER: aer.NewMemory(),
-		Inventory: inventory.NewMemory()}
+		KernelLog: kernellog.NewMemory(), Inventory: inventory.NewMemory()}
 }
 
 // section is one check's memory as the state file stores it.
@@ -47,6 +49,7 @@ func (m *Memory) sections() []section {
 		{"sanity", m.Sanity, sanity.MemoryVersion, m.Sanity.Validate},
 		{"pcieAER", m.AER, aer.MemoryVersion, m.AER.Validate},
 		{"inventory", m.Inventory, inventory.MemoryVersion, m.Inventory.Validate},
+		{"kernelLog", m.KernelLog, kernellog.MemoryVersion, m.KernelLog.Validate},
 	}
 }
 
@@ -99,6 +102,8 @@ func replaceSection(m, fresh Memory, name string) Memory {
 		m.AER = fresh.AER
 	case "inventory":
 		m.Inventory = fresh.Inventory
+	case "kernelLog":
+		m.KernelLog = fresh.KernelLog
 	}
 	return m
 }

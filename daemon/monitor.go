@@ -14,6 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/persist"
@@ -118,6 +119,9 @@ type Monitor struct {
 	// when one disappears (netdev.go).
 	netdevUnreadable map[string]bool
 	netdevGone       bool
+	// kl is the kernel-log check and its reader (daemon/kernellog.go);
+	// nil when it is off or in a one-shot check.
+	kl *kernelLog
 	// inv is the PCI inventory and the expected one (daemon/inventory.go).
 	inv *inventoryState
 }
@@ -359,6 +363,7 @@ func roleByLinkLayer(d *topology.Device) topology.Role {
 func (m *Monitor) Close() {
 	m.closePlan()
 	m.closeAER()
+	m.closeKernelLog()
 	m.rd.Close()
 	if m.lister != nil {
 		m.lister.Close()
@@ -419,6 +424,7 @@ func (m *Monitor) buildPlan() {
 		}
 	}
 	m.forgetUnplannedFiles()
+	m.planKernelLog()
 	if m.guard.isFailed(aerCheck) {
 		m.closeAER()
 		return
@@ -567,6 +573,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 		// Woken for the counter tick alone: the state poll is slower.
 		g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 		g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+		g.run("kernel-log", kernelLogChecks, &specs, func() { g.enter(kernellog.CheckName); m.kernelLogCycle(now, &specs, &changed) })
 		m.rebuildAfterCycle()
 		return specs, changed
 	}
@@ -592,6 +599,7 @@ func (m *Monitor) Cycle(now time.Time) ([]event.Spec, bool) {
 	g.run("cards", stateChecks, &specs, func() { m.cards(now, &specs, &changed) })
 	g.run("counters", degradationChecks, &specs, func() { m.counterCycle(now, &specs, &changed) })
 	g.run("pcie-aer", aerChecks, &specs, func() { g.enter(aerCheck); m.aerCycle(now, &specs, &changed) })
+	g.run("kernel-log", kernelLogChecks, &specs, func() { g.enter(kernellog.CheckName); m.kernelLogCycle(now, &specs, &changed) })
 	g.run("inventory", inventoryChecks, &specs, func() { g.enter(inventoryCheck); m.inventoryCycle(now, &specs, &changed) })
 	if m.sanityDue(now) {
 		g.run("link-sanity", sanityChecks, &specs, func() { g.enter(sanityCheck); m.runSanity(now, &specs, &changed) })

@@ -51,5 +51,7 @@ func (m *Memory) replay(e *event.Event, defs []counters.Definition) {
 	case event.KindFunctionFailed, event.KindFunctionAbsent, event.KindFunctionOK, event.KindDrift, event.KindDriftOK,
 		event.KindPortsShort, event.KindPortsOK:
 		m.Inventory.Replay(e)
+	case event.KindKernelLog, event.KindKernelLogCleared:
+		m.KernelLog.Replay(e)
 	}
 }

@@ -333,6 +333,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
 	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
+	d.mu.Lock()
+	d.mon.startKernelLog(d.bootID)
+	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
 		go d.superviseBus(ctx)
@@ -478,6 +481,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	}, infos, d.conditionsLocked())
 	snap.AER = d.mon.aerTotals()
 	snap.Inventory = d.mon.inventoryInfos()
+	snap.KernelLog = d.mon.kernelLogTotals()
 	d.snap.Store(snap)
 	return snap
 }
@@ -781,6 +785,7 @@ func (d *Daemon) refuseReloadLocked(err error) {
 // latch resolved by a removed counter, a rule switched off).
 func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	specs := d.mon.Reconfigure(cfg, time.Now())
+	specs = append(specs, d.mon.reconfigureKernelLog(d.bootID)...)
 	specs = append(specs, ruleSpecs(d.rules.SetConfig(effectiveRules(cfg)))...)
 	d.mon.eval.SetXmitWaitBytesPerTick(cfg.XmitWaitBytesPerTick)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)

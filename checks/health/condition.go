@@ -48,6 +48,11 @@ const (
 	// EntityCheck is one of the daemon's own checks (Name), disabled by a
 	// panic: the node is not healthy, but no port is at fault.
 	EntityCheck EntityKind = "check"
+	// EntityKernelLog is a kernel-log pattern's condition (Name: the
+	// pattern) on one PCI function (PCI), covering exactly the ports its
+	// event listed; with no port it is a node-level condition (a function
+	// without an RDMA device, or PCI empty: a record naming no function).
+	EntityKernelLog EntityKind = "kernel-log"
 )
 
 // Entity names the thing a condition is about. Device and Port are set for
@@ -79,6 +84,11 @@ func (e Entity) String() string {
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
 	case EntityCheck:
 		return "check " + e.Name
+	case EntityKernelLog:
+		if e.PCI == "" {
+			return "node kernel log " + e.Name
+		}
+		return fmt.Sprintf("PCI %s kernel log %s", e.PCI, e.Name)
 	case EntityNIC:
 		return e.Device
 	case EntityPort:
@@ -140,7 +150,7 @@ func (c *Condition) Covers(device string, port int, card string) bool {
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityCard:
 		return card != "" && c.Entity.Card == card
-	case EntityPCI:
+	case EntityPCI, EntityKernelLog:
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case EntityNIC:
 		return c.Entity.Device == device

@@ -82,7 +82,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityNode {
+	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityNode || ent.Kind == EntityKernelLog {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -163,6 +163,13 @@ func EntityOf(e *event.Event) (Entity, bool) {
 			return Entity{}, false
 		}
 		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: e.Metadata["aer"]}, true
+	case event.KindKernelLog, event.KindKernelLogCleared:
+		// One condition per pattern and function, whatever ports the
+		// function had when it was raised.
+		if e.Metadata["pattern"] == "" {
+			return Entity{}, false
+		}
+		return Entity{Kind: EntityKernelLog, PCI: e.Metadata["pci"], Name: e.Metadata["pattern"]}, true
 	case event.KindNoSubnetManager, event.KindSubnetManagerFound:
 		// One condition per role group, covering the group's ports.
 		return Entity{Kind: EntityNode, Name: "no-subnet-manager " + e.Metadata["role"]}, true

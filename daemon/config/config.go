@@ -21,6 +21,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/topology"
@@ -33,6 +34,7 @@ const DefaultPath = "/etc/nichealthd/config.toml"
 var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
+	kernellog.CheckName,
 }
 
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and
@@ -98,6 +100,8 @@ type File struct {
 	Rules RulesFile `toml:"rules"`
 
 	PCIeAER AERFile `toml:"pcieAER"`
+
+	KernelLog KernelLogFile `toml:"kernelLog"`
 
 	Inventory InventoryFile `toml:"inventory"`
 
@@ -174,6 +178,8 @@ type Config struct {
 	Rules rules.Config
 
 	PCIeAER AERConfig
+
+	KernelLog KernelLogConfig
 
 	Inventory InventoryConfig
 
@@ -325,11 +331,17 @@ func Parse(path string, b []byte) (*Config, error) {
 		if e := durationError(path, keyLines(b)); e != nil {
 			return nil, e
 		}
+		if e := patternDurationError(path, b); e != nil {
+			return nil, e
+		}
 		return nil, &Error{File: path, Reason: err.Error()}
 	}
 	c, err := fromFile(path, &f)
 	if e, ok := err.(*Error); ok && e.Key != "" && e.Line == 0 {
 		e.Line = keyLines(b)[e.Key].line
+		if e.Line == 0 {
+			e.Line = indexedKeyLine(b, e.Key)
+		}
 	}
 	if c != nil {
 		sum := sha256.Sum256(b)
@@ -381,7 +393,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, inventoryFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, kernelLogFrom, inventoryFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err
