@@ -348,8 +348,8 @@ func (c *Check) follow(mem *Memory, r *kmsg.Record, devs *Devices, now time.Time
 func (c *Check) clears(mem *Memory, r *kmsg.Record, devs *Devices, specs []event.Spec, changed *bool) []event.Spec {
 	var pci string
 	attributed := false
-	for _, k := range sortedKeys(mem) {
-		a := mem.Active[k]
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
 		p := c.table.byName[a.Pattern]
 		if p == nil || p.clear == nil || !a.Raised || !p.clear.MatchString(r.Message) {
 			continue
@@ -366,24 +366,35 @@ func (c *Check) clears(mem *Memory, r *kmsg.Record, devs *Devices, specs []event
 	return specs
 }
 
-func sortedKeys(mem *Memory) []string {
+// activeEntry is one condition with its key.
+type activeEntry struct {
+	k string
+	a *Active
+}
+
+// sortedActive lists the conditions in key order, so that the events of
+// one pass come out in the same order every run; an entry restored as
+// null from a damaged state file is skipped, never dereferenced.
+func sortedActive(mem *Memory) []activeEntry {
 	if len(mem.Active) == 0 {
 		return nil
 	}
-	ks := make([]string, 0, len(mem.Active))
-	for k := range mem.Active {
-		ks = append(ks, k)
+	out := make([]activeEntry, 0, len(mem.Active))
+	for k, a := range mem.Active {
+		if a != nil {
+			out = append(out, activeEntry{k, a})
+		}
 	}
-	sort.Strings(ks)
-	return ks
+	sort.Slice(out, func(i, j int) bool { return out[i].k < out[j].k })
+	return out
 }
 
 // Tick clears non-fatal conditions whose quiet period passed, reports a
 // count that grew during the last de-duplication window, and forgets
 // occurrences that fell out of their window without reaching the count.
 func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bool) {
-	for _, k := range sortedKeys(mem) {
-		a := mem.Active[k]
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
 		p := c.table.byName[a.Pattern]
 		if p == nil || !p.Enabled || p.Severity == Informational {
 			continue // Reconcile's
@@ -410,8 +421,8 @@ func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bo
 // whose severity changed is raised again with the new one.
 func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 	var specs []event.Spec
-	for _, k := range sortedKeys(mem) {
-		a := mem.Active[k]
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
 		p := c.table.byName[a.Pattern]
 		why := ""
 		switch {
@@ -427,7 +438,7 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 			specs = append(specs, c.clear(mem, k, a, why))
 		case why != "":
 			delete(mem.Active, k)
-		case a.Raised && a.Fatal != (p.Severity == Fatal):
+		case p != nil && a.Raised && a.Fatal != (p.Severity == Fatal): // p is nil only with a why
 			a.Fatal = p.Severity == Fatal
 			specs = append(specs, c.raise(a, p.Pattern, now))
 		}
@@ -438,8 +449,8 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 // ClearAll clears every condition (the check was switched off).
 func (c *Check) ClearAll(mem *Memory, why string) []event.Spec {
 	var specs []event.Spec
-	for _, k := range sortedKeys(mem) {
-		if a := mem.Active[k]; a.Raised {
+	for _, e := range sortedActive(mem) {
+		if k, a := e.k, e.a; a.Raised {
 			specs = append(specs, c.clear(mem, k, a, why))
 		} else {
 			delete(mem.Active, k)
@@ -460,8 +471,8 @@ func (c *Check) IsAckWord(what string) bool {
 // they cover no port to name).
 func (c *Check) Acknowledge(mem *Memory, device string, port int, what, who string) []event.Spec {
 	var specs []event.Spec
-	for _, k := range sortedKeys(mem) {
-		a := mem.Active[k]
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
 		if !a.Raised || (what != AckAll && a.Pattern != what) {
 			continue
 		}

@@ -123,7 +123,7 @@ func parseHeader(h []byte, r *Record) error {
 		if j < len(h) {
 			h = h[j+1:]
 		} else {
-			h = nil
+			h = h[len(h):] // empty: the missing fields read as ""
 		}
 	}
 	prio, err := strconv.ParseUint(string(f[0]), 10, 32)
