@@ -120,6 +120,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
 	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
+	d.mu.Lock()
+	d.run.StartKernelLog(time.Now())
+	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
 		go d.superviseBus(ctx)
@@ -253,6 +256,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	}, infos, d.conditionsLocked())
 	snap.AER = d.run.AERTotals()
 	snap.Inventory = d.run.InventoryInfos()
+	snap.KernelLog = d.run.KernelLogTotals()
 	d.snap.Store(snap)
 	return snap
 }

@@ -11,6 +11,9 @@ const (
 	PCIeAERCheck      = "PCIeAERCheck"
 	LinkSanityCheck   = "LinkSanityCheck"
 	NICInventoryCheck = "NICInventoryCheck"
+	// KernelLogCheck is the kernel-log check's, a check of its own in
+	// --checks and on the wire.
+	KernelLogCheck = "NICKernelLogCheck"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

@@ -44,6 +44,11 @@ const (
 	// clear of everything its check said.
 	EntityPCI      = "PCI"
 	EntityNICGroup = "NICGroup"
+	// EntityKernelLog names the kernel-log pattern of a node-level
+	// condition that no NIC can be named for (a soft lockup in the mlx5
+	// NAPI poll): its clear must carry an entity, since a healthy event
+	// without one clears the whole check (DESIGN.md difference 13).
+	EntityKernelLog = "KernelLogPattern"
 )
 
 // Kind says what happened, independently of the check that saw it. It picks
@@ -89,6 +94,10 @@ const (
 	// PCIe AER errors on a PCI function of a NIC's path (metadata "pci").
 	KindPCIeAER          Kind = "pcie-aer"
 	KindPCIeAERRecovered Kind = "pcie-aer-recovered"
+	// The kernel's own words: a kernel log record matched a pattern
+	// (metadata "pattern", "pci"), and its clear.
+	KindKernelLog        Kind = "kernel-log"
+	KindKernelLogCleared Kind = "kernel-log-cleared"
 	// A check (or sink) disabled by a panic in its own code until the next
 	// reload or restart: the node is not healthy while part of it is not
 	// watched (metadata "check"). Cleared when the check runs again.
@@ -120,6 +129,7 @@ var Kinds = []Kind{
 	KindCheckFailed, KindCheckResumed,
 	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
 	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
+	KindKernelLog, KindKernelLogCleared,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -54,6 +54,13 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 		return condition.Entity{}, false
 	case KindPortsShort, KindPortsOK:
 		return condition.OfNode(condition.ExpectedPortsName), true
+	case KindKernelLog, KindKernelLogCleared:
+		// One condition per pattern and function, whatever ports the
+		// function had when it was raised.
+		if e.Metadata["pattern"] == "" {
+			return condition.Entity{}, false
+		}
+		return condition.OfKernelLog(e.Metadata["pci"], e.Metadata["pattern"]), true
 	case KindPCIeAER, KindPCIeAERRecovered:
 		if e.Metadata["pci"] == "" {
 			return condition.Entity{}, false

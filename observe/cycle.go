@@ -54,6 +54,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	obs.Reads = obs.Reads[:0]
 	obs.CounterTick, obs.FirstTick, obs.AERTick, obs.SanityDue = false, false, false, false
 	o.inv.last.Scanned = false
+	obs.KernelLog.Records, obs.KernelLog.StatsChanged = nil, false
 	if obs.StatePoll {
 		o.b.Run("presence", stateChecks, o.steps.presence)
 		o.read(&o.state)
@@ -65,6 +66,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	}
 	o.b.Run("counters", degradationChecks, o.steps.counters)
 	o.b.Run("pcie-aer", aerChecks, o.steps.aer)
+	o.b.Run("kernel-log", kernelLogChecks, o.steps.kernelLog)
 	if obs.StatePoll && o.cfg.Sanity && (o.cycles == 0 || o.devicesSetChanged || o.rateChanged || now.Sub(o.lastSanity) >= sanityEvery) {
 		obs.SanityDue = true
 		if !o.b.Failed(event.LinkSanityCheck) {
@@ -78,7 +80,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 // cycleSteps are the cycle's steps, made once: a closure made at every
 // cycle and handed to the boundary would allocate at every cycle.
 type cycleSteps struct {
-	presence, observe, inventory, counters, aer func()
+	presence, observe, inventory, counters, aer, kernelLog func()
 }
 
 func (o *Observer) makeSteps() {
@@ -103,6 +105,10 @@ func (o *Observer) makeSteps() {
 		aer: func() {
 			o.b.Enter(event.PCIeAERCheck)
 			o.obs.AERTick = o.aerCycle(o.obs.Now)
+		},
+		kernelLog: func() {
+			o.b.Enter(event.KernelLogCheck)
+			o.kernelLogStep()
 		},
 	}
 }

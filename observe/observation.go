@@ -75,6 +75,9 @@ type Observation struct {
 	// SanityDue says the link sanity pass is due this cycle.
 	SanityDue bool
 
+	// KernelLog is what the kernel log gave this cycle.
+	KernelLog KernelLog
+
 	// Inventory is the PCI inventory's last scan (state polls only;
 	// Inventory.Scanned says it is this poll's).
 	Inventory *Inventory

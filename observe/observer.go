@@ -90,6 +90,8 @@ type Observer struct {
 
 	// inv is the PCI inventory's last scan and cadence (inventory.go).
 	inv inventory
+	// kl is the kernel log's reader (kernellog.go).
+	kl kernelLogReader
 
 	obs   Observation
 	steps cycleSteps
@@ -375,6 +377,7 @@ func (o *Observer) Reconfigure(cfg Config, now time.Time) {
 func (o *Observer) Close() {
 	o.closePlan()
 	o.closeAER()
+	o.CloseKernelLog()
 	o.rd.Close()
 	if o.lister != nil {
 		o.lister.Close()

@@ -233,24 +233,21 @@ func FoldBaselines(specs []event.Spec, from int) []event.Spec {
 		port          int
 	}
 	groups := map[portKey][]int{}
-	var order []portKey
+	// firstOf: where each port's first baseline stands, and its key.
+	firstOf := map[int]portKey{}
 	for i := from; i < len(specs); i++ {
 		s := &specs[i]
 		if s.Kind != event.KindCounterBaseline {
 			continue
 		}
 		k := portKey{s.CheckName, s.Device, s.Port}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
+		if _, seen := groups[k]; !seen {
+			firstOf[i] = k
 		}
 		groups[k] = append(groups[k], i)
 	}
-	if len(order) == 0 {
+	if len(firstOf) == 0 {
 		return specs
-	}
-	firstOf := map[int]portKey{}
-	for _, k := range order {
-		firstOf[groups[k][0]] = k
 	}
 	// A new slice: a port's folded baselines may outnumber the specs
 	// already read past, so folding in place could overwrite unread ones.
@@ -266,7 +263,10 @@ func FoldBaselines(specs []event.Spec, from int) []event.Spec {
 		if !first {
 			continue
 		}
-		idx := groups[k]
+		idx, ok := groups[k]
+		if !ok {
+			continue
+		}
 		for lo := 0; lo < len(idx); lo += maxBaselineCodes {
 			out = append(out, foldedBaseline(specs, idx[lo:min(lo+maxBaselineCodes, len(idx))]))
 		}

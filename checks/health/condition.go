@@ -73,7 +73,7 @@ func (c *Condition) Covers(device string, port int, card string) bool {
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case condition.Card:
 		return card != "" && c.Entity.Card == card
-	case condition.PCI:
+	case condition.PCI, condition.KernelLog:
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
 	case condition.NIC:
 		return c.Entity.Device == device

@@ -84,7 +84,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == condition.Card || ent.Kind == condition.PCI || ent.Kind == condition.Node {
+	if ent.Kind == condition.Card || ent.Kind == condition.PCI || ent.Kind == condition.Node || ent.Kind == condition.KernelLog {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			case event.KindPortRecovered, event.KindPortBaseline, event.KindCounterRecovered, event.KindCounterBaseline,
 				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
-				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK:
+				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK,
+				event.KindKernelLogCleared:
 				continue
 			}
 			if !raised[k] {
@@ -105,6 +107,10 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindNoSubnetManager, CheckName: ib, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
 			event.Spec{Kind: event.KindSubnetManagerFound, CheckName: ib, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
 			NonFatal, condition.Node, false},
+		{"kernel log pattern on the port's NIC function",
+			event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
+			event.Spec{Kind: event.KindKernelLogCleared, CheckName: "NICKernelLogCheck", IsHealthy: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
+			Fatal, condition.KernelLog, false},
 		{"fleet rule on the port",
 			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
 			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},
@@ -236,6 +242,41 @@ func TestHealth_MissingPortListedAndCountedOnce(t *testing.T) {
 func TestHealth_CompareDevicesNatural(t *testing.T) {
 	if CompareDevices("mlx5_2", "mlx5_10") >= 0 || CompareDevices("mlx5_10", "mlx5_2") <= 0 || CompareDevices("a", "a") != 0 {
 		t.Error("natural order broken")
+	}
+}
+
+// A kernel-log condition that names no monitored NIC (a failed probe, a
+// soft lockup) is the node's: it covers no port, yet the node is not
+// healthy and STATUS= says so; its clear needs its own entity.
+func TestHealth_NodeLevelKernelLogCondition(t *testing.T) {
+	ports := []PortInfo{{Device: "mlx5_0", Port: 1, HealthyMessage: "ok0"}}
+	m := NewModel()
+	raise := event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", ErrorCode: []string{"napi_soft_lockup"},
+		Entities: []event.Entity{{Type: event.EntityKernelLog, Value: "napi_soft_lockup"}}, Message: "soft lockup in mlx5e_napi_poll",
+		Metadata: map[string]string{"pattern": "napi_soft_lockup"}}
+	probe := event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"probe_failed"},
+		Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:41:00.0"}}, Message: "probe failed", Metadata: map[string]string{"pattern": "probe_failed", "pci": "0000:41:00.0"}}
+	m.Apply(ev(raise))
+	s := Build(Node{}, ports, m.Conditions())
+	if s.Verdict != NonFatal || s.Port("mlx5_0", 1).Verdict != Healthy || len(s.DegradedPorts) != 0 {
+		t.Fatalf("snapshot %+v", s)
+	}
+	if st := s.Status(); !strings.Contains(st, "0 degraded: soft lockup") {
+		t.Fatalf("STATUS %q", st)
+	}
+	m.Apply(ev(probe))
+	s = Build(Node{}, ports, m.Conditions())
+	if s.Verdict != Fatal || len(s.FatalPorts) != 0 || !strings.Contains(s.Status(), "0 fatal: probe failed") {
+		t.Fatalf("snapshot %+v status %q", s, s.Status())
+	}
+	if got := s.Conditions[0].Entity.String(); got != "PCI 0000:41:00.0 kernel log probe_failed" {
+		t.Errorf("entity %q", got)
+	}
+	clr := raise
+	clr.Kind, clr.IsHealthy = event.KindKernelLogCleared, true
+	m.Apply(ev(clr))
+	if m.Len() != 1 || m.Has(condition.Key{Check: "NICKernelLogCheck", Entity: condition.OfKernelLog("", "napi_soft_lockup")}) {
+		t.Fatalf("after the clear: %+v", m.Conditions())
 	}
 }
 

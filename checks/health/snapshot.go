@@ -116,6 +116,39 @@ type Snapshot struct {
 	// is not a VF, as identity (no verdict: a function's conditions are in
 	// Conditions).
 	Inventory []NICInfo `json:"inventory,omitempty"`
+	// KernelLog is what the kernel-log check read and matched since the
+	// daemon started (nil when it is off).
+	KernelLog *KernelLogTotals `json:"kernelLog,omitempty"`
+}
+
+// KernelLogTotals are the kernel-log reader's and check's totals since
+// start: how much was read, dropped or lost, and matched per pattern and
+// device.
+type KernelLogTotals struct {
+	// Reading: the kernel log is open; Err says why not.
+	Reading bool   `json:"reading"`
+	Err     string `json:"err,omitempty"`
+	Records uint64 `json:"records"` // read
+	// Sequence is the kernel's sequence number of the newest record read.
+	Sequence uint64 `json:"sequence"`
+	Judged   uint64 `json:"judged"`
+	// Dropped records exceeded the record size bound or were not in the
+	// kernel's format; Lost ones the kernel's ring overwrote before they
+	// were read.
+	Dropped       uint64           `json:"dropped"`
+	Lost          uint64           `json:"lost"`
+	OtherFacility uint64           `json:"otherFacility"`
+	Unmonitored   uint64           `json:"unmonitored"`
+	Unattributed  uint64           `json:"unattributed"`
+	Matches       []KernelLogMatch `json:"matches,omitempty"`
+}
+
+// KernelLogMatch is one pattern's matches on one device (the NIC, else
+// the PCI address, else "none").
+type KernelLogMatch struct {
+	Pattern string `json:"pattern"`
+	Device  string `json:"device"`
+	Count   uint64 `json:"count"`
 }
 
 // NICInfo is one NIC function of the PCI inventory.
@@ -173,7 +206,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == condition.Node || c.Entity.Kind == condition.Card || c.Entity.Kind == condition.PCI || c.Entity.Kind == condition.Check || c.Entity.Port == 0 {
+		if c.Entity.Kind == condition.Node || c.Entity.Kind == condition.Card || c.Entity.Kind == condition.PCI || c.Entity.Kind == condition.Check || c.Entity.Kind == condition.KernelLog || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
@@ -247,7 +280,8 @@ func (s *Snapshot) Status() string {
 	if nf > 0 || s.Verdict == Fatal {
 		out += fmt.Sprintf("; %d fatal", nf)
 	}
-	if nd > 0 {
+	if nd > 0 || s.Verdict == NonFatal {
+		// A node-level condition degrades the node with no port degraded.
 		out += fmt.Sprintf("; %d degraded", nd)
 	}
 	if w := s.worst(); w != nil {

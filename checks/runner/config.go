@@ -5,6 +5,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/inventory"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
 	"github.com/nichealth/nichealthd/checks/sanity"
@@ -64,6 +65,11 @@ func inventoryConfig(c *config.Config) inventory.Config {
 		ic.ExpectedRateGbps = inventory.ModelDefault
 	}
 	return ic
+}
+
+func kernelLogConfig(c *config.Config) kernellog.Config {
+	k := c.KernelLog
+	return kernellog.Config{On: k.Enabled && c.Checks[kernellog.CheckName], MatchUserSpace: k.MatchUserSpace, Patterns: k.Patterns}
 }
 
 func readFaultsConfig(c *config.Config) readfaults.Config {

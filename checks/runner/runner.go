@@ -11,12 +11,14 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/kmsg"
 )
 
 // Runner is the checks of one host and their observer. It is not safe for
@@ -45,6 +47,9 @@ type Runner struct {
 	// rulesAt is when the rules last ran.
 	rulesAt      time.Time
 	rulesStarted bool
+	// klTotals are the kernel log's totals last shown, for klStats.
+	klTotals *health.KernelLogTotals
+	klStats  kmsg.Stats
 }
 
 type step struct {
@@ -160,9 +165,8 @@ func (r *Runner) openingClears(specs []event.Spec) []event.Spec {
 	if r.boot == observe.BootRebooted {
 		why = "host rebooted (boot ID changed)"
 	}
-	for _, c := range []string{event.InfiniBandStateCheck, event.InfiniBandDegradationCheck, event.EthernetStateCheck, event.EthernetDegradationCheck} {
-		degradation := c == event.InfiniBandDegradationCheck || c == event.EthernetDegradationCheck
-		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !degradation) {
+	for _, c := range config.AllChecks {
+		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
 			specs = append(specs, checks.ClearedSpec(c, why))
 		}
 	}
@@ -214,7 +218,28 @@ func (r *Runner) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	}
 	r.g.reset()
 	r.obs.Reconfigure(observeConfig(cfg), now)
+	r.syncKernelLog()
 	return specs
+}
+
+// StartKernelLog starts the kernel-log check and its reader (the daemon's
+// run; a one-shot check never reads the kernel log), resuming at the
+// check's cursor of this boot. What the check remembered from before is
+// settled with the first cycle.
+func (r *Runner) StartKernelLog(now time.Time) {
+	r.pending = append(r.pending, r.set.kernelLog.Start(now)...)
+	r.syncKernelLog()
+}
+
+// syncKernelLog reads the kernel log while the check is on, from the file
+// the configuration names: a new devRoot reopens it at the check's cursor.
+func (r *Runner) syncKernelLog() {
+	switch on := r.set.kernelLog.Active(); {
+	case on && r.obs.KernelLogOpen() != r.obs.KernelLogPath():
+		r.obs.OpenKernelLog(r.set.kernelLog.Cursor())
+	case !on && r.obs.KernelLogOpen() != "":
+		r.obs.CloseKernelLog()
+	}
 }
 
 // XmitWaitBytesPerTick is the port_xmit_wait conversion the counter checks
@@ -251,10 +276,18 @@ var (
 	ErrNoSuchCounter = counters.ErrNoSuchCounter
 )
 
-// Acknowledge is AcknowledgeReset: counter aer.AckCounter ("pcie_aer")
-// clears the uncorrectable AER conditions on the port's path, anything
-// else goes to the counter table ("": every latched counter of the port).
+// Acknowledge is AcknowledgeReset: "kernel_log" or a kernel-log
+// pattern's name clears kernel-log conditions covering the port, counter
+// aer.AckCounter ("pcie_aer") the uncorrectable AER conditions on the
+// port's path, anything else goes to the counter table ("": every latched
+// counter of the port).
 func (r *Runner) Acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	if specs, ok := r.set.kernelLog.Acknowledge(device, port, counter, who); ok {
+		if len(specs) == 0 {
+			return nil, fmt.Errorf("acknowledge %s port %d: %w: no kernel-log condition (%s) on it", device, port, counters.ErrNotLatched, counter)
+		}
+		return specs, nil
+	}
 	if counter != aer.AckCounter {
 		return r.set.counters.Acknowledge(device, port, counter, now, who)
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -145,4 +146,30 @@ func (r *Runner) InventoryInfos() []health.NICInfo {
 			State: string(f.State()), Monitored: f.Monitored})
 	}
 	return out
+}
+
+// KernelLogTotals is what the snapshot shows of the kernel log: what the
+// reader read, dropped or lost and what the check matched, since start
+// (nil while the check is off). It is rebuilt only when it moved.
+func (r *Runner) KernelLogTotals() *health.KernelLogTotals {
+	w := r.set.kernelLog
+	if !w.Active() || r.last == nil {
+		return nil
+	}
+	st := r.last.KernelLog.Stats
+	if t := r.klTotals; t != nil && t.Judged == w.Judged() && r.klStats == st {
+		return t
+	}
+	cs := w.Stats()
+	t := &health.KernelLogTotals{Reading: st.Open, Err: event.Clean(st.Err), Records: st.Read, Sequence: st.LastSeq, Judged: w.Judged(),
+		Dropped: st.Dropped + st.Oversized + st.Malformed, Lost: st.Lost, OtherFacility: cs.OtherFacility,
+		Unmonitored: cs.Unmonitored, Unattributed: cs.Unattributed}
+	for k, n := range cs.Matches {
+		t.Matches = append(t.Matches, health.KernelLogMatch{Pattern: k.Pattern, Device: event.Clean(k.Device), Count: n})
+	}
+	slices.SortFunc(t.Matches, func(a, b health.KernelLogMatch) int {
+		return cmp.Or(strings.Compare(a.Pattern, b.Pattern), strings.Compare(a.Device, b.Device))
+	})
+	r.klTotals, r.klStats = t, st
+	return t
 }

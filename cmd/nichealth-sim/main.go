@@ -54,6 +54,10 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   aer add PCI|above:NIC CLASS NAME N      PCIe AER errors, CLASS correctable|nonfatal|fatal,
                                           e.g. aer add above:mlx5_0 fatal MalfTLP 1
   aer reset|remove PCI|above:NIC          zero the AER counters / delete the AER files
+  kmsg [--nic NIC|--pci ADDR] [--facility kern|user|N] [--level L] [--seq N] [--count N] MESSAGE
+                                          kernel log records into H/dev/kmsg (a FIFO), e.g.
+                                          kmsg --nic mlx5_0 "mlx5_core 0000:3b:00.0: ... timeout.
+                                          Will cause a leak of a command resource"
 
 (*) what a temporary directory cannot make the kernel say: only nichealthd
 built with -tags simulate and started with --simulate-root H sees it; the
@@ -105,6 +109,9 @@ func dispatch(args []string, stdout io.Writer) error {
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Fprintln(stdout, usage)
 		return nil
+	}
+	if cmd == "kmsg" {
+		return kmsgDispatch(args, stdout)
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -14,6 +14,8 @@ func runAck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("ack", "ack DEVICE PORT [COUNTER] [--json]\n       ack PCI-ADDRESS [--json]\n\n"+
 		"Declares a latched counter breach remediated (COUNTER omitted: every latched counter of the port).\n"+
 		"The daemon re-baselines the counter without clearing the hardware, and emits the recovery event.\n"+
+		"COUNTER pcie_aer clears the PCIe AER conditions on the port's path; kernel_log every kernel-log\n"+
+		"condition on its NIC, and a kernel-log pattern's name that pattern's condition (nichealthctl status lists them).\n"+
 		"With a PCI address (0000:3b:00.0): a NIC function reported gone from the PCI bus was removed on\n"+
 		"purpose; the daemon forgets it and clears the condition.\n"+
 		"Needs root or membership in group "+dbusapi.DefaultGroup+".", stderr)
@@ -50,7 +52,7 @@ func runAck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			if counter != "" {
 				what = counter + " on " + pos[0] + " port " + strconv.Itoa(num) + " has"
 			}
-			fmt.Fprintf(stderr, "nichealthctl ack: %s no latched breach to acknowledge (already acknowledged, or never breached; nichealthctl port %s %d shows the latches).\n", what, pos[0], num)
+			fmt.Fprintf(stderr, "nichealthctl ack: %s no latched breach to acknowledge (already acknowledged, or never breached; nichealthctl port %s %d shows the latches, nichealthctl status the conditions).\n", what, pos[0], num)
 			return exitFailed
 		}
 		return fail(stderr, "ack", err)

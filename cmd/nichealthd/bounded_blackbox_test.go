@@ -376,21 +376,27 @@ func TestBounded_8_ConnectorSplitsBatchOnResourceExhausted(t *testing.T) {
 	n.writeIntegConfig(integConfig{connector: sock, batch: "200ms"})
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
-	// The start-up backlog (about 200 events) waits for the connector,
-	// whose limit takes about 20 events a call.
+	// The start-up backlog (31 events, about 20 KB) waits for the
+	// connector, whose limit takes a few of them a call.
 	n.waitLog("the outage", func(l string) bool { return strings.Contains(l, "sink unavailable") })
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc := &platformConnector{}
-	pc.srv = grpc.NewServer(grpc.MaxRecvMsgSize(16 << 10))
+	const limit = 4 << 10
+	pc.srv = grpc.NewServer(grpc.MaxRecvMsgSize(limit))
 	pb.RegisterPlatformConnectorServer(pc.srv, pc)
 	go pc.srv.Serve(l)
 	t.Cleanup(pc.srv.Stop)
 	want := n.read()
-	if len(want) < 100 {
-		t.Fatalf("only %d events: the batch would fit anyway", len(want))
+	size := 0
+	for _, e := range want {
+		b, _ := json.Marshal(e)
+		size += len(b)
+	}
+	if size < 3*limit {
+		t.Fatalf("only %d events of %d bytes: the batch would fit anyway", len(want), size)
 	}
 	acc := pc.waitDelivered(n, ids(want))
 	n.waitLog("the current error", func(l string) bool { return strings.Contains(l, "larger than max") })

@@ -9,11 +9,16 @@ import (
 	"github.com/nichealth/nichealthd/event"
 )
 
-// phyEvent matches an event of kind about counter on dev; the first
-// tick's baselines of a port are one event naming every counter.
 func phyEvent(dev string, kind event.Kind, counter string) func(e event.Event) bool {
 	return func(e event.Event) bool {
-		return e.Device() == dev && e.Kind == kind && slices.Contains(e.ErrorCode, counter)
+		if e.Device() != dev || e.Kind != kind {
+			return false
+		}
+		if kind == event.KindCounterBaseline {
+			// One baseline names all of a port's counters.
+			return slices.Contains(e.ErrorCode, counter)
+		}
+		return len(e.ErrorCode) == 1 && e.ErrorCode[0] == counter
 	}
 }
 

@@ -59,14 +59,15 @@ func newViewNode(t *testing.T) *viewNode {
 }
 
 // newShapeViewNode is a node of the given shape with D-Bus, /metrics and
-// a notify socket: every view the verdict tests compare.
-func newShapeViewNode(t *testing.T, shape string) *viewNode {
+// a notify socket: every view the verdict tests compare. tables are
+// appended to its configuration (each starting with a table header).
+func newShapeViewNode(t *testing.T, shape string, tables ...string) *viewNode {
 	t.Helper()
 	needBusctl(t)
 	b := newBusNode(t, shape, integConfig{}, dbustest.Options{})
 	addr := freePort(t)
 	// A short card hold: the tests watch a stuck port escalate.
-	cfg := strings.Replace(b.configText(integConfig{dbus: true}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\ncardAnomalyHold = \"1s\"\n[sinks.jsonl]", addr), 1)
+	cfg := strings.Replace(b.configText(integConfig{dbus: true, tables: strings.Join(tables, "\n")}), "[sinks.jsonl]", fmt.Sprintf("metricsAddress = %q\ncardAnomalyHold = \"1s\"\n[sinks.jsonl]", addr), 1)
 	if err := os.WriteFile(b.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +280,13 @@ func TestIntegration_OneVerdict_EveryViewAgrees(t *testing.T) {
 			// The hung read returns (as a firmware that answers again).
 			func(v *viewNode) { releaseFIFO(v.t, v.node, "mlx5_5", 1, "counters/port_rcv_errors") },
 			portEvent("mlx5_5", event.KindReadRecovered)},
+		{"kernel log: firmware command timeout", "mlx5_0", "fatal",
+			func(v *viewNode) {
+				v.kmsg(v.nicRecord("mlx5_0", "mlx5_core %s: wait_func:1189:(pid 72061): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource"))
+			},
+			portEvent("mlx5_0", event.KindKernelLog),
+			func(v *viewNode) { ack(v, "mlx5_0", "kernel_log") },
+			portEvent("mlx5_0", event.KindKernelLogCleared)},
 		{"link sanity finding", "mlx5_7", "degraded",
 			func(v *viewNode) { v.h.SetRate("mlx5_7", 1, "200 Gb/sec (4X HDR)") },
 			portEvent("mlx5_7", event.KindLinkSanity),

@@ -14,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
@@ -26,6 +27,7 @@ const DefaultPath = "/etc/nichealthd/config.toml"
 var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
+	kernellog.CheckName,
 }
 
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and
@@ -91,6 +93,8 @@ type File struct {
 	Rules RulesFile `toml:"rules"`
 
 	PCIeAER AERFile `toml:"pcieAER"`
+
+	KernelLog KernelLogFile `toml:"kernelLog"`
 
 	Inventory InventoryFile `toml:"inventory"`
 
@@ -168,6 +172,8 @@ type Config struct {
 
 	PCIeAER AERConfig
 
+	KernelLog KernelLogConfig
+
 	Inventory InventoryConfig
 
 	JournalEnabled   bool
@@ -225,11 +231,17 @@ func Parse(path string, b []byte) (*Config, error) {
 		if e := durationError(path, keyLines(b)); e != nil {
 			return nil, e
 		}
+		if e := patternDurationError(path, b); e != nil {
+			return nil, e
+		}
 		return nil, &Error{File: path, Reason: err.Error()}
 	}
 	c, err := fromFile(path, &f)
 	if e, ok := err.(*Error); ok && e.Key != "" && e.Line == 0 {
 		e.Line = keyLines(b)[e.Key].line
+		if e.Line == 0 {
+			e.Line = indexedKeyLine(b, e.Key)
+		}
 	}
 	if c != nil {
 		sum := sha256.Sum256(b)

@@ -138,6 +138,13 @@ const (
 	mParkedFile
 	mPCIeAERErrors
 	mPCIeAERRootPort
+	mKernelLogReading
+	mKernelLogRecords
+	mKernelLogSequence
+	mKernelLogMatches
+	mKernelLogDropped
+	mKernelLogLost
+	mKernelLogIgnored
 	mNICInfo
 	mNICFunctionFatal
 	numFamilies
@@ -202,7 +209,14 @@ func descriptors() [numFamilies]desc {
 		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
 			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
-		mNICFunctionFatal: {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
+		mNICFunctionFatal:  {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
+		mKernelLogReading:  {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
+		mKernelLogRecords:  {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
+		mKernelLogSequence: {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
+		mKernelLogMatches:  {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
+		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
+		mKernelLogLost:     {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
+		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one).", counter},
 	}
 }
 
@@ -215,6 +229,7 @@ func fill(e *encoder, s *snapshot) {
 	}
 	fillOutbox(e, s)
 	fillAER(e, s)
+	fillKernelLog(e, s)
 	fillInventory(e, s)
 }
 

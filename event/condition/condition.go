@@ -26,6 +26,11 @@ const (
 	// Check is one of the daemon's own checks (Name), disabled by a
 	// panic: the node is not healthy, but no port is at fault.
 	Check Kind = "check"
+	// KernelLog is a kernel-log pattern's condition (Name: the pattern)
+	// on one PCI function (PCI), covering exactly the ports its event
+	// listed; with no port it is a node-level condition (a function
+	// without an RDMA device, or PCI empty: a record naming no function).
+	KernelLog Kind = "kernel-log"
 )
 
 // Entity names the thing a condition is about. Device and Port are set
@@ -87,6 +92,11 @@ func OfFinding(device string, port int, kind string) Entity {
 // finding's kind.
 func OfPCI(address, name string) Entity { return Entity{Kind: PCI, PCI: address, Name: name} }
 
+// OfKernelLog is a kernel-log pattern's condition on the PCI function pci
+// ("" for a record naming no function): one per pattern and function,
+// whatever ports the function had when it was raised.
+func OfKernelLog(pci, pattern string) Entity { return Entity{Kind: KernelLog, PCI: pci, Name: pattern} }
+
 // OfCheck is one of the daemon's own checks (or a sink), disabled by a
 // panic.
 func OfCheck(name string) Entity { return Entity{Kind: Check, Name: name} }
@@ -107,6 +117,11 @@ func (e Entity) String() string {
 		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
 	case Check:
 		return "check " + e.Name
+	case KernelLog:
+		if e.PCI == "" {
+			return "node kernel log " + e.Name
+		}
+		return fmt.Sprintf("PCI %s kernel log %s", e.PCI, e.Name)
 	case NIC:
 		return e.Device
 	case Port:

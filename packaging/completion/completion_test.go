@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/internal/component"
 )
 
@@ -56,8 +57,18 @@ func TestBashCompletion_OptionsFollowTheCommand(t *testing.T) {
 }
 
 // ackTargets are what nichealthctl ack takes besides the counter table's
-// names: the latches of other signals (the daemon's AcknowledgeReset).
-var ackTargets = []string{"pcie_aer"}
+// names: the latches of other signals (the daemon's AcknowledgeReset): PCIe
+// AER, and the kernel log with the names of its fatal patterns, which
+// latch.
+func ackTargets() []string {
+	out := []string{"pcie_aer", kernellog.AckAll}
+	for _, p := range kernellog.Defaults() {
+		if p.Severity == kernellog.Fatal {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
 
 // ack's third argument offers every built-in counter (PHY statistics
 // included) and every non-counter latch, in both shells: a counter added
@@ -68,7 +79,7 @@ func TestCompletion_AckOffersEveryLatch(t *testing.T) {
 	for _, d := range counters.TableDefaults() {
 		want = append(want, d.Name)
 	}
-	want = append(want, ackTargets...)
+	want = append(want, ackTargets()...)
 	slices.Sort(want)
 	got := complete(t, "nichealthctl", "ack", "mlx5_0", "1", "")
 	slices.Sort(got)

@@ -22,13 +22,16 @@ _nichealthctl() {
     # name, none before it (nichealthctl --json status is refused).
     local common="--json --bus-address --help"
     # What ack takes after DEVICE PORT: the built-in counter table (PHY
-    # statistics included) and the non-counter latches; custom counters can
-    # still be typed. packaging/completion's test keeps this list whole.
+    # statistics included) and the non-counter latches (PCIe AER, the kernel
+    # log and its fatal patterns); custom counters can still be typed. packaging/completion's test keeps this list whole.
     local acks="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
         out_of_sequence local_ack_timeout_err port_xmit_discards port_xmit_wait
         roce_slow_restart carrier_changes rx_corrected_bits_phy rx_symbol_err_phy
-        rx_pcs_symbol_err_phy link_down_events_phy pcie_aer"
+        rx_pcs_symbol_err_phy link_down_events_phy pcie_aer kernel_log
+        cmd_exec_timeout fw_health_compromised fw_fatal_error fw_unrecoverable_error
+        fw_health_recovery_failed pci_slot_unavailable probe_load_failed probe_failed
+        pcie_slot_power_ports_down"
     local ibclass=/sys/class/infiniband
 
     # Find the sub-command and the positional arguments after it.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Quality gates for everything packaging ships that a Go test cannot judge:
 # systemd units (verify must print nothing; exposure of the daemon's unit
-# <= 1.0, of the helper units <= 2.5), sysusers.d and
+# <= 1.5, of the helper units <= 2.5), sysusers.d and
 # tmpfiles.d entries, maintainer scripts, completions, manual pages, and,
 # when the binaries are built, the default configuration and the documented
 # flags against the binaries themselves.
@@ -16,8 +16,10 @@ PKG=$ROOT/packaging
 BIN_DIR=${1:-${BIN_DIR:-bin}}
 case $BIN_DIR in /*) ;; *) BIN_DIR=$ROOT/$BIN_DIR ;; esac
 # systemd-analyze security exposure limits: the daemon runs all the time,
-# the helpers are short oneshots but run as root or talk to the bus.
-MAX_EXPOSURE_DAEMON=1.0
+# the helpers are short oneshots but run as root or talk to the bus. The
+# daemon's 1.2 is CAP_SYSLOG for /dev/kmsg and what it needs (no
+# PrivateUsers=, no ProtectKernelLogs=; see the unit's comment).
+MAX_EXPOSURE_DAEMON=1.5
 MAX_EXPOSURE_HELPER=2.5
 
 failures=0

@@ -44,6 +44,8 @@ const (
 	MessageIDDriftOK            = "a831f72ee571494bb5964ff12966a3e4"
 	MessageIDPortsShort         = "409f16923ff3418babaa5957ad88cf5d"
 	MessageIDPortsOK            = "842489fd711d485b9cc0ea0e99309140"
+	MessageIDKernelLog          = "7c2e6c418d804840b05ef941d9c46bbc"
+	MessageIDKernelLogCleared   = "5d9538bb2d59445fbc9c79cad234117f"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -124,6 +126,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDPortsShort, true
 	case event.KindPortsOK:
 		return MessageIDPortsOK, true
+	case event.KindKernelLog:
+		return MessageIDKernelLog, true
+	case event.KindKernelLogCleared:
+		return MessageIDKernelLogCleared, true
 	}
 	return "", false
 }

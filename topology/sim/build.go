@@ -80,6 +80,9 @@ func buildLayout(abs, shape string, l *layout, opts BuildOptions, write bool) (*
 	if err := h.writePHYStats(); err != nil {
 		return nil, err
 	}
+	if err := h.makeKmsg(); err != nil {
+		return nil, err
+	}
 	if err := h.saveManifest(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,497 @@
+package kernellog
+
+import (
+	"log/slog"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/topology/kmsg"
+)
+
+// Options are the check's switches.
+type Options struct {
+	// MatchUserSpace also judges records written from user space (any
+	// facility but the kernel's). Off by default: anyone allowed to write
+	// /dev/kmsg could otherwise raise a fatal NIC condition, and the
+	// kernel's facility cannot be forged. A driver's test harness that
+	// replays mlx5 lines turns it on.
+	MatchUserSpace bool
+	Log            *slog.Logger
+}
+
+// MatchKey is one /metrics series of matches: the pattern and the device
+// the record was about (the NIC, else the PCI address, else "none").
+type MatchKey struct{ Pattern, Device string }
+
+// Stats are the check's totals since start (not kept across restarts).
+type Stats struct {
+	Judged        uint64 // records judged
+	OtherFacility uint64 // not the kernel's own (written from user space), not judged
+	Unmonitored   uint64 // matched, about a function that is not monitored
+	Unattributed  uint64 // matched, naming no function, on a pattern that needs one
+	Suppressed    uint64 // added from the kernel's "callbacks suppressed" lines
+	Matches       map[MatchKey]uint64
+}
+
+// maxMatchSeries bounds the match series (records from user space may
+// name anything when MatchUserSpace is on).
+const maxMatchSeries = 512
+
+// Check judges kernel log records. It is not safe for concurrent use.
+type Check struct {
+	table *Table
+	opts  Options
+	log   *slog.Logger
+	// armed are two-record patterns waiting for their second record.
+	armed []armed
+	// lastByFunc remembers, per printing function, the condition its last
+	// matched record went to, for the rate limiter's "callbacks
+	// suppressed" line.
+	lastByFunc map[string]string
+	stats      Stats
+	debug      repeats.Limiter
+}
+
+type armed struct {
+	p      *compiled
+	left   int
+	first  string
+	firstT time.Time
+}
+
+// New returns a check over a compiled table.
+func New(t *Table, opts Options) *Check {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Check{table: t, opts: opts, log: log, lastByFunc: map[string]string{},
+		stats: Stats{Matches: map[MatchKey]uint64{}}, debug: repeats.Limiter{Window: time.Minute}}
+}
+
+// SetTable replaces the patterns and options (a reload); Reconcile then
+// settles the conditions of patterns that changed.
+func (c *Check) SetTable(t *Table, opts Options) {
+	c.table, c.armed = t, nil
+	c.opts.MatchUserSpace = opts.MatchUserSpace
+}
+
+// Table returns the patterns in force.
+func (c *Check) Table() *Table { return c.table }
+
+// Stats returns a copy of the totals.
+func (c *Check) Stats() Stats {
+	s := c.stats
+	s.Matches = make(map[MatchKey]uint64, len(c.stats.Matches))
+	for k, v := range c.stats.Matches {
+		s.Matches[k] = v
+	}
+	return s
+}
+
+var suppressedRE = regexp.MustCompile(`^(\w+): (\d+) callbacks suppressed$`)
+
+// printingFunc is the function of mlx5's "func:line:(pid N):" after the
+// device prefix, or "".
+func printingFunc(s string) string {
+	i := strings.Index(s, ":(pid ")
+	if i < 0 {
+		return ""
+	}
+	j := i
+	for j > 0 && s[j-1] >= '0' && s[j-1] <= '9' {
+		j--
+	}
+	if j == i || j == 0 || s[j-1] != ':' {
+		return ""
+	}
+	end := j - 1
+	k := end
+	for k > 0 && (s[k-1] == '_' || s[k-1] >= 'a' && s[k-1] <= 'z' || s[k-1] >= 'A' && s[k-1] <= 'Z' || s[k-1] >= '0' && s[k-1] <= '9') {
+		k--
+	}
+	return s[k:end]
+}
+
+// Judge judges records in order and returns the condition changes.
+// changed says whether the memory moved beyond the cursor: the cursor
+// alone is saved with the next change, since records re-read after a
+// restart that matched nothing match nothing again.
+func (c *Check) Judge(mem *Memory, recs []kmsg.Record, devs *Devices, now time.Time) (specs []event.Spec, changed bool) {
+	for i := range recs {
+		r := &recs[i]
+		mem.Seq, mem.HasSeq = r.Seq, true
+		c.stats.Judged++
+		if r.Facility != kmsg.FacilityKernel && !c.opts.MatchUserSpace {
+			c.stats.OtherFacility++
+			continue
+		}
+		if strings.HasSuffix(r.Message, " callbacks suppressed") && c.suppressed(mem, r) {
+			changed = true
+			continue
+		}
+		specs = c.follow(mem, r, devs, now, specs, &changed)
+		specs = c.clears(mem, r, devs, specs, &changed)
+		p, m := c.match(r)
+		if p == nil {
+			continue
+		}
+		if p.follow != nil {
+			if len(c.armed) < 16 {
+				c.armed = append(c.armed, armed{p: p, left: p.FollowWithin, first: r.Message, firstT: r.Time})
+			}
+			continue
+		}
+		specs = c.matched(mem, p, r, devs.attribute(r, p, m), r.Message, devs, now, specs, &changed)
+	}
+	return specs, changed
+}
+
+// match returns the first enabled pattern the record matches, with the
+// submatch indexes when the pattern names a function by group.
+func (c *Check) match(r *kmsg.Record) (*compiled, []int) {
+	for i := range c.table.patterns {
+		p := &c.table.patterns[i]
+		if !p.Enabled {
+			continue
+		}
+		if ok, m := p.matches(r.Message); ok {
+			return p, m
+		}
+	}
+	return nil, nil
+}
+
+// matched turns a matched record into an occurrence of its condition, or
+// counts why it is not one.
+func (c *Check) matched(mem *Memory, p *compiled, r *kmsg.Record, pci, text string, devs *Devices, now time.Time, specs []event.Spec, changed *bool) []event.Spec {
+	fn, monitored := devs.Monitored[pci]
+	label := pci
+	if monitored {
+		label = fn.Device
+	}
+	if label == "" {
+		label = "none"
+	}
+	c.count(MatchKey{p.Name, label}, 1)
+	if p.Severity == Informational {
+		c.debugf(p.Name+pci, "kernel log record matched an informational pattern", p, pci, r)
+		return specs
+	}
+	switch {
+	case p.Scope == ScopeNode:
+		fn = Function{PCI: pci}
+	case monitored:
+	case pci != "" && devs.Known[pci]:
+		c.stats.Unmonitored++
+		c.debugf(p.Name+pci, "kernel log record about a function that is not monitored (VF, management or excluded NIC); not raised", p, pci, r)
+		return specs
+	case p.Scope == ScopeNICOrNode:
+		fn = Function{PCI: pci}
+	default:
+		if pci == "" {
+			c.stats.Unattributed++
+		} else {
+			c.stats.Unmonitored++
+		}
+		c.debugf(p.Name+pci, "kernel log record names no monitored NIC; the pattern raises only on one (scope nic)", p, pci, r)
+		return specs
+	}
+	key := Key(p.Name, fn.PCI)
+	if f := printingFunc(r.Message); f != "" && c.lastByFunc[f] != key {
+		if len(c.lastByFunc) > 256 {
+			clear(c.lastByFunc)
+		}
+		c.lastByFunc[f] = key
+	}
+	return append(specs, c.occurrence(mem, p, key, fn, r, text, now, changed)...)
+}
+
+func (c *Check) count(k MatchKey, n uint64) {
+	if _, ok := c.stats.Matches[k]; !ok && len(c.stats.Matches) >= maxMatchSeries {
+		k.Device = "other"
+	}
+	c.stats.Matches[k] += n
+}
+
+func (c *Check) debugf(key, msg string, p *compiled, pci string, r *kmsg.Record) {
+	if ok, n := c.debug.Note(key, time.Now()); ok {
+		c.log.Debug(msg, "pattern", p.Name, "pci", pci, "seq", r.Seq, "record", event.Clean(clip(r.Message)), "repeats", n)
+	}
+}
+
+// occurrence counts one record on its condition and returns the raise it
+// causes: the first occurrence (or the Nth within the window), then one
+// event per de-duplication window.
+func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r *kmsg.Record, text string, now time.Time, changed *bool) []event.Spec {
+	a := mem.Active[key]
+	if a == nil {
+		if p.Severity == NonFatal && now.Sub(r.Time) >= p.Quiet {
+			// Read from the ring long after it was written (the first
+			// start after a boot's quiet period): it would clear again at
+			// once.
+			return nil
+		}
+		a = &Active{Pattern: p.Name, PCI: fn.PCI, First: r.Time}
+		mem.Active[key] = a
+	}
+	*changed = true
+	a.Device = fn.Device
+	if !samePorts(a.Ports, fn.Ports) {
+		a.Ports = portsFrom(fn.Ports)
+	}
+	a.Count++
+	if r.Time.After(a.Last) {
+		a.Last = r.Time
+	}
+	a.Seq, a.Record = r.Seq, clip(text)
+	if !a.Raised {
+		if p.Occurrences > 1 {
+			a.Recent = append(within(a.Recent, r.Time.Add(-p.Window)), r.Time)
+			if len(a.Recent) < p.Occurrences {
+				return nil
+			}
+			a.Recent = nil
+		}
+		a.Raised, a.Fatal = true, p.Severity == Fatal
+		return []event.Spec{c.raise(a, p.Pattern, now)}
+	}
+	if now.Sub(a.Reported) >= p.Dedupe {
+		return []event.Spec{c.raise(a, p.Pattern, now)}
+	}
+	return nil
+}
+
+// within keeps the times at or after from.
+func within(ts []time.Time, from time.Time) []time.Time {
+	out := ts[:0]
+	for _, t := range ts {
+		if !t.Before(from) {
+			out = append(out, t)
+		}
+	}
+	if len(out) > maxOccurrences {
+		out = out[len(out)-maxOccurrences:]
+	}
+	return out
+}
+
+func samePorts(a []Port, b []event.PortRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Device != b[i].Device || a[i].Port != b[i].Port {
+			return false
+		}
+	}
+	return true
+}
+
+func portsFrom(ps []event.PortRef) []Port {
+	out := make([]Port, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Port{Device: p.Device, Port: p.Port})
+	}
+	return out
+}
+
+// suppressed handles the rate limiter's "func: N callbacks suppressed":
+// the N records it did not print count on the condition the function's
+// last printed record went to.
+func (c *Check) suppressed(mem *Memory, r *kmsg.Record) bool {
+	sm := suppressedRE.FindStringSubmatch(r.Message)
+	if sm == nil {
+		return false
+	}
+	a := mem.Active[c.lastByFunc[sm[1]]]
+	n, err := strconv.ParseUint(sm[2], 10, 32)
+	if a == nil || err != nil {
+		return false
+	}
+	a.Count += n
+	c.stats.Suppressed += n
+	label := a.Device
+	if label == "" {
+		label = a.PCI
+	}
+	if label == "" {
+		label = "none"
+	}
+	c.count(MatchKey{a.Pattern, label}, n)
+	return true
+}
+
+// follow feeds a record to the armed two-record patterns.
+func (c *Check) follow(mem *Memory, r *kmsg.Record, devs *Devices, now time.Time, specs []event.Spec, changed *bool) []event.Spec {
+	kept := c.armed[:0]
+	for _, a := range c.armed {
+		if a.p.follow.MatchString(r.Message) {
+			text := a.first + " … " + r.Message
+			specs = c.matched(mem, a.p, r, devs.attribute(r, a.p, nil), text, devs, now, specs, changed)
+			continue
+		}
+		if a.left--; a.left > 0 {
+			kept = append(kept, a)
+		}
+	}
+	c.armed = kept
+	return specs
+}
+
+// clears applies the patterns' clear regexes to the record's function.
+func (c *Check) clears(mem *Memory, r *kmsg.Record, devs *Devices, specs []event.Spec, changed *bool) []event.Spec {
+	var pci string
+	attributed := false
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
+		p := c.table.byName[a.Pattern]
+		if p == nil || p.clear == nil || !a.Raised || !p.clear.MatchString(r.Message) {
+			continue
+		}
+		if !attributed {
+			pci, attributed = devs.attribute(r, p, nil), true
+		}
+		if pci != a.PCI {
+			continue
+		}
+		*changed = true
+		specs = append(specs, c.clear(mem, k, a, "the kernel said so: "+clip(r.Message)))
+	}
+	return specs
+}
+
+// activeEntry is one condition with its key.
+type activeEntry struct {
+	k string
+	a *Active
+}
+
+// sortedActive lists the conditions in key order, so that the events of
+// one pass come out in the same order every run; an entry restored as
+// null from a damaged state file is skipped, never dereferenced.
+func sortedActive(mem *Memory) []activeEntry {
+	if len(mem.Active) == 0 {
+		return nil
+	}
+	out := make([]activeEntry, 0, len(mem.Active))
+	for k, a := range mem.Active {
+		if a != nil {
+			out = append(out, activeEntry{k, a})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].k < out[j].k })
+	return out
+}
+
+// Tick clears non-fatal conditions whose quiet period passed, reports a
+// count that grew during the last de-duplication window, and forgets
+// occurrences that fell out of their window without reaching the count.
+func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bool) {
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
+		p := c.table.byName[a.Pattern]
+		if p == nil || !p.Enabled || p.Severity == Informational {
+			continue // Reconcile's
+		}
+		switch {
+		case !a.Raised:
+			if len(a.Recent) == 0 || now.Sub(a.Recent[len(a.Recent)-1]) >= p.Window {
+				delete(mem.Active, k)
+				changed = true
+			}
+		case !a.Fatal && now.Sub(a.Last) >= p.Quiet:
+			specs = append(specs, c.clear(mem, k, a, "no new record for "+p.Quiet.String()))
+			changed = true
+		case a.Count > a.ReportedCount && now.Sub(a.Reported) >= p.Dedupe:
+			specs = append(specs, c.raise(a, p.Pattern, now))
+			changed = true
+		}
+	}
+	return specs, changed
+}
+
+// Reconcile settles the conditions after the table changed: a pattern
+// removed, disabled or made informational clears its conditions; one
+// whose severity changed is raised again with the new one.
+func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
+	var specs []event.Spec
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
+		p := c.table.byName[a.Pattern]
+		why := ""
+		switch {
+		case p == nil:
+			why = "pattern " + a.Pattern + " is no longer in the configuration"
+		case !p.Enabled:
+			why = "pattern " + a.Pattern + " was disabled (enabled = false)"
+		case p.Severity == Informational:
+			why = "pattern " + a.Pattern + " is now informational"
+		}
+		switch {
+		case why != "" && a.Raised:
+			specs = append(specs, c.clear(mem, k, a, why))
+		case why != "":
+			delete(mem.Active, k)
+		case p != nil && a.Raised && a.Fatal != (p.Severity == Fatal): // p is nil only with a why
+			a.Fatal = p.Severity == Fatal
+			specs = append(specs, c.raise(a, p.Pattern, now))
+		}
+	}
+	return specs
+}
+
+// ClearAll clears every condition (the check was switched off).
+func (c *Check) ClearAll(mem *Memory, why string) []event.Spec {
+	var specs []event.Spec
+	for _, e := range sortedActive(mem) {
+		if k, a := e.k, e.a; a.Raised {
+			specs = append(specs, c.clear(mem, k, a, why))
+		} else {
+			delete(mem.Active, k)
+		}
+	}
+	return specs
+}
+
+// IsAckWord reports whether AcknowledgeReset's counter argument is the
+// kernel log's: "kernel_log" or a pattern's name.
+func (c *Check) IsAckWord(what string) bool {
+	return what == AckAll || c.table.byName[what] != nil
+}
+
+// Acknowledge clears, at the operator's word, the conditions covering a
+// port: all of them for "kernel_log", or those of one pattern (by its
+// name, which also clears that pattern's node-level conditions, since
+// they cover no port to name).
+func (c *Check) Acknowledge(mem *Memory, device string, port int, what, who string) []event.Spec {
+	var specs []event.Spec
+	for _, e := range sortedActive(mem) {
+		k, a := e.k, e.a
+		if !a.Raised || (what != AckAll && a.Pattern != what) {
+			continue
+		}
+		covers := len(a.Ports) == 0 && what != AckAll
+		for _, p := range a.Ports {
+			if p.Device == device && p.Port == port {
+				covers = true
+			}
+		}
+		if covers {
+			specs = append(specs, c.clear(mem, k, a, "acknowledged by "+who))
+		}
+	}
+	return specs
+}
+
+func clip(s string) string {
+	if len(s) > maxRecord {
+		return s[:maxRecord] + "…"
+	}
+	return s
+}
