@@ -4,6 +4,7 @@
 // and returns condition changes keyed by event/condition, owning its raise
 // and its clear. The checks themselves live below: ports (port state and
 // presence), cards (card homogeneity, no subnet manager), counters,
-// readfaults (hung and parked reads), aer, sanity, rules; health sums
-// their conditions into the one verdict.
+// readfaults (hung and parked reads), aer, kernellog, inventory, sanity,
+// rules; health sums their conditions into the one verdict, and runner
+// runs them.
 package checks

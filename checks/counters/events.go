@@ -211,7 +211,7 @@ func lowerPrefix(lowerBound bool) string {
 }
 
 // maxBaselineCodes is how many counters one folded baseline names: the
-// event bound's number of error codes (checks/event), so none is cut.
+// event bound's number of error codes (event), so none is cut.
 const maxBaselineCodes = 16
 
 // FoldBaselines folds the per-counter baselines among specs[from:] into one

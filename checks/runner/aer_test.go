@@ -197,14 +197,15 @@ func BenchmarkAER_Cycle_dgxH100(b *testing.B) { benchAER(b, false) }
 func BenchmarkAER_Cycle_dgxH100_KeepOpen(b *testing.B) { benchAER(b, true) }
 
 // The cycles between two AER reads do nothing else: the state poll is an
-// hour apart (one in 720 reads, within the noise), counters and the link
-// sanity pass are off.
+// hour apart (one in 720 reads, within the noise), counters, the link
+// sanity pass and the PCI inventory (whose scan would ride on that poll)
+// are off.
 func benchAER(b *testing.B, keepOpen bool) {
 	h, err := sim.Build(b.TempDir(), "dgx-h100")
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := perfMonitorWith(b, h, keepOpen, "pollingInterval = \"1h\"\n[counterDetection]\nenabled = false\n[linkSanity]\nenabled = false\n")
+	m := perfMonitorWith(b, h, keepOpen, "pollingInterval = \"1h\"\n[counterDetection]\nenabled = false\n[linkSanity]\nenabled = false\n[inventory]\nenabled = false\n")
 	now := perfWarm(m, aerT0, perfWarmCycles)
 	b.ReportAllocs()
 	for b.Loop() {

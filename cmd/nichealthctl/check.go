@@ -513,7 +513,7 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 }
 
 // checkSysfs is the daemon-less check: the daemon's own checks over one
-// observation (daemon.CheckOnce), rendered exactly as the daemon's verdict
+// observation (checks/runner.Once), rendered exactly as the daemon's verdict
 // is. An error means nothing could be checked (UNKNOWN).
 func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	res := checkResult{Source: "sysfs", Ports: []checkEntry{}}
