@@ -98,7 +98,7 @@ func (c *Check) clearUnplanned(planned map[string]bool) []event.Spec {
 	sort.Strings(addrs)
 	var out []event.Spec
 	for _, addr := range addrs {
-		if planned[addr] || len(c.mem.Functions[addr].Raised) == 0 {
+		if fm := c.mem.Functions[addr]; planned[addr] || fm == nil || len(fm.Raised) == 0 {
 			continue
 		}
 		f := Function{Address: addr, Label: "PCI function"}

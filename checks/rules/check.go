@@ -42,7 +42,6 @@ type Check struct {
 	engine  *Engine
 	started bool
 	ports   []Port
-	note    string
 }
 
 // NewCheck returns the rules over conds for a process that started with
