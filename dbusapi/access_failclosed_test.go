@@ -1,6 +1,7 @@
 package dbusapi
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -108,7 +109,7 @@ func TestAccess_UserGroupsFallback(t *testing.T) {
 // The test user of TestMain has its own primary group and
 // nichealth-admin as a supplementary one.
 func TestAccess_UserGroupsFallback_SupplementaryGroup(t *testing.T) {
-	u, err := user.Lookup("nhadmtest")
+	u, err := user.Lookup(fmt.Sprintf("nhadm%d", os.Getpid())) // TestMain's user (main_test.go)
 	if err != nil {
 		component.Missing(t, "no admin test user (needs root and useradd): the supplementary-group fallback cannot be exercised")
 	}

@@ -14,7 +14,12 @@ import (
 // tests cannot create it.
 var adminUser string
 
-const testAdminUser = "nhadmtest"
+// testAdminUser is this test binary's own user: two suites running side
+// by side on one machine must not delete each other's (useradd's names
+// may be 32 characters; a pid has at most 7 digits).
+var testAdminUser = adminTestUserName()
+
+func adminTestUserName() string { return fmt.Sprintf("nhadm%d", os.Getpid()) }
 
 func TestMain(m *testing.M) {
 	cleanup, reason := createAdmin()
@@ -34,15 +39,15 @@ func createAdmin() (func(), string) {
 	if _, err := exec.LookPath("useradd"); err != nil {
 		return none, "useradd not installed"
 	}
-	createdGroup := false
+	// The group is created when missing and left in place afterwards:
+	// another suite beside this one may have found it and be using it (it
+	// is the group the packaged policy names).
 	if _, err := user.LookupGroup("nichealth-admin"); err != nil {
 		if out, err := exec.Command("groupadd", "--system", "nichealth-admin").CombinedOutput(); err != nil {
 			// Another test binary may have created it a moment ago.
 			if _, err2 := user.LookupGroup("nichealth-admin"); err2 != nil {
 				return none, fmt.Sprintf("groupadd nichealth-admin: %v: %s", err, out)
 			}
-		} else {
-			createdGroup = true
 		}
 	}
 	// A user left over by a crashed run is replaced.
@@ -51,16 +56,8 @@ func createAdmin() (func(), string) {
 	}
 	if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
 		"--user-group", "--groups", "nichealth-admin", testAdminUser).CombinedOutput(); err != nil {
-		if createdGroup {
-			_ = exec.Command("groupdel", "nichealth-admin").Run()
-		}
 		return none, fmt.Sprintf("useradd: %v: %s", err, out)
 	}
 	adminUser = testAdminUser
-	return func() {
-		_ = exec.Command("userdel", testAdminUser).Run()
-		if createdGroup {
-			_ = exec.Command("groupdel", "nichealth-admin").Run()
-		}
-	}, ""
+	return func() { _ = exec.Command("userdel", testAdminUser).Run() }, ""
 }
