@@ -9,16 +9,22 @@ import (
 	"testing"
 )
 
-// The data flow of DESIGN.md section 1,
+// The data flow of DESIGN.md section 1, as the packages carry it:
 //
-//	topology → checks → checks/health → daemon → dbusapi / systemd / daemon/metrics
+//	topology → event → observe → checks → checks/health → checks/runner → daemon → dbusapi / systemd / daemon/metrics
 //
-// as a rank per package tree: an import may only point to a lower rank (or
-// within its own tree). The views read the health snapshot and are driven
-// by the daemon, so the daemon imports them and they never import it; no
-// view imports another. persist is the state file and the outbox: only
-// the daemon tree imports it (persist/outbox's records carry
-// checks/event's events).
+// topology reads and parses the host's files; event is the wire type
+// every layer above speaks; observe turns the host into one typed
+// observation per cycle; each check judges it; checks/health folds the
+// condition changes into the one verdict; checks/runner composes the
+// checks for the daemon and the offline check; the daemon commits and
+// publishes. Each package tree has a rank: an import may only point to a
+// lower rank (or within its own tree). The views read the health snapshot
+// and are driven by the daemon, so the daemon imports them and they never
+// import it; no view imports another, parses what sysfs printed (the
+// snapshot's state and rate are typed) or reads the outbox. persist is
+// the state file and the outbox: only the daemon tree imports it
+// (persist/outbox's records carry event's events).
 var ranks = []struct {
 	prefix string
 	rank   int
@@ -27,17 +33,28 @@ var ranks = []struct {
 	// support, the log-repeat limiter).
 	{"internal", -1},
 	{"topology", 0},
-	{"checks/health", 2},
-	{"checks", 1},
-	{"persist", 1},
-	{"daemon/metrics", 3},
-	{"dbusapi", 3},
-	{"systemd", 3},
-	{"daemon", 4},
+	// event is the wire type every layer above speaks.
+	{"event", 1},
+	// observe is what the host shows, one typed observation per cycle.
+	{"observe", 2},
+	{"checks/health", 4},
+	// daemon/config is the configuration file, read by the runner (and
+	// by nichealthctl's offline check) as much as by the daemon.
+	{"daemon/config", 4},
+	// checks/runner runs the checks on the observations and builds what
+	// the views show of each port: it composes the checks and the health
+	// model for the daemon and the offline check.
+	{"checks/runner", 5},
+	{"checks", 3},
+	{"persist", 3},
+	{"daemon/metrics", 6},
+	{"dbusapi", 6},
+	{"systemd", 6},
+	{"daemon", 7},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's
 	// insides, and nothing of the node imports it.
-	{"fabric", 5},
+	{"fabric", 8},
 }
 
 // pendingArrows are arrows against the rules that are known and being
@@ -86,7 +103,9 @@ func TestLayering_ImportsFollowTheFlow(t *testing.T) {
 				bad = append(bad, arrow+" (the fabric view reads what the fleet exports, not the daemon's packages)")
 			case ftree == ttree:
 				// within one tree
-			case ttree == "persist" && ftree != "daemon" && ftree != "daemon/metrics":
+			case isView(ftree) && (to == "topology/sysfs" || strings.HasPrefix(to, "topology/sysfs/")):
+				bad = append(bad, arrow+" (a view shows the snapshot's typed state and rate; it never parses what sysfs printed)")
+			case ttree == "persist" && ftree != "daemon":
 				if slices.Contains(pendingArrows, arrow) {
 					seenPending = append(seenPending, arrow)
 					continue
@@ -107,6 +126,36 @@ func TestLayering_ImportsFollowTheFlow(t *testing.T) {
 	for _, p := range pendingArrows {
 		if !slices.Contains(seenPending, p) {
 			t.Errorf("%s is gone: remove it from pendingArrows so it cannot come back", p)
+		}
+	}
+}
+
+// isView reports whether a package tree is one of the views.
+func isView(tree string) bool {
+	return tree == "daemon/metrics" || tree == "dbusapi" || tree == "systemd"
+}
+
+// The command-line tool talks to the daemon over D-Bus and runs the offline
+// check on observe and the checks: it links neither the daemon (its
+// outbox, its sinks and their gRPC) nor anything persistent.
+func TestLayering_NichealthctlLinksNoDaemon(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/nichealthctl").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"observe") || !slices.Contains(deps, module+"checks/runner") {
+		t.Fatalf("nichealthctl does not link observe and checks/runner; deps:\n%s", out)
+	}
+	for _, d := range deps {
+		pkg := strings.TrimPrefix(d, module)
+		switch {
+		case pkg == "daemon" || strings.HasPrefix(pkg, "daemon/") && pkg != "daemon/config":
+			t.Errorf("nichealthctl links %s: the daemon's packages are the daemon's", pkg)
+		case pkg == "persist" || strings.HasPrefix(pkg, "persist/"):
+			t.Errorf("nichealthctl links %s: the offline check remembers nothing", pkg)
+		case strings.HasPrefix(d, "google.golang.org/grpc"):
+			t.Errorf("nichealthctl links %s: gRPC is the connector sink's", d)
 		}
 	}
 }

@@ -1,7 +1,10 @@
-// Package checks decides what sysfs observations mean for the running
-// workload and says it as events: the port state checks
-// (InfiniBandStateCheck, EthernetStateCheck) with their first-poll,
-// disappearance and card rules live here; counter thresholds live in
-// checks/counters and card homogeneity in checks/cards. Nothing here
-// reads files: the daemon observes, checks judge.
+// Package checks is the contract every check keeps with the runner
+// (checks/runner): a check takes each cycle's observation (package
+// observe), keeps its own memory (a versioned section of the state file),
+// and returns condition changes keyed by event/condition, owning its raise
+// and its clear. The checks themselves live below: ports (port state and
+// presence), cards (card homogeneity, no subnet manager), counters,
+// readfaults (hung and parked reads), aer, kernellog, inventory, sanity,
+// rules; health sums their conditions into the one verdict, and runner
+// runs them.
 package checks

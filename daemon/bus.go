@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -63,13 +66,7 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 		return d.acknowledgeFunction(device, uid)
 	}
 	d.mu.Lock()
-	var pp *portPlan
-	for _, p := range d.mon.ports {
-		if p.dev.Name == device && p.port.Num == port {
-			pp = p
-		}
-	}
-	if pp == nil {
+	if !d.run.HasPort(device, port) {
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s port %d is not a monitored port (see nichealthctl ports)", dbusapi.ErrNoSuchPort, device, port)
 	}
@@ -91,4 +88,53 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 	d.mu.Unlock()
 	d.publish(evs)
 	return nil
+}
+
+// acknowledgeFunction is AcknowledgeReset with a PCI address: the NIC
+// function reported gone was removed on purpose, and is forgotten.
+func (d *Daemon) acknowledgeFunction(addr string, uid uint32) error {
+	d.mu.Lock()
+	specs, err := d.run.AcknowledgeFunction(addr, fmt.Sprintf("uid %d", uid))
+	if err != nil {
+		d.mu.Unlock()
+		switch {
+		case errors.Is(err, inventory.ErrNotRaised):
+			return fmt.Errorf("%w: %v", dbusapi.ErrNotLatched, err)
+		case errors.Is(err, inventory.ErrStillPresent):
+			return fmt.Errorf("%w: %v", dbusapi.ErrInvalidArgument, err)
+		}
+		return err
+	}
+	now := time.Now()
+	d.holdLocked(specs, now)
+	evs := d.commitLocked(true)
+	// After the clear is durable: a crash in between keeps the card
+	// expected and raises it again, rather than forgetting it silently.
+	// While the outbox refuses the clear, the file is left for the next
+	// inventory judgement.
+	if len(d.held.evs) == 0 {
+		d.run.SaveExpectedInventory()
+	}
+	d.publishSnapshotLocked()
+	d.mu.Unlock()
+	d.publish(evs)
+	d.log.Info("NIC function removal acknowledged", "pci", addr, "uid", uid)
+	return nil
+}
+
+// AERAckCounter is the counter name AcknowledgeReset takes for the PCIe
+// AER conditions on a port's path (not a counter-table name).
+const AERAckCounter = aer.AckCounter
+
+// acknowledge is AcknowledgeReset: counter "pcie_aer" clears the
+// uncorrectable AER conditions on the port's path, anything else goes to
+// the counter table.
+func (d *Daemon) acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	return d.run.Acknowledge(device, port, counter, now, who)
+}
+
+func (b backend) RetryRejected(uid uint32) (uint32, error) {
+	n := b.d.RetryRejected()
+	b.d.log.Info("retry of rejected events requested", "uid", uid, "parked", n)
+	return uint32(n), nil
 }

@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/internal/backoff"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
@@ -36,7 +40,7 @@ type heldEvents struct {
 	// to try again, ep the backoff.
 	err   string
 	next  time.Time
-	ep    episode
+	ep    backoff.Episode
 	logs  int // error lines logged in this episode
 	dirty bool
 	// unsaved: a save was skipped because events were held.
@@ -69,7 +73,7 @@ func (d *Daemon) holdLocked(specs []event.Spec, now time.Time) {
 			stamp.Now = d.held.lastStamp.Add(time.Nanosecond)
 		}
 		d.held.lastStamp = stamp.Now
-		ev := event.New(d.mon.withGPUs(s), stamp)
+		ev := event.New(d.run.Annotate(s), stamp)
 		if d.model.Apply(&ev) {
 			d.modelDirty = true
 		}
@@ -146,7 +150,7 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 		err = fmt.Errorf("outbox returned %d sequence numbers for %d events", len(seqs), len(h.evs))
 	}
 	if err != nil {
-		first, wait := h.ep.fail()
+		first, wait := h.ep.Fail()
 		h.next = time.Now().Add(wait)
 		msg := err.Error()
 		// Logged when an outage starts and when its error changes (a
@@ -162,7 +166,7 @@ func (d *Daemon) flushLocked() ([]emitted, bool) {
 		h.err = msg
 		return nil, false
 	}
-	if n, lasted := h.ep.recovered(); n > 0 {
+	if n, lasted := h.ep.Recovered(); n > 0 {
 		d.log.Info("outbox appends work again; the held events are durable", "failed_attempts", n, "lasted", lasted,
 			"events", len(h.evs), "folded", h.folded)
 	}
@@ -248,8 +252,8 @@ func (d *Daemon) conditionsLocked() []health.Condition {
 	if len(d.held.evs) == 0 {
 		return conds
 	}
-	c := health.Condition{Check: OutboxCheck, Entity: health.Entity{Kind: health.EntityNode, Name: "outbox"},
-		Severity: health.NonFatal, Since: d.held.ep.start,
+	c := health.Condition{Check: OutboxCheck, Entity: condition.OfNode("outbox"),
+		Severity: health.NonFatal, Since: d.held.ep.Start(),
 		Message: fmt.Sprintf("%d events cannot be written to the outbox in %s (%s); they are held in memory and retried, and the state file is not saved until they are: free space or make the directory writable",
 			len(d.held.evs), d.ob.Dir(), d.held.err)}
 	return health.InsertCondition(conds, c)
@@ -276,4 +280,14 @@ func statusOf(s *health.Snapshot) string {
 		st += "; events cannot be written to the outbox (see journalctl -u nichealthd)"
 	}
 	return st
+}
+
+// storeModel writes the model's conditions into the state about to be
+// saved.
+func storeModel(st *persist.State, m *health.Model) {
+	b, err := json.Marshal(m.Conditions())
+	if err != nil {
+		return // a plain struct of strings and numbers always encodes
+	}
+	st.Health = b
 }

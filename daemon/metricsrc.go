@@ -13,16 +13,16 @@ import (
 // published snapshot D-Bus exports, so both always agree.
 type metricsSource struct{ d *Daemon }
 
-func (s metricsSource) Snapshot() *health.Snapshot { return s.d.Snapshot() }
-func (s metricsSource) LastPoll() time.Time        { return s.d.LastPoll() }
-func (s metricsSource) Outbox() outbox.Stats       { return s.d.ob.Stats() }
-func (s metricsSource) Stalled() bool              { return s.d.wd != nil && s.d.wd.Stalled() }
-func (s metricsSource) Undeliverable() string      { return undeliverable(s.d.Snapshot()) }
+func (s metricsSource) Snapshot() *health.Snapshot  { return s.d.Snapshot() }
+func (s metricsSource) LastPoll() time.Time         { return s.d.LastPoll() }
+func (s metricsSource) Outbox() metrics.OutboxStats { return outboxStats(s.d.ob.Stats()) }
+func (s metricsSource) Stalled() bool               { return s.d.wd != nil && s.d.wd.Stalled() }
+func (s metricsSource) Undeliverable() string       { return undeliverable(s.d.Snapshot()) }
 
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats
 	for _, dr := range s.d.drainerList() {
-		out = append(out, metrics.SinkStats{Name: dr.sink.Name(), Sent: dr.sent.Load(), Failed: dr.failed.Load()})
+		out = append(out, metrics.SinkStats{Name: dr.Sink().Name(), Sent: dr.Sent(), Failed: dr.Failed()})
 	}
 	return out
 }
@@ -59,4 +59,15 @@ func (d *Daemon) stopMetrics() {
 	d.metricsSrv.cancel()
 	<-d.metricsSrv.done
 	d.metricsSrv = nil
+}
+
+// outboxStats is the outbox's statistics as the endpoint shows them.
+func outboxStats(st outbox.Stats) metrics.OutboxStats {
+	out := metrics.OutboxStats{LastSeq: st.LastSeq, Records: st.Records, Bytes: st.Bytes, Segments: st.Segments,
+		Folded: st.Folded, Dropped: st.Dropped, Corrupt: st.Corrupt, OverBound: st.OverBound,
+		Sinks: make(map[string]metrics.OutboxSink, len(st.Sinks))}
+	for name, s := range st.Sinks {
+		out.Sinks[name] = metrics.OutboxSink{Depth: s.Depth, Rejected: s.Rejected}
+	}
+	return out
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/nodecondition"
 	"github.com/nichealth/nichealthd/systemd/notify"
 	"github.com/nichealth/nichealthd/topology/sim"
@@ -82,7 +82,7 @@ func (r *replayRig) close() {
 	if r.d == nil {
 		return
 	}
-	r.d.mon.Close()
+	r.d.run.Close()
 	r.d.ob.Close()
 	r.d = nil
 }

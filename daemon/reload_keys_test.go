@@ -31,7 +31,7 @@ func TestDaemon_ReloadAppliesEveryKeyOrRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.mu.Lock()
-	got := d.mon.eval.XmitWaitBytesPerTick()
+	got := d.run.XmitWaitBytesPerTick()
 	d.mu.Unlock()
 	if got != 32 {
 		t.Fatalf("xmitWaitBytesPerTick after reload = %v, want 32", got)

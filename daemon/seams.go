@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
@@ -24,15 +25,10 @@ type Seams struct {
 	// working for a check (per port for the state and counter checks),
 	// with the check and the step ("plan", "observe", "judge", "counters",
 	// "pcie-aer", "link-sanity", "rules", ...): a test panics from it to
-	// prove the boundary holds (guard.go).
+	// prove the boundary holds (checks/runner).
 	Step func(check, step string)
 }
 
-// openStats is how driver statistics are opened: the ioctl unless a test
-// passed another opener.
-func (s *Seams) openStats() func(netdev string, want []string) (ethtool.Source, error) {
-	if s.OpenStats != nil {
-		return s.OpenStats
-	}
-	return ethtool.OpenSource
+func (s Seams) runner() runner.Seams {
+	return runner.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, Step: s.Step}
 }

@@ -6,11 +6,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/daemon/delivery"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/daemon/sink/jsonl"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/systemd/journal"
 )
 
@@ -155,7 +157,7 @@ func (d *Daemon) requestSinks(cfg *config.Config) {
 // they do or a newer one replaces it; meanwhile events wait in the
 // outbox.
 func (d *Daemon) sinkWorker(ctx context.Context) {
-	ep := episode{min: backoffMin, max: backoffMax}
+	ep := backoff.Episode{Min: delivery.BackoffMin, Max: delivery.BackoffMax}
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,12 +171,12 @@ func (d *Daemon) sinkWorker(ctx context.Context) {
 			}
 			err := d.applySinks(ctx, w.cfg)
 			if err == nil {
-				if n, lasted := ep.recovered(); n > 0 {
+				if n, lasted := ep.Recovered(); n > 0 {
 					d.log.Info("sinks started", "attempts", n, "lasted", lasted)
 				}
 				break
 			}
-			first, wait := ep.fail()
+			first, wait := ep.Fail()
 			if first {
 				d.log.Error("cannot start the reconfigured sinks; events stay queued in the outbox and starting is retried with backoff", "err", err)
 			}
@@ -224,4 +226,110 @@ func (d *Daemon) stopSinksWithin(timeout time.Duration) {
 		d.log.Error("a sink did not stop in time (a write blocked in the kernel?); stopping without it, its undelivered events stay in the outbox",
 			"timeout", timeout)
 	}
+}
+
+// RetryRejected asks every running sink to offer its parked (rejected as
+// invalid) events again, and returns how many are parked. Reload does it
+// too: the usual fix for a rejection is a configuration change.
+func (d *Daemon) RetryRejected() int {
+	n := d.ob.Rejected()
+	for _, dr := range d.drainerList() {
+		dr.RequestRetry()
+	}
+	return n
+}
+
+// sinkSet is the running sinks and their drainers; a reload that changes
+// a [sinks.*] key replaces it whole.
+type sinkSet struct {
+	sinks    []sink.Sink
+	drainers []*delivery.Drainer
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	key      string
+}
+
+func sinkKey(c *config.Config) string {
+	return fmt.Sprintf("%v|%s|%s|%v|%v|%s", c.JournalEnabled, c.JSONLPath, c.ConnectorSocket, c.ConnectorBatch, c.ConnectorTimeout, c.NodeName)
+}
+
+// startSinks opens the configured sinks and starts one drainer each. The
+// outbox keeps each sink's cursor by name, so a restarted sink resumes
+// where it stopped.
+func (d *Daemon) startSinks(parent context.Context, cfg *config.Config, lenient bool) error {
+	sinks, err := d.buildSinksFor(cfg, lenient)
+	if err != nil {
+		return err
+	}
+	sinks = append(sinks, d.opts.ExtraSinks...)
+	names := make([]string, len(sinks))
+	for i, s := range sinks {
+		names[i] = s.Name()
+	}
+	if err := d.ob.SetSinks(names); err != nil {
+		for _, s := range sinks {
+			s.Close()
+		}
+		return err
+	}
+	ctx, cancel := context.WithCancel(parent)
+	set := &sinkSet{sinks: sinks, cancel: cancel, key: sinkKey(cfg)}
+	for _, s := range sinks {
+		batch := time.Duration(0)
+		if _, ok := s.(*connector.Sink); ok {
+			batch = cfg.ConnectorBatch
+		}
+		dr := delivery.New(d.ob, s, d.log, batch, d.sinkPanicked)
+		set.drainers = append(set.drainers, dr)
+		set.wg.Add(1)
+		go func() { defer set.wg.Done(); dr.Run(ctx) }()
+	}
+	d.sinkMu.Lock()
+	d.sinks = set
+	d.sinkMu.Unlock()
+	return nil
+}
+
+func (d *Daemon) stopSinks() {
+	d.sinkMu.Lock()
+	set := d.sinks
+	d.sinks = nil
+	d.sinkMu.Unlock()
+	if set == nil {
+		return
+	}
+	set.cancel()
+	set.wg.Wait()
+	for _, s := range set.sinks {
+		s.Close()
+	}
+}
+
+func (d *Daemon) drainerList() []*delivery.Drainer {
+	d.sinkMu.Lock()
+	defer d.sinkMu.Unlock()
+	if d.sinks == nil {
+		return nil
+	}
+	return d.sinks.drainers
+}
+
+func (d *Daemon) pending() int {
+	n := 0
+	for _, dr := range d.drainerList() {
+		recs, err := d.ob.Read(dr.Sink().Name(), 1)
+		if err == nil {
+			n += len(recs)
+		}
+	}
+	return n
+}
+
+// sinkNames are the running sinks' names.
+func (d *Daemon) sinkNames() []string {
+	var out []string
+	for _, dr := range d.drainerList() {
+		out = append(out, dr.Sink().Name())
+	}
+	return out
 }

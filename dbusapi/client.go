@@ -324,6 +324,8 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		Rate:            get[string](m, "Rate"),
 		State:           get[string](m, "State"),
 		PhysState:       get[string](m, "PhysState"),
+		Up:              get[bool](m, "Up"),
+		RateGbps:        get[float64](m, "RateGbps"),
 		Healthy:         get[bool](m, "Healthy"),
 		Fatal:           get[bool](m, "Fatal"),
 		Verdict:         get[string](m, "Verdict"),

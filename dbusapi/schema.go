@@ -125,6 +125,8 @@ func portProps() []propDef[PortView] {
 		{"Rate", "s", true, func(p *PortView) any { return p.Rate }},
 		{"State", "s", true, func(p *PortView) any { return p.State }},
 		{"PhysState", "s", true, func(p *PortView) any { return p.PhysState }},
+		{"Up", "b", true, func(p *PortView) any { return p.Up }},
+		{"RateGbps", "d", true, func(p *PortView) any { return p.RateGbps }},
 		{"Healthy", "b", true, func(p *PortView) any { return p.Healthy }},
 		{"Fatal", "b", true, func(p *PortView) any { return p.Fatal }},
 		{"Verdict", "s", true, func(p *PortView) any { return p.Verdict }},

@@ -107,7 +107,7 @@ func PortViewOf(p *health.Port) PortView {
 	pv := PortView{
 		Device: p.Device, Port: int32(p.Port), LinkLayer: p.LinkLayer, Role: p.Role, RoleReason: p.RoleReason,
 		NetDev: p.NetDev, PCIAddress: p.PCIAddress, NUMANode: int32(p.NUMANode), NodeGUID: p.NodeGUID, PortGUID: p.PortGUID, GPUs: p.GPUs, Rate: p.Rate,
-		State: p.State, PhysState: p.PhysState, Healthy: p.Verdict == health.Healthy, Fatal: p.Verdict == health.Fatal,
+		State: p.State, PhysState: p.PhysState, Up: p.Link.Up(), RateGbps: p.RateGbps, Healthy: p.Verdict == health.Healthy, Fatal: p.Verdict == health.Fatal,
 		Verdict: p.Verdict.String(), Conditions: conditionViews(p.Conditions), Message: p.Message,
 		Counters: make([]CounterView, 0, len(p.Counters)), Sanity: []string{},
 		FirmwareVersion: p.FWVer, BoardID: p.BoardID,

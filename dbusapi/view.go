@@ -24,8 +24,13 @@ type PortView struct {
 	Rate      string `json:"rate"`
 	State     string `json:"state"`
 	PhysState string `json:"physState"`
-	Healthy   bool   `json:"healthy"`
-	Fatal     bool   `json:"fatal"`
+	// Up: the port carries traffic (ACTIVE and LinkUp, the daemon's one
+	// definition); RateGbps is Rate in Gb/s (0 when unknown). Clients
+	// judge by these, never by parsing State or Rate.
+	Up       bool    `json:"up"`
+	RateGbps float64 `json:"rateGbps"`
+	Healthy  bool    `json:"healthy"`
+	Fatal    bool    `json:"fatal"`
 	// Verdict is "healthy", "degraded" or "fatal": the worst condition on
 	// the port, its NIC or its card (checks/health).
 	Verdict    string          `json:"verdict"`

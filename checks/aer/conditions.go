@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/topology/aerfile"
 )
 
 // Clear rules, one per class, so every raise has its clear:
@@ -18,7 +20,7 @@ import (
 
 // raise returns the unhealthy event of class cl and records it. rate is
 // the correctable rate per minute (0 for the uncorrectable classes).
-func (f *Function) raise(fm *FunctionMemory, cl Class, moved string, now time.Time, rate float64) event.Spec {
+func (f *Function) raise(fm *FunctionMemory, cl aerfile.Class, moved string, now time.Time, rate float64) event.Spec {
 	if fm.Raised == nil {
 		fm.Raised = map[string]Raised{}
 	}
@@ -29,50 +31,51 @@ func (f *Function) raise(fm *FunctionMemory, cl Class, moved string, now time.Ti
 	r.Last = now
 	fm.Raised[cl.String()] = r
 	msg := fmt.Sprintf("PCIe AER on %s (%s): %s %s", f.Address, f.Label, cl.Describe(), moved)
-	if cl == Correctable {
+	if cl == aerfile.Correctable {
 		msg = fmt.Sprintf("PCIe AER on %s (%s): %s at %.1f per minute over the last %v (threshold %.1f); %s",
 			f.Address, f.Label, cl.Describe(), rate, f.window, f.threshold, moved)
 	}
 	return event.Spec{
-		Kind: event.KindPCIeAER, CheckName: r.Check, IsFatal: cl == Fatal, Ports: f.Ports,
+		Kind: event.KindPCIeAER, CheckName: r.Check, IsFatal: cl == aerfile.Fatal, Ports: f.Ports,
 		Message:   msg + ". " + fix(cl),
-		ErrorCode: []string{cl.ErrorCode(), cl.FunctionCode(f.Address)},
+		ErrorCode: []string{errorCode(cl), functionCode(cl, f.Address)},
 		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "moved": moved, "hop": f.Label},
+		Condition: condition.OfPCI(f.Address, cl.String()),
 	}
 }
 
-// ErrorCode is the class's error code on its raises (journal field
-// ERROR_CODE), with FunctionCode.
-func (c Class) ErrorCode() string {
+// errorCode is the class's error code on its raises (journal field
+// ERROR_CODE), with functionCode.
+func errorCode(c aerfile.Class) string {
 	switch c {
-	case NonFatal:
+	case aerfile.NonFatal:
 		return "PCIE_AER_NONFATAL"
-	case Fatal:
+	case aerfile.Fatal:
 		return "PCIE_AER_FATAL"
 	}
 	return "PCIE_AER_CORRECTABLE"
 }
 
-// FunctionCode is the error code of this class's condition on one PCI
+// functionCode is the error code of this class's condition on one PCI
 // function, which its raise carries besides the class's and its clear
 // alone. A switch port and the NIC function below it name the same ports;
 // a clear by entity and error code (NVSentinel's platform connector,
 // DESIGN.md difference 13) must remove one function's condition, never
 // the other's, and never another class's.
-func (c Class) FunctionCode(pci string) string { return c.ErrorCode() + "@" + pci }
+func functionCode(c aerfile.Class, pci string) string { return errorCode(c) + "@" + pci }
 
-func fix(cl Class) string {
+func fix(cl aerfile.Class) string {
 	switch cl {
-	case Fatal:
+	case aerfile.Fatal:
 		return "An uncorrectable fatal error leaves the link or device unusable until a reset: drain the node, reseat or replace the card (or, on a switch or root port, check the riser and the switch board), update NIC and platform firmware; this stays until the counters reset (reboot, device reset) or it is acknowledged"
-	case NonFatal:
+	case aerfile.NonFatal:
 		return "Transactions were lost on this link: reseat the card, check the riser, update NIC and platform firmware, and replace the card if it recurs; this clears after a quiet period without new errors"
 	}
 	return "A marginal link retries constantly: reseat the card, check the riser and cabling, update firmware; this clears when the rate falls to half the threshold"
 }
 
 // clear returns the healthy counterpart of class cl's condition.
-func (f *Function) clear(fm *FunctionMemory, cl Class, why string) event.Spec {
+func (f *Function) clear(fm *FunctionMemory, cl aerfile.Class, why string) event.Spec {
 	r := fm.Raised[cl.String()]
 	delete(fm.Raised, cl.String())
 	check := r.Check
@@ -80,16 +83,17 @@ func (f *Function) clear(fm *FunctionMemory, cl Class, why string) event.Spec {
 		check = f.Check
 	}
 	return event.Spec{
-		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{cl.FunctionCode(f.Address)},
-		Message:  fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
-		Metadata: map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
+		Kind: event.KindPCIeAERRecovered, CheckName: check, IsHealthy: true, Ports: f.Ports, ErrorCode: []string{functionCode(cl, f.Address)},
+		Message:   fmt.Sprintf("PCIe AER on %s (%s): %s condition cleared: %s", f.Address, f.Label, cl.Describe(), why),
+		Metadata:  map[string]string{"pci": f.Address, "aer": cl.String(), "hop": f.Label},
+		Condition: condition.OfPCI(f.Address, cl.String()),
 	}
 }
 
 // reset handles counters that went down: the kernel restarted them
 // (device reset, driver reload), so the class is re-baselined and its
 // condition, whatever it was, cleared.
-func (f *Function) reset(fm *FunctionMemory, cl Class, now time.Time) []event.Spec {
+func (f *Function) reset(fm *FunctionMemory, cl aerfile.Class, now time.Time) []event.Spec {
 	if _, ok := fm.Raised[cl.String()]; !ok {
 		return nil
 	}
@@ -98,11 +102,11 @@ func (f *Function) reset(fm *FunctionMemory, cl Class, now time.Time) []event.Sp
 
 // quiet clears a non-fatal condition after the quiet period.
 func (f *Function) quiet(fm *FunctionMemory, now time.Time, th Thresholds) []event.Spec {
-	r, ok := fm.Raised[NonFatal.String()]
+	r, ok := fm.Raised[aerfile.NonFatal.String()]
 	if !ok || now.Sub(r.Last) < th.NonFatalQuiet {
 		return nil
 	}
-	return []event.Spec{f.clear(fm, NonFatal, fmt.Sprintf("no new ones for %v", th.NonFatalQuiet))}
+	return []event.Spec{f.clear(fm, aerfile.NonFatal, fmt.Sprintf("no new ones for %v", th.NonFatalQuiet))}
 }
 
 // rate judges the correctable rate over the window.
@@ -110,17 +114,17 @@ func (f *Function) rate(fm *FunctionMemory, total uint64, moved string, now time
 	f.window, f.threshold = th.Window, th.CorrectablePerMinute
 	f.push(now, total, th.Window, false)
 	perMin := f.perMinute(now, total, th.Window)
-	_, raised := fm.Raised[Correctable.String()]
+	_, raised := fm.Raised[aerfile.Correctable.String()]
 	switch {
 	case !raised && perMin > th.CorrectablePerMinute && th.CorrectablePerMinute > 0:
 		if moved == "" {
 			moved = "no single name moved in the last read"
 		}
-		return []event.Spec{f.raise(fm, Correctable, moved, now, perMin)}
+		return []event.Spec{f.raise(fm, aerfile.Correctable, moved, now, perMin)}
 	case raised && (perMin <= th.CorrectablePerMinute/2 || th.CorrectablePerMinute <= 0):
 		// Half the threshold: a rate hovering at the threshold raises
 		// once, not at every read.
-		return []event.Spec{f.clear(fm, Correctable, fmt.Sprintf("the rate fell to %.1f per minute over the last %v (half the threshold %.1f or less)",
+		return []event.Spec{f.clear(fm, aerfile.Correctable, fmt.Sprintf("the rate fell to %.1f per minute over the last %v (half the threshold %.1f or less)",
 			perMin, th.Window, th.CorrectablePerMinute))}
 	}
 	return nil
@@ -176,7 +180,7 @@ func (f *Function) Acknowledge(mem *Memory, who string) []event.Spec {
 		return nil
 	}
 	var out []event.Spec
-	for _, cl := range []Class{Fatal, NonFatal} {
+	for _, cl := range []aerfile.Class{aerfile.Fatal, aerfile.NonFatal} {
 		if _, ok := fm.Raised[cl.String()]; ok {
 			out = append(out, f.clear(fm, cl, "acknowledged by "+who))
 		}
@@ -192,7 +196,7 @@ func (f *Function) ClearAll(mem *Memory, why string) []event.Spec {
 		return nil
 	}
 	var out []event.Spec
-	for cl := Class(0); cl < NumClasses; cl++ {
+	for cl := aerfile.Class(0); cl < aerfile.NumClasses; cl++ {
 		if _, ok := fm.Raised[cl.String()]; ok {
 			out = append(out, f.clear(fm, cl, why))
 		}

@@ -2,7 +2,7 @@
 // keeps for each PCI function (aer_dev_correctable, aer_dev_nonfatal,
 // aer_dev_fatal, and on root ports aer_rootport_total_err_*): the NIC
 // function and every bridge or switch port on its path to the root port.
-// It parses without allocating, remembers the last counts of every
+// It judges what topology/aerfile parsed, remembers the last counts of every
 // function across restarts (its own state section), and turns new errors
 // into conditions with their clears.
 package aer

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology/aerfile"
 )
 
 // Thresholds are the [pcieAER] settings the judgement uses.
@@ -18,15 +19,6 @@ type Thresholds struct {
 	// uncorrectable non-fatal errors before its condition clears.
 	NonFatalQuiet time.Duration
 }
-
-// Reading is one read of a function's counter files.
-type Reading struct {
-	Counts  [NumClasses]Counts
-	Present [NumClasses]bool
-}
-
-// Any reports whether at least one counter file was read.
-func (r *Reading) Any() bool { return r.Present[0] || r.Present[1] || r.Present[2] }
 
 // ringLen samples of the correctable total cover one window: a sample is
 // kept every Window/(ringLen-2), so the oldest is always at least a window
@@ -63,20 +55,20 @@ type Function struct {
 // returns the condition changes. The first reading of a function mem does
 // not know is its baseline (no event). It allocates only when something
 // moved.
-func (f *Function) Judge(mem *Memory, r *Reading, now time.Time, th Thresholds) (specs []event.Spec, changed bool) {
+func (f *Function) Judge(mem *Memory, r *aerfile.Reading, now time.Time, th Thresholds) (specs []event.Spec, changed bool) {
 	fm := mem.Functions[f.Address]
 	if fm == nil {
 		mem.Functions[f.Address] = newFunctionMemory(r, now)
-		f.push(now, r.Counts[Correctable].Total, th.Window, true)
+		f.push(now, r.Counts[aerfile.Correctable].Total, th.Window, true)
 		return nil, true
 	}
 	if f.rn == 0 {
 		// Restarted: the rate since the last saved read includes what the
 		// counters gathered while the daemon was down.
-		f.push(fm.At, fm.Totals[Correctable], th.Window, true)
+		f.push(fm.At, fm.Totals[aerfile.Correctable], th.Window, true)
 	}
-	var moved [NumClasses]string
-	for cl := Class(0); cl < NumClasses; cl++ {
+	var moved [aerfile.NumClasses]string
+	for cl := aerfile.Class(0); cl < aerfile.NumClasses; cl++ {
 		if !r.Present[cl] || same(fm, cl, &r.Counts[cl]) {
 			continue
 		}
@@ -96,23 +88,23 @@ func (f *Function) Judge(mem *Memory, r *Reading, now time.Time, th Thresholds) 
 	if changed {
 		fm.At = now
 	}
-	for _, cl := range []Class{Fatal, NonFatal} {
+	for _, cl := range []aerfile.Class{aerfile.Fatal, aerfile.NonFatal} {
 		if moved[cl] != "" {
 			specs = append(specs, f.raise(fm, cl, moved[cl], now, 0))
 		}
 	}
-	if r.Present[NonFatal] {
+	if r.Present[aerfile.NonFatal] {
 		specs = append(specs, f.quiet(fm, now, th)...)
 	}
-	if r.Present[Correctable] {
-		specs = append(specs, f.rate(fm, r.Counts[Correctable].Total, moved[Correctable], now, th)...)
+	if r.Present[aerfile.Correctable] {
+		specs = append(specs, f.rate(fm, r.Counts[aerfile.Correctable].Total, moved[aerfile.Correctable], now, th)...)
 	}
 	return specs, changed || len(specs) > 0
 }
 
-func newFunctionMemory(r *Reading, now time.Time) *FunctionMemory {
+func newFunctionMemory(r *aerfile.Reading, now time.Time) *FunctionMemory {
 	fm := &FunctionMemory{At: now}
-	for cl := Class(0); cl < NumClasses; cl++ {
+	for cl := aerfile.Class(0); cl < aerfile.NumClasses; cl++ {
 		if r.Present[cl] {
 			fm.Counts[cl], fm.Totals[cl] = countsMap(&r.Counts[cl]), r.Counts[cl].Total
 		}
@@ -122,7 +114,7 @@ func newFunctionMemory(r *Reading, now time.Time) *FunctionMemory {
 
 // same compares without allocating (a map index by string(bytes) does not
 // copy the key). The memory keeps only the names that are not zero.
-func same(fm *FunctionMemory, cl Class, c *Counts) bool {
+func same(fm *FunctionMemory, cl aerfile.Class, c *aerfile.Counts) bool {
 	if fm.Totals[cl] != c.Total || fm.Counts[cl] == nil {
 		return false
 	}
@@ -141,7 +133,7 @@ func same(fm *FunctionMemory, cl Class, c *Counts) bool {
 // countsMap keeps the names that are not zero (a healthy function's
 // memory is a few bytes); it is never nil, so a file that was read is
 // told apart from one that was absent.
-func countsMap(c *Counts) map[string]uint64 {
+func countsMap(c *aerfile.Counts) map[string]uint64 {
 	m := map[string]uint64{}
 	for i := 0; i < c.N; i++ {
 		if c.Value(i) != 0 {
@@ -153,7 +145,7 @@ func countsMap(c *Counts) map[string]uint64 {
 
 // movedNames lists "Name +delta" for every name that went up, in the
 // file's order; a total that moved with no named counter says so.
-func movedNames(prev map[string]uint64, c *Counts) string {
+func movedNames(prev map[string]uint64, c *aerfile.Counts) string {
 	var parts []string
 	for i := 0; i < c.N; i++ {
 		if p := prev[string(c.Name(i))]; c.Value(i) > p {

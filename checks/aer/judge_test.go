@@ -5,20 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology/aerfile"
 )
 
 var th = Thresholds{CorrectablePerMinute: 10, Window: 10 * time.Minute, NonFatalQuiet: 30 * time.Minute}
 
-func reading(t *testing.T, cor, nonfatal, fatal string) *Reading {
+func reading(t *testing.T, cor, nonfatal, fatal string) *aerfile.Reading {
 	t.Helper()
-	r := &Reading{}
+	r := &aerfile.Reading{}
 	for cl, s := range []string{cor, nonfatal, fatal} {
 		if s == "-" {
 			continue
 		}
 		r.Present[cl] = true
-		if bad, why := Parse([]byte(s), Class(cl), &r.Counts[cl]); bad != 0 {
+		if bad, why := aerfile.Parse([]byte(s), aerfile.Class(cl), &r.Counts[cl]); bad != 0 {
 			t.Fatalf("%q: %s", s, why)
 		}
 	}
@@ -153,3 +154,16 @@ func TestAER_SteadyJudgeAllocatesNothing(t *testing.T) {
 		t.Errorf("a steady judgement allocates %v times", n)
 	}
 }
+
+// realCorrectable is a real aer_dev_correctable of a ConnectX-7 function
+// (kernel 6.x), as topology/aerfile's tests read it.
+const realCorrectable = `RxErr 0
+BadTLP 12
+BadDLLP 3
+Rollover 0
+Timeout 1
+NonFatalErr 0
+CorrIntErr 0
+HeaderOF 0
+TOTAL_ERR_COR 16
+`

@@ -5,8 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/aerfile"
 )
 
 // MemoryVersion is the version of the AER check's section of the state
@@ -30,8 +31,8 @@ type FunctionMemory struct {
 	// Counts holds the named counters that are not zero by class
 	// (correctable, nonfatal, fatal; null: the file was absent), Totals
 	// their TOTAL_ERR_* lines.
-	Counts [NumClasses]map[string]uint64 `json:"counts"`
-	Totals [NumClasses]uint64            `json:"totals"`
+	Counts [aerfile.NumClasses]map[string]uint64 `json:"counts"`
+	Totals [aerfile.NumClasses]uint64            `json:"totals"`
 	// At is when the counts last changed (they held these values at
 	// every read since): the base of the correctable rate after a restart.
 	At time.Time `json:"at"`
@@ -80,8 +81,8 @@ func (m *Memory) Validate() (dropped []string) {
 	return dropped
 }
 
-func classOf(name string) Class {
-	for c := Class(0); c < NumClasses; c++ {
+func classOf(name string) aerfile.Class {
+	for c := aerfile.Class(0); c < aerfile.NumClasses; c++ {
 		if c.String() == name {
 			return c
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -75,15 +75,12 @@ func (v Verdict) Message() string {
 	return HealthyMessage(v.Card, v.Role, v.Active, v.Expected)
 }
 
-// PortActive is the seed's notion of an active port: logical state ACTIVE
-// and physical state LinkUp. Unparsable strings are not active.
+// PortActive is the seed's notion of an active port (sysfs.Link.Up) as
+// discovery read it. Unparsable strings are not active.
 func PortActive(_ *topology.Device, p *topology.Port) bool {
-	s, err := sysfs.ParseState([]byte(p.State))
-	if err != nil || s.ID != sysfs.StateActive {
-		return false
-	}
-	ph, err := sysfs.ParsePhysState([]byte(p.PhysState))
-	return err == nil && ph.ID == sysfs.PhysLinkUp
+	s, _ := sysfs.ParseState([]byte(p.State))
+	ph, _ := sysfs.ParsePhysState([]byte(p.PhysState))
+	return sysfs.Link{State: s, Phys: ph}.Up()
 }
 
 // Group folds the monitored devices (Mellanox PFs with role Compute or

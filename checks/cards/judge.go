@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // DefaultHold is how long a card must stay below its peers' mode before it
@@ -141,7 +141,7 @@ func explained(v Verdict, ownFatal func(event.PortRef) bool, gone int) []event.P
 }
 
 func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.Spec {
-	check := StateCheck(v.LinkLayer)
+	check := event.StateCheckFor(v.LinkLayer)
 	m.Anomalies[v.Card] = Latched{Role: string(v.Role), Active: v.Active, Expected: v.Expected, Since: since, Check: check, Ports: ports}
 	return event.Spec{
 		Kind: event.KindCardAnomaly, CheckName: check, IsFatal: true, Card: v.Card, Ports: ports,
@@ -149,6 +149,7 @@ func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.
 		Message:   Anomaly{Card: v.Card, Role: v.Role, Active: v.Active, Expected: v.Expected}.Message(),
 		Metadata: map[string]string{"role": string(v.Role), "active": fmt.Sprint(v.Active), "expected": fmt.Sprint(v.Expected),
 			"shortSince": since.UTC().Format(time.RFC3339)},
+		Condition: condition.OfCard(v.Card),
 	}
 }
 
@@ -161,17 +162,9 @@ func (m *Memory) clear(card string, l Latched, message string) event.Spec {
 	return event.Spec{
 		Kind: event.KindCardRecovered, CheckName: check, IsHealthy: true, Card: card, Ports: l.Ports,
 		ErrorCode: []string{ErrorCode}, Message: message,
-		Metadata: map[string]string{"role": l.Role},
+		Metadata:  map[string]string{"role": l.Role},
+		Condition: condition.OfCard(card),
 	}
-}
-
-// StateCheck names the state check of a link layer (the card's lowest
-// function's), as checks.StateCheckFor does for a port.
-func StateCheck(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetStateCheck
-	}
-	return event.InfiniBandStateCheck
 }
 
 func sortedCards[V any](m map[string]V) []string {

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -70,7 +71,8 @@ func (m *Memory) JudgeSubnetManager(groups []SMGroup, now time.Time, hold time.D
 			Message: fmt.Sprintf("No subnet manager on the %s fabric: all %d InfiniBand ports of the node (%s) have been in INIT/ARMED with sm_lid 0x0 since %s; "+
 				"no job can use them until a subnet manager (opensm, UFM) runs on the fabric: check it, and the node's cabling to the fabric's switches",
 				role, len(g.Ports), portList(g.Ports), st.Since.UTC().Format(time.RFC3339)),
-			Metadata: map[string]string{"role": role, "since": st.Since.UTC().Format(time.RFC3339)},
+			Metadata:  map[string]string{"role": role, "since": st.Since.UTC().Format(time.RFC3339)},
+			Condition: condition.OfNode("no-subnet-manager " + role),
 		})
 	}
 	for role, st := range m.NoSM {
@@ -94,7 +96,8 @@ func smFound(role string, st NoSM, message string) event.Spec {
 	return event.Spec{
 		Kind: event.KindSubnetManagerFound, CheckName: check, IsHealthy: true, Ports: st.Ports,
 		ErrorCode: []string{NoSMErrorCode}, Message: message,
-		Metadata: map[string]string{"role": role},
+		Metadata:  map[string]string{"role": role},
+		Condition: condition.OfNode("no-subnet-manager " + role),
 	}
 }
 

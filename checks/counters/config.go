@@ -6,6 +6,8 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+
+	"github.com/nichealth/nichealthd/observe"
 )
 
 // Override is one [[counterDetection.counters]] entry of the TOML file. Nil
@@ -49,8 +51,8 @@ func (e *ValidationError) Error() string {
 // seedStatisticsCarrier is the seed's carrier_changes path, which no Linux
 // kernel provides; carrierChangesPath is where the kernel really puts it.
 const (
-	seedStatisticsCarrier = NetClassPrefix + InterfacePlaceholder + "/statistics/carrier_changes"
-	carrierChangesPath    = NetClassPrefix + InterfacePlaceholder + "/carrier_changes"
+	seedStatisticsCarrier = observe.NetClassPrefix + observe.InterfacePlaceholder + "/statistics/carrier_changes"
+	carrierChangesPath    = observe.NetClassPrefix + observe.InterfacePlaceholder + "/carrier_changes"
 )
 
 // Merge applies overrides to defaults (seed sections 10.3 and 10.5):
@@ -266,11 +268,11 @@ func pathProblem(p string) string {
 	if p == "" {
 		return "is empty"
 	}
-	if stat, ok := strings.CutPrefix(p, EthtoolPrefix); ok {
+	if stat, ok := strings.CutPrefix(p, observe.EthtoolPrefix); ok {
 		return ethtoolStatProblem(stat)
 	}
-	if strings.Contains(p, InterfacePlaceholder) || strings.HasPrefix(p, "/") {
-		rest, ok := strings.CutPrefix(p, NetClassPrefix+InterfacePlaceholder+"/")
+	if strings.Contains(p, observe.InterfacePlaceholder) || strings.HasPrefix(p, "/") {
+		rest, ok := strings.CutPrefix(p, observe.NetClassPrefix+observe.InterfacePlaceholder+"/")
 		if !ok {
 			return "must be relative to the port directory (counters/<file>, hw_counters/<file>) " +
 				"or be /sys/class/net/{interface}/<file>, /sys/class/net/{interface}/statistics/<file> or ethtool:<statistic>"

@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // DefaultXmitWaitBytesPerTick is what one port_xmit_wait tick stands for on
@@ -108,7 +109,7 @@ func (e *Evaluator) congestion(st *Memory, s *Sample, ent *memEntry, snap Counte
 	switch {
 	case !congested && pct > d.Threshold:
 		st.Congested[ent.key] = s.Now
-		st.raisedUnder(ent.key, DegradationCheckName(s.LinkLayer))
+		st.raisedUnder(ent.key, event.DegradationCheckFor(s.LinkLayer))
 		sp := e.congestionSpec(s, gbps, pct, m.elapsed, true)
 		return &sp, true
 	case congested && pct < d.Threshold/2:
@@ -126,7 +127,7 @@ func (e *Evaluator) congestionSpec(s *Sample, gbps, pct float64, elapsed time.Du
 	d := s.Def
 	rate := strconv.FormatFloat(s.PortRateGbps, 'g', -1, 64)
 	sp := event.Spec{
-		Kind: event.KindCongestion, CheckName: DegradationCheckName(s.LinkLayer),
+		Kind: event.KindCongestion, CheckName: event.DegradationCheckFor(s.LinkLayer),
 		ErrorCode: []string{CongestionErrorCode}, Device: s.Device, Port: s.Port,
 		Message: fmt.Sprintf("Port %s port %d: congested - %s lost an estimated %.1f Gb/s (%.1f%% of %s Gb/s) waiting for transmit credits over %s, above %s%%: look for congestion on the fabric (the switch port, the peer), not on this node",
 			s.Device, s.Port, d.Name, gbps, pct, rate, elapsed.Round(time.Second), strconv.FormatFloat(d.Threshold, 'g', -1, 64)),
@@ -135,6 +136,7 @@ func (e *Evaluator) congestionSpec(s *Sample, gbps, pct float64, elapsed time.Du
 			"portRateGbps": rate, "threshold": strconv.FormatFloat(d.Threshold, 'g', -1, 64), "window": d.Window().String(),
 			"bytesPerTick": strconv.FormatFloat(e.bytesPerTick, 'g', -1, 64),
 		},
+		Condition: condition.OfCounter(s.Device, s.Port, CongestionErrorCode),
 	}
 	if !raise {
 		sp.Kind, sp.IsHealthy = event.KindCongestionCleared, true

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // crashRig saves the memory the way the daemon does (encoded, and written

@@ -1,13 +1,11 @@
 package counters
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/observe"
 )
 
 // Threshold types (seed section 10.1).
@@ -29,14 +27,6 @@ const (
 	UnitMinute = "minute"
 	UnitHour   = "hour"
 )
-
-// NetClassPrefix is how a definition names the network-interface class
-// directory. It is replaced by the configured sysClassNetPath, so a test
-// host or a container with sysfs mounted elsewhere reads the right file.
-const NetClassPrefix = "/sys/class/net/"
-
-// InterfacePlaceholder stands for the port's netdev in a netdev path.
-const InterfacePlaceholder = "{interface}"
 
 // Definition is one row of the counter table: what file to read and when a
 // reading is a breach. Field names follow NVSentinel's configuration keys.
@@ -103,7 +93,7 @@ func Defaults() []Definition {
 		{Name: "roce_slow_restart", Path: "hw_counters/roce_slow_restart", Enabled: true,
 			ThresholdType: TypeVelocity, Threshold: 10, VelocityUnit: UnitSecond,
 			Description: "Victim flow oscillation"},
-		{Name: "carrier_changes", Path: NetClassPrefix + InterfacePlaceholder + "/carrier_changes", Enabled: true,
+		{Name: "carrier_changes", Path: observe.NetClassPrefix + observe.InterfacePlaceholder + "/carrier_changes", Enabled: true,
 			ThresholdType: TypeDelta, Threshold: 2,
 			Description: "Link instability - carrier state changes"},
 	}
@@ -153,41 +143,19 @@ func (d *Definition) Windowed() bool {
 
 // IsNetdev reports whether the counter lives under the port's network
 // interface (class/net/<iface>/...) rather than under ports/<n>.
-func (d *Definition) IsNetdev() bool {
-	// Validated netdev paths are absolute; the cheap first test keeps the
-	// per-reading cost of port counters (relative paths) near zero.
-	return strings.HasPrefix(d.Path, "/") && strings.Contains(d.Path, InterfacePlaceholder)
-}
+func (d *Definition) IsNetdev() bool { return observe.CounterPath(d.Path).Netdev() }
 
 // AppliesTo reports whether the counter is monitored on a port of the given
-// link layer. Netdev counters apply to RoCE (Ethernet) ports only: an
-// IPoIB interface is often taken administratively down and up while its IB
-// port stays ACTIVE, and each such toggle counts a carrier change that says
-// nothing about the link (DESIGN.md, field facts).
+// link layer (observe.CounterPath.AppliesTo).
 func (d *Definition) AppliesTo(linkLayer string) bool {
-	return (!d.IsNetdev() && !d.IsEthtool()) || linkLayer == topology.LinkLayerEthernet
+	return observe.CounterPath(d.Path).AppliesTo(linkLayer)
 }
 
-// File resolves the definition to the absolute file to read:
-//   - a port counter: portDir joined with Path;
-//   - a netdev counter: Path with the /sys/class/net prefix replaced by
-//     netClassDir and {interface} by iface;
-//   - a netdev counter on a port without a netdev (iface == ""): "" — there
-//     is nothing to read;
-//   - a driver statistic (IsEthtool): "" — it is not a file.
+// File resolves the definition to the absolute file to read
+// (observe.CounterPath.File): "" for a netdev counter of a port without a
+// netdev, and for a driver statistic.
 func (d *Definition) File(portDir, netClassDir, iface string) string {
-	if d.IsEthtool() {
-		return ""
-	}
-	if !d.IsNetdev() {
-		return filepath.Join(portDir, d.Path)
-	}
-	if iface == "" {
-		return ""
-	}
-	rel := strings.TrimPrefix(d.Path, NetClassPrefix)
-	rel = strings.ReplaceAll(rel, InterfacePlaceholder, iface)
-	return filepath.Join(netClassDir, rel)
+	return observe.CounterPath(d.Path).File(portDir, netClassDir, iface)
 }
 
 // Fingerprint identifies everything that decides a breach (path, type,
@@ -229,16 +197,4 @@ func ParseKey(key string) (device string, port int, counter string, ok bool) {
 		return "", 0, "", false
 	}
 	return device, n, counter, true
-}
-
-// DegradationCheckName is the check every counter event of a port belongs
-// to. Fatal counter breaches deliberately stay under it rather than the
-// state check (DESIGN.md difference 2): a consumer keying conditions by
-// check name would otherwise let the port's healthy state event clear a
-// latched counter breach.
-func DegradationCheckName(linkLayer string) string {
-	if linkLayer == topology.LinkLayerEthernet {
-		return event.EthernetDegradationCheck
-	}
-	return event.InfiniBandDegradationCheck
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -145,8 +145,8 @@ func TestCounters_6_6_Key(t *testing.T) {
 }
 
 func TestCounters_DESIGN2_CheckNames(t *testing.T) {
-	if DegradationCheckName(topology.LinkLayerInfiniBand) != event.InfiniBandDegradationCheck ||
-		DegradationCheckName(topology.LinkLayerEthernet) != event.EthernetDegradationCheck {
+	if event.DegradationCheckFor(topology.LinkLayerInfiniBand) != event.InfiniBandDegradationCheck ||
+		event.DegradationCheckFor(topology.LinkLayerEthernet) != event.EthernetDegradationCheck {
 		t.Fatal("wrong degradation check names")
 	}
 }

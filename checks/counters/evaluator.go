@@ -2,13 +2,12 @@ package counters
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -252,7 +251,7 @@ func (e *Evaluator) Evaluate(st *Memory, s Sample, rebootDetected bool) (specs [
 		return nil, false
 	}
 	ensureMaps(st)
-	ev := evaluation{e: e, st: st, s: s, ent: e.entry(s.Device, s.Port, d.Name), check: DegradationCheckName(s.LinkLayer)}
+	ev := evaluation{e: e, st: st, s: s, ent: e.entry(s.Device, s.Port, d.Name), check: event.DegradationCheckFor(s.LinkLayer)}
 	ev.snap, ev.hasSnap = st.CounterSnapshots[ev.ent.key]
 	ev.flag, ev.hasFlag = st.BreachFlags[ev.ent.key]
 	ev.step(rebootDetected)
@@ -448,7 +447,7 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 		// One link down, one condition: its twin's latch holds it.
 		return nil, true
 	}
-	check := DegradationCheckName(s.LinkLayer)
+	check := event.DegradationCheckFor(s.LinkLayer)
 	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,
 		CheckName:  check,
@@ -458,105 +457,6 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	}
 	sp := e.breachSpec(s, check, m.delta, m.rate, m.perSec, m.elapsed, ent.lowerBound)
 	return &sp, true
-}
-
-// measure is a judged reading: how much the counter moved, over what time,
-// its rate in the definition's unit and per second, and the verdict.
-type measure struct {
-	delta        uint64
-	elapsed      time.Duration
-	rate, perSec float64
-	breach       bool
-}
-
-// windowState says what a velocity reading does to its window.
-type windowState int
-
-const (
-	windowJudged    windowState = iota // a full window, judged; the next one starts now
-	windowPersisted                    // judged, and the new window's start must be saved
-	windowHeld                         // not full yet: the snapshot holds
-	windowRestarted                    // restarted from this reading, not judged
-)
-
-// velocity judges a velocity counter over its window (seed 10.4 step 5):
-// never before the window is full, never extrapolated.
-func velocity(d *Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
-	window := d.Window()
-	elapsed := now.Sub(snap.Timestamp)
-	switch {
-	case elapsed < 0:
-		// The wall clock was stepped back behind the snapshot. Holding
-		// the snapshot would freeze the window until the clock caught up
-		// (possibly days); restart it from this reading instead.
-		return measure{}, windowRestarted
-	case elapsed < window:
-		return measure{}, windowHeld
-	case window < PersistWindowFrom && !ent.seen && elapsed > window+window/2:
-		// First reading in this process of a short window restored from
-		// the state file: its rollovers were not saved, so the snapshot
-		// may be far older than the window in progress when the daemon
-		// stopped, and averaging over it would dilute a burst. Start a
-		// fresh window; a lasting fault shows in it.
-		return measure{}, windowRestarted
-	}
-	rate := float64(delta) * float64(window) / float64(elapsed)
-	m := measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > d.Threshold}
-	if window >= PersistWindowFrom {
-		return m, windowPersisted
-	}
-	return m, windowJudged
-}
-
-// deltaOver judges a delta counter: the change since the last reading
-// against the threshold, its rate over the last tick (Since) for the
-// message.
-func deltaOver(d *Definition, s *Sample, snap CounterSnapshot, now time.Time, delta uint64) measure {
-	elapsed := now.Sub(snap.Timestamp)
-	if s.Since.After(snap.Timestamp) && !s.Since.After(now) {
-		elapsed = now.Sub(s.Since)
-	}
-	m := measure{delta: delta, elapsed: elapsed, breach: float64(delta) > d.Threshold}
-	if elapsed > 0 {
-		m.perSec = float64(delta) / elapsed.Seconds()
-	}
-	m.rate = m.perSec
-	return m
-}
-
-// saturation raises, once per file, a classic PMA counter stuck at its
-// maximum: a non-fatal loss of visibility (DESIGN.md difference 14), and
-// clears it when the counter moves again (its counters were cleared, or the
-// device reset).
-func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spec, bool) {
-	limit, bits, ok := SaturationLimit(s.Def.Path)
-	if !ok {
-		return nil, false
-	}
-	if s.Value != limit && len(st.Saturated) == 0 {
-		return nil, false
-	}
-	if ent.satFor != s.Def.Path || ent.satKey == "" {
-		ent.satKey = Key(s.Device, s.Port, fileName(s.Def.Path))
-		ent.satFor = s.Def.Path
-	}
-	since, marked := st.Saturated[ent.satKey]
-	switch {
-	case s.Value == limit && !marked:
-		st.Saturated[ent.satKey] = s.Now
-		st.raisedUnder(ent.satKey, DegradationCheckName(s.LinkLayer))
-		sp := saturatedSpec(s, DegradationCheckName(s.LinkLayer), limit, bits)
-		return &sp, true
-	case s.Value != limit && marked:
-		check := st.checkOf(ent.satKey)
-		delete(st.Saturated, ent.satKey)
-		st.raisedUnder(ent.satKey, "")
-		sp := unsaturatedSpec(fileName(s.Def.Path), s.Device, s.Port, check, since,
-			fmt.Sprintf("Port %s port %d: %s moves again (now %d, below its %d-bit maximum %d); new errors are visible",
-				s.Device, s.Port, fileName(s.Def.Path), s.Value, bits, limit))
-		return &sp, true
-	}
-	return nil, false
 }
 
 // noReading logs an unusable value at most once per file per logEvery. A

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one
@@ -21,6 +22,7 @@ func CheckClearedSpec(checkName string) event.Spec {
 		CheckName: checkName,
 		IsHealthy: true,
 		Message:   checkName + ": host rebooted (boot ID changed); all previous conditions of this check are cleared",
+		Condition: condition.OfNode(""),
 	}
 }
 
@@ -44,6 +46,7 @@ func baselineSpec(name, device string, port int, check string, value uint64, fre
 			"value":   strconv.FormatUint(value, 10),
 			"reason":  reason,
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -73,6 +76,7 @@ func resetRecoverySpec(name, device string, port int, flag BreachFlag, check str
 			"reason":        "reset",
 			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -90,6 +94,7 @@ func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message,
 			"reason":        reason,
 			"breachedSince": flag.Since.UTC().Format(time.RFC3339),
 		},
+		Condition: condition.OfCounter(device, port, name),
 	}
 }
 
@@ -115,6 +120,7 @@ func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
 			"bits":    strconv.Itoa(bits),
 			"path":    s.Def.Path,
 		},
+		Condition: condition.OfCounter(s.Device, s.Port, SaturatedErrorCode(name)),
 	}
 }
 
@@ -123,7 +129,8 @@ func unsaturatedSpec(file, device string, port int, check string, since time.Tim
 	return event.Spec{
 		Kind: event.KindCounterUnsaturated, CheckName: check, IsHealthy: true, Message: message,
 		ErrorCode: []string{SaturatedErrorCode(file)}, Device: device, Port: port,
-		Metadata: map[string]string{"counter": file, "saturatedSince": since.UTC().Format(time.RFC3339)},
+		Metadata:  map[string]string{"counter": file, "saturatedSince": since.UTC().Format(time.RFC3339)},
+		Condition: condition.OfCounter(device, port, SaturatedErrorCode(file)),
 	}
 }
 
@@ -192,6 +199,7 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		Device:    s.Device,
 		Port:      s.Port,
 		Metadata:  md,
+		Condition: condition.OfCounter(s.Device, s.Port, d.Name),
 	}
 }
 
@@ -203,7 +211,7 @@ func lowerPrefix(lowerBound bool) string {
 }
 
 // maxBaselineCodes is how many counters one folded baseline names: the
-// event bound's number of error codes (checks/event), so none is cut.
+// event bound's number of error codes (event), so none is cut.
 const maxBaselineCodes = 16
 
 // FoldBaselines folds the per-counter baselines among specs[from:] into one
@@ -294,5 +302,6 @@ func foldedBaseline(specs []event.Spec, idx []int) event.Spec {
 			"values":   strings.Join(values, ","),
 			"reason":   first.Metadata["reason"],
 		},
+		Condition: condition.OfPort(first.Device, first.Port),
 	}
 }

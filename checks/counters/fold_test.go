@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Seed 6.5 asks for a healthy baseline of every counter after a reboot.

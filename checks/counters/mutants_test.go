@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // TestCounters_6_3_ResetRecoveryReportsLastValueRead: while a breach is

@@ -5,30 +5,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// EthtoolPrefix is how a definition names a driver statistic instead of a
-// file: "ethtool:rx_corrected_bits_phy" is the value `ethtool -S <netdev>`
-// prints for that name, read on the port's own netdev (there is no
-// {interface}: the statistic always belongs to the port's netdev). Such
-// counters apply to Ethernet (RoCE) ports only; an InfiniBand port's IPoIB
-// netdev has no PHY statistics.
-const EthtoolPrefix = "ethtool:"
+	"github.com/nichealth/nichealthd/observe"
+)
 
 // maxStatName is ETH_GSTRING_LEN less its NUL: the driver cannot have a
 // longer name.
 const maxStatName = 31
 
-// IsEthtool reports whether the counter is a driver statistic.
-func (d *Definition) IsEthtool() bool { return strings.HasPrefix(d.Path, EthtoolPrefix) }
+// IsEthtool reports whether the counter is a driver statistic
+// (observe.EthtoolPrefix): "ethtool:rx_corrected_bits_phy" is the value
+// `ethtool -S <netdev>` prints for that name, read on the port's own
+// netdev. Such counters apply to Ethernet (RoCE) ports only; an
+// InfiniBand port's IPoIB netdev has no PHY statistics.
+func (d *Definition) IsEthtool() bool { return observe.CounterPath(d.Path).Ethtool() }
 
 // EthtoolStat is the driver statistic's name ("" for a file counter).
-func (d *Definition) EthtoolStat() string {
-	if s, ok := strings.CutPrefix(d.Path, EthtoolPrefix); ok {
-		return s
-	}
-	return ""
-}
+func (d *Definition) EthtoolStat() string { return observe.CounterPath(d.Path).Stat() }
 
 // PHY default thresholds. Why each is what it is:
 //
@@ -73,16 +66,16 @@ func TableDefaults() []Definition { return append(Defaults(), PHYDefaults()...) 
 // (RoCE) ports.
 func PHYDefaults() []Definition {
 	return []Definition{
-		{Name: "rx_corrected_bits_phy", Path: EthtoolPrefix + "rx_corrected_bits_phy", Enabled: true,
+		{Name: "rx_corrected_bits_phy", Path: observe.EthtoolPrefix + "rx_corrected_bits_phy", Enabled: true,
 			ThresholdType: TypeBER, Threshold: DefaultBERThreshold, VelocityUnit: UnitMinute,
 			Description: "Pre-FEC bit error rate high - link losing FEC margin"},
-		{Name: "rx_symbol_err_phy", Path: EthtoolPrefix + "rx_symbol_err_phy", Enabled: true, IsFatal: true,
+		{Name: "rx_symbol_err_phy", Path: observe.EthtoolPrefix + "rx_symbol_err_phy", Enabled: true, IsFatal: true,
 			ThresholdType: TypeVelocity, Threshold: 120, VelocityUnit: UnitHour,
 			Description: "Post-FEC uncorrectable errors - FEC margin exhausted, frames lost"},
-		{Name: "rx_pcs_symbol_err_phy", Path: EthtoolPrefix + "rx_pcs_symbol_err_phy", Enabled: true,
+		{Name: "rx_pcs_symbol_err_phy", Path: observe.EthtoolPrefix + "rx_pcs_symbol_err_phy", Enabled: true,
 			ThresholdType: TypeVelocity, Threshold: 10, VelocityUnit: UnitMinute,
 			Description: "PCS symbol errors not corrected by FEC - traffic lost"},
-		{Name: "link_down_events_phy", Path: EthtoolPrefix + "link_down_events_phy", Enabled: true, IsFatal: true,
+		{Name: "link_down_events_phy", Path: observe.EthtoolPrefix + "link_down_events_phy", Enabled: true, IsFatal: true,
 			ThresholdType: TypeDelta, Threshold: 0,
 			Description: "PHY link down (64-bit) - QP disconnect"},
 	}
@@ -93,7 +86,7 @@ func ethtoolStatProblem(stat string) string {
 	switch {
 	case stat == "":
 		return "names no statistic; write ethtool:<name> as `ethtool -S <netdev>` prints it, e.g. ethtool:rx_corrected_bits_phy"
-	case strings.Contains(stat, InterfacePlaceholder):
+	case strings.Contains(stat, observe.InterfacePlaceholder):
 		return "must not name an interface: an ethtool: counter is read on the port's own netdev, e.g. ethtool:rx_corrected_bits_phy"
 	case len(stat) > maxStatName:
 		return fmt.Sprintf("names a statistic longer than %d characters, which no driver can have", maxStatName)

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Errors of Acknowledge.
@@ -81,8 +82,9 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 		specs = append(specs, event.Spec{
 			Kind: event.KindCongestionCleared, CheckName: check, IsHealthy: true,
 			ErrorCode: []string{CongestionErrorCode}, Device: dev, Port: port,
-			Message:  fmt.Sprintf("Port %s port %d: %s is no longer judged for congestion (configuration changed); its congestion condition is cleared", dev, port, name),
-			Metadata: map[string]string{"counter": name, "congestedSince": since.UTC().Format(time.RFC3339)},
+			Message:   fmt.Sprintf("Port %s port %d: %s is no longer judged for congestion (configuration changed); its congestion condition is cleared", dev, port, name),
+			Metadata:  map[string]string{"counter": name, "congestedSince": since.UTC().Format(time.RFC3339)},
+			Condition: condition.OfCounter(dev, port, CongestionErrorCode),
 		})
 	}
 	// In-memory entries are kept (they remember that the counter was seen,

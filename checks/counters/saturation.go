@@ -1,6 +1,11 @@
 package counters
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nichealth/nichealthd/event"
+)
 
 // SaturationLimit returns the value at which a classic PMA counter stops
 // (its field width is fixed by the InfiniBand PortCounters attribute) and
@@ -37,4 +42,39 @@ func fileName(path string) string {
 		return path[i+1:]
 	}
 	return path
+}
+
+// saturation raises, once per file, a classic PMA counter stuck at its
+// maximum: a non-fatal loss of visibility (DESIGN.md difference 14), and
+// clears it when the counter moves again (its counters were cleared, or the
+// device reset).
+func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spec, bool) {
+	limit, bits, ok := SaturationLimit(s.Def.Path)
+	if !ok {
+		return nil, false
+	}
+	if s.Value != limit && len(st.Saturated) == 0 {
+		return nil, false
+	}
+	if ent.satFor != s.Def.Path || ent.satKey == "" {
+		ent.satKey = Key(s.Device, s.Port, fileName(s.Def.Path))
+		ent.satFor = s.Def.Path
+	}
+	since, marked := st.Saturated[ent.satKey]
+	switch {
+	case s.Value == limit && !marked:
+		st.Saturated[ent.satKey] = s.Now
+		st.raisedUnder(ent.satKey, event.DegradationCheckFor(s.LinkLayer))
+		sp := saturatedSpec(s, event.DegradationCheckFor(s.LinkLayer), limit, bits)
+		return &sp, true
+	case s.Value != limit && marked:
+		check := st.checkOf(ent.satKey)
+		delete(st.Saturated, ent.satKey)
+		st.raisedUnder(ent.satKey, "")
+		sp := unsaturatedSpec(fileName(s.Def.Path), s.Device, s.Port, check, since,
+			fmt.Sprintf("Port %s port %d: %s moves again (now %d, below its %d-bit maximum %d); new errors are visible",
+				s.Device, s.Port, fileName(s.Def.Path), s.Value, bits, limit))
+		return &sp, true
+	}
+	return nil, false
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Seed 10.4 step 6 latches a fatal delta breach; on a RoCE port one link

@@ -2,12 +2,12 @@ package health
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Severity orders verdicts: the worst one wins.
@@ -29,83 +29,6 @@ func (s Severity) String() string {
 	return "healthy"
 }
 
-// EntityKind is what a condition is about.
-type EntityKind string
-
-const (
-	EntityNode    EntityKind = "node"
-	EntityCard    EntityKind = "card"
-	EntityNIC     EntityKind = "nic"
-	EntityPort    EntityKind = "port"
-	EntityCounter EntityKind = "counter" // Name: the counter
-	EntityFile    EntityKind = "file"    // Name: the sysfs file whose read hung
-	EntityFinding EntityKind = "finding" // Name: the link sanity finding kind
-	// EntityPCI is a PCI function on NICs' paths, the NIC's own function
-	// or a bridge/switch port above it (PCI: its address, Name: the AER
-	// class or the path finding's kind). Its condition covers exactly the
-	// ports its event listed: every NIC below the function.
-	EntityPCI EntityKind = "pci"
-	// EntityCheck is one of the daemon's own checks (Name), disabled by a
-	// panic: the node is not healthy, but no port is at fault.
-	EntityCheck EntityKind = "check"
-	// EntityKernelLog is a kernel-log pattern's condition (Name: the
-	// pattern) on one PCI function (PCI), covering exactly the ports its
-	// event listed; with no port it is a node-level condition (a function
-	// without an RDMA device, or PCI empty: a record naming no function).
-	EntityKernelLog EntityKind = "kernel-log"
-)
-
-// Entity names the thing a condition is about. Device and Port are set for
-// every kind below a NIC; Card for a card.
-type Entity struct {
-	Kind   EntityKind `json:"kind"`
-	Device string     `json:"device,omitempty"`
-	Port   int        `json:"port,omitempty"`
-	Card   string     `json:"card,omitempty"`
-	Name   string     `json:"name,omitempty"`
-	// PCI is the address of an EntityPCI: one condition per function and
-	// name, whatever NIC below it was named first.
-	PCI string `json:"pci,omitempty"`
-}
-
-func (e Entity) String() string {
-	switch e.Kind {
-	case EntityNode:
-		if e.Name != "" {
-			return "node " + e.Name
-		}
-		return "node"
-	case EntityCard:
-		if e.Name != "" {
-			return "card " + e.Card + " " + e.Name
-		}
-		return "card " + e.Card
-	case EntityPCI:
-		return fmt.Sprintf("PCI %s %s", e.PCI, e.Name)
-	case EntityCheck:
-		return "check " + e.Name
-	case EntityKernelLog:
-		if e.PCI == "" {
-			return "node kernel log " + e.Name
-		}
-		return fmt.Sprintf("PCI %s kernel log %s", e.PCI, e.Name)
-	case EntityNIC:
-		return e.Device
-	case EntityPort:
-		return fmt.Sprintf("%s/%d", e.Device, e.Port)
-	}
-	if e.Port > 0 {
-		return fmt.Sprintf("%s/%d %s", e.Device, e.Port, e.Name)
-	}
-	return fmt.Sprintf("%s %s", e.Device, e.Name)
-}
-
-// Key identifies a condition: one per (check, entity).
-type Key struct {
-	Check  string
-	Entity Entity
-}
-
 // PortRef names a port a card-level condition is about.
 type PortRef struct {
 	Device string `json:"device"`
@@ -115,7 +38,7 @@ type PortRef struct {
 // Condition is one active finding.
 type Condition struct {
 	Check    string                  `json:"check"`
-	Entity   Entity                  `json:"entity"`
+	Entity   condition.Entity        `json:"entity"`
 	Severity Severity                `json:"severity"`
 	Kind     event.Kind              `json:"kind"`
 	Message  string                  `json:"message"`
@@ -128,13 +51,13 @@ type Condition struct {
 }
 
 // Key returns the condition's key.
-func (c *Condition) Key() Key { return Key{c.Check, c.Entity} }
+func (c *Condition) Key() condition.Key { return condition.Key{Check: c.Check, Entity: c.Entity} }
 
 // IsSanityFinding reports whether the condition is a link sanity finding:
-// one about a port, or one about a PCIe hop above it (an EntityPCI raised
+// one about a port, or one about a PCIe hop above it (an condition.PCI raised
 // by the sanity pass). Views list these as the port's sanity findings.
 func (c *Condition) IsSanityFinding() bool {
-	return c.Entity.Kind == EntityFinding || c.Entity.Kind == EntityPCI && c.Kind == event.KindLinkSanity
+	return c.Entity.Kind == condition.Finding || c.Entity.Kind == condition.PCI && c.Kind == event.KindLinkSanity
 }
 
 // Covers reports whether the condition bears on a port's verdict: it is
@@ -142,17 +65,17 @@ func (c *Condition) IsSanityFinding() bool {
 // NIC, or its card.
 func (c *Condition) Covers(device string, port int, card string) bool {
 	switch c.Entity.Kind {
-	case EntityCheck:
+	case condition.Check:
 		return false
-	case EntityNode:
+	case condition.Node:
 		// A node-level condition (no subnet manager) bears on the ports
 		// it names.
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
-	case EntityCard:
+	case condition.Card:
 		return card != "" && c.Entity.Card == card
-	case EntityPCI, EntityKernelLog:
+	case condition.PCI, condition.KernelLog:
 		return slices.Contains(c.Ports, PortRef{Device: device, Port: port})
-	case EntityNIC:
+	case condition.NIC:
 		return c.Entity.Device == device
 	}
 	return c.Entity.Device == device && (c.Entity.Port == port || c.Entity.Port == 0)

@@ -3,18 +3,20 @@ package health
 import (
 	"slices"
 	"strconv"
+	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // Model holds the active conditions. It is not safe for concurrent use: the
 // daemon's poll loop owns it and publishes Snapshots for everyone else.
 type Model struct {
-	conds map[Key]Condition
+	conds map[condition.Key]Condition
 }
 
 // NewModel returns a model with no conditions.
-func NewModel() *Model { return &Model{conds: map[Key]Condition{}} }
+func NewModel() *Model { return &Model{conds: map[condition.Key]Condition{}} }
 
 // Len is the number of active conditions.
 func (m *Model) Len() int { return len(m.conds) }
@@ -60,11 +62,11 @@ func (m *Model) Apply(e *event.Event) bool {
 			return m.rename(e.Device(), nw)
 		}
 	}
-	ent, ok := EntityOf(e)
+	k, ok := event.KeyOf(e)
 	if !ok {
 		return false
 	}
-	k := Key{Check: e.CheckName, Entity: ent}
+	ent := k.Entity
 	if e.IsHealthy {
 		if _, had := m.conds[k]; !had {
 			return false
@@ -82,7 +84,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		// A re-grade keeps when the trouble started.
 		c.Since = old.Since
 	}
-	if ent.Kind == EntityCard || ent.Kind == EntityPCI || ent.Kind == EntityNode || ent.Kind == EntityKernelLog {
+	if ent.Kind == condition.Card || ent.Kind == condition.PCI || ent.Kind == condition.Node || ent.Kind == condition.KernelLog {
 		c.Ports = portsOf(e)
 	}
 	m.conds[k] = c
@@ -110,135 +112,13 @@ func (m *Model) rename(old, nw string) bool {
 		}
 		delete(m.conds, k)
 		changed = true
-		if k.Entity.Kind == EntityNIC {
+		if k.Entity.Kind == condition.NIC {
 			continue // the NIC is here again, under its new name
 		}
 		c.Entity.Device = nw
 		m.conds[c.Key()] = c
 	}
 	return m.renamePorts(old, nw) || changed
-}
-
-// Names of the inventory's conditions: the one condition of a PCI
-// function (EntityPCI) and the node's expected compute ports (EntityNode).
-const (
-	InventoryName     = "inventory"
-	ExpectedPortsName = "expected-ports"
-)
-
-// EntityOf says which entity an event is about. The kinds with a finer
-// entity than the port (counters, hung files, sanity findings) keep one
-// condition each, so one counter's recovery does not clear another's
-// breach; a card event names its card (metadata "card"); otherwise the
-// port, the NIC, or the node.
-func EntityOf(e *event.Event) (Entity, bool) {
-	dev := e.Device()
-	port, _ := strconv.Atoi(e.Port())
-	if card := cardOf(e); card != "" && (e.Kind == event.KindCardAnomaly || e.Kind == event.KindCardRecovered) {
-		return Entity{Kind: EntityCard, Card: card}, true
-	}
-	switch e.Kind {
-	case event.KindCheckFailed, event.KindCheckResumed:
-		if name := e.Metadata["check"]; name != "" {
-			return Entity{Kind: EntityCheck, Name: name}, true
-		}
-		return Entity{}, false
-	case event.KindFunctionFailed, event.KindFunctionAbsent, event.KindFunctionOK:
-		// One condition per function, whatever is wrong with it: a
-		// function that goes from unbound to gone is re-graded, not
-		// raised twice.
-		if e.Metadata["pci"] == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: InventoryName}, true
-	case event.KindDrift, event.KindDriftOK:
-		if card := cardOf(e); card != "" && e.Metadata["drift"] != "" {
-			return Entity{Kind: EntityCard, Card: card, Name: e.Metadata["drift"]}, true
-		}
-		return Entity{}, false
-	case event.KindPortsShort, event.KindPortsOK:
-		return Entity{Kind: EntityNode, Name: ExpectedPortsName}, true
-	case event.KindPCIeAER, event.KindPCIeAERRecovered:
-		if e.Metadata["pci"] == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityPCI, PCI: e.Metadata["pci"], Name: e.Metadata["aer"]}, true
-	case event.KindKernelLog, event.KindKernelLogCleared:
-		// One condition per pattern and function, whatever ports the
-		// function had when it was raised.
-		if e.Metadata["pattern"] == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityKernelLog, PCI: e.Metadata["pci"], Name: e.Metadata["pattern"]}, true
-	case event.KindNoSubnetManager, event.KindSubnetManagerFound:
-		// One condition per role group, covering the group's ports.
-		return Entity{Kind: EntityNode, Name: "no-subnet-manager " + e.Metadata["role"]}, true
-	case event.KindCounterSaturated, event.KindCounterUnsaturated, event.KindCongestion, event.KindCongestionCleared:
-		// Keyed by their own error code ("saturated:link_downed",
-		// "congestion"), never by the counter's name: a saturated
-		// link_downed must not replace, or be cleared with, its latched
-		// fatal breach.
-		if len(e.ErrorCode) != 1 || dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
-	case event.KindCounterBreach, event.KindCounterRecovered, event.KindCounterBaseline:
-		name := e.Metadata["counter"]
-		if name == "" && len(e.ErrorCode) == 1 {
-			name = e.ErrorCode[0]
-		}
-		if name == "" || dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityCounter, Device: dev, Port: port, Name: name}, true
-	case event.KindReadStuck, event.KindReadRecovered, event.KindReadParked, event.KindReadResumed:
-		f := e.Metadata["file"]
-		if f == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityFile, Device: dev, Port: port, Name: f}, true
-	case event.KindLinkSanity, event.KindLinkSanityOK:
-		if hop := e.Metadata["pciHop"]; hop != "" {
-			// A slow link on the PCIe path is one finding whatever the
-			// NICs below it (their ports are the event's entities).
-			name := e.Metadata["finding"]
-			if name == "" && len(e.ErrorCode) > 0 {
-				name = e.ErrorCode[0] // written before findings named their kind
-			}
-			if name == "" {
-				return Entity{}, false
-			}
-			return Entity{Kind: EntityPCI, PCI: hop, Name: name}, true
-		}
-		if len(e.ErrorCode) != 1 {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityFinding, Device: dev, Port: port, Name: e.ErrorCode[0]}, true
-	case event.KindDeviceDisappeared, event.KindDeviceReappeared:
-		if dev == "" {
-			return Entity{}, false
-		}
-		return Entity{Kind: EntityNIC, Device: dev}, true
-	}
-	switch {
-	case dev != "" && port > 0:
-		return Entity{Kind: EntityPort, Device: dev, Port: port}, true
-	case dev != "":
-		return Entity{Kind: EntityNIC, Device: dev}, true
-	}
-	return Entity{Kind: EntityNode}, true
-}
-
-func cardOf(e *event.Event) string {
-	if c := e.Metadata["card"]; c != "" {
-		return c
-	}
-	for _, en := range e.EntitiesImpacted {
-		if en.Type == event.EntityCard {
-			return en.Value
-		}
-	}
-	return ""
 }
 
 // portsOf lists the (NIC, NICPort) pairs of an event, in order: a card
@@ -260,7 +140,15 @@ func portsOf(e *event.Event) []PortRef {
 }
 
 // Has reports whether the condition of (check, entity) is active.
-func (m *Model) Has(check string, e Entity) bool {
-	_, ok := m.conds[Key{Check: check, Entity: e}]
+func (m *Model) Has(k condition.Key) bool {
+	_, ok := m.conds[k]
 	return ok
+}
+
+// Each calls f with every active condition, worst first: its key, the
+// kind of its raise, whether it is fatal, and since when.
+func (m *Model) Each(f func(k condition.Key, kind event.Kind, fatal bool, since time.Time)) {
+	for _, c := range m.Conditions() {
+		f(c.Key(), c.Kind, c.Severity == Fatal, c.Since)
+	}
 }

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 func ev(s event.Spec) *event.Event {
@@ -44,7 +45,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		name         string
 		raise, clear event.Spec
 		verdict      Severity
-		entity       EntityKind
+		entity       condition.Kind
 		// nodeOnly: the condition covers no port (a PCI function without
 		// an RDMA device, the node's compute ports, a check disabled by a
 		// panic): only the node's verdict shows it.
@@ -53,87 +54,87 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		{"port fatal",
 			event.Spec{Kind: event.KindPortFatal, CheckName: ib, IsFatal: true, Device: "mlx5_0", Port: 1, Message: "down"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			Fatal, EntityPort, false},
+			Fatal, condition.Port, false},
 		{"port non-fatal",
 			event.Spec{Kind: event.KindPortNonFatal, CheckName: ib, Device: "mlx5_0", Port: 1, Message: "init"},
 			event.Spec{Kind: event.KindPortRecovered, CheckName: ib, IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort, false},
+			NonFatal, condition.Port, false},
 		{"latched fatal counter, cleared by acknowledgement",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, IsFatal: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
 			event.Spec{Kind: event.KindCounterRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"link_downed"}, Metadata: map[string]string{"counter": "link_downed"}},
-			Fatal, EntityCounter, false},
+			Fatal, condition.Counter, false},
 		{"latched non-fatal counter, cleared by reboot",
 			event.Spec{Kind: event.KindCounterBreach, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
 			event.Spec{Kind: event.KindCheckCleared, CheckName: deg, IsHealthy: true},
-			NonFatal, EntityCounter, false},
+			NonFatal, condition.Counter, false},
 		{"card anomaly",
 			event.Spec{Kind: event.KindCardAnomaly, CheckName: ib, IsFatal: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
 			event.Spec{Kind: event.KindCardRecovered, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}},
-			Fatal, EntityCard, false},
+			Fatal, condition.Card, false},
 		{"disappeared NIC",
 			event.Spec{Kind: event.KindDeviceDisappeared, CheckName: ib, IsFatal: true, Device: "mlx5_0"},
 			event.Spec{Kind: event.KindDeviceReappeared, CheckName: ib, IsHealthy: true, Device: "mlx5_0"},
-			Fatal, EntityNIC, false},
+			Fatal, condition.NIC, false},
 		{"stuck read",
 			event.Spec{Kind: event.KindReadStuck, CheckName: deg, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
 			event.Spec{Kind: event.KindReadRecovered, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/state"}},
-			NonFatal, EntityFile, false},
+			NonFatal, condition.File, false},
 		{"sanity finding",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"sm-lid"}},
-			NonFatal, EntityFinding, false},
+			NonFatal, condition.Finding, false},
 		{"PCIe AER on a function above the port",
 			event.Spec{Kind: event.KindPCIeAER, CheckName: deg, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
 			event.Spec{Kind: event.KindPCIeAERRecovered, CheckName: deg, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pci": "0000:3a:00.0", "aer": "fatal"}},
-			Fatal, EntityPCI, false},
+			Fatal, condition.PCI, false},
 		{"parked file",
 			event.Spec{Kind: event.KindReadParked, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"EACCES"}, Metadata: map[string]string{"file": "/s/counters/symbol_error", "errno": "EACCES"}},
 			event.Spec{Kind: event.KindReadResumed, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, Metadata: map[string]string{"file": "/s/counters/symbol_error"}},
-			NonFatal, EntityFile, false},
+			NonFatal, condition.File, false},
 		{"slow PCIe hop above the port",
 			event.Spec{Kind: event.KindLinkSanity, CheckName: deg, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
 			event.Spec{Kind: event.KindLinkSanityOK, CheckName: deg, IsHealthy: true, ErrorCode: []string{"pcie-path-width"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pciHop": "0000:17:00.0"}},
-			NonFatal, EntityPCI, false},
+			NonFatal, condition.PCI, false},
 		{"saturated counter: visibility lost until it moves again",
 			event.Spec{Kind: event.KindCounterSaturated, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
 			event.Spec{Kind: event.KindCounterUnsaturated, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"saturated:symbol_error"}, Metadata: map[string]string{"counter": "symbol_error"}},
-			NonFatal, EntityCounter, false},
+			NonFatal, condition.Counter, false},
 		{"congested port",
 			event.Spec{Kind: event.KindCongestion, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
 			event.Spec{Kind: event.KindCongestionCleared, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
-			NonFatal, EntityCounter, false},
+			NonFatal, condition.Counter, false},
 		{"no subnet manager: a node condition over the group's ports",
 			event.Spec{Kind: event.KindNoSubnetManager, CheckName: ib, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
 			event.Spec{Kind: event.KindSubnetManagerFound, CheckName: ib, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},
-			NonFatal, EntityNode, false},
+			NonFatal, condition.Node, false},
 		{"kernel log pattern on the port's NIC function",
 			event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
 			event.Spec{Kind: event.KindKernelLogCleared, CheckName: "NICKernelLogCheck", IsHealthy: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
-			Fatal, EntityKernelLog, false},
+			Fatal, condition.KernelLog, false},
 		{"fleet rule on the port",
 			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
 			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},
-			NonFatal, EntityPort, false},
+			NonFatal, condition.Port, false},
 		{"check disabled by a panic, cleared when it runs again",
 			event.Spec{Kind: event.KindCheckFailed, CheckName: deg, Check: deg, Metadata: map[string]string{"check": deg}, Message: "disabled"},
 			event.Spec{Kind: event.KindCheckResumed, CheckName: deg, Check: deg, IsHealthy: true, Metadata: map[string]string{"check": deg}},
-			NonFatal, EntityCheck, true},
+			NonFatal, condition.Check, true},
 		{"unbound NIC function",
 			event.Spec{Kind: event.KindFunctionFailed, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "unbound"}},
 			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
-			Fatal, EntityPCI, true},
+			Fatal, condition.PCI, true},
 		{"NIC function gone since the last boot, acknowledged",
 			event.Spec{Kind: event.KindFunctionAbsent, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0", "fault": "absent"}},
 			event.Spec{Kind: event.KindFunctionOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityPCI, Value: "0000:3d:00.0"}}, Metadata: map[string]string{"pci": "0000:3d:00.0"}},
-			Fatal, EntityPCI, true},
+			Fatal, condition.PCI, true},
 		{"firmware drift on the port's card",
 			event.Spec{Kind: event.KindDrift, CheckName: ib, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
 			event.Spec{Kind: event.KindDriftOK, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
-			NonFatal, EntityCard, false},
+			NonFatal, condition.Card, false},
 		{"fewer compute ports than expected",
 			event.Spec{Kind: event.KindPortsShort, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
 			event.Spec{Kind: event.KindPortsOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
-			Fatal, EntityNode, true},
+			Fatal, condition.Node, true},
 	} {
 		raised[tc.raise.Kind] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,7 +150,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			portVerdict := tc.verdict
 			if tc.nodeOnly {
 				portVerdict = Healthy
-				if fc := s.FailedChecks(); tc.entity == EntityCheck && len(fc) != 1 {
+				if fc := s.FailedChecks(); tc.entity == condition.Check && len(fc) != 1 {
 					t.Errorf("FailedChecks %+v", fc)
 				}
 			}
@@ -274,7 +275,7 @@ func TestHealth_NodeLevelKernelLogCondition(t *testing.T) {
 	clr := raise
 	clr.Kind, clr.IsHealthy = event.KindKernelLogCleared, true
 	m.Apply(ev(clr))
-	if m.Len() != 1 || m.Has("NICKernelLogCheck", Entity{Kind: EntityKernelLog, Name: "napi_soft_lockup"}) {
+	if m.Len() != 1 || m.Has(condition.Key{Check: "NICKernelLogCheck", Entity: condition.OfKernelLog("", "napi_soft_lockup")}) {
 		t.Fatalf("after the clear: %+v", m.Conditions())
 	}
 }

@@ -3,7 +3,8 @@ package health
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // TestPCIePath_HopConditionCoversEveryPortBelow: a PCIe path finding is one
@@ -29,8 +30,9 @@ func TestPCIePath_HopConditionCoversEveryPortBelow(t *testing.T) {
 	if m.Len() != 4 {
 		t.Fatalf("conditions %+v", m.Conditions())
 	}
-	e, _ := EntityOf(hop("0000:17:00.0", "pcie-path-width", false))
-	if e.String() != "PCI 0000:17:00.0 pcie-path-width" || e.Kind != EntityPCI || e.Device != "" {
+	k, _ := event.KeyOf(hop("0000:17:00.0", "pcie-path-width", false))
+	e := k.Entity
+	if e.String() != "PCI 0000:17:00.0 pcie-path-width" || e.Kind != condition.PCI || e.Device != "" {
 		t.Fatalf("entity %+v %q", e, e.String())
 	}
 	s := Build(Node{}, []PortInfo{{Device: "mlx5_0", Port: 1}, {Device: "mlx5_1", Port: 1}, {Device: "mlx5_3", Port: 1}}, m.Conditions())
@@ -43,7 +45,7 @@ func TestPCIePath_HopConditionCoversEveryPortBelow(t *testing.T) {
 	if s.Port("mlx5_3", 1).Verdict != Healthy {
 		t.Fatal("a port below no slow hop is degraded")
 	}
-	if !m.Apply(hop("0000:17:00.0", "pcie-path-width", true)) || m.Len() != 3 || m.Has(event.EthernetDegradationCheck, e) {
+	if !m.Apply(hop("0000:17:00.0", "pcie-path-width", true)) || m.Len() != 3 || m.Has(condition.Key{Check: event.EthernetDegradationCheck, Entity: e}) {
 		t.Fatalf("after the clear %+v", m.Conditions())
 	}
 }

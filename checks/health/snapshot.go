@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // Node is what the daemon says about itself alongside the verdict.
@@ -46,9 +49,18 @@ type PortInfo struct {
 	NetDev     string
 	PCIAddress string
 	NUMANode   int
-	Rate       string
-	State      string // "" before the first reading
-	PhysState  string
+	// Link is the port's last reading, typed (zero before the first
+	// reading and for a missing NIC's port): what every view judges "up"
+	// by (Link.Up). State and PhysState are its names as the views print
+	// them ("" before the first reading, "MISSING" for a missing NIC's
+	// port).
+	Link      sysfs.Link
+	State     string
+	PhysState string
+	// RateGbps is the port's rate in Gb/s (0 when unknown); Rate is how
+	// sysfs printed it.
+	RateGbps float64
+	Rate     string
 	// Missing: the port's NIC is absent from the last enumeration.
 	Missing bool
 	// HealthyMessage describes the port when no condition covers it.
@@ -194,7 +206,7 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	for i := range conds {
 		c := &conds[i]
 		s.Verdict = max(s.Verdict, c.Severity)
-		if c.Entity.Kind == EntityNode || c.Entity.Kind == EntityCard || c.Entity.Kind == EntityPCI || c.Entity.Kind == EntityCheck || c.Entity.Kind == EntityKernelLog || c.Entity.Port == 0 {
+		if c.Entity.Kind == condition.Node || c.Entity.Kind == condition.Card || c.Entity.Kind == condition.PCI || c.Entity.Kind == condition.Check || c.Entity.Kind == condition.KernelLog || c.Entity.Port == 0 {
 			continue
 		}
 		if k := fmt.Sprintf("%s/%d", c.Entity.Device, c.Entity.Port); !listed[k] {
@@ -234,7 +246,7 @@ func (s *Snapshot) Healthy() bool { return s.Verdict == Healthy }
 func (s *Snapshot) FailedChecks() []Condition {
 	var out []Condition
 	for _, c := range s.Conditions {
-		if c.Entity.Kind == EntityCheck {
+		if c.Entity.Kind == condition.Check {
 			out = append(out, c)
 		}
 	}
@@ -286,7 +298,7 @@ func (s *Snapshot) offPort(sev Severity) int {
 	n := 0
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
-		if c.Severity == sev && len(c.Ports) == 0 && (c.Entity.Kind == EntityNode || c.Entity.Kind == EntityPCI) {
+		if c.Severity == sev && len(c.Ports) == 0 && (c.Entity.Kind == condition.Node || c.Entity.Kind == condition.PCI) {
 			n++
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -97,7 +97,7 @@ func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, ch
 		if r, ok := mem.Drift[k]; ok && r.Fault == o.what {
 			continue
 		}
-		check := checks.StateCheckFor(o.card.LinkLayer)
+		check := event.StateCheckFor(o.card.LinkLayer)
 		mem.Drift[k] = Raised{Check: check, Fault: o.what, Card: o.card.Card, Ports: o.card.Ports}
 		changed = true
 		specs = append(specs, event.Spec{
@@ -105,6 +105,7 @@ func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, ch
 			Message:   o.message(),
 			ErrorCode: []string{driftCode(o.what)},
 			Metadata:  map[string]string{"drift": o.what, "value": o.value, "majority": o.ref, "role": string(o.card.Role)},
+			Condition: condition.OfCardFinding(o.card.Card, o.what),
 		})
 	}
 	var stale []string
@@ -127,6 +128,7 @@ func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, ch
 			Message:   fmt.Sprintf("Card %s: %s drift cleared: %s", r.Card, r.Fault, why),
 			ErrorCode: []string{driftCode(r.Fault)},
 			Metadata:  map[string]string{"drift": r.Fault},
+			Condition: condition.OfCardFinding(r.Card, r.Fault),
 		})
 	}
 	return specs, changed

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks"
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
@@ -102,7 +102,7 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 	case raised && r.Fault == string(state):
 		return nil, false, expChanged
 	}
-	check := checks.StateCheckFor(f.LinkLayer())
+	check := event.StateCheckFor(f.LinkLayer())
 	if raised {
 		check = r.Check // a re-grade stays under the check that raised it
 	}
@@ -118,6 +118,7 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 		ErrorCode: []string{ErrorCode},
 		Entities:  []event.Entity{{Type: event.EntityPCI, Value: f.Address}},
 		Metadata:  metadata(f.Address, string(state), role, gpus, orDefault(f.Device, e.Device), f.Serial),
+		Condition: condition.OfPCI(f.Address, condition.InventoryName),
 	}}, true, expChanged
 }
 
@@ -199,7 +200,7 @@ func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s
 		if raised && r.Fault == FaultAbsent {
 			continue
 		}
-		check := checks.StateCheckFor(e.LinkLayer)
+		check := event.StateCheckFor(e.LinkLayer)
 		since := s.Now
 		if raised {
 			check, since = r.Check, r.Since
@@ -218,6 +219,7 @@ func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s
 			ErrorCode: []string{ErrorCode},
 			Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
 			Metadata:  metadata(addr, FaultAbsent, e.Role, e.GPUs, e.Device, e.Serial),
+			Condition: condition.OfPCI(addr, condition.InventoryName),
 		})
 	}
 	// A raised condition of a function that is neither on the bus nor
@@ -295,6 +297,7 @@ func clearSpec(mem *Memory, addr string, r Raised, why string) event.Spec {
 		ErrorCode: []string{ErrorCode},
 		Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
 		Metadata:  map[string]string{"pci": addr, "fault": r.Fault},
+		Condition: condition.OfPCI(addr, condition.InventoryName),
 	}
 }
 

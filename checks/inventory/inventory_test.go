@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
@@ -185,7 +186,7 @@ func TestInventory_UnboundThenGoneIsOneCondition(t *testing.T) {
 	}
 	apply(model, sp)
 	cs := model.Conditions()
-	if len(cs) != 1 || cs[0].Entity.Kind != health.EntityPCI || cs[0].Kind != event.KindFunctionAbsent || !cs[0].Since.Equal(t0) {
+	if len(cs) != 1 || cs[0].Entity.Kind != condition.PCI || cs[0].Kind != event.KindFunctionAbsent || !cs[0].Since.Equal(t0) {
 		t.Fatalf("conditions %+v", cs)
 	}
 }

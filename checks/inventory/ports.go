@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 )
 
@@ -166,5 +167,6 @@ func portsSpec(check string, healthy bool, msg string, good int, e Expectation) 
 		Entities:  []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}},
 		Metadata: map[string]string{"activePorts": fmt.Sprint(good), "expectedPorts": fmt.Sprint(e.Ports),
 			"expectedRateGbps": fmt.Sprintf("%g", e.RateGbps)},
+		Condition: condition.OfNode(condition.ExpectedPortsName),
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // raise returns the condition's unhealthy event and records that it was
@@ -43,7 +44,8 @@ func (c *Check) base(a *Active, kind event.Kind) event.Spec {
 		Metadata: map[string]string{
 			"pattern": a.Pattern, "count": strconv.FormatUint(a.Count, 10), "seq": strconv.FormatUint(a.Seq, 10),
 			"first": a.First.UTC().Format(time.RFC3339Nano), "last": a.Last.UTC().Format(time.RFC3339Nano),
-		}}
+		},
+		Condition: condition.OfKernelLog(a.PCI, a.Pattern)}
 	if a.PCI != "" {
 		s.Metadata["pci"] = a.PCI
 	}

@@ -3,7 +3,7 @@ package kernellog
 import (
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // mlx5 prints through dev_err/mlx5_core_err, so its lines start with the

@@ -3,7 +3,7 @@ package kernellog
 import (
 	"strings"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/kmsg"
 )

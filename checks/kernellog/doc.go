@@ -10,5 +10,7 @@
 // so. Fatal conditions latch until acknowledged or the host reboots;
 // non-fatal ones clear after their quiet period. The check keeps its
 // cursor (boot and sequence number) and its conditions in its own state
-// section, so a restart neither repeats nor skips a record.
+// section, so a restart neither repeats nor skips a record. The observer
+// (package observe) reads the kernel log; Watch is the check as the runner
+// runs it.
 package kernellog

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // CheckName is the check name kernel-log events carry: a check of its own,
 // so NVSentinel keeps its conditions apart from the state and counter
 // checks' (DESIGN.md difference 2 and 13).
-const CheckName = "NICKernelLogCheck"
+const CheckName = event.KernelLogCheck
 
 // Severity of a pattern's condition.
 type Severity string

@@ -6,11 +6,11 @@ import (
 )
 
 func ibPort(state string, linkDowned uint64) Port {
-	return Port{Device: "mlx5_0", Port: 1, State: state, LinkDowned: Reading{Value: linkDowned, OK: true}}
+	return Port{Device: "mlx5_0", Port: 1, Link: linkOf(state), LinkDowned: Reading{Value: linkDowned, OK: true}}
 }
 
 func rocePort(state string, carrier uint64) Port {
-	return Port{Device: "mlx5_9", Port: 1, State: state, CarrierChanges: Reading{Value: carrier, OK: true}}
+	return Port{Device: "mlx5_9", Port: 1, Link: linkOf(state), CarrierChanges: Reading{Value: carrier, OK: true}}
 }
 
 // Seed state 6.3 counts link_downed events per NICPort; the node widens
@@ -22,7 +22,7 @@ func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
 		port Port
 		want uint64
 	}
-	stateOnly := func(s string) Port { return Port{Device: "mlx5_1", Port: 2, State: s} }
+	stateOnly := func(s string) Port { return Port{Device: "mlx5_1", Port: 2, Link: linkOf(s)} }
 	for _, c := range []struct {
 		name  string
 		steps []step
@@ -82,7 +82,7 @@ func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
 			for i, s := range c.steps {
 				e.Cycle(now.Add(time.Duration(i)*time.Second), []Port{s.port}, nil)
 				if got, ok := e.Episodes(s.port.Device, s.port.Port); !ok || got != s.want {
-					t.Fatalf("step %d (%s): total %d, want %d", i, s.port.State, got, s.want)
+					t.Fatalf("step %d (%s): total %d, want %d", i, s.port.Link.State.Name, got, s.want)
 				}
 			}
 		})

@@ -11,7 +11,7 @@ import (
 // counts three link downs in ten minutes (seed state 6.2).
 func TestPHY_LinkDownEventsWitnessWhenLinkDownedSaturated(t *testing.T) {
 	port := func(events uint64) Port {
-		return Port{Device: "mlx5_9", Port: 1, State: "ACTIVE",
+		return Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"),
 			LinkDowned:     Reading{Value: 255, OK: true},
 			LinkDownEvents: Reading{Value: events, OK: true}}
 	}
@@ -32,8 +32,8 @@ func TestPHY_LinkDownEventsWitnessWhenLinkDownedSaturated(t *testing.T) {
 	}
 	// One episode seen by both link_downed and link_down_events_phy counts once.
 	b := New(Defaults(), State{}, "boot")
-	b.Cycle(now, []Port{{Device: "mlx5_9", Port: 1, State: "ACTIVE", LinkDowned: Reading{Value: 3, OK: true}, LinkDownEvents: Reading{Value: 3, OK: true}}}, nil)
-	b.Cycle(now.Add(time.Second), []Port{{Device: "mlx5_9", Port: 1, State: "ACTIVE", LinkDowned: Reading{Value: 4, OK: true}, LinkDownEvents: Reading{Value: 4, OK: true}}}, nil)
+	b.Cycle(now, []Port{{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), LinkDowned: Reading{Value: 3, OK: true}, LinkDownEvents: Reading{Value: 3, OK: true}}}, nil)
+	b.Cycle(now.Add(time.Second), []Port{{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), LinkDowned: Reading{Value: 4, OK: true}, LinkDownEvents: Reading{Value: 4, OK: true}}}, nil)
 	if got, _ := b.Episodes("mlx5_9", 1); got != 1 {
 		t.Fatalf("one link down seen by two witnesses: %d episodes, want 1", got)
 	}

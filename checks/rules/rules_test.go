@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 var t0 = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
@@ -18,7 +18,7 @@ func at(m, s int) time.Time {
 }
 
 func ib(state string, linkDowned uint64) Port {
-	return Port{Device: "mlx5_0", Port: 1, State: state, LinkDowned: Reading{linkDowned, true}}
+	return Port{Device: "mlx5_0", Port: 1, Link: linkOf(state), LinkDowned: Reading{linkDowned, true}}
 }
 
 // run feeds one port reading per step and returns the changes of each.
@@ -101,7 +101,7 @@ func TestRules_6_3_EpisodeCountedOnceAndWindowed(t *testing.T) {
 func TestRules_6_3_RoCECarrierChanges(t *testing.T) {
 	e := New(Defaults(), State{}, "b")
 	roce := func(cc uint64) Port {
-		return Port{Device: "mlx5_8", Port: 1, State: "ACTIVE", CarrierChanges: Reading{cc, true}}
+		return Port{Device: "mlx5_8", Port: 1, Link: linkOf("ACTIVE"), CarrierChanges: Reading{cc, true}}
 	}
 	none(t, "baseline", e.Cycle(at(0, 0), []Port{roce(10)}, nil))
 	none(t, "down", e.Cycle(at(1, 0), []Port{roce(11)}, nil))               // 1st episode (carrier lost)

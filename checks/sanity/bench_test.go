@@ -29,10 +29,11 @@ func BenchmarkPerPoll_1024Ports(b *testing.B) {
 		ports = append(ports, PortRate{Device: fmt.Sprintf("mlx5_%d", i/2), Port: i%2 + 1, Role: topology.RoleCompute,
 			LinkLayer: topology.LinkLayerInfiniBand, HCAType: "MT4129", Gbps: 400, Active: true})
 	}
+	up := linkOf("4: ACTIVE")
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, p := range ports {
-			if SMLID(p.Device, p.Port, p.LinkLayer, "4: ACTIVE", "0x1") != nil {
+			if SMLID(p.Device, p.Port, p.LinkLayer, up, "0x1") != nil {
 				b.Fatal("finding")
 			}
 		}

@@ -47,14 +47,14 @@ func FuzzSMLID(f *testing.F) {
 	f.Add("1: DOWN", "0x0")
 	f.Add("4:", "0x")
 	f.Fuzz(func(t *testing.T, state, smlid string) {
-		fd := SMLID("mlx5_0", 1, "InfiniBand", state, smlid)
+		fd := SMLID("mlx5_0", 1, "InfiniBand", linkOf(state), smlid)
 		if fd == nil {
 			return
 		}
 		if v, ok := parseLID(smlid); !ok || v != 0 || fd.Kind != KindSMLID {
 			t.Fatalf("finding for state %q sm_lid %q: %+v", state, smlid, fd)
 		}
-		if SMLID("mlx5_0", 1, "Ethernet", state, smlid) != nil {
+		if SMLID("mlx5_0", 1, "Ethernet", linkOf(state), smlid) != nil {
 			t.Fatal("finding on a RoCE port")
 		}
 	})

@@ -97,7 +97,7 @@ func TestSanity_Slides_LinkSpeedMatchesPeersOnTree(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	// The daemon passes live rates instead of discovery's.
-	live := func(d *topology.Device, p *topology.Port) (float64, bool) { return 400, true }
+	live := func(d *topology.Device, p *topology.Port) Live { return Live{Gbps: 400, Link: linkOf("4: ACTIVE")} }
 	if got := Run(n.h.Paths(), n.devs, live, opts); len(got) != 0 {
 		t.Fatalf("live rates all 400: %+v", got)
 	}

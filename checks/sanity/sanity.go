@@ -56,33 +56,39 @@ type Options struct {
 	Read topology.ReadFunc
 }
 
-// DiscoveredRate reads rate and activity from what discovery saw of the
-// port: active means logical state ACTIVE, and the rate is that of
-// ports/<n>/rate. An unreadable rate gives (0, active); an unreadable state
-// is not active. It is the activeRate of the offline check.
-func DiscoveredRate(_ *topology.Device, p *topology.Port) (float64, bool) {
-	s, err := sysfs.ParseState([]byte(p.State))
-	active := err == nil && s.ID == sysfs.StateActive
-	r, err := sysfs.ParseRate([]byte(p.Rate))
-	if err != nil {
-		return 0, active
+// Live is what the poll last read of a port: its link, its rate and its
+// sm_lid.
+type Live struct {
+	Link  sysfs.Link
+	Gbps  float64
+	SMLID string
+}
+
+// DiscoveredLive is what discovery read of the port: its state,
+// phys_state, rate and sm_lid, parsed. An unreadable rate gives 0 Gb/s;
+// an unreadable state a Link that is not up.
+func DiscoveredLive(_ *topology.Device, p *topology.Port) Live {
+	s, _ := sysfs.ParseState([]byte(p.State))
+	ph, _ := sysfs.ParsePhysState([]byte(p.PhysState))
+	lv := Live{Link: sysfs.Link{State: s, Phys: ph}, SMLID: p.SMLID}
+	if r, err := sysfs.ParseRate([]byte(p.Rate)); err == nil {
+		lv.Gbps = r.Gbps
 	}
-	return r.Gbps, active
+	return lv
 }
 
 // Run performs every selected check on the monitored devices of devs
 // (d.Monitored(): Mellanox PFs that are not management) and returns the
 // findings ordered by device (in devs order), then port, device-wide
-// findings first. activeRate gives each port's current rate and whether it
-// is ACTIVE; nil means DiscoveredRate. The SM LID check uses the state and
-// sm_lid discovery read.
+// findings first. live gives each port's current link, rate and sm_lid;
+// nil means DiscoveredLive.
 //
 // Run reports health, not I/O trouble: a PCIe attribute that exists but
 // cannot be read or parsed produces no finding here (call PCIe to see the
 // error).
-func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.Device, port *topology.Port) (gbps float64, active bool), opts Options) []Finding {
-	if activeRate == nil {
-		activeRate = DiscoveredRate
+func Run(p topology.Paths, devs []*topology.Device, live func(d *topology.Device, port *topology.Port) Live, opts Options) []Finding {
+	if live == nil {
+		live = DiscoveredLive
 	}
 	var out []Finding
 	var rates []PortRate
@@ -102,22 +108,20 @@ func Run(p topology.Paths, devs []*topology.Device, activeRate func(d *topology.
 		}
 		for i := range d.Ports {
 			port := &d.Ports[i]
+			lv := live(d, port)
 			if opts.SMLID {
-				if f := SMLID(d.Name, port.Num, port.LinkLayer, port.State, port.SMLID); f != nil {
+				if f := SMLID(d.Name, port.Num, port.LinkLayer, lv.Link, lv.SMLID); f != nil {
 					out = append(out, *f)
 				}
 			}
-			if opts.RoCEGID && port.LinkLayer == topology.LinkLayerEthernet {
-				if _, active := activeRate(d, port); active {
-					if f := RoCEGIDs(d.Name, port.Num, port.Dir, d.NetDevFor(port.Num), opts.Read); f != nil {
-						out = append(out, *f)
-					}
+			if opts.RoCEGID && port.LinkLayer == topology.LinkLayerEthernet && lv.Link.Up() {
+				if f := RoCEGIDs(d.Name, port.Num, port.Dir, d.NetDevFor(port.Num), opts.Read); f != nil {
+					out = append(out, *f)
 				}
 			}
 			if opts.RateVsPeers {
-				g, active := activeRate(d, port)
 				rates = append(rates, PortRate{Device: d.Name, Port: port.Num, Role: d.Role, LinkLayer: port.LinkLayer,
-					HCAType: d.HCAType, Gbps: g, Active: active})
+					HCAType: d.HCAType, Gbps: lv.Gbps, Active: lv.Link.Up()})
 			}
 		}
 	}

@@ -23,26 +23,21 @@ func parseLID(s string) (uint16, bool) {
 	return uint16(v), true
 }
 
-// SMLID checks that an ACTIVE InfiniBand port knows its subnet manager
-// (seed: "SM lid is set"). It reads no file, so the daemon can call it on
-// every poll with the strings it already has. Outcomes:
-//   - a finding: IB link layer, state ACTIVE ("4: ACTIVE" or "ACTIVE") and
-//     sm_lid zero ("0x0", "0");
-//   - nil: any other link layer (RoCE has no SM), a port that is not
-//     ACTIVE (no SM is expected yet), a non-zero sm_lid, or a state or
-//     sm_lid that is empty or malformed (nothing can be concluded).
-func SMLID(dev string, port int, linkLayer, state, smlid string) *Finding {
-	if linkLayer != topology.LinkLayerInfiniBand {
+// SMLID checks that an up InfiniBand port knows its subnet manager
+// (seed: "SM lid is set"). It reads no file, so it can run on every poll
+// with what the poll already has. Outcomes:
+//   - a finding: IB link layer, the link up (sysfs.Link.Up) and sm_lid
+//     zero ("0x0", "0");
+//   - nil: any other link layer (RoCE has no SM), a port that is not up
+//     (no SM is expected yet, or the state check speaks for it), a
+//     non-zero sm_lid, or an sm_lid that is empty or malformed (nothing
+//     can be concluded).
+func SMLID(dev string, port int, linkLayer string, link sysfs.Link, smlid string) *Finding {
+	if linkLayer != topology.LinkLayerInfiniBand || !link.Up() {
 		return nil
 	}
-	// The LID first: on a healthy fabric it is non-zero and the state
-	// need not be parsed at all (this runs for every port on every poll).
 	lid, ok := parseLID(smlid)
 	if !ok || lid != 0 {
-		return nil
-	}
-	s, err := sysfs.ParseState([]byte(state))
-	if err != nil || s.ID != sysfs.StateActive {
 		return nil
 	}
 	raw := strings.TrimSpace(smlid)

@@ -34,7 +34,7 @@ func TestSanity_Slides_SMLIDSet(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := SMLID("mlx5_0", 1, c.ll, c.state, c.smlid)
+			f := SMLID("mlx5_0", 1, c.ll, linkOf(c.state), c.smlid)
 			if (f != nil) != c.want {
 				t.Fatalf("SMLID(%q, %q, %q) = %+v, want finding %v", c.ll, c.state, c.smlid, f, c.want)
 			}
@@ -46,7 +46,7 @@ func TestSanity_Slides_SMLIDSet(t *testing.T) {
 			}
 		})
 	}
-	f := SMLID("mlx5_0", 1, ib, "4: ACTIVE", "0x0\n")
+	f := SMLID("mlx5_0", 1, ib, linkOf("4: ACTIVE"), "0x0\n")
 	const want = "Port mlx5_0 port 1 is ACTIVE but has no subnet manager (sm_lid 0x0): check the SM"
 	if f == nil || f.Message != want || f.Metadata["smLid"] != "0x0" {
 		t.Errorf("got %+v\nwant message %q", f, want)

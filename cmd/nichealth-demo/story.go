@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/localbus"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // step is one change to the simulated host and what the daemon must say

@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/daemon"
+	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // checkBusTimeout bounds the D-Bus round trips of check. Nagios kills a
@@ -507,14 +506,14 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 		}
 		out = append(out, d)
 	}
-	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil && pv.State == "ACTIVE" && pv.PhysState == "LinkUp" {
-		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(r.Gbps), Min: "0"})
+	if pv.Up && pv.RateGbps > 0 {
+		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(pv.RateGbps), Min: "0"})
 	}
 	return out
 }
 
 // checkSysfs is the daemon-less check: the daemon's own checks over one
-// observation (daemon.CheckOnce), rendered exactly as the daemon's verdict
+// observation (checks/runner.Once), rendered exactly as the daemon's verdict
 // is. An error means nothing could be checked (UNKNOWN).
 func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 	res := checkResult{Source: "sysfs", Ports: []checkEntry{}}
@@ -535,7 +534,7 @@ func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
 		// perfdata.
 		cfg.CountersEnabled = false
 	}
-	snap, note, err := daemon.CheckOnce(cfg, nil)
+	snap, note, err := runner.Once(cfg, nil)
 	if err != nil {
 		return res, fmt.Errorf("cannot list the RDMA devices: %w (is nichealthd's sysfsRoot right, and is the mlx5_ib module loaded?)", err)
 	}

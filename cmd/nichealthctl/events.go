@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // eventLine is one line of events --json: the daemon's sequence number and

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/event"
 
 	"github.com/nichealth/nichealthd/internal/component"
 )

@@ -15,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/internal/flagdoc"
+	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
@@ -267,9 +269,11 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 func topologyShow(args []string, stdout, stderr io.Writer) int {
-	fs := topologyFlagSet("show", "show [--root H | --sysfs-root DIR --procfs-root DIR] [--metadata PATH] [--source auto|metadata|sysfs] [--all] [--json]\n\n"+
+	fs := topologyFlagSet("show", "show [--root H | --sysfs-root DIR --procfs-root DIR] [--config FILE] [--metadata PATH] [--source auto|metadata|sysfs] [--all] [--json]\n\n"+
 		"Discovers the RDMA devices of a host (this one, or a simulated host directory H)\n"+
-		"and prints each NIC's role and the reason for it, as nichealthd would decide.", stderr)
+		"and prints each NIC's role and the reason for it, as nichealthd decides (the same\n"+
+		"classification; with --config, under that file's NIC filter and topology source).", stderr)
+	cfgPath := fs.String("config", "", "classify under this configuration's nicExclusionRegex, nicInclusionRegexOverride, topologySource and metadataPath (the flags still win)")
 	root := fs.String("root", "", "host directory holding sys, proc and var/lib/nvsentinel (a simulated host)")
 	sysRoot := fs.String("sysfs-root", "", "sysfs mount point (default /sys, or H/sys with --root)")
 	procRoot := fs.String("procfs-root", "", "procfs mount point (default /proc, or H/proc with --root)")
@@ -307,28 +311,52 @@ func topologyShow(args []string, stdout, stderr io.Writer) int {
 	if *procRoot != "" {
 		paths.ProcfsRoot = *procRoot
 	}
+	opts := observe.ClassifyOptions{TopologySource: *source, MetadataPath: meta}
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			return fail("%v", err)
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		opts.Filter = cfg.Filter
+		if !set["source"] {
+			opts.TopologySource = cfg.TopologySource
+		}
+		if meta == "" {
+			opts.MetadataPath = cfg.MetadataPath
+		}
+		if *root == "" && !set["sysfs-root"] && !set["procfs-root"] {
+			paths = cfg.Paths
+		}
+	}
 	paths = paths.WithDefaults()
+	opts.Paths = paths
 
-	devs, probs, err := topology.Discover(paths, topology.Filter{})
+	devs, probs, err := topology.Discover(paths, opts.Filter)
 	if err != nil {
 		return fail("%v", err)
 	}
 	for _, p := range probs {
 		fmt.Fprintf(stderr, "warning: %v\n", p)
 	}
-	m, notes, err := gpumeta.Select(*source, meta, paths, devs)
-	if err != nil {
-		return fail("%v", err)
-	}
-	for _, n := range notes {
+	c, err := observe.Classify(devs, opts, nil)
+	for _, n := range c.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	routes, err := roles.DefaultRouteDevices(paths)
-	if err != nil {
-		fmt.Fprintf(stderr, "warning: default route not checked: %v\n", err)
+	if c.RouteErr != nil {
+		fmt.Fprintf(stderr, "warning: default route not checked: %v\n", c.RouteErr)
 	}
-	if err := roles.Classify(devs, m, routes); err != nil {
+	if err != nil {
 		return fail("%v", err)
+	}
+	m := c.Matrix
+	from := "no Mellanox NIC to classify"
+	switch {
+	case c.Pinned:
+		from = "none: roles pinned by nicInclusionRegexOverride"
+	case m != nil:
+		from = m.Source
 	}
 
 	type row struct {
@@ -353,8 +381,8 @@ func topologyShow(args []string, stdout, stderr io.Writer) int {
 	// RDMA device (what nichealthd reports as a failed NIC function).
 	if fns, _, err := pci.Scan(paths.SysfsRoot, nil); err == nil {
 		rnd, _ := roles.DefaultRouteNetdevs(paths)
-		pci.Attach(fns, devs, topology.Filter{}, nil)
-		pci.Classify(fns, m, false, paths, rnd, nil)
+		pci.Attach(fns, devs, opts.Filter, nil)
+		pci.Classify(fns, m, opts.Filter.Overridden(), paths, rnd, nil)
 		for _, f := range fns {
 			if f.IsVF || f.State() == pci.Healthy {
 				continue
@@ -367,12 +395,16 @@ func topologyShow(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, map[string]any{"source": m.Source, "nics": rows}); err != nil {
+		if err := writeJSON(stdout, map[string]any{"source": from, "nics": rows}); err != nil {
 			return fail("%v", err)
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "GPU topology from %s (%d GPUs)\n\n", m.Source, len(m.GPUs))
+	if m != nil {
+		fmt.Fprintf(stdout, "GPU topology from %s (%d GPUs)\n\n", m.Source, len(m.GPUs))
+	} else {
+		fmt.Fprintf(stdout, "GPU topology: %s\n\n", from)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEVICE\tCARD\tNUMA\tLINK\tHCA\tROLE\tREASON")
 	for _, r := range rows {

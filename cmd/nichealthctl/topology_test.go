@@ -296,6 +296,32 @@ func TestTopology_Show(t *testing.T) {
 			t.Fatalf("exit %d: %s\n%s", code, errs, out)
 		}
 	})
+	// The daemon's classification, override branch included: under a
+	// configuration that hand-pins the NIC list, the roles follow the
+	// link layer and no GPU topology is consulted.
+	t.Run("pinned by the configuration", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "config.toml")
+		if err := os.WriteFile(cfg, []byte("nicInclusionRegexOverride = \"^mlx5_0$\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runTopo(t, "", "show", "--root", root, "--config", cfg, "--json")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var v struct {
+			Source string `json:"source"`
+			NICs   []struct {
+				Device, Role, Reason string
+			} `json:"nics"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !strings.Contains(v.Source, "nicInclusionRegexOverride") || len(v.NICs) != 1 || v.NICs[0].Device != "mlx5_0" ||
+			v.NICs[0].Reason != v.NICs[0].Role+": pinned by nicInclusionRegexOverride" {
+			t.Fatalf("got %+v", v)
+		}
+	})
 	t.Run("no topology", func(t *testing.T) {
 		code, _, errs := runTopo(t, "", "show", "--root", root, "--source", "metadata", "--metadata", filepath.Join(t.TempDir(), "none.json"))
 		if code != exitFailed || !strings.Contains(errs, "nichealthctl topology collect") {

@@ -11,17 +11,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 const waitReadyUsage = `wait-ready [--timeout 5m] [--json] [--bus-address ADDR]
 
 Waits, like systemd-networkd-wait-online, until nichealthd has completed its
-first poll, every compute and storage port is healthy and runs at the
-same rate as its role peers, and no condition off the ports holds (a NIC
+first poll, every compute and storage port is healthy in its verdict (a
+port slower than its role peers is not, while linkSanity.rateVsPeers is
+on), and no condition off the ports holds (a NIC
 function without its RDMA device or missing since the last boot, fewer
 compute ports than the node should have). Meant for ExecStartPre= of a job launcher or
 for node bring-up scripts. While waiting it says on stderr, every 10 s,
@@ -158,9 +157,9 @@ func (w waiter) wait(ctx context.Context) waitOutcome {
 }
 
 // readiness lists what the node still lacks: the first poll, and each
-// compute or storage port that is unhealthy or slower than its role peers
-// (the rate-below-peers rule of checks/sanity, applied to the daemon's port
-// views so it holds whether or not the daemon reports sanity findings).
+// compute or storage port the daemon does not call healthy. It judges
+// nothing itself: a port slower than its role peers is the daemon's link
+// sanity finding on that port (rateVsPeers), which makes it not healthy.
 func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -176,7 +175,6 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 		return nil, err
 	}
 	var pending []string
-	var rates []sanity.PortRate
 	for _, pv := range ports {
 		if topology.Role(pv.Role) == topology.RoleManagement {
 			continue
@@ -194,16 +192,6 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 			}
 			pending = append(pending, why)
 		}
-		g := 0.0
-		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
-			g = r.Gbps
-		}
-		st, err := sysfs.ParseState([]byte(pv.State))
-		rates = append(rates, sanity.PortRate{Device: pv.Device, Port: int(pv.Port), Role: topology.Role(pv.Role),
-			LinkLayer: pv.LinkLayer, Gbps: g, Active: err == nil && st.ID == sysfs.StateActive})
-	}
-	for _, f := range sanity.RateVsPeers(rates) {
-		pending = append(pending, f.Message)
 	}
 	// What no port shows: a compute NIC function on the bus without an
 	// RDMA device or gone since the last boot, too few compute ports. A

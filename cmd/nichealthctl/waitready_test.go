@@ -90,7 +90,8 @@ func TestWaitReady_ReadyAtOnce(t *testing.T) {
 }
 
 // The gate opens only once the first poll is done, every port is healthy
-// and no port runs below its role peers.
+// and no port runs below its role peers (the daemon's link sanity finding
+// on the port, which the fixture publishes as the daemon would).
 func TestWaitReady_ReadyAfterChange(t *testing.T) {
 	f := newFixture(t)
 	f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
@@ -106,10 +107,14 @@ func TestWaitReady_ReadyAfterChange(t *testing.T) {
 	mark := log.await(t, 0, "waiting for nichealthd to complete its first poll")
 	f.update(func(m *dbusapi.ManagerView, _ *[]dbusapi.PortView) { m.Ready = true })
 	mark = log.await(t, mark, "waiting for Port mlx5_1 port 1: state DOWN, phys_state Disabled")
+	const slower = "Port mlx5_1 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s: check the cable and the switch port"
 	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) {
-		(*p)[1].State, (*p)[1].PhysState, (*p)[1].Healthy, (*p)[1].Fatal = "ACTIVE", "LinkUp", true, false
-		(*p)[1].Message = ""
-		(*p)[1].Rate = "200 Gb/sec (4X HDR)"
+		(*p)[1].State, (*p)[1].PhysState, (*p)[1].Healthy, (*p)[1].Fatal = "ACTIVE", "LinkUp", false, false
+		(*p)[1].Up, (*p)[1].Verdict = true, "degraded"
+		(*p)[1].Message = slower
+		(*p)[1].Rate, (*p)[1].RateGbps = "200 Gb/sec (4X HDR)", 200
+		(*p)[1].Conditions = []dbusapi.ConditionView{{Check: "InfiniBandDegradationCheck", Entity: "mlx5_1/1 rate", Kind: "link-sanity", Message: slower}}
+		(*p)[1].Sanity = []string{slower}
 	})
 	// Up, but at half its peers' rate: not ready yet.
 	log.await(t, mark, "waiting for Port mlx5_1 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s")
@@ -118,7 +123,11 @@ func TestWaitReady_ReadyAfterChange(t *testing.T) {
 		t.Fatalf("ready too early: %+v", o)
 	default:
 	}
-	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) { (*p)[1].Rate = "400 Gb/sec (4X NDR)" })
+	f.update(func(_ *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[1].Rate, (*p)[1].RateGbps = "400 Gb/sec (4X NDR)", 400
+		(*p)[1].Healthy, (*p)[1].Verdict, (*p)[1].Message = true, "healthy", ""
+		(*p)[1].Conditions, (*p)[1].Sanity = nil, []string{}
+	})
 	select {
 	case o := <-done:
 		if !o.Ready || !o.Appeared {

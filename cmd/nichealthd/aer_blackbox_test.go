@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 func (v *viewNode) sim(args ...string) string {

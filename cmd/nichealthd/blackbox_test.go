@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 	"github.com/nichealth/nichealthd/topology/sim"

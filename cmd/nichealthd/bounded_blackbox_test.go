@@ -24,8 +24,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/component"
 	"github.com/nichealth/nichealthd/internal/hangfs"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"

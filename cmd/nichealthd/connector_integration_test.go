@@ -21,9 +21,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // platformConnector is a test PlatformConnector: it records every event it

@@ -9,6 +9,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/daemon"
+	"github.com/nichealth/nichealthd/checks/ports"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist"
 
 	"github.com/nichealth/nichealthd/internal/component"
@@ -44,10 +45,19 @@ func (n *node) killHard(round int) {
 	}
 }
 
+// memory is what the counter and port checks remember.
+type memory struct {
+	Counters *counters.Memory
+	Ports    *ports.PortMemory
+}
+
 // memoryOf reads the checks' sections of a state file as the daemon does.
-func memoryOf(st *persist.State) *daemon.Memory {
-	m, _ := daemon.RestoreMemory(st)
-	return m
+func memoryOf(st *persist.State) memory {
+	c := counters.NewCheck(nil, false)
+	c.Restore(st.Section(counters.Section))
+	p := ports.New(slog.New(slog.DiscardHandler), nil)
+	p.Restore(st.Section(ports.Section))
+	return memory{Counters: c.Memory(), Ports: p.Memory()}
 }
 
 func latched(st *persist.State) []string {

@@ -26,9 +26,9 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology"
 

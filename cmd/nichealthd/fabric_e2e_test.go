@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/browser"
 )
 

@@ -21,9 +21,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"
 	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // mountTmpfs mounts a fresh tmpfs of size on dir. Without root (or mount)

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon"
 	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/internal/version"
 	"github.com/nichealth/nichealthd/systemd/journal"

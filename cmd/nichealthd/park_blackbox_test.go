@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 func simFail(t *testing.T, root, dev, port, rel, errno string) {

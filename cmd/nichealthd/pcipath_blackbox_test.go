@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // newPCIeViewNode is newViewNode on an OCI H100, whose dual-function RoCE

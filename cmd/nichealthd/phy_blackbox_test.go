@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 func phyEvent(dev string, kind event.Kind, counter string) func(e event.Event) bool {

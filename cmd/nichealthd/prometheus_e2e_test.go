@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // requireTool finds a binary of Debian's prometheus package. Without it

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Seed 6.5 with DESIGN.md difference 5, counted on the built daemon: a

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // symbolErrorTable overrides the symbol_error threshold (counter seed

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist"
 )
 

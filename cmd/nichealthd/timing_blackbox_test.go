@@ -5,6 +5,7 @@ package main
 // 1 s counter tick, and velocity windows that survive SIGKILL.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
-	"github.com/nichealth/nichealthd/daemon"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
@@ -293,9 +294,11 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 	old := time.Now().Add(-170 * time.Second)
 	snap.Timestamp = old
 	mem.Counters.CounterSnapshots[key] = snap
-	if err := daemon.StoreMemory(st, mem); err != nil {
+	section, err := json.Marshal(mem.Counters)
+	if err != nil {
 		t.Fatal(err)
 	}
+	st.SetSection(counters.Section, section)
 	if err := persist.Save(n.state, st); err != nil {
 		t.Fatal(err)
 	}

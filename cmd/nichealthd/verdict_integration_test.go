@@ -16,9 +16,9 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 	"github.com/nichealth/nichealthd/topology/sim"
 )

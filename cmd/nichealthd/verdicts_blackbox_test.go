@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/nodecondition"
 	"github.com/nichealth/nichealthd/topology/sim"
 )

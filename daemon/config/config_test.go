@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 func TestEmptyFileIsTheDefaults(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/persist/outbox"
-	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
@@ -22,7 +20,7 @@ type Source interface {
 	Snapshot() *health.Snapshot
 	// LastPoll is when the last poll completed (zero before the first).
 	LastPoll() time.Time
-	Outbox() outbox.Stats
+	Outbox() OutboxStats
 	Sinks() []SinkStats
 	// Stalled reports whether the poll loop has made no progress for
 	// longer than the watchdog allows (the same gate as WATCHDOG=1).
@@ -32,6 +30,31 @@ type Source interface {
 	// it detects cannot reach anyone. Same rule as Stalled: no lock the
 	// poll loop holds.
 	Undeliverable() string
+}
+
+// OutboxStats is what the endpoint shows of the durable outbox: the
+// daemon fills it from the outbox's own statistics, so the endpoint reads
+// no file and links no persistence code.
+type OutboxStats struct {
+	LastSeq  uint64 // highest sequence number assigned; 0 before any
+	Records  int    // records retained on disk
+	Bytes    int64  // bytes of all segments
+	Segments int
+	// Folded counts events the size bound removed because a newer one of
+	// the same condition superseded them; Dropped those removed without
+	// one; Corrupt the damaged regions skipped.
+	Folded, Dropped, Corrupt uint64
+	// OverBound: the bound is exceeded because only the latest event of
+	// each condition remains undelivered.
+	OverBound bool
+	Sinks     map[string]OutboxSink
+}
+
+// OutboxSink is one sink's queue in the outbox: the records after its
+// delivery position, and the events it rejected as invalid (parked).
+type OutboxSink struct {
+	Depth    int
+	Rejected int
 }
 
 // SinkStats is one event destination's delivery totals since start.
@@ -46,7 +69,7 @@ type SinkStats struct {
 type snapshot struct {
 	health   *health.Snapshot
 	lastPoll time.Time
-	ob       outbox.Stats
+	ob       OutboxStats
 	sinks    []SinkStats
 	stalled  bool
 }
@@ -251,14 +274,14 @@ func fillPort(e *encoder, pv *health.Port) {
 	e.add(mPortHealthy, id, bval(pv.Verdict == health.Healthy))
 	e.add(mPortFatal, id, bval(pv.Verdict == health.Fatal))
 	e.add(mPortVerdict, id, uval(uint64(pv.Verdict)))
-	e.add(mPortState, id, uval(stateID(pv.State, sysfs.ParseState)))
-	e.add(mPortPhysState, id, uval(stateID(pv.PhysState, sysfs.ParsePhysState)))
+	e.add(mPortState, id, uval(stateID(pv.Link.State.ID)))
+	e.add(mPortPhysState, id, uval(stateID(pv.Link.Phys.ID)))
 	e.add(mPortStateInfo, e.labels("device", pv.Device, "port", port, "state", pv.State, "phys_state", pv.PhysState), uval(1))
 	if pv.NodeGUID != "" || pv.PortGUID != "" {
 		e.add(mPortInfo, e.labels("device", pv.Device, "port", port, "node_guid", pv.NodeGUID, "port_guid", pv.PortGUID, "link_layer", pv.LinkLayer), uval(1))
 	}
-	if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
-		e.add(mPortRate, id, fval(r.Gbps))
+	if pv.RateGbps > 0 {
+		e.add(mPortRate, id, fval(pv.RateGbps))
 	}
 	if !pv.LastChange.IsZero() {
 		e.add(mPortLastChange, id, fval(float64(pv.LastChange.UnixMicro())/1e6))
@@ -309,20 +332,9 @@ func fillOutbox(e *encoder, s *snapshot) {
 	}
 }
 
-// stateID maps the state name the view shows back to the kernel's number,
-// so an alert can say port_state < 4. The view keeps only the name; a bare
-// known name parses to its id, anything else (not read yet, unreadable, a
-// vendor's unknown name) is 0.
-func stateID(name string, parse func([]byte) (sysfs.PortState, error)) uint64 {
-	if name == "" {
-		return 0
-	}
-	st, err := parse([]byte(name))
-	if err != nil || st.ID < 0 {
-		return 0
-	}
-	return uint64(st.ID)
-}
+// stateID is the kernel's number of a state, so an alert can say
+// port_state < 4: 0 when it was not read yet or is unknown.
+func stateID(id int) uint64 { return uint64(max(id, 0)) }
 
 // xmitWait finds the port_xmit_wait counter, whose rate the daemon turns
 // into lost bandwidth (seeds/xmit-wait-congestion.txt). A renamed custom

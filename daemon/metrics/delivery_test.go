@@ -3,8 +3,6 @@ package metrics
 import (
 	"net/http"
 	"testing"
-
-	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
 // TestMetrics_OutboxFoldedAndRejected: the events the outbox bound folded
@@ -13,7 +11,7 @@ import (
 func TestMetrics_OutboxFoldedAndRejected(t *testing.T) {
 	src := unhealthySource()
 	src.ob.Folded = 117
-	src.ob.Sinks["connector"] = outbox.SinkStats{Cursor: 6, Depth: 4, Rejected: 3}
+	src.ob.Sinks["connector"] = OutboxSink{Depth: 4, Rejected: 3}
 	code, page, _ := scrape(t, New().Handler(src))
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, page)

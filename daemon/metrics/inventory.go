@@ -1,8 +1,9 @@
 package metrics
 
 import (
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // fillInventory writes the NIC functions of the PCI inventory and the
@@ -19,7 +20,7 @@ func fillInventory(e *encoder, s *snapshot) {
 	}
 	for i := range s.health.Conditions {
 		c := &s.health.Conditions[i]
-		if c.Severity == health.Fatal && c.Entity.Kind == health.EntityPCI && (c.Kind == event.KindFunctionFailed || c.Kind == event.KindFunctionAbsent) {
+		if c.Severity == health.Fatal && c.Entity.Kind == condition.PCI && (c.Kind == event.KindFunctionFailed || c.Kind == event.KindFunctionAbsent) {
 			e.add(mNICFunctionFatal, e.labels("pci", c.Entity.PCI, "kind", string(c.Kind)), uval(1))
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi"
-	"github.com/nichealth/nichealthd/persist/outbox"
 )
 
 func scrape(t testing.TB, h http.Handler) (int, string, http.Header) {
@@ -56,8 +55,8 @@ func unhealthySource() *fakeSource {
 					{Name: "port_rcv_errors", Value: math.MaxUint64, Rate: 0.5, Unit: "/min", ThresholdType: "velocity"},
 				}},
 		},
-		ob: outbox.Stats{LastSeq: 10, Records: 4, Bytes: 2048, Segments: 2, Dropped: 5, Corrupt: 1, OverBound: true,
-			Sinks: map[string]outbox.SinkStats{"connector": {Cursor: 6, Depth: 4}}},
+		ob: OutboxStats{LastSeq: 10, Records: 4, Bytes: 2048, Segments: 2, Dropped: 5, Corrupt: 1, OverBound: true,
+			Sinks: map[string]OutboxSink{"connector": {Depth: 4}}},
 		sinks:   []SinkStats{{Name: "connector", Sent: 6, Failed: 9}},
 		stalled: true,
 	}

@@ -3,7 +3,7 @@ package metrics
 import (
 	"strconv"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // fillParked writes the parked files: their number, always (0 is the

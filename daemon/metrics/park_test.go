@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/persist/outbox"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 // parkedSource publishes a verdict with the given parked files (paths on
@@ -20,12 +20,12 @@ func (p parkedSource) Snapshot() *health.Snapshot {
 	for _, f := range p.files {
 		conds = append(conds, health.Condition{Check: event.InfiniBandDegradationCheck, Kind: event.KindReadParked,
 			Severity: health.NonFatal, Message: "parked",
-			Entity: health.Entity{Kind: health.EntityFile, Device: "mlx5_0", Port: 1, Name: f}})
+			Entity: condition.Entity{Kind: condition.File, Device: "mlx5_0", Port: 1, Name: f}})
 	}
 	return health.Build(health.Node{Ready: true}, []health.PortInfo{info}, conds)
 }
 func (parkedSource) LastPoll() time.Time   { return time.Time{} }
-func (parkedSource) Outbox() outbox.Stats  { return outbox.Stats{} }
+func (parkedSource) Outbox() OutboxStats   { return OutboxStats{} }
 func (parkedSource) Sinks() []SinkStats    { return nil }
 func (parkedSource) Stalled() bool         { return false }
 func (parkedSource) Undeliverable() string { return "" }

@@ -9,8 +9,9 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
-	"github.com/nichealth/nichealthd/persist/outbox"
+	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/sim"
+	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 // fakeSource is a Source built from fixed D-Bus-shaped views (test input
@@ -20,7 +21,7 @@ type fakeSource struct {
 	mu       sync.Mutex
 	mgr      dbusapi.ManagerView
 	ports    []dbusapi.PortView
-	ob       outbox.Stats
+	ob       OutboxStats
 	sinks    []SinkStats
 	stalled  bool
 	undeliv  string
@@ -47,6 +48,17 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		pi := health.PortInfo{Device: pv.Device, Port: int(pv.Port), LinkLayer: pv.LinkLayer, Role: pv.Role,
 			RoleReason: pv.RoleReason, NetDev: pv.NetDev, PCIAddress: pv.PCIAddress, NUMANode: int(pv.NUMANode),
 			Rate: pv.Rate, State: pv.State, PhysState: pv.PhysState, NodeGUID: pv.NodeGUID, PortGUID: pv.PortGUID}
+		// The daemon's snapshot carries the reading typed; the fixed views
+		// give it as the names sysfs prints.
+		if st, err := sysfs.ParseState([]byte(pv.State)); err == nil {
+			pi.Link.State = st
+		}
+		if ph, err := sysfs.ParsePhysState([]byte(pv.PhysState)); err == nil {
+			pi.Link.Phys = ph
+		}
+		if r, err := sysfs.ParseRate([]byte(pv.Rate)); err == nil {
+			pi.RateGbps = r.Gbps
+		}
 		if pv.LastChangeUSec != 0 {
 			pi.LastChange = time.UnixMicro(int64(pv.LastChangeUSec))
 		}
@@ -57,7 +69,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		}
 		pi.LinkDownEpisodes = f.episodes[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
 		infos = append(infos, pi)
-		port := health.Entity{Kind: health.EntityPort, Device: pv.Device, Port: int(pv.Port)}
+		port := condition.Entity{Kind: condition.Port, Device: pv.Device, Port: int(pv.Port)}
 		switch {
 		case pv.Fatal:
 			conds = append(conds, health.Condition{Check: "InfiniBandStateCheck", Entity: port, Severity: health.Fatal, Message: "fatal"})
@@ -66,7 +78,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		}
 		for _, msg := range pv.Sanity {
 			conds = append(conds, health.Condition{Check: "InfiniBandDegradationCheck", Severity: health.NonFatal, Message: msg,
-				Entity: health.Entity{Kind: health.EntityFinding, Device: pv.Device, Port: int(pv.Port), Name: msg}})
+				Entity: condition.Entity{Kind: condition.Finding, Device: pv.Device, Port: int(pv.Port), Name: msg}})
 		}
 	}
 	return health.Build(node, infos, conds)
@@ -101,8 +113,8 @@ func (f *fakeSource) Ports() []dbusapi.PortView {
 	}
 	return f.ports
 }
-func (f *fakeSource) Outbox() outbox.Stats { return f.ob }
-func (f *fakeSource) Sinks() []SinkStats   { return f.sinks }
+func (f *fakeSource) Outbox() OutboxStats { return f.ob }
+func (f *fakeSource) Sinks() []SinkStats  { return f.sinks }
 func (f *fakeSource) Stalled() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -166,8 +178,8 @@ func simSource(tb testing.TB, shape string, allCounters bool) *fakeSource {
 			Version: "1.2.3", NodeName: "node-a", PollIntervalUSec: 1_000_000, LastPollUSec: 1_700_000_000_000_000,
 			Healthy: true, FatalPorts: []string{}, ConfigGeneration: 1, Ready: true,
 		},
-		ob: outbox.Stats{LastSeq: 42, Records: 7, Bytes: 4096, Segments: 1,
-			Sinks: map[string]outbox.SinkStats{"journal": {Cursor: 42}, "connector": {Cursor: 35, Depth: 7}}},
+		ob: OutboxStats{LastSeq: 42, Records: 7, Bytes: 4096, Segments: 1,
+			Sinks: map[string]OutboxSink{"journal": {}, "connector": {Depth: 7}}},
 		sinks: []SinkStats{{Name: "journal", Sent: 42}, {Name: "connector", Sent: 35, Failed: 3}},
 	}
 	nics := map[string]bool{}

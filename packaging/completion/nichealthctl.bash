@@ -82,7 +82,7 @@ _nichealthctl() {
             elif [[ $cur == -* ]]; then
                 case ${args[0]} in
                     collect) _nichealthctl_reply -W "--output --nvidia-smi --node-name" ;;
-                    show) _nichealthctl_reply -W "--root --sysfs-root --procfs-root --metadata --source --all --json" ;;
+                    show) _nichealthctl_reply -W "--root --sysfs-root --procfs-root --config --metadata --source --all --json" ;;
                 esac
             elif [[ ${args[0]} == parse ]]; then
                 _nichealthctl_reply -f

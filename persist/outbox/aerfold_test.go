@@ -3,7 +3,7 @@ package outbox
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Two PCIe AER events about the same ports (a NIC function and the

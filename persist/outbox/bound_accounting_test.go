@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // segmentBytesOnDisk sums the sizes of the segment files in dir.

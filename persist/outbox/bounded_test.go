@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Issue 22 row 12: nichealth_outbox_over_bound stayed 1 after the

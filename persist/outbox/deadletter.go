@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/persist"
 )

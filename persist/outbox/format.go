@@ -8,7 +8,8 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/event/condition"
 )
 
 const (
@@ -35,6 +36,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Record struct {
 	Seq   uint64      `json:"seq"`
 	Event event.Event `json:"event"`
+	// Condition is the event's key (event.Event.Condition), which the
+	// wire format of the event leaves out; records written before events
+	// carried one have none, and event.KeyOf derives it for them.
+	Condition *condition.Key `json:"condition,omitempty"`
 }
 
 // entry locates a record inside a segment without decoding it.
@@ -48,42 +53,28 @@ type entry struct {
 	key uint64
 }
 
-// FoldKey identifies what an event is the latest word on: its check and
-// the entities it is about, plus its error codes and its card or file (the counter, for counter
-// events), so that a breach of one counter never hides another's. Under
-// the size bound an undelivered event is folded into a newer one with the
-// same key (DESIGN.md section 3); the daemon folds events it holds before
-// the outbox takes them by the same rule. Never 0.
+// FoldKey identifies what an event is the latest word on: the condition
+// it raises or clears (event.KeyOf), the same key the health model holds
+// it under. Under the size bound an undelivered event is folded into a
+// newer one with the same key (DESIGN.md section 3); the daemon folds
+// events it holds before the outbox takes them by the same rule. An event
+// that names no condition is the only one of its key: never folded.
+// Never 0.
 func FoldKey(ev *event.Event) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(ev.CheckName))
-	for _, en := range ev.EntitiesImpacted {
-		h.Write([]byte{0})
-		h.Write([]byte(en.Type))
-		h.Write([]byte{'='})
-		h.Write([]byte(en.Value))
+	k, ok := event.KeyOf(ev)
+	if !ok {
+		h.Write([]byte{0xff})
+		h.Write([]byte(ev.ID))
+		return max(h.Sum64(), 1)
 	}
-	h.Write([]byte{1})
-	for _, c := range ev.ErrorCode {
-		h.Write([]byte(c))
+	for _, s := range []string{k.Check, string(k.Entity.Kind), k.Entity.Device, k.Entity.Card, k.Entity.Name, k.Entity.PCI} {
+		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	// A card event names the ports below its peers with the same entities
-	// as their port events, and a hung read names its port: the card and
-	// the file keep them apart (the entity of checks/health's conditions).
-	for _, k := range []string{"card", "file"} {
-		h.Write([]byte{2})
-		h.Write([]byte(ev.Metadata[k]))
-	}
-	// A PCIe AER event names every port below its PCI function: the
-	// function and the AER class keep two hops above the same ports
-	// apart. Only written when set, so other events keep their keys.
-	for _, k := range []string{"pci", "aer"} {
-		if v := ev.Metadata[k]; v != "" {
-			h.Write([]byte{3})
-			h.Write([]byte(v))
-		}
-	}
+	var port [8]byte
+	binary.LittleEndian.PutUint64(port[:], uint64(k.Entity.Port))
+	h.Write(port[:])
 	return max(h.Sum64(), 1)
 }
 
@@ -100,7 +91,11 @@ func flagsOf(ev *event.Event) uint8 {
 
 // appendRecord encodes one record onto dst.
 func appendRecord(dst []byte, seq uint64, ev *event.Event) ([]byte, error) {
-	payload, err := json.Marshal(Record{Seq: seq, Event: *ev})
+	r := Record{Seq: seq, Event: *ev}
+	if ev.Condition.Known() {
+		r.Condition = &ev.Condition
+	}
+	payload, err := json.Marshal(r)
 	if err != nil {
 		return dst, fmt.Errorf("encode event %s: %w", ev.ID, err)
 	}
@@ -211,6 +206,9 @@ func decode(buf []byte, base int64, e entry) (Record, error) {
 	}
 	if r.Seq != e.seq {
 		return Record{}, fmt.Errorf("payload says seq %d, header %d", r.Seq, e.seq)
+	}
+	if r.Condition != nil {
+		r.Event.Condition, r.Condition = *r.Condition, nil
 	}
 	return r, nil
 }

@@ -3,7 +3,7 @@ package outbox
 import (
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Kernel-log conditions are one per pattern and function: two patterns on

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/persist"
 )

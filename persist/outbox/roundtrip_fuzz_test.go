@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // FuzzOutboxRoundTrip: what the writer encodes is what the reader returns,

@@ -8,7 +8,7 @@ import (
 
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // SyslogIdentifier tags every entry, so `journalctl -t nichealthd` finds

@@ -1,6 +1,6 @@
 package journal
 
-import "github.com/nichealth/nichealthd/checks/event"
+import "github.com/nichealth/nichealthd/event"
 
 // Message IDs, one per event kind, generated once with `systemd-id128 new`.
 // They are a public interface: catalog entries, operators' saved queries

@@ -13,8 +13,8 @@ import (
 
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/component"
 )
 

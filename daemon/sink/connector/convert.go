@@ -5,8 +5,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // KindMetadataKey carries the event's kind, which HealthEvent has no field

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/nichealth/nichealthd/checks/event"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector/pb"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // DefaultTarget is where NVSentinel's platform connector listens.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/nichealth/nichealthd/checks/event"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // Name is the sink's name in logs, metrics and its outbox cursor file.

@@ -1,0 +1,67 @@
+package counters
+
+import "time"
+
+// measure is a judged reading: how much the counter moved, over what time,
+// its rate in the definition's unit and per second, and the verdict.
+type measure struct {
+	delta        uint64
+	elapsed      time.Duration
+	rate, perSec float64
+	breach       bool
+}
+
+// windowState says what a velocity reading does to its window.
+type windowState int
+
+const (
+	windowJudged    windowState = iota // a full window, judged; the next one starts now
+	windowPersisted                    // judged, and the new window's start must be saved
+	windowHeld                         // not full yet: the snapshot holds
+	windowRestarted                    // restarted from this reading, not judged
+)
+
+// velocity judges a velocity counter over its window (seed 10.4 step 5):
+// never before the window is full, never extrapolated.
+func velocity(d *Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
+	window := d.Window()
+	elapsed := now.Sub(snap.Timestamp)
+	switch {
+	case elapsed < 0:
+		// The wall clock was stepped back behind the snapshot. Holding
+		// the snapshot would freeze the window until the clock caught up
+		// (possibly days); restart it from this reading instead.
+		return measure{}, windowRestarted
+	case elapsed < window:
+		return measure{}, windowHeld
+	case window < PersistWindowFrom && !ent.seen && elapsed > window+window/2:
+		// First reading in this process of a short window restored from
+		// the state file: its rollovers were not saved, so the snapshot
+		// may be far older than the window in progress when the daemon
+		// stopped, and averaging over it would dilute a burst. Start a
+		// fresh window; a lasting fault shows in it.
+		return measure{}, windowRestarted
+	}
+	rate := float64(delta) * float64(window) / float64(elapsed)
+	m := measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > d.Threshold}
+	if window >= PersistWindowFrom {
+		return m, windowPersisted
+	}
+	return m, windowJudged
+}
+
+// deltaOver judges a delta counter: the change since the last reading
+// against the threshold, its rate over the last tick (Since) for the
+// message.
+func deltaOver(d *Definition, s *Sample, snap CounterSnapshot, now time.Time, delta uint64) measure {
+	elapsed := now.Sub(snap.Timestamp)
+	if s.Since.After(snap.Timestamp) && !s.Since.After(now) {
+		elapsed = now.Sub(s.Since)
+	}
+	m := measure{delta: delta, elapsed: elapsed, breach: float64(delta) > d.Threshold}
+	if elapsed > 0 {
+		m.perSec = float64(delta) / elapsed.Seconds()
+	}
+	m.rate = m.perSec
+	return m
+}

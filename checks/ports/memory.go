@@ -1,0 +1,220 @@
+package ports
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// PortMemoryVersion is the version of the port check's section of the
+// state file this build writes.
+const PortMemoryVersion = 1
+
+// PortMemory is what the port state checks remember across restarts (seed
+// 6.6 port_states and known devices, plus presence). The daemon stores it
+// as the "ports" section of the state file; nothing else writes it.
+type PortMemory struct {
+	Version int `json:"version"`
+	// PortStates is the last known state of each port, keyed
+	// "<device>_<port>" (PortKey).
+	PortStates   map[string]PortState `json:"port_states"`
+	KnownDevices []string             `json:"known_devices"`
+	// Disappeared lists the devices currently reported disappeared.
+	Disappeared []string `json:"disappeared,omitempty"`
+	// DeviceAddrs maps each known device to its PCI address, so a device
+	// renamed under the same address (rdma dev set … name …, udev naming
+	// changes) is recognised as the same NIC rather than a disappearance.
+	DeviceAddrs map[string]string `json:"device_addrs,omitempty"`
+}
+
+// PortState is the last known state of a port (seed 6.6).
+type PortState struct {
+	State         string `json:"state"`
+	PhysicalState string `json:"physical_state"`
+	Device        string `json:"device"`
+	Port          int    `json:"port"`
+	LinkLayer     string `json:"link_layer,omitempty"`
+	Operstate     string `json:"operstate,omitempty"`
+	// Reported is the verdict of the state check's last event for the
+	// port: ReportedFatal, ReportedNonFatal, or "" (healthy, or never
+	// reported: unhealthy since first sight).
+	Reported string `json:"reported,omitempty"`
+}
+
+// NewPortMemory returns an empty memory.
+func NewPortMemory() *PortMemory {
+	return &PortMemory{Version: PortMemoryVersion, PortStates: map[string]PortState{}, KnownDevices: []string{}}
+}
+
+// Validate makes a memory read from a state file usable: entries no check
+// could have written are dropped and listed.
+func (m *PortMemory) Validate() (dropped []string) {
+	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
+	m.Version = PortMemoryVersion
+	if m.PortStates == nil {
+		m.PortStates = map[string]PortState{}
+	}
+	for k, v := range m.PortStates {
+		nv, why := checkPortState(k, v)
+		if why != "" {
+			drop("port_states[%q]: %s", k, why)
+			delete(m.PortStates, k)
+			continue
+		}
+		m.PortStates[k] = nv
+	}
+	m.KnownDevices = cleanDevices(m.KnownDevices, "known_devices", drop)
+	if len(m.Disappeared) > 0 {
+		m.Disappeared = cleanDevices(m.Disappeared, "disappeared", drop)
+	}
+	for d := range m.DeviceAddrs {
+		if !topology.ValidDeviceName(d) {
+			drop("device_addrs[%q]: not a device name", d)
+			delete(m.DeviceAddrs, d)
+		}
+	}
+	sort.Strings(dropped)
+	return dropped
+}
+
+func cleanDevices(in []string, field string, drop func(string, ...any)) []string {
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for _, d := range in {
+		switch {
+		case !topology.ValidDeviceName(d):
+			drop("%s: %q is not a device name", field, d)
+		case seen[d]:
+			// Duplicates are harmless; drop them silently.
+		default:
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkPortState validates a "<device>_<port>" entry against its value and
+// fills a device or port the value left out.
+func checkPortState(k string, v PortState) (PortState, string) {
+	i := strings.LastIndexByte(k, '_')
+	if i <= 0 {
+		return v, "key is not <device>_<port>"
+	}
+	dev := k[:i]
+	port, why := topology.ParsePortNumber(k[i+1:])
+	if why != "" {
+		return v, why
+	}
+	if !topology.ValidDeviceName(dev) {
+		return v, "bad device name"
+	}
+	if v.Port < 0 {
+		return v, "negative port"
+	}
+	if v.Device == "" {
+		v.Device = dev
+	}
+	if v.Port == 0 {
+		v.Port = port
+	}
+	if v.Device != dev || v.Port != port {
+		return v, fmt.Sprintf("key does not match device %q port %d", v.Device, v.Port)
+	}
+	if v.Reported != "" && v.Reported != ReportedFatal && v.Reported != ReportedNonFatal {
+		return v, fmt.Sprintf("reported %q is not %q or %q", v.Reported, ReportedFatal, ReportedNonFatal)
+	}
+	return v, ""
+}
+
+// Rename moves every entry of device old to nw.
+func (m *PortMemory) Rename(old, nw string) {
+	for k, v := range m.PortStates {
+		if v.Device == old {
+			delete(m.PortStates, k)
+			v.Device = nw
+			m.PortStates[PortKey(nw, v.Port)] = v
+		}
+	}
+	for i, d := range m.Disappeared {
+		if d == old {
+			m.Disappeared[i] = nw
+		}
+	}
+	if a, ok := m.DeviceAddrs[old]; ok {
+		delete(m.DeviceAddrs, old)
+		m.DeviceAddrs[nw] = a
+	}
+}
+
+// Replay applies an event the state checks emitted but whose effect the
+// saved memory may not include (the outbox is written before the state).
+// The first poll then corrects it if the hardware has moved on since.
+func (m *PortMemory) Replay(e *event.Event) {
+	dev := e.Device()
+	port, _ := strconv.Atoi(e.Port())
+	switch e.Kind {
+	case event.KindPortFatal, event.KindPortNonFatal, event.KindPortRecovered, event.KindPortBaseline:
+		s, err1 := sysfs.ParseState([]byte(e.Metadata["state"]))
+		p, err2 := sysfs.ParsePhysState([]byte(e.Metadata["physState"]))
+		if err1 != nil || err2 != nil || dev == "" || port <= 0 {
+			return
+		}
+		ps := snapshotOf(Observation{Device: dev, Port: port, LinkLayer: e.Metadata["linkLayer"],
+			State: s, Phys: p, Operstate: e.Metadata["operstate"]})
+		switch {
+		case e.IsFatal:
+			ps.Reported = ReportedFatal
+		case !e.IsHealthy:
+			ps.Reported = ReportedNonFatal
+		}
+		m.PortStates[PortKey(dev, port)] = ps
+	case event.KindDeviceDisappeared:
+		if dev != "" && !slices.Contains(m.Disappeared, dev) {
+			m.Disappeared = append(m.Disappeared, dev)
+		}
+		if dev != "" && !slices.Contains(m.KnownDevices, dev) {
+			m.KnownDevices = append(m.KnownDevices, dev)
+		}
+	case event.KindDeviceReappeared:
+		m.Disappeared = slices.DeleteFunc(m.Disappeared, func(s string) bool { return s == dev })
+	}
+}
+
+// GoneByCard counts, per card, the ports of its NICs that are reported
+// disappeared: each is fatal on its own (device-disappeared), so card
+// homogeneity does not report them a second time.
+func (m *PortMemory) GoneByCard() map[string]int {
+	if len(m.Disappeared) == 0 {
+		return nil
+	}
+	out := map[string]int{}
+	for _, dev := range m.Disappeared {
+		card := CardOfAddress(m.DeviceAddrs[dev])
+		if card == "" {
+			continue
+		}
+		n := 0
+		for _, ps := range m.PortStates {
+			if ps.Device == dev {
+				n++
+			}
+		}
+		out[card] += max(n, 1)
+	}
+	return out
+}
+
+// CardOfAddress is the card key (domain:bus:device) of a PCI address.
+func CardOfAddress(addr string) string {
+	if i := strings.LastIndexByte(addr, '.'); i > 0 {
+		return addr[:i]
+	}
+	return ""
+}

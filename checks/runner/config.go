@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/cards"
+	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/inventory"
+	"github.com/nichealth/nichealthd/checks/kernellog"
+	"github.com/nichealth/nichealthd/checks/ports"
+	"github.com/nichealth/nichealthd/checks/readfaults"
+	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/reader"
+)
+
+// The configuration file (daemon/config) as each part takes it: the
+// observer and every check get their own typed part, so none of them
+// reads the file's layout.
+
+func observeConfig(c *config.Config) observe.Config {
+	var rows []observe.Counter
+	for _, d := range countersConfig(c).Plan() {
+		rows = append(rows, observe.Counter{Name: d.Name, Path: observe.CounterPath(d.Path)})
+	}
+	return observe.Config{
+		Paths: c.Paths, Filter: c.Filter, MetadataPath: c.MetadataPath, TopologySource: c.TopologySource,
+		ExclusionRaw: c.ExclusionRaw, InclusionRaw: c.InclusionRaw,
+		PollInterval: c.PollInterval, ReadTimeout: c.ReadTimeout, MaxStuckReads: c.MaxStuckReads, ParkReprobe: c.ParkReprobe,
+		Checks: c.Checks, Counters: rows, Sanity: c.Sanity.Enabled, AER: c.PCIeAER.Enabled, Inventory: c.Inventory.Enabled,
+	}
+}
+
+func countersConfig(c *config.Config) counters.Config {
+	return counters.Config{Enabled: c.CountersEnabled, Table: c.Counters, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
+}
+
+func portsConfig(c *config.Config) ports.Config { return ports.Config{Checks: c.Checks} }
+
+func cardsConfig(c *config.Config) cards.Config {
+	return cards.Config{Checks: c.Checks, Hold: c.CardAnomalyHold}
+}
+
+func sanityConfig(c *config.Config) sanity.Config {
+	s := c.Sanity
+	return sanity.Config{Enabled: s.Enabled, PCIe: s.PCIe, RateVsPeers: s.RateVsPeers, SMLID: s.SMLID, CharDevices: s.CharDevices,
+		ISSM: s.ISSM, RoCEGID: s.RoCEGID, Fatal: s.Fatal}
+}
+
+func aerConfig(c *config.Config) aer.Config {
+	a := c.PCIeAER
+	return aer.Config{Enabled: a.Enabled, Thresholds: aer.Thresholds{CorrectablePerMinute: a.CorrectablePerMinute,
+		Window: a.Window, NonFatalQuiet: a.NonFatalQuiet}}
+}
+
+func inventoryConfig(c *config.Config) inventory.Config {
+	v := c.Inventory
+	ic := inventory.Config{Enabled: v.Enabled, FirmwareDrift: v.FirmwareDrift, ExpectedPorts: v.ExpectedPorts,
+		ExpectedRateGbps: v.ExpectedRateGbps, Hold: v.Hold, Checks: c.Checks}
+	if v.ExpectedPorts == config.ModelDefault {
+		ic.ExpectedPorts = inventory.ModelDefault
+	}
+	if v.ExpectedRateGbps == config.ModelDefault {
+		ic.ExpectedRateGbps = inventory.ModelDefault
+	}
+	return ic
+}
+
+func kernelLogConfig(c *config.Config) kernellog.Config {
+	k := c.KernelLog
+	return kernellog.Config{On: k.Enabled && c.Checks[kernellog.CheckName], MatchUserSpace: k.MatchUserSpace, Patterns: k.Patterns}
+}
+
+func readFaultsConfig(c *config.Config) readfaults.Config {
+	return readfaults.Config{ReadTimeout: c.ReadTimeout, ParkReprobe: c.ParkReprobe}
+}
+
+// Seams are a test's stand-ins for the kernel and its hook into the
+// boundary; the production binary passes none.
+type Seams struct {
+	// ReadFaults replaces the outcome of chosen reads with an errno.
+	ReadFaults reader.Faults
+	// OpenStats opens a netdev's driver statistics instead of the ioctl.
+	OpenStats func(netdev string, want []string) (ethtool.Source, error)
+	// Step is called inside a check's boundary each time a step starts
+	// working for a check (per port for the state and counter checks),
+	// with the check and the step ("plan", "observe", "judge",
+	// "counters", "pcie-aer", "link-sanity", "rules", ...): a test panics
+	// from it to prove the boundary holds.
+	Step func(check, step string)
+	// KeepOpen keeps descriptors open whatever the tree is, as real sysfs
+	// gets them (benchmarks of a simulated tree).
+	KeepOpen bool
+}
+
+func (s Seams) observe() observe.Seams {
+	return observe.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, KeepOpen: s.KeepOpen}
+}

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/sim"
+	"github.com/nichealth/nichealthd/topology/sim/simtest"
+)
+
+func kinds(specs []event.Spec, k event.Kind) int {
+	n := 0
+	for _, s := range specs {
+		if s.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// A function that never had an RDMA device changes nothing in
+// class/infiniband, so no discovery sees it: the minute's scan does. The
+// next poll after the scan judges it.
+func TestInventory_ScanCadenceSeesWhatDiscoveryCannot(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	m := simMonitor(t, h, "")
+	now := time.Unix(1_700_000_000, 0)
+	specs, _ := m.Cycle(now)
+	if kinds(specs, event.KindFunctionFailed) != 0 {
+		t.Fatalf("healthy node: %+v", specs)
+	}
+	// mlx5_3 leaves class/infiniband (rediscovery sees that); hand it to
+	// vfio-pci only after that discovery, which changes nothing there.
+	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	specs, _ = m.Cycle(now)
+	if kinds(specs, event.KindFunctionFailed) != 1 {
+		t.Fatalf("unbound function not judged after the rediscovery: %+v", specs)
+	}
+	if err := h.RestoreDevice("mlx5_3"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if specs, _ = m.Cycle(now); kinds(specs, event.KindFunctionOK) != 1 {
+		t.Fatalf("rebound: %+v", specs)
+	}
+	// Unbound again, but class/infiniband is listed unchanged: the
+	// simulator's detach of a function whose device name is taken away
+	// is seen by the lister. What no lister sees is a change of driver of
+	// a function that had no RDMA device: unbound to vfio-pci.
+	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	m.Cycle(now)
+	if err := h.RestoreDevice("mlx5_3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DetachFunction("mlx5_3", sim.DetachDriverPrefix+"vfio-pci"); err != nil {
+		t.Fatal(err)
+	}
+	// The restore and the new detach happen between two polls: the lister
+	// sees the same set, no discovery runs.
+	now = now.Add(time.Second)
+	specs, _ = m.Cycle(now)
+	if kinds(specs, event.KindFunctionFailed) != 0 {
+		t.Fatalf("judged without a scan: %+v", specs)
+	}
+	now = now.Add(observe.InventoryEvery)
+	specs, _ = m.Cycle(now)
+	var got event.Spec
+	for _, s := range specs {
+		if s.Kind == event.KindFunctionFailed {
+			got = s
+		}
+	}
+	if got.Metadata["fault"] != "other-driver" {
+		t.Fatalf("after the minute's scan: %+v", specs)
+	}
+}
+
+// A reload that switches drift detection, then the whole inventory, off
+// clears what they raised; --checks without the state check leaves its
+// functions alone.
+func TestInventory_ReloadSwitchesOffAndClears(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	if err := h.SetFirmware("mlx5_4", "28.36.1010", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
+		t.Fatal(err)
+	}
+	m := simMonitor(t, h, "")
+	now := time.Unix(1_700_000_000, 0)
+	specs, _ := m.Cycle(now)
+	if kinds(specs, event.KindDrift) != 1 || kinds(specs, event.KindFunctionFailed) != 1 {
+		t.Fatalf("first poll: drift %d, failed %d", kinds(specs, event.KindDrift), kinds(specs, event.KindFunctionFailed))
+	}
+	m.Reconfigure(simConfig(t, h, "[inventory]\nfirmwareDrift = false\n"), now)
+	now = now.Add(time.Second)
+	if specs, _ = m.Cycle(now); kinds(specs, event.KindDriftOK) != 1 || kinds(specs, event.KindFunctionOK) != 0 {
+		t.Fatalf("drift off: %+v", specs)
+	}
+	m.Reconfigure(simConfig(t, h, "checks = [\"EthernetStateCheck\", \"InfiniBandDegradationCheck\", \"EthernetDegradationCheck\"]\n"), now)
+	now = now.Add(time.Second)
+	if specs, _ = m.Cycle(now); kinds(specs, event.KindFunctionOK) != 1 {
+		t.Fatalf("InfiniBandStateCheck off: %+v", specs)
+	}
+	m.Reconfigure(simConfig(t, h, ""), now)
+	now = now.Add(time.Second)
+	if specs, _ = m.Cycle(now); kinds(specs, event.KindFunctionFailed) != 1 || kinds(specs, event.KindDrift) != 1 {
+		t.Fatalf("back on: %+v", specs)
+	}
+	m.Reconfigure(simConfig(t, h, "[inventory]\nenabled = false\n"), now)
+	now = now.Add(time.Second)
+	specs, _ = m.Cycle(now)
+	if kinds(specs, event.KindFunctionOK) != 1 || kinds(specs, event.KindDriftOK) != 1 {
+		t.Fatalf("inventory off: %+v", specs)
+	}
+	if specs, _ = m.Cycle(now.Add(time.Second)); len(specs) != 0 {
+		t.Fatalf("cleared twice: %+v", specs)
+	}
+}

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/checks/ports"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/sysfs"
+)
+
+// PortInfos is what the last cycle observed of every monitored port, with
+// what the checks say of it (its counters, its last crossing, its
+// link-down episodes), plus the last known ports of NICs missing from the
+// enumeration: a NIC that fell off the bus stays visible (as MISSING)
+// until it returns or the host reboots.
+func (r *Runner) PortInfos() []health.PortInfo {
+	obsPorts := r.obs.Ports()
+	out := make([]health.PortInfo, 0, len(obsPorts))
+	seen := map[string]bool{}
+	for _, p := range obsPorts {
+		dev, port := p.Device, p.Port
+		seen[dev.Name] = true
+		pi := health.PortInfo{
+			Device: event.Clean(dev.Name), Port: port.Num, Card: dev.Card, LinkLayer: port.LinkLayer,
+			Role: string(dev.Role), RoleReason: event.Clean(dev.RoleReason), NetDev: event.Clean(p.NetDev),
+			PCIAddress: dev.PCIAddress, NUMANode: dev.NUMANode, Rate: event.Clean(port.Rate),
+			LastChange: r.set.ports.LastChange(dev.Name, port.Num),
+			FWVer:      event.Clean(dev.FWVer), BoardID: event.Clean(dev.BoardID),
+		}
+		if p.RateText != "" {
+			pi.Rate = event.Clean(p.RateText)
+		}
+		pi.RateGbps = p.RateGbps
+		if p.Observed {
+			pi.Link = p.Link
+			pi.State, pi.PhysState = event.Clean(p.Link.State.Name), event.Clean(p.Link.Phys.Name)
+			pi.HealthyMessage = event.Clean(healthyMessage(p))
+		}
+		if g, err := sysfs.ParseNodeGUID([]byte(dev.NodeGUID)); err == nil {
+			pi.NodeGUID = sysfs.FormatGUID(g)
+		}
+		pi.PortGUID = port.GUID
+		pi.GPUs, _ = r.obs.GPUs(dev.Name)
+		pi.Counters = r.counterInfos(p)
+		if r.set.rules.Engine() != nil {
+			pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev.Name, port.Num)
+		}
+		out = append(out, pi)
+	}
+	mem := r.set.ports.Memory()
+	for _, dev := range mem.KnownDevices {
+		if seen[dev] {
+			continue
+		}
+		for _, ps := range missingPorts(mem, dev) {
+			pi := health.PortInfo{
+				Device: event.Clean(dev), Port: ps.Port, LinkLayer: ps.LinkLayer, State: "MISSING", Missing: true,
+				PCIAddress: mem.DeviceAddrs[dev], Card: ports.CardOfAddress(mem.DeviceAddrs[dev]),
+				HealthyMessage: fmt.Sprintf("NIC %s is not in the last enumeration of %s/", event.Clean(dev), r.cfg.Paths.ClassInfiniBand),
+			}
+			if r.set.rules.Engine() != nil {
+				pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev, ps.Port)
+			}
+			out = append(out, pi)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b health.PortInfo) int {
+		if c := health.CompareDevices(a.Device, b.Device); c != 0 {
+			return c
+		}
+		return a.Port - b.Port
+	})
+	return out
+}
+
+// healthyMessage describes a port that no condition covers. It is the
+// port check's own wording; an unhealthy reading with no condition is one
+// the rules deliberately did not report, and the text says why.
+func healthyMessage(p *observe.Port) string {
+	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+	switch v := ports.Judge(o); v {
+	case ports.Healthy:
+		return ports.Message(o, v)
+	case ports.Transient:
+		return ports.Message(o, v) + " (RoCE link training, not reported)"
+	default:
+		return ports.Message(o, v) + " (unhealthy since first sight on a card that matches its peers: treated as unprovisioned, not failed)"
+	}
+}
+
+// missingPorts lists the last known ports of a device absent from
+// discovery.
+func missingPorts(mem *ports.PortMemory, dev string) []ports.PortState {
+	var out []ports.PortState
+	for _, ps := range mem.PortStates {
+		if ps.Device == dev {
+			out = append(out, ps)
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.PortState) int { return a.Port - b.Port })
+	return out
+}
+
+func (r *Runner) counterInfos(p *observe.Port) []health.Counter {
+	views := r.set.counters.View(p)
+	out := make([]health.Counter, 0, len(views))
+	for _, cv := range views {
+		out = append(out, health.Counter{
+			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"),
+			ThresholdType: cv.ThresholdType, Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached,
+			BreachedSince: cv.BreachedSince, Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
+		})
+	}
+	return out
+}
+
+// AERTotals is what /metrics shows of the AER check: every function on
+// the current plan with the classes it has files for.
+func (r *Runner) AERTotals() []health.AERTotal {
+	if r.last == nil {
+		return nil
+	}
+	var out []health.AERTotal
+	for _, t := range r.set.aer.Totals(r.last.AER) {
+		out = append(out, health.AERTotal{PCI: t.PCI, Severity: t.Severity, Total: t.Total, RootPort: t.RootPort})
+	}
+	return out
+}
+
+// InventoryInfos is the PCI inventory the snapshot shows: every NIC
+// function of the last scan that is not a VF, as identity (its conditions
+// are the model's).
+func (r *Runner) InventoryInfos() []health.NICInfo {
+	var out []health.NICInfo
+	for _, f := range r.obs.Inventory().Functions {
+		if f.IsVF {
+			continue
+		}
+		out = append(out, health.NICInfo{PCI: f.Address, Device: event.Clean(f.Device), Role: string(f.Role), HCAType: event.Clean(f.HCAType),
+			FWVer: event.Clean(f.FWVer), BoardID: event.Clean(f.BoardID), Serial: event.Clean(f.Serial), Driver: event.Clean(f.Driver),
+			State: string(f.State()), Monitored: f.Monitored})
+	}
+	return out
+}
+
+// KernelLogTotals is what the snapshot shows of the kernel log: what the
+// reader read, dropped or lost and what the check matched, since start
+// (nil while the check is off). It is rebuilt only when it moved.
+func (r *Runner) KernelLogTotals() *health.KernelLogTotals {
+	w := r.set.kernelLog
+	if !w.Active() || r.last == nil {
+		return nil
+	}
+	st := r.last.KernelLog.Stats
+	if t := r.klTotals; t != nil && t.Judged == w.Judged() && r.klStats == st {
+		return t
+	}
+	cs := w.Stats()
+	t := &health.KernelLogTotals{Reading: st.Open, Err: event.Clean(st.Err), Records: st.Read, Sequence: st.LastSeq, Judged: w.Judged(),
+		Dropped: st.Dropped + st.Oversized + st.Malformed, Lost: st.Lost, OtherFacility: cs.OtherFacility,
+		Unmonitored: cs.Unmonitored, Unattributed: cs.Unattributed}
+	for k, n := range cs.Matches {
+		t.Matches = append(t.Matches, health.KernelLogMatch{Pattern: k.Pattern, Device: event.Clean(k.Device), Count: n})
+	}
+	slices.SortFunc(t.Matches, func(a, b health.KernelLogMatch) int {
+		return cmp.Or(strings.Compare(a.Pattern, b.Pattern), strings.Compare(a.Device, b.Device))
+	})
+	r.klTotals, r.klStats = t, st
+	return t
+}
