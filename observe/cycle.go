@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/reader"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -26,7 +28,10 @@ const counterTick = time.Second
 const sanityEvery = time.Minute
 
 // unusableReprobe is how often discovery runs again while an entry of
-// class/infiniband cannot be used.
+// class/infiniband cannot be used, or a monitored RoCE port's netdev is
+// absent: a netdev moved back into this namespace, or recreated, sends no
+// event discovery could wait for, and must not stay unmonitored until an
+// operator reloads.
 const unusableReprobe = time.Minute
 
 // NextWake is when the loop must run the next cycle: the earliest of the
@@ -162,7 +167,7 @@ func (o *Observer) enumerate(now time.Time) error {
 	if o.lastDiscover.IsZero() || setChanged {
 		o.lastDiscover = now
 	}
-	reprobe := o.lister.Unusable() > 0 && now.Sub(o.lastDiscover) >= unusableReprobe
+	reprobe := (o.lister.Unusable() > 0 || o.netdevsAbsent > 0) && now.Sub(o.lastDiscover) >= unusableReprobe
 	if err == nil && (setChanged || reprobe) {
 		o.lastDiscover = now
 		o.rediscover()
@@ -213,6 +218,9 @@ func (o *Observer) counterCycle(now time.Time) {
 		}
 		for ci := range p.counters {
 			o.sample(&p.counters[ci], &p.Samples[ci], at)
+			if err := p.Samples[ci].Err; err != nil && p.counters[ci].phy != nil && errors.Is(err, unix.ENODEV) {
+				o.statsNameStale(p, &p.counters[ci])
+			}
 		}
 	}
 }

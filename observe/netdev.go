@@ -34,6 +34,7 @@ func (o *Observer) netdevOnSysfs(pp *portPlan) bool {
 func (o *Observer) planOperstate(pp *portPlan, ow owner) *reader.File {
 	path := filepath.Join(o.cfg.Paths.ClassNet, pp.NetDev, "operstate")
 	if _, err := os.Stat(path); err != nil {
+		o.netdevsAbsent++
 		o.netdevAbsent(pp, path, err)
 		return nil
 	}
@@ -74,7 +75,7 @@ func (o *Observer) netdevAbsent(pp *portPlan, path string, err error) {
 		o.netdevUnreadable = map[string]bool{}
 	}
 	o.netdevUnreadable[pp.NetDev] = true
-	o.log.Warn("the RoCE port's netdev is absent; its operstate is not read until the next rediscovery or reload finds it",
+	o.log.Warn("the RoCE port's netdev is absent; its operstate is not read until a rediscovery finds it (discovery looks again every minute, and at every reload)",
 		"device", pp.Device.Name, "port", pp.Port.Port.Num, "netdev", pp.NetDev, "check", event.StateCheckFor(pp.Port.Port.LinkLayer),
 		"file", path, "err", err,
 		"fix", "the netdev is not in this network namespace (removed, renamed by udev, or moved): check ip link")

@@ -81,6 +81,14 @@ type Observer struct {
 	// statsUnavailable is why each netdev's driver statistics could not
 	// be opened, as last logged (phy.go).
 	statsUnavailable map[string]string
+	// statsStale holds the driver-statistics sources of this plan whose
+	// call failed with ENODEV (a stale netdev name), each of which asked
+	// for one rediscovery.
+	statsStale map[string]bool
+	// netdevsAbsent counts the ports of this plan planned without their
+	// netdev (absent at the plan build): discovery looks again every
+	// unusableReprobe while there are any.
+	netdevsAbsent int
 	// netdevUnreadable holds the netdevs whose operstate could not be
 	// read, said once per episode; netdevGone asks for one rediscovery
 	// when one disappears (netdev.go); replan asks for the plan to be

@@ -182,12 +182,35 @@ func (o *Observer) noteStatsUnavailable(pp *portPlan, err error) {
 		"fix", statsFix(err))
 }
 
+// statsNameStale handles a driver-statistics call that fails with ENODEV:
+// the call goes by name, and the name no longer resolves (udev renamed the
+// netdev, it was removed or moved to another network namespace). After a
+// rename the port's sysfs files still read through their kept descriptors
+// (sysfs follows the device), so this failure is the only sign that the
+// plan holds a stale name: it asks for one rediscovery, which plans the
+// port under the netdev's new name, or without driver statistics when the
+// netdev is gone. Once per source: the plan the rediscovery builds holds
+// new sources, and a rediscovery that fails is not retried every tick.
+func (o *Observer) statsNameStale(pp *portPlan, cr *counterRead) {
+	if o.statsStale[cr.file.Path] {
+		return
+	}
+	if o.statsStale == nil {
+		o.statsStale = map[string]bool{}
+	}
+	o.statsStale[cr.file.Path] = true
+	o.netdevGone = true
+	o.log.Warn("the RoCE netdev's driver statistics call fails with ENODEV: its name no longer resolves; looking up the device's netdevs again now",
+		"device", pp.Device.Name, "port", pp.Port.Port.Num, "netdev", pp.NetDev, "file", cr.file.Path,
+		"fix", "expected after a udev rename (the port is then planned under its new name); if the netdev was removed or moved to another network namespace, check ip link")
+}
+
 // statsFix is the operator's next step for a netdev whose statistics
 // cannot be read.
 func statsFix(err error) string {
 	switch {
 	case errors.Is(err, unix.ENODEV):
-		return "the netdev is absent from this network namespace (removed, renamed by udev, or moved to another namespace): check ip link; it is looked up again at the next rediscovery or reload"
+		return "the netdev is absent from this network namespace (removed, renamed by udev, or moved to another namespace): check ip link; it is looked up again every minute and at every reload"
 	case errors.Is(err, ethtool.ErrNoStats), errors.Is(err, unix.EOPNOTSUPP):
 		return "the driver publishes no ethtool statistics; disable the ethtool: counters under [[counterDetection.counters]] if this is permanent"
 	}

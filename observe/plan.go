@@ -67,6 +67,8 @@ func (o *Observer) buildPlan() {
 		old[p.Key()] = p
 	}
 	o.closePlan()
+	clear(o.statsStale) // the sources were just closed; the new ones are unseen
+	o.netdevsAbsent = 0
 	for _, d := range o.devices {
 		if !d.Monitored() {
 			continue

@@ -145,14 +145,31 @@ func (n *node) pointAtKernel(netdev string, gone bool) {
 	}
 }
 
+// followRename does in the simulated tree what the kernel does in sysfs
+// when it renames a netdev: the PCI function's net/ entry takes the new
+// name, and class/net names it (pointing at the real netdev).
+func (n *node) followRename(dev, old, renamed string) {
+	n.t.Helper()
+	netDir := filepath.Join(n.h.SysRoot(), "class", "infiniband", dev, "device", "net")
+	if err := os.Rename(filepath.Join(netDir, old), filepath.Join(netDir, renamed)); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(n.h.SysRoot(), "class", "net", old)); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("/sys/class/net", renamed), filepath.Join(n.h.SysRoot(), "class", "net", renamed)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 // The production binary on a tree the simulator did not mark, whose RoCE
 // netdevs are real kernel interfaces in a network namespace: a veth, a
 // bridge (no driver statistics), one absent altogether (ENODEV), one
 // deleted and one renamed while the daemon runs. It starts, keeps its
 // cadence, keeps the real netdevs' files open and releases them when the
 // netdev goes, says once what it cannot read, judges ports from what it
-// reads (never from a failed read), detects port faults, and exits 0 on
-// SIGTERM without a panic.
+// reads (never from a failed read), follows a rename to the netdev's new
+// name, detects port faults, and exits 0 on SIGTERM without a panic.
 func TestRealHost_RoCENetdevsAbsentVethBridgeDeletedRenamed(t *testing.T) {
 	ns := newRealNetns(t)
 	n := newNode(t, "dgx-h100", `[[counterDetection.counters]]
@@ -161,6 +178,15 @@ path = "/sys/class/net/{interface}/statistics/rx_dropped"
 thresholdType = "delta"
 threshold = 1000000
 description = "packets the netdev dropped on receive"
+
+# A statistic a veth's driver has: the ethtool call goes by name, so a
+# rename fails it with ENODEV while the kept sysfs descriptors still read.
+[[counterDetection.counters]]
+name = "veth_peer_ifindex"
+path = "ethtool:peer_ifindex"
+thresholdType = "delta"
+threshold = 1000000
+description = "the veth peer's ifindex, a driver statistic every veth has"
 `)
 	n.withMetrics()
 	const (
@@ -246,8 +272,20 @@ description = "packets the netdev dropped on receive"
 		return e.Device() == vethDev && !e.IsHealthy && strings.Contains(e.Message, "operstate down")
 	})
 	ns.in("link", "set", veth, "name", renamed)
+	n.followRename(vethDev, veth, renamed)
 	ns.in("link", "set", renamed, "up")
 	n.waitEventAfter(skip, "recovery of "+vethDev+" after the rename", portEvent(vethDev, event.KindPortRecovered))
+	// The driver statistics call by the old name fails with ENODEV, the
+	// only sign of the rename (the kept descriptors still read): the port
+	// is planned again under its new name, its files reopened there.
+	deadline = time.Now().Add(waitDeadline)
+	for heldOn(t, pid, "/net/"+renamed+"/") != 3 || heldOn(t, pid, "/net/"+veth+"/") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rename was not followed: %d descriptors on %s, %d still on %s\n%s",
+				heldOn(t, pid, "/net/"+renamed+"/"), renamed, heldOn(t, pid, "/net/"+veth+"/"), veth, n.stderr.Tail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	n.waitPolls(3)
 
 	if err := n.h.SetPortState(bridgeDev, 1, "DOWN", "Disabled"); err != nil {
@@ -266,6 +304,12 @@ description = "packets the netdev dropped on receive"
 		if k := countLines(logs, "driver statistics unavailable", "netdev="+nd+" "); k != 1 {
 			t.Errorf("%s: driver statistics said unavailable %d times, want once", nd, k)
 		}
+	}
+	if k := countLines(logs, "driver statistics call fails with ENODEV", "netdev="+veth+" "); k != 1 {
+		t.Errorf("%s: its stale name said %d times, want once", veth, k)
+	}
+	if k := countLines(logs, "netdev="+renamed+" ", "unavailable"); k != 0 {
+		t.Errorf("%s: driver statistics said unavailable under the new name %d times, want never", renamed, k)
 	}
 	for _, nd := range []string{absent, deleted} {
 		if k := countLines(logs, "netdev="+nd+" ", "operstate"); k != 1 {
