@@ -205,6 +205,10 @@ func TestGuard_InjectedPanicInEachCheckStep(t *testing.T) {
 		{aerCheck, "pcie-aer", []string{aerCheck}, linkDownedWitness},
 		{sanityCheck, "link-sanity", []string{sanityCheck}, linkDownedWitness},
 		{"", "rules", ruleChecks, portDownWitness},
+		// Taking the configuration at start: not narrowed to a link
+		// layer, so both checks the counter check serves are blamed.
+		{ibDeg, "configure", []string{ibDeg, ethDeg}, portDownWitness},
+		{ruleChecks[0], "configure", ruleChecks, portDownWitness},
 	} {
 		t.Run(tc.check+"/"+tc.step, func(t *testing.T) {
 			n := newGuardedNode(t, tc.check, tc.step)
@@ -261,6 +265,38 @@ func TestGuard_InjectedPanicInEachCheckStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A panic while a check takes a reloaded configuration disables that
+// check alone instead of ending the daemon; the next reload runs it again.
+func TestGuard_PanicTakingAReloadDisablesOnlyThatCheck(t *testing.T) {
+	ibDeg, ethDeg := event.InfiniBandDegradationCheck, event.EthernetDegradationCheck
+	n := newGuardedNode(t, ibDeg, "configure")
+	n.armed.Store(false)
+	n.start()
+	n.waitPolls(2)
+	n.armed.Store(true)
+	if err := n.d.RequestReload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{ibDeg, ethDeg} {
+		e := n.waitEvent("check-failed "+c, checkEvent(event.KindCheckFailed, c))
+		if !strings.Contains(e.Message, "configure") || !strings.Contains(e.Message, "injected") {
+			t.Fatalf("check-failed event %+v", e)
+		}
+	}
+	if err := portDownWitness.apply(n.h); err != nil {
+		t.Fatal(err)
+	}
+	n.waitEvent(portDownWitness.what, portDownWitness.seen)
+	n.armed.Store(false)
+	if err := n.d.RequestReload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{ibDeg, ethDeg} {
+		n.waitEvent("check-resumed "+c, checkEvent(event.KindCheckResumed, c))
+	}
+	waitFor(t, "no failed check", func() bool { return len(n.d.Snapshot().FailedChecks()) == 0 })
 }
 
 // A check-failed condition is kept in the state file: after a restart the

@@ -15,7 +15,7 @@ import (
 // One signal's bug cannot blind the node (DESIGN.md section 10). Every
 // step of a check (building its part of the read plan, reading for it,
 // judging what was read, a driver call on the reader's worker) runs inside
-// guard.Run: a panic there is recovered at that boundary, the check it was
+// guard.Run, and its taking of a configuration inside guard.Configure: a panic there is recovered at that boundary, the check it was
 // working for is disabled until the next reload or restart, one
 // check-failed condition names it (the node is not healthy, /healthz
 // answers 503), the panic's first frames are logged once, and every other
@@ -107,6 +107,29 @@ func (g *guard) Run(step string, serves []string, fn func()) {
 	}()
 	if g.hook != nil {
 		g.hook("", step) // a step not narrowed to one check (rules, cards)
+	}
+	fn()
+}
+
+// Configure runs a check's taking of a configuration inside the boundary.
+// A panic disables every check it serves (a configuration is not narrowed
+// to one link layer). A clean run clears nothing: taking a configuration
+// proves nothing about the step that failed, which clears its condition
+// when it completes again.
+func (g *guard) Configure(serves []string, fn func()) {
+	outerStep, outerRunning := g.step, g.running
+	g.step, g.running = "configure", ""
+	defer func() {
+		r := recover()
+		g.step, g.running = outerStep, outerRunning
+		if r != nil {
+			g.fail("configure", "", serves, fmt.Sprint(r), debug.Stack())
+		}
+	}()
+	if g.hook != nil {
+		for _, c := range serves {
+			g.hook(c, "configure")
+		}
 	}
 	fn()
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
@@ -84,6 +85,19 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 }
 
 func one(c checks.Check) []checks.Check { return []checks.Check{c} }
+
+// serves are the check names e's steps speak for, each once.
+func (e entry) serves() []string {
+	var out []string
+	for _, c := range e.steps {
+		for _, name := range c.Serves() {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
 
 // goneFunctions are the NICs missing from the last enumeration with their
 // last known ports, as the port checks remember them: kernel log records

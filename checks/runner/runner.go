@@ -70,7 +70,7 @@ func New(cfg *config.Config, boot observe.Boot, bootID string, log *slog.Logger,
 	r.g = newGuard(log, seams.Step, &r.pending)
 	r.set, r.list = newSet(log, boot, bootID, conds, r.rename)
 	for _, e := range r.list {
-		e.configure(cfg) // memory is empty: nothing to say yet
+		r.configure(e, cfg) // memory is empty: nothing to say yet
 	}
 	r.cy = checks.NewCycle(r.g)
 	for _, e := range r.list {
@@ -212,13 +212,24 @@ func (r *Runner) TakeViewChanged() bool {
 // by a panic gets another chance.
 func (r *Runner) Reconfigure(cfg *config.Config, now time.Time) []event.Spec {
 	r.cfg = cfg
+	r.g.reset()
 	var specs []event.Spec
 	for _, e := range r.list {
-		specs = append(specs, e.configure(cfg)...)
+		specs = append(specs, r.configure(e, cfg)...)
 	}
-	r.g.reset()
 	r.obs.Reconfigure(observeConfig(cfg), now)
 	r.syncKernelLog()
+	return specs
+}
+
+// configure hands e its configuration inside the boundary: a panic there
+// disables e's checks as a panic in one of their steps does, until the
+// next reload or restart tries again. Unguarded, a configuration that
+// trips a check's bug would end the daemon at every start and reload with
+// that file, and the whole node would go unwatched.
+func (r *Runner) configure(e entry, cfg *config.Config) []event.Spec {
+	var specs []event.Spec
+	r.g.Configure(e.serves(), func() { specs = e.configure(cfg) })
 	return specs
 }
 
