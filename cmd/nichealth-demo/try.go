@@ -264,14 +264,14 @@ func tryHistory(c *dbusapi.Client, h *sim.Host) error {
 		return err
 	}
 	if err := waitPort(c, func(p dbusapi.PortView) bool {
-		return p.State == "DOWN" && slices.Contains(p.LatchedBreaches(), "link_downed")
+		return !p.Up && slices.Contains(p.LatchedBreaches(), "link_downed")
 	}); err != nil {
 		return fmt.Errorf("mlx5_3 port 1 pulled: %w", err)
 	}
 	if err := h.SetPortState("mlx5_3", 1, "ACTIVE", "LinkUp"); err != nil {
 		return err
 	}
-	if err := waitPort(c, func(p dbusapi.PortView) bool { return p.State == "ACTIVE" }); err != nil {
+	if err := waitPort(c, func(p dbusapi.PortView) bool { return p.Up }); err != nil {
 		return fmt.Errorf("mlx5_3 port 1 reseated: %w", err)
 	}
 	return nil
