@@ -33,7 +33,20 @@ func TestRealHost_AbsentNetdevLookedUpAgainEveryMinute(t *testing.T) {
 	}
 	m := simMonitor(t, h, "pollingInterval = \"1s\"\n")
 	t0 := time.Unix(1_700_000_000, 0)
-	m.Cycle(t0)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	for i := 0; i <= 5; i++ {
+		m.Cycle(at(i)) // the first readings' events
+	}
+	// While the netdev stays absent the re-probes, one a minute, are
+	// quiet: no event, no repeated warning.
+	for i := 6; i <= 125; i++ {
+		if specs, _ := m.Cycle(at(i)); len(specs) > 0 {
+			t.Fatalf("%d events at +%ds while the netdev stays absent: %+v", len(specs), i, specs)
+		}
+	}
+	if last := m.obs.Stats().LastDiscover; !last.Equal(at(120)) {
+		t.Fatalf("last discovery at +%v, want the second re-probe at +120s", last.Sub(t0))
+	}
 
 	if err := os.Symlink(target, entry); err != nil {
 		t.Fatal(err)
@@ -49,17 +62,17 @@ func TestRealHost_AbsentNetdevLookedUpAgainEveryMinute(t *testing.T) {
 		}
 		return false
 	}
-	// Within the minute the port is still planned without its netdev:
-	// discovery is not re-run on every poll.
-	for i := 1; i < 59; i++ {
-		if specs, _ := m.Cycle(t0.Add(time.Duration(i) * time.Second)); operDown(specs) {
-			t.Fatalf("operstate judged %ds after start, before the 1-minute re-probe", i)
+	// Until the next re-probe the port is still planned without its
+	// netdev: discovery is not re-run on every poll.
+	for i := 126; i < 180; i++ {
+		if specs, _ := m.Cycle(at(i)); operDown(specs) {
+			t.Fatalf("operstate judged at +%ds, before the re-probe at +180s", i)
 		}
 	}
-	for i := 59; i <= 63; i++ {
-		if specs, _ := m.Cycle(t0.Add(time.Duration(i) * time.Second)); operDown(specs) {
+	for i := 180; i <= 183; i++ {
+		if specs, _ := m.Cycle(at(i)); operDown(specs) {
 			return
 		}
 	}
-	t.Fatalf("%s's netdev %s came back but its operstate (down) was not judged within the minute's re-probe", dev, netdev)
+	t.Fatalf("%s's netdev %s came back but its operstate (down) was not judged at the re-probe a minute later", dev, netdev)
 }
