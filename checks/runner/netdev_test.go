@@ -76,3 +76,21 @@ func TestRealHost_AbsentNetdevLookedUpAgainEveryMinute(t *testing.T) {
 	}
 	t.Fatalf("%s's netdev %s came back but its operstate (down) was not judged at the re-probe a minute later", dev, netdev)
 }
+
+// BenchmarkRediscover_dgxH100 is the cost of one rediscovery (discovery,
+// classification, the read plan rebuilt): what a re-probe costs once a
+// minute while a RoCE port's netdev is absent.
+func BenchmarkRediscover_dgxH100(b *testing.B) {
+	h, err := sim.Build(b.TempDir(), "dgx-h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := simMonitor(b, h, "")
+	m.Cycle(time.Unix(1_700_000_000, 0))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Discover(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
