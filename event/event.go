@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nichealth/nichealthd/event/condition"
@@ -305,8 +306,8 @@ type Spec struct {
 
 // PortRef names one port.
 type PortRef struct {
-	Device string
-	Port   int
+	Device string `json:"device"`
+	Port   int    `json:"port"`
 }
 
 // Stamp carries what the daemon, not the check, knows.
@@ -407,6 +408,25 @@ func (e *Event) Device() string { return e.entity(EntityNIC) }
 
 // Port returns the NICPort entity value, or "".
 func (e *Event) Port() string { return e.entity(EntityNICPort) }
+
+// Ports lists the (NIC, NICPort) entity pairs of the event, in order: a
+// card-level event names the ports it covers that way (seed 11.2), each
+// NICPort after the NIC it belongs to.
+func (e *Event) Ports() []PortRef {
+	var out []PortRef
+	dev := ""
+	for _, en := range e.EntitiesImpacted {
+		switch en.Type {
+		case EntityNIC:
+			dev = en.Value
+		case EntityNICPort:
+			if p, err := strconv.Atoi(en.Value); err == nil && dev != "" {
+				out = append(out, PortRef{Device: dev, Port: p})
+			}
+		}
+	}
+	return out
+}
 
 func (e *Event) entity(t string) string {
 	for _, en := range e.EntitiesImpacted {

@@ -122,7 +122,7 @@ func (m *Memory) Replay(e *event.Event) {
 	switch e.Kind {
 	case event.KindNoSubnetManager:
 		if role := e.Metadata["role"]; role != "" {
-			m.NoSM[role] = NoSM{Since: e.GeneratedTimestamp, Raised: true, Check: e.CheckName, Ports: portsOf(e)}
+			m.NoSM[role] = NoSM{Since: e.GeneratedTimestamp, Raised: true, Check: e.CheckName, Ports: e.Ports()}
 		}
 		return
 	case event.KindSubnetManagerFound:
@@ -145,26 +145,9 @@ func (m *Memory) Replay(e *event.Event) {
 		active, _ := strconv.Atoi(e.Metadata["active"])
 		expected, _ := strconv.Atoi(e.Metadata["expected"])
 		m.Anomalies[card] = Latched{Role: e.Metadata["role"], Active: active, Expected: expected, Since: e.GeneratedTimestamp,
-			Check: e.CheckName, Ports: portsOf(e)}
+			Check: e.CheckName, Ports: e.Ports()}
 		if _, ok := m.Short[card]; !ok {
 			m.Short[card] = e.GeneratedTimestamp
 		}
 	}
-}
-
-// portsOf lists the (NIC, NICPort) entity pairs of an event, in order.
-func portsOf(e *event.Event) []event.PortRef {
-	var out []event.PortRef
-	dev := ""
-	for _, en := range e.EntitiesImpacted {
-		switch en.Type {
-		case event.EntityNIC:
-			dev = en.Value
-		case event.EntityNICPort:
-			if p, err := strconv.Atoi(en.Value); err == nil && dev != "" {
-				out = append(out, event.PortRef{Device: dev, Port: p})
-			}
-		}
-	}
-	return out
 }

@@ -30,10 +30,7 @@ func (s Severity) String() string {
 }
 
 // PortRef names a port a card-level condition is about.
-type PortRef struct {
-	Device string `json:"device"`
-	Port   int    `json:"port"`
-}
+type PortRef = event.PortRef
 
 // Condition is one active finding.
 type Condition struct {

@@ -2,7 +2,6 @@ package health
 
 import (
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
@@ -85,7 +84,7 @@ func (m *Model) Apply(e *event.Event) bool {
 		c.Since = old.Since
 	}
 	if ent.Kind == condition.Card || ent.Kind == condition.PCI || ent.Kind == condition.Node || ent.Kind == condition.KernelLog {
-		c.Ports = portsOf(e)
+		c.Ports = e.Ports()
 	}
 	m.conds[k] = c
 	return true
@@ -119,24 +118,6 @@ func (m *Model) rename(old, nw string) bool {
 		m.conds[c.Key()] = c
 	}
 	return m.renamePorts(old, nw) || changed
-}
-
-// portsOf lists the (NIC, NICPort) pairs of an event, in order: a card
-// event names the ports below its peers' mode that way (seed 11.2).
-func portsOf(e *event.Event) []PortRef {
-	var out []PortRef
-	dev := ""
-	for _, en := range e.EntitiesImpacted {
-		switch en.Type {
-		case event.EntityNIC:
-			dev = en.Value
-		case event.EntityNICPort:
-			if p, err := strconv.Atoi(en.Value); err == nil && dev != "" {
-				out = append(out, PortRef{Device: dev, Port: p})
-			}
-		}
-	}
-	return out
 }
 
 // Has reports whether the condition of (check, entity) is active.

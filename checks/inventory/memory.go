@@ -117,7 +117,7 @@ func (m *Memory) Replay(e *event.Event) {
 	case event.KindDrift:
 		card, what := e.Metadata["card"], e.Metadata["drift"]
 		if card != "" && (what == DriftFirmware || what == DriftModel) {
-			m.Drift[DriftKey(card, what)] = Raised{Check: e.CheckName, Fault: what, Since: e.GeneratedTimestamp, Card: card, Ports: portsOf(e)}
+			m.Drift[DriftKey(card, what)] = Raised{Check: e.CheckName, Fault: what, Since: e.GeneratedTimestamp, Card: card, Ports: e.Ports()}
 		}
 	case event.KindDriftOK:
 		delete(m.Drift, DriftKey(e.Metadata["card"], e.Metadata["drift"]))
@@ -129,22 +129,4 @@ func (m *Memory) Replay(e *event.Event) {
 	case event.KindPortsOK:
 		m.Ports = PortsMemory{}
 	}
-}
-
-// portsOf is the (NIC, NICPort) pairs of an event.
-func portsOf(e *event.Event) []event.PortRef {
-	var out []event.PortRef
-	dev := ""
-	for _, en := range e.EntitiesImpacted {
-		switch en.Type {
-		case event.EntityNIC:
-			dev = en.Value
-		case event.EntityNICPort:
-			var p int
-			if _, err := fmt.Sscan(en.Value, &p); err == nil && dev != "" {
-				out = append(out, event.PortRef{Device: dev, Port: p})
-			}
-		}
-	}
-	return out
 }

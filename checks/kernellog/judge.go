@@ -3,6 +3,7 @@ package kernellog
 import (
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,8 +243,8 @@ func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r 
 	}
 	*changed = true
 	a.Device = fn.Device
-	if !samePorts(a.Ports, fn.Ports) {
-		a.Ports = portsFrom(fn.Ports)
+	if !slices.Equal(a.Ports, fn.Ports) {
+		a.Ports = slices.Clone(fn.Ports)
 	}
 	a.Count++
 	if r.Time.After(a.Last) {
@@ -277,26 +278,6 @@ func within(ts []time.Time, from time.Time) []time.Time {
 	}
 	if len(out) > maxOccurrences {
 		out = out[len(out)-maxOccurrences:]
-	}
-	return out
-}
-
-func samePorts(a []Port, b []event.PortRef) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Device != b[i].Device || a[i].Port != b[i].Port {
-			return false
-		}
-	}
-	return true
-}
-
-func portsFrom(ps []event.PortRef) []Port {
-	out := make([]Port, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, Port{Device: p.Device, Port: p.Port})
 	}
 	return out
 }

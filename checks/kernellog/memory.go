@@ -31,10 +31,7 @@ type Memory struct {
 }
 
 // Port is one port a condition covers.
-type Port struct {
-	Device string `json:"device"`
-	Port   int    `json:"port"`
-}
+type Port = event.PortRef
 
 // Active is one pattern's condition on one function (or the node).
 type Active struct {
@@ -154,24 +151,7 @@ func (m *Memory) Replay(e *event.Event) {
 		if t, err := time.Parse(time.RFC3339Nano, md["last"]); err == nil && t.After(a.Last) {
 			a.Last = t
 		}
-		a.Ports = portsOf(e)
+		a.Ports = e.Ports()
 		a.Recent = nil
 	}
-}
-
-// portsOf lists the (NIC, NICPort) pairs of an event.
-func portsOf(e *event.Event) []Port {
-	var out []Port
-	dev := ""
-	for _, en := range e.EntitiesImpacted {
-		switch en.Type {
-		case event.EntityNIC:
-			dev = en.Value
-		case event.EntityNICPort:
-			if p, err := strconv.Atoi(en.Value); err == nil && dev != "" {
-				out = append(out, Port{Device: dev, Port: p})
-			}
-		}
-	}
-	return out
 }
