@@ -109,20 +109,9 @@ func routeIfaces(b []byte, defaultIface func(fields []string) string) []string {
 //   - (devices, nil): otherwise, sorted by device name.
 func DefaultRouteDevices(paths topology.Paths) ([]RouteDevice, error) {
 	paths = paths.WithDefaults()
-	var ifaces []string
-	for _, table := range []struct {
-		file  string
-		parse func([]byte) []string
-	}{{"route", ParseRouteTable}, {"ipv6_route", ParseIPv6RouteTable}} {
-		routeFile := filepath.Join(paths.ProcfsRoot, "net", table.file)
-		b, err := os.ReadFile(routeFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", routeFile, err)
-		}
-		ifaces = append(ifaces, table.parse(b)...)
+	ifaces, err := defaultRouteIfaces(paths)
+	if err != nil {
+		return nil, err
 	}
 	var out []RouteDevice
 	seen := map[string]bool{}
@@ -145,8 +134,24 @@ func DefaultRouteDevices(paths topology.Paths) ([]RouteDevice, error) {
 // which DefaultRouteDevices, keyed by RDMA device, cannot say.
 func DefaultRouteNetdevs(paths topology.Paths) ([]string, error) {
 	paths = paths.WithDefaults()
+	ifaces, err := defaultRouteIfaces(paths)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	seen := map[string]bool{}
+	for _, iface := range ifaces {
+		out = lowersOf(paths.ClassNet, iface, seen, out, 0)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// defaultRouteIfaces returns the interfaces of the usable IPv4 and IPv6
+// default routes, IPv4 first, each table in file order. A table file that
+// does not exist is skipped silently (seed behaviour).
+func defaultRouteIfaces(paths topology.Paths) ([]string, error) {
+	var ifaces []string
 	for _, table := range []struct {
 		file  string
 		parse func([]byte) []string
@@ -159,12 +164,9 @@ func DefaultRouteNetdevs(paths topology.Paths) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", routeFile, err)
 		}
-		for _, iface := range table.parse(b) {
-			out = lowersOf(paths.ClassNet, iface, seen, out, 0)
-		}
+		ifaces = append(ifaces, table.parse(b)...)
 	}
-	sort.Strings(out)
-	return out, nil
+	return ifaces, nil
 }
 
 func lowersOf(classNet, iface string, seen map[string]bool, out []string, depth int) []string {
@@ -186,26 +188,14 @@ func lowersOf(classNet, iface string, seen map[string]bool, out []string, depth 
 }
 
 // rdmaBelow returns the RDMA devices of iface and of every interface
-// stacked below it.
+// stacked below it (lowersOf's walk).
 func rdmaBelow(classNet, iface string, visited map[string]bool, depth int) []string {
-	if depth > maxStack || visited[iface] || iface == "" || strings.ContainsAny(iface, "/\x00") || iface == "." || iface == ".." {
-		return nil
-	}
-	visited[iface] = true
-	dir := filepath.Join(classNet, iface)
 	var out []string
-	if ents, err := os.ReadDir(filepath.Join(dir, "device", "infiniband")); err == nil {
-		for _, e := range ents {
-			out = append(out, e.Name())
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return out
-	}
-	for _, e := range ents {
-		if lower, ok := strings.CutPrefix(e.Name(), "lower_"); ok {
-			out = append(out, rdmaBelow(classNet, lower, visited, depth+1)...)
+	for _, nd := range lowersOf(classNet, iface, visited, nil, depth) {
+		if ents, err := os.ReadDir(filepath.Join(classNet, nd, "device", "infiniband")); err == nil {
+			for _, e := range ents {
+				out = append(out, e.Name())
+			}
 		}
 	}
 	return out
