@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,6 +148,13 @@ func DefaultRouteNetdevs(paths topology.Paths) ([]string, error) {
 	return out, nil
 }
 
+// maxRouteTable bounds how much of a routing table is read. A GPU node's
+// tables are a few kilobytes; 16 MiB is about 130,000 IPv4 routes (a full
+// Internet table is 1M routes, over 100 MiB, re-read every minute by the
+// inventory scan). Over it the default route is said unknown rather than
+// the daemon reading and holding the whole table.
+const maxRouteTable = 16 << 20
+
 // defaultRouteIfaces returns the interfaces of the usable IPv4 and IPv6
 // default routes, IPv4 first, each table in file order. A table file that
 // does not exist is skipped silently (seed behaviour).
@@ -157,16 +165,33 @@ func defaultRouteIfaces(paths topology.Paths) ([]string, error) {
 		parse func([]byte) []string
 	}{{"route", ParseRouteTable}, {"ipv6_route", ParseIPv6RouteTable}} {
 		routeFile := filepath.Join(paths.ProcfsRoot, "net", table.file)
-		b, err := os.ReadFile(routeFile)
+		b, err := readRouteTable(routeFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", routeFile, err)
+			return nil, err
 		}
 		ifaces = append(ifaces, table.parse(b)...)
 	}
 	return ifaces, nil
+}
+
+// readRouteTable reads a routing table file, at most maxRouteTable bytes.
+func readRouteTable(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRouteTable+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxRouteTable {
+		return nil, fmt.Errorf("read %s: larger than %d MiB; the default route is not known (a host with a full routing table in this namespace)", path, maxRouteTable>>20)
+	}
+	return b, nil
 }
 
 func lowersOf(classNet, iface string, seen map[string]bool, out []string, depth int) []string {
