@@ -169,6 +169,9 @@ func (o *Observer) enumerate(now time.Time) error {
 	}
 	reprobe := (o.lister.Unusable() > 0 || o.netdevsAbsent > 0) && now.Sub(o.lastDiscover) >= unusableReprobe
 	if err == nil && (setChanged || reprobe) {
+		if setChanged {
+			clear(o.inv.vpd) // a function may have been swapped
+		}
 		o.lastDiscover = now
 		o.rediscover()
 	}

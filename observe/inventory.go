@@ -50,6 +50,8 @@ type inventory struct {
 	// a function that has none now.
 	lastName func(addr string) string
 	logged   map[string]bool
+	// vpd holds each function's VPD as read, by path (readVPD).
+	vpd map[string][]byte
 }
 
 // UseLastNames says where the scan learns the RDMA device name a function
@@ -94,6 +96,7 @@ func (o *Observer) scanInventory() {
 		return
 	}
 	delete(iv.logged, "scan")
+	o.keepVPDOf(fns)
 	for _, p := range probs {
 		o.logInventoryOnce("problem "+p.File, "cannot read a PCI attribute of a NIC function; it is judged without it",
 			"pci", p.Device, "file", p.File, "err", p.Err)
@@ -126,9 +129,57 @@ func (o *Observer) scanInventory() {
 // not allocate a page per file.
 func (o *Observer) readInventoryFile(path string) ([]byte, error) {
 	if filepath.Base(path) == "vpd" {
-		return o.rd.ReadFile(path, 0)
+		return o.readVPD(path)
 	}
 	return o.rd.ReadFile(path, 64)
+}
+
+// readDiscoveryFile is discovery's read: VPD through readVPD, the rest
+// through the reader.
+func (o *Observer) readDiscoveryFile(path string) ([]byte, error) {
+	if filepath.Base(path) == "vpd" {
+		return o.readVPD(path)
+	}
+	return o.readFile(path)
+}
+
+// readVPD reads a function's VPD once while it stays on the bus. Its
+// serial number and limited-PF marker are burnt into the card, and a VPD
+// read is slow (the kernel reads it a dword at a time through PCI config
+// space, waiting on the device for each), too slow to repeat for every
+// function at every minute's inventory scan and at every rediscovery, on
+// the poll loop. A failed read is not kept. The copy is dropped when the
+// device set changes (a hot-swap, a driver reload), at a reload, and for a
+// function a scan no longer finds.
+func (o *Observer) readVPD(path string) ([]byte, error) {
+	if b, ok := o.inv.vpd[path]; ok {
+		return b, nil
+	}
+	b, err := o.rd.ReadFile(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	if o.inv.vpd == nil {
+		o.inv.vpd = map[string][]byte{}
+	}
+	o.inv.vpd[path] = b
+	return b, nil
+}
+
+// keepVPDOf drops the VPD copies of functions the scan did not find.
+func (o *Observer) keepVPDOf(fns []pci.Function) {
+	if len(o.inv.vpd) == 0 {
+		return
+	}
+	found := make(map[string]bool, len(fns))
+	for i := range fns {
+		found[filepath.Join(fns[i].Dir, "vpd")] = true
+	}
+	for path := range o.inv.vpd {
+		if !found[path] {
+			delete(o.inv.vpd, path)
+		}
+	}
 }
 
 func (o *Observer) logInventoryOnce(key, msg string, args ...any) {

@@ -231,7 +231,7 @@ func (o *Observer) TakeViewChanged() bool {
 // plan. It fails when classification is impossible (DESIGN.md difference
 // 7): the caller refuses to start.
 func (o *Observer) Discover() error {
-	devs, probs, err := topology.DiscoverWith(o.cfg.Paths, o.cfg.Filter, o.readFile)
+	devs, probs, err := topology.DiscoverWith(o.cfg.Paths, o.cfg.Filter, o.readDiscoveryFile)
 	if err != nil {
 		return err
 	}
@@ -369,8 +369,10 @@ func (o *Observer) Reconfigure(cfg Config, now time.Time) {
 	}
 	o.cfg = cfg
 	// The filter, --checks or [inventory] may have changed what the
-	// inventory judges and how.
+	// inventory judges and how; a reload is also an operator's "look
+	// again", VPD included.
 	o.inv.due = true
+	clear(o.inv.vpd)
 	if rediscover {
 		if err := o.Discover(); err != nil {
 			o.log.Error("rediscovery after reload failed; keeping the previous device list", "err", err)

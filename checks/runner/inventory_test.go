@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -123,5 +125,54 @@ func TestInventory_ReloadSwitchesOffAndClears(t *testing.T) {
 	}
 	if specs, _ = m.Cycle(now.Add(time.Second)); len(specs) != 0 {
 		t.Fatalf("cleared twice: %+v", specs)
+	}
+}
+
+// A function's VPD (its serial number, the limited-PF marker) is read
+// once while it stays on the bus: a VPD read is slow, and the minute's
+// scan runs on the poll loop. A reload reads it again.
+func TestInventory_VPDReadOnceWhileTheFunctionStays(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	m := simMonitor(t, h, "")
+	t0 := time.Unix(1_700_000_000, 0)
+	m.Cycle(t0)
+	// What the scan made of the VPD: a re-read of the truncated file says
+	// it cannot be parsed (the serial would still come from discovery).
+	vpdErrOf := func(addr string) string {
+		for _, f := range m.obs.Inventory().Functions {
+			if f.Address == addr {
+				return f.VPDErr
+			}
+		}
+		t.Fatalf("%s not in the inventory", addr)
+		return ""
+	}
+	var addr, vpd string
+	for _, f := range m.obs.Inventory().Functions {
+		if !f.IsVF && f.Serial != "" && f.VPDErr == "" {
+			addr, vpd = f.Address, filepath.Join(f.Dir, "vpd")
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("no function with a readable VPD on dgx-h100")
+	}
+	// A resource header that claims 16 bytes and has none.
+	if err := os.WriteFile(vpd, []byte{0x82, 0x10, 0x00}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []int{61, 122} {
+		m.Cycle(t0.Add(time.Duration(sec) * time.Second))
+		if !m.obs.Inventory().Scanned {
+			t.Fatalf("no scan at +%ds", sec)
+		}
+		if got := vpdErrOf(addr); got != "" {
+			t.Fatalf("%s's VPD read again by the scan at +%ds: %q", addr, sec, got)
+		}
+	}
+	m.Reconfigure(simConfig(t, h, ""), t0.Add(123*time.Second))
+	m.Cycle(t0.Add(123 * time.Second))
+	if got := vpdErrOf(addr); got == "" {
+		t.Fatalf("after a reload %s's VPD was not read again", addr)
 	}
 }
