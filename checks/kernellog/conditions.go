@@ -54,9 +54,7 @@ func (c *Check) base(a *Active, kind event.Kind) event.Spec {
 	}
 	switch {
 	case len(a.Ports) > 0:
-		for _, p := range a.Ports {
-			s.Ports = append(s.Ports, event.PortRef{Device: p.Device, Port: p.Port})
-		}
+		s.Ports = append(s.Ports, a.Ports...)
 	case a.PCI != "":
 		s.Entities = []event.Entity{{Type: event.EntityPCI, Value: a.PCI}}
 	default:
