@@ -54,6 +54,18 @@ func (n *node) freezeOutbox(on bool) {
 }
 
 // healthz is the /healthz answer of the running daemon.
+// freezeAfterStart waits until the start-up events are delivered, then
+// freezes the outbox (appends fail); it returns how many events the sink
+// has.
+func (n *node) freezeAfterStart() int {
+	n.t.Helper()
+	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
+	n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
+	n.waitDrained()
+	n.freezeOutbox(true)
+	return len(n.read())
+}
+
 func (n *node) healthz() (int, string) {
 	n.t.Helper()
 	url := strings.TrimSuffix(n.metricsURL(), "/metrics") + "/healthz"
@@ -85,11 +97,7 @@ func TestBounded_2_FailedAppendNotPaperedOverByASave(t *testing.T) {
 			n.writeIntegConfig(integConfig{})
 			n.withMetrics()
 			n.start()
-			n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
-			n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
-			n.waitDrained()
-			n.freezeOutbox(true)
-			before := len(n.read())
+			before := n.freezeAfterStart()
 			if err := n.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 				t.Fatal(err)
 			}
@@ -147,11 +155,7 @@ func TestBounded_13_HeldEventsKeepTheirTimes(t *testing.T) {
 	n.writeIntegConfig(integConfig{})
 	n.withMetrics()
 	n.start()
-	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
-	n.waitLog("the first poll", func(l string) bool { return strings.Contains(l, "first poll complete") })
-	n.waitDrained()
-	n.freezeOutbox(true)
-	before := len(n.read())
+	before := n.freezeAfterStart()
 	start := time.Now()
 	for i := 0; i < 3; i++ {
 		for _, st := range [][2]string{{"DOWN", "Disabled"}, {"ACTIVE", "LinkUp"}} {
