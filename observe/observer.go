@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/reader"
@@ -89,6 +90,8 @@ type Observer struct {
 	// netdev (absent at the plan build): discovery looks again every
 	// unusableReprobe while there are any.
 	netdevsAbsent int
+	// discoverLogs collapses a rediscovery failure that keeps coming back.
+	discoverLogs repeats.Limiter
 	// netdevUnreadable holds the netdevs whose operstate could not be
 	// read, said once per episode; netdevGone asks for one rediscovery
 	// when one disappears (netdev.go); replan asks for the plan to be
@@ -143,6 +146,9 @@ func New(cfg Config, boot Boot, log *slog.Logger, seams Seams, b Boundary) *Obse
 		present:     map[string]Presence{},
 		availLogged: map[string]string{},
 		planned:     map[string]bool{},
+		// An hour: a failure that persists is said once an hour with the
+		// count, not at every once-a-minute re-probe.
+		discoverLogs: repeats.Limiter{Window: time.Hour},
 	}
 	ro := readerOptions(&cfg)
 	ro.Faults = seams.ReadFaults
@@ -343,9 +349,17 @@ func (o *Observer) logProblems(probs []topology.Problem) {
 	topology.LogProblems(o.log, fresh)
 }
 
+// rediscover runs discovery again, keeping the previous device list when
+// it fails. A failure that persists (the GPU metadata gone, say) would
+// otherwise be logged at every re-probe, once a minute while a netdev is
+// absent: repeats are counted (discoverLogs).
 func (o *Observer) rediscover() {
-	if err := o.Discover(); err != nil {
-		o.log.Error("rediscovery failed; keeping the previous device list", "err", err)
+	err := o.Discover()
+	if err == nil {
+		return
+	}
+	if ok, n := o.discoverLogs.Note(err.Error(), o.obs.Now); ok {
+		o.log.Error("rediscovery failed; keeping the previous device list", "err", err, "repeats", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -92,5 +94,38 @@ func BenchmarkRediscover_dgxH100(b *testing.B) {
 		if err := m.Discover(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A rediscovery that keeps failing (here the GPU metadata the roles come
+// from is gone) while the once-a-minute re-probe keeps asking is said
+// once, not at every re-probe; the previous device list stays.
+func TestRealHost_FailingRediscoveryIsSaidOnce(t *testing.T) {
+	h, err := sim.Build(t.TempDir(), "dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(h.SysRoot(), "class", "net", "enp65s0f0np0")); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuf
+	cfg := simConfig(t, h, "topologySource = \"metadata\"\npollingInterval = \"1s\"\n")
+	m := startRunner(t, cfg, nil, persist.BootFresh, slog.New(slog.NewTextHandler(&logs, nil)), Seams{})
+	t0 := time.Unix(1_700_000_000, 0)
+	m.Cycle(t0)
+	if err := os.Remove(h.MetadataPath()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 185; i++ {
+		m.Cycle(t0.Add(time.Duration(i) * time.Second))
+	}
+	if last := m.obs.Stats().LastDiscover; !last.Equal(t0.Add(180 * time.Second)) {
+		t.Fatalf("last discovery at +%v, want the third re-probe at +180s", last.Sub(t0))
+	}
+	if k := strings.Count(logs.String(), "rediscovery failed"); k != 1 {
+		t.Fatalf("a failing rediscovery said %d times over three re-probes, want once:\n%s", k, logs.String())
+	}
+	if got := m.obs.Stats().Ports; got == 0 {
+		t.Fatal("the previous device list was not kept")
 	}
 }
