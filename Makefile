@@ -30,12 +30,17 @@ help:
 	@echo "make proto      regenerate the platform-connector gRPC code"
 
 # One binary at a time, so progress shows: the first one also compiles the
-# dependencies (about a minute on 2 cores), the others mostly link.
+# dependencies (about a minute on 2 cores), the others mostly link. Every
+# binary is static pure Go (CGO_ENABLED=0) except the ones in CGO_CMDS:
+# nichealth-mad carries rdma-core's MAD libraries (libibumad-dev and
+# libibmad-dev to build it), so that nichealthd never links C.
+CGO_CMDS  := nichealth-mad
 build:
 	@echo "go build: $(CMDS) into $(BIN)/"
 	@for c in $(CMDS); do \
 		start=$$(date +%s); printf '  %s/%s ... ' '$(BIN)' "$$c"; \
-		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/$$c || exit 1; \
+		cgo=0; case " $(CGO_CMDS) " in *" $$c "*) cgo=1;; esac; \
+		CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/$$c || exit 1; \
 		echo "$$(( $$(date +%s) - start ))s"; \
 	done
 

@@ -161,7 +161,7 @@ func TestLayering_NichealthctlLinksNoDaemon(t *testing.T) {
 }
 
 // productBinaries are the commands the package installs (packaging/install.sh).
-var productBinaries = []string{"./cmd/nichealthd", "./cmd/nichealthctl"}
+var productBinaries = []string{"./cmd/nichealthd", "./cmd/nichealthctl", "./cmd/nichealth-mad"}
 
 // simulationMarkers are what a production file would name to find out
 // whether it runs on the simulator's tree: the simulator's manifest, its

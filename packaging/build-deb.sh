@@ -36,7 +36,7 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 
 # The file layout is install.sh's, with Debian's directories.
-DESTDIR=$STAGE PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system \
+DESTDIR=$STAGE PREFIX=/usr SYSCONFDIR=/etc UNITDIR=/lib/systemd/system LIBEXECDIR=/usr/libexec/nichealthd \
     SYSUSERSDIR=/usr/lib/sysusers.d TMPFILESDIR=/usr/lib/tmpfiles.d \
     CATALOGDIR=/usr/lib/systemd/catalog DBUSPOLICYDIR=/usr/share/dbus-1/system.d \
     UDEVRULESDIR=/usr/lib/udev/rules.d DATADIR=/usr/share/nichealthd \

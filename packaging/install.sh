@@ -27,6 +27,9 @@ MANDIR=${MANDIR:-$PREFIX/share/man}
 BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
 ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
 DOCDIR=${DOCDIR:-$PREFIX/share/doc/nichealthd}
+# nichealth-mad, the MAD helper nichealthd runs as its child: not a command
+# for operators, so beside the daemon's other private files.
+LIBEXECDIR=${LIBEXECDIR:-$PREFIX/libexec/nichealthd}
 # The fleet's Prometheus rules and Grafana dashboard, for the monitoring
 # host to pick up (README "Fleet").
 DATADIR=${DATADIR:-$PREFIX/share/nichealthd}
@@ -44,7 +47,7 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 
 # Files written by other parts of the tree: name each missing one.
 missing=""
-for f in "$BIN_DIR/nichealthd" "$BIN_DIR/nichealthctl" "$BIN_DIR/nichealth-fabric" \
+for f in "$BIN_DIR/nichealthd" "$BIN_DIR/nichealthctl" "$BIN_DIR/nichealth-fabric" "$BIN_DIR/nichealth-mad" \
          "$PKG/dbus/org.nichealth.NicHealth1.conf" "$PKG/journal/nichealthd.catalog"; do
     [ -e "$f" ] || missing="$missing
   $f"
@@ -65,6 +68,7 @@ d=$DESTDIR
 inst 0755 "$BIN_DIR/nichealthd" "$d$BINDIR/nichealthd"
 inst 0755 "$BIN_DIR/nichealthctl" "$d$BINDIR/nichealthctl"
 inst 0755 "$BIN_DIR/nichealth-fabric" "$d$BINDIR/nichealth-fabric"
+inst 0755 "$BIN_DIR/nichealth-mad" "$d$LIBEXECDIR/nichealth-mad"
 
 for u in "$PKG"/systemd/*.service; do
     dest=$d$UNITDIR/$(basename "$u")

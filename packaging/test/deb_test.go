@@ -14,7 +14,7 @@ import (
 // The .deb carries the fleet's Prometheus rules and Grafana dashboard
 // under /usr/share/nichealthd (README "Fleet" points there) and the udev
 // rule that lets the daemon read the NICs' VPD, byte for byte as in the
-// source tree.
+// source tree, and the MAD helper with the libraries it needs.
 func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
 	for _, tool := range []string{"dpkg-deb", "dpkg", "go", "gzip"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -27,8 +27,18 @@ func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	for _, cmd := range []string{"nichealthd", "nichealthctl", "nichealth-fabric"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), filepath.Join(root, "cmd", cmd)).CombinedOutput(); err != nil {
+	for _, h := range []string{"/usr/include/infiniband/umad.h", "/usr/include/infiniband/mad.h"} {
+		if _, err := os.Stat(h); err != nil {
+			component.Missing(t, "%s missing: nichealth-mad cannot be built (apt-get install libibumad-dev libibmad-dev)", h)
+		}
+	}
+	for _, cmd := range []string{"nichealthd", "nichealthctl", "nichealth-fabric", "nichealth-mad"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), filepath.Join(root, "cmd", cmd))
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if cmd == "nichealth-mad" {
+			build.Env = append(os.Environ(), "CGO_ENABLED=1")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", cmd, err, out)
 		}
 	}
@@ -64,6 +74,23 @@ func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
 		}
 		if fi, _ := os.Stat(filepath.Join(x, installed)); fi.Mode().Perm() != 0o644 {
 			t.Errorf("/%s has mode %v", installed, fi.Mode().Perm())
+		}
+	}
+	// The MAD helper is the daemon's private executable, and the package
+	// pulls in the libraries it links (DESIGN.md section 13).
+	if fi, err := os.Stat(filepath.Join(x, "usr/libexec/nichealthd/nichealth-mad")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the .deb lacks an executable /usr/libexec/nichealthd/nichealth-mad: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(x, "usr/bin/nichealth-mad")); err == nil {
+		t.Error("the .deb puts nichealth-mad in /usr/bin: it is not an operator's command")
+	}
+	ctl, err := exec.Command("dpkg-deb", "-f", deb, "Depends").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpkg-deb -f: %v\n%s", err, ctl)
+	}
+	for _, dep := range []string{"libibumad3", "libibmad5"} {
+		if !strings.Contains(string(ctl), dep) {
+			t.Errorf("Depends: %s lacks %s, which nichealth-mad links", strings.TrimSpace(string(ctl)), dep)
 		}
 	}
 }

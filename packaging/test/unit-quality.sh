@@ -218,6 +218,31 @@ else
     skip "no binaries in $BIN_DIR: config and flag checks against them not run (make build)"
 fi
 
+# --- static daemon, dynamic MAD helper ----------------------------------------
+# nichealthd links no C: it runs on any host whatever its libc and
+# libraries; only nichealth-mad links rdma-core's MAD libraries, and only
+# those and libc (DESIGN.md section 13).
+if [ -x "$BIN_DIR/nichealthd" ] && need readelf; then
+    for b in nichealthd nichealthctl nichealth-fabric; do
+        [ -x "$BIN_DIR/$b" ] || continue
+        if readelf -l "$BIN_DIR/$b" | grep -q 'INTERP' || readelf -d "$BIN_DIR/$b" 2>/dev/null | grep -q 'NEEDED'; then
+            fail "$b is dynamically linked ($(readelf -d "$BIN_DIR/$b" | grep NEEDED | tr -s ' ' | tr '\n' ';')): build it with CGO_ENABLED=0 (make build)"
+        else
+            pass "$b is a static binary"
+        fi
+    done
+    if [ -x "$BIN_DIR/nichealth-mad" ]; then
+        needed=$(readelf -d "$BIN_DIR/nichealth-mad" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+        if [ "$needed" = "libc.so.6 libibmad.so.5 libibumad.so.3 " ]; then
+            pass "nichealth-mad links exactly libibumad, libibmad and libc"
+        else
+            fail "nichealth-mad links: $needed (want libc.so.6 libibmad.so.5 libibumad.so.3)"
+        fi
+    else
+        fail "no $BIN_DIR/nichealth-mad (make build; needs libibumad-dev and libibmad-dev)"
+    fi
+fi
+
 if [ $failures -ne 0 ]; then
     echo "unit-quality: $failures check(s) failed"
     exit 1

@@ -1,0 +1,503 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Version is the protocol's version, which hello answers carry.
+const Version = 1
+
+// MaxLine bounds a line either way, newline included: the largest answer
+// (ports, MaxPorts entries) is a few KiB.
+const MaxLine = 16 << 10
+
+// Bounds of what an answer may carry.
+const (
+	// MaxPorts bounds a ports answer: 32 CAs (libibumad's UMAD_MAX_DEVICES)
+	// of two ports each, with room.
+	MaxPorts = 128
+	// MaxText bounds a NodeDescription (64 bytes on the wire; escaped
+	// bytes may take four each), a CA name, an error message.
+	MaxText = 256
+	// MaxTimeout bounds a request's budget.
+	MaxTimeout = 60_000
+)
+
+// Operations. Each reads; none sends a Set.
+const (
+	// OpHello: the helper's version; answering it proves the libraries loaded.
+	OpHello = "hello"
+	// OpPorts: every local CA port libibumad sees (name, number, GUID,
+	// LID, state, link layer), to match sysfs ports by port GUID.
+	OpPorts = "ports"
+	// OpPeer: the node at the other end of a local port, by directed-route
+	// SMPs (NodeInfo, NodeDescription, PortInfo): the fabric's simulator
+	// and some SMs do not answer multi-packet SA queries, and a
+	// directed route needs no SA at all.
+	OpPeer = "peer"
+	// OpClassPortInfo: the PMA's ClassPortInfo at a LID (which counter
+	// sets it offers).
+	OpClassPortInfo = "classportinfo"
+	// OpPortCounters: PMA PortCounters of a port at a LID.
+	OpPortCounters = "portcounters"
+	// OpPortCountersExt: PMA PortCountersExtended of a port at a LID.
+	OpPortCountersExt = "portcountersext"
+)
+
+var ops = []string{OpHello, OpPorts, OpPeer, OpClassPortInfo, OpPortCounters, OpPortCountersExt}
+
+// Local selects a local port: by CA name and port number, or by port GUID.
+type Local struct {
+	CA   string `json:"ca,omitempty"`
+	Port int    `json:"port,omitempty"`
+	GUID string `json:"guid,omitempty"`
+}
+
+// Request is one line to the helper.
+type Request struct {
+	ID        uint64 `json:"id"`
+	Op        string `json:"op"`
+	TimeoutMS int    `json:"timeoutMs,omitempty"`
+	Local     *Local `json:"local,omitempty"`
+	// LID and PortNum address a PMA: the peer's LID (a switch's is its
+	// port 0's) and the port whose counters to read.
+	LID     int `json:"lid,omitempty"`
+	PortNum int `json:"portNum,omitempty"`
+	// ExtErrors asks portcountersext for the 64-bit error counters too
+	// (only when ClassPortInfo offers them: Cap2AddlPortCountersX).
+	ExtErrors bool `json:"extErrors,omitempty"`
+}
+
+// Error kinds an answer can carry.
+const (
+	// ErrTimeout: a MAD got no answer within the budget.
+	ErrTimeout = "timeout"
+	// ErrNoPort: no local port matches the selector (or libibumad sees none).
+	ErrNoPort = "no-port"
+	// ErrOpen: the local port could not be opened (permissions on
+	// /dev/infiniband/umad*, no ib_umad module).
+	ErrOpen = "open"
+	// ErrMAD: the MAD was answered with an error status, or failed.
+	ErrMAD = "mad"
+	// ErrRequest: the request itself was malformed.
+	ErrRequest = "request"
+)
+
+var errKinds = []string{ErrTimeout, ErrNoPort, ErrOpen, ErrMAD, ErrRequest}
+
+// Error is a failed operation.
+type Error struct {
+	Kind string `json:"kind"`
+	Msg  string `json:"msg"`
+}
+
+func (e *Error) Error() string { return e.Kind + ": " + e.Msg }
+
+// Hello is the helper's greeting.
+type Hello struct {
+	Version int    `json:"version"`
+	Helper  string `json:"helper"`
+}
+
+// LocalPort is a port libibumad sees on this host.
+type LocalPort struct {
+	CA        string `json:"ca"`
+	Port      int    `json:"port"`
+	GUID      string `json:"guid"`
+	LID       int    `json:"lid"`
+	SMLID     int    `json:"smLid"`
+	State     int    `json:"state"`     // PortInfo PortState: 1 Down .. 4 Active
+	PhysState int    `json:"physState"` // PortInfo PortPhysicalState: 5 LinkUp
+	LinkLayer string `json:"linkLayer"`
+}
+
+// Peer is the node at the other end of a local port, as it describes
+// itself to a directed-route SMP.
+type Peer struct {
+	NodeGUID string `json:"nodeGuid"`
+	PortGUID string `json:"portGuid"`
+	// NodeType: 1 CA, 2 switch, 3 router.
+	NodeType int `json:"nodeType"`
+	NumPorts int `json:"numPorts"`
+	// Port is the peer's port the cable plugs into (NodeInfo LocalPortNum).
+	Port int `json:"port"`
+	// LID addresses the peer's PMA: a switch's port 0 LID, a CA port's own.
+	LID         int    `json:"lid"`
+	Description string `json:"description"`
+	// State and PhysState of the peer's port.
+	State     int `json:"state"`
+	PhysState int `json:"physState"`
+}
+
+// ClassPortInfo is what a PMA says it offers.
+type ClassPortInfo struct {
+	CapMask  uint32 `json:"capMask"`
+	CapMask2 uint32 `json:"capMask2"`
+}
+
+// PMA ClassPortInfo capability bits (IBTA vol. 1, PerformanceManagement
+// ClassPortInfo:CapabilityMask and CapabilityMask2).
+const (
+	CapAllPortSelect      = 1 << 8
+	CapExtWidth           = 1 << 9  // PortCountersExtended, all fields
+	CapExtWidthNoIETF     = 1 << 10 // PortCountersExtended, data fields only
+	CapXmitWait           = 1 << 12 // PortCounters:PortXmitWait
+	Cap2AddlPortCountersX = 1 << 1  // PortCountersExtended carries the error counters, 64-bit
+)
+
+// Extended reports whether the PMA offers PortCountersExtended.
+func (c ClassPortInfo) Extended() bool { return c.CapMask&(CapExtWidth|CapExtWidthNoIETF) != 0 }
+
+// ExtendedErrors reports whether PortCountersExtended carries the error
+// counters (64-bit: they never saturate).
+func (c ClassPortInfo) ExtendedErrors() bool { return c.CapMask2&Cap2AddlPortCountersX != 0 }
+
+// PortCounters is PMA PortCounters, each field as wide as on the wire
+// (Fields gives the widths).
+type PortCounters struct {
+	SymbolErrorCounter           uint64 `json:"SymbolErrorCounter"`
+	LinkErrorRecoveryCounter     uint64 `json:"LinkErrorRecoveryCounter"`
+	LinkDownedCounter            uint64 `json:"LinkDownedCounter"`
+	PortRcvErrors                uint64 `json:"PortRcvErrors"`
+	PortRcvRemotePhysicalErrors  uint64 `json:"PortRcvRemotePhysicalErrors"`
+	PortRcvSwitchRelayErrors     uint64 `json:"PortRcvSwitchRelayErrors"`
+	PortXmitDiscards             uint64 `json:"PortXmitDiscards"`
+	PortXmitConstraintErrors     uint64 `json:"PortXmitConstraintErrors"`
+	PortRcvConstraintErrors      uint64 `json:"PortRcvConstraintErrors"`
+	LocalLinkIntegrityErrors     uint64 `json:"LocalLinkIntegrityErrors"`
+	ExcessiveBufferOverrunErrors uint64 `json:"ExcessiveBufferOverrunErrors"`
+	VL15Dropped                  uint64 `json:"VL15Dropped"`
+	PortXmitData                 uint64 `json:"PortXmitData"`
+	PortRcvData                  uint64 `json:"PortRcvData"`
+	PortXmitPkts                 uint64 `json:"PortXmitPkts"`
+	PortRcvPkts                  uint64 `json:"PortRcvPkts"`
+	PortXmitWait                 uint64 `json:"PortXmitWait"`
+}
+
+// PortCountersExt is PMA PortCountersExtended: 64-bit data counters, and
+// the error counters when the PMA offers them (Errors).
+type PortCountersExt struct {
+	PortXmitData uint64 `json:"PortXmitData"`
+	PortRcvData  uint64 `json:"PortRcvData"`
+	PortXmitPkts uint64 `json:"PortXmitPkts"`
+	PortRcvPkts  uint64 `json:"PortRcvPkts"`
+	// Errors holds the 64-bit error counters (ClassPortInfo CapabilityMask2
+	// IsAdditionalPortCountersExtendedSupported); nil when not offered.
+	Errors *PortCounters `json:"errors,omitempty"`
+}
+
+// Answer is one line from the helper: exactly one of its payloads, or Err.
+type Answer struct {
+	ID       uint64           `json:"id"`
+	Err      *Error           `json:"error,omitempty"`
+	Hello    *Hello           `json:"hello,omitempty"`
+	Ports    []LocalPort      `json:"ports,omitempty"`
+	Peer     *Peer            `json:"peer,omitempty"`
+	CPI      *ClassPortInfo   `json:"classPortInfo,omitempty"`
+	Counters *PortCounters    `json:"counters,omitempty"`
+	Ext      *PortCountersExt `json:"ext,omitempty"`
+	// NoPorts marks a ports answer that found none (an empty list is
+	// otherwise indistinguishable from a missing payload).
+	NoPorts bool `json:"noPorts,omitempty"`
+}
+
+// Field is one PortCounters field: its name on the wire (as perfquery
+// prints it) and its width in bits. A field at its maximum has saturated.
+type Field struct {
+	Name string
+	Bits uint
+}
+
+// Max is the field's largest value.
+func (f Field) Max() uint64 {
+	if f.Bits >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<f.Bits - 1
+}
+
+// Fields are PortCounters' fields in wire order with their widths (IBTA
+// vol. 1, PortCounters).
+var Fields = []Field{
+	{"SymbolErrorCounter", 16},
+	{"LinkErrorRecoveryCounter", 8},
+	{"LinkDownedCounter", 8},
+	{"PortRcvErrors", 16},
+	{"PortRcvRemotePhysicalErrors", 16},
+	{"PortRcvSwitchRelayErrors", 16},
+	{"PortXmitDiscards", 16},
+	{"PortXmitConstraintErrors", 8},
+	{"PortRcvConstraintErrors", 8},
+	{"LocalLinkIntegrityErrors", 4},
+	{"ExcessiveBufferOverrunErrors", 4},
+	{"VL15Dropped", 16},
+	{"PortXmitData", 32},
+	{"PortRcvData", 32},
+	{"PortXmitPkts", 32},
+	{"PortRcvPkts", 32},
+	{"PortXmitWait", 32},
+}
+
+// Values lists c's fields in the order of Fields.
+func (c *PortCounters) Values() [17]uint64 {
+	return [17]uint64{
+		c.SymbolErrorCounter, c.LinkErrorRecoveryCounter, c.LinkDownedCounter,
+		c.PortRcvErrors, c.PortRcvRemotePhysicalErrors, c.PortRcvSwitchRelayErrors,
+		c.PortXmitDiscards, c.PortXmitConstraintErrors, c.PortRcvConstraintErrors,
+		c.LocalLinkIntegrityErrors, c.ExcessiveBufferOverrunErrors, c.VL15Dropped,
+		c.PortXmitData, c.PortRcvData, c.PortXmitPkts, c.PortRcvPkts, c.PortXmitWait,
+	}
+}
+
+// Encode is v as one line (newline included), or an error when it would
+// exceed MaxLine.
+func Encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)+1 > MaxLine {
+		return nil, fmt.Errorf("line of %d bytes exceeds the protocol's %d", len(b)+1, MaxLine)
+	}
+	return append(b, '\n'), nil
+}
+
+// ErrTooLong is a line over MaxLine.
+var ErrTooLong = errors.New("line exceeds the protocol's bound")
+
+func unmarshal(line []byte, v any) error {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if len(line)+1 > MaxLine {
+		return ErrTooLong
+	}
+	if !utf8.Valid(line) {
+		return errors.New("line is not valid UTF-8")
+	}
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the object")
+	}
+	return nil
+}
+
+// DecodeRequest parses and validates one request line (the helper's side).
+func DecodeRequest(line []byte) (Request, error) {
+	var r Request
+	if err := unmarshal(line, &r); err != nil {
+		return Request{}, fmt.Errorf("request: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// Validate checks a request's fields for its operation.
+func (r *Request) Validate() error {
+	if !slices.Contains(ops, r.Op) {
+		return fmt.Errorf("request: unknown operation %q", clip(r.Op))
+	}
+	if r.TimeoutMS < 0 || r.TimeoutMS > MaxTimeout {
+		return fmt.Errorf("request: timeoutMs %d outside 0..%d", r.TimeoutMS, MaxTimeout)
+	}
+	needLocal := r.Op != OpHello && r.Op != OpPorts
+	if !needLocal {
+		return nil
+	}
+	if r.Local == nil {
+		return fmt.Errorf("request: %s needs a local port", r.Op)
+	}
+	if err := r.Local.validate(); err != nil {
+		return err
+	}
+	if r.Op == OpPeer {
+		return nil
+	}
+	if r.LID < 1 || r.LID > 0xBFFF {
+		return fmt.Errorf("request: LID %d is not a unicast LID (1..0xBFFF)", r.LID)
+	}
+	if r.Op != OpClassPortInfo && (r.PortNum < 0 || r.PortNum > 254) {
+		return fmt.Errorf("request: port %d outside 0..254", r.PortNum)
+	}
+	return nil
+}
+
+func (l *Local) validate() error {
+	switch {
+	case l.GUID != "" && (l.CA != "" || l.Port != 0):
+		return errors.New("request: a local port is a CA and port or a GUID, not both")
+	case l.GUID != "":
+		if !ValidGUID(l.GUID) {
+			return fmt.Errorf("request: GUID %q is not 0x and 16 hex digits", clip(l.GUID))
+		}
+	case l.CA == "" || len(l.CA) > 64 || !printable(l.CA):
+		return fmt.Errorf("request: CA name %q is empty, too long or not printable", clip(l.CA))
+	case l.Port < 1 || l.Port > 254:
+		return fmt.Errorf("request: local port %d outside 1..254", l.Port)
+	}
+	return nil
+}
+
+// DecodeAnswer parses and validates one answer line (the daemon's side).
+func DecodeAnswer(line []byte) (Answer, error) {
+	var a Answer
+	if err := unmarshal(line, &a); err != nil {
+		return Answer{}, fmt.Errorf("answer: %w", err)
+	}
+	if err := a.validate(); err != nil {
+		return Answer{}, fmt.Errorf("answer %d: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+func (a *Answer) payloads() int {
+	n := 0
+	for _, set := range []bool{a.Err != nil, a.Hello != nil, len(a.Ports) > 0 || a.NoPorts, a.Peer != nil, a.CPI != nil, a.Counters != nil, a.Ext != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+func (a *Answer) validate() error {
+	if n := a.payloads(); n != 1 {
+		return fmt.Errorf("carries %d payloads, want exactly one", n)
+	}
+	switch {
+	case a.Err != nil:
+		if !slices.Contains(errKinds, a.Err.Kind) {
+			return fmt.Errorf("unknown error kind %q", clip(a.Err.Kind))
+		}
+		if len(a.Err.Msg) > MaxText {
+			return fmt.Errorf("error message of %d bytes exceeds %d", len(a.Err.Msg), MaxText)
+		}
+	case a.Hello != nil:
+		if a.Hello.Version < 1 || len(a.Hello.Helper) > MaxText {
+			return fmt.Errorf("hello version %d or name out of bounds", a.Hello.Version)
+		}
+	case a.NoPorts && len(a.Ports) > 0:
+		return errors.New("says no ports and lists some")
+	case len(a.Ports) > 0:
+		if len(a.Ports) > MaxPorts {
+			return fmt.Errorf("%d ports exceed %d", len(a.Ports), MaxPorts)
+		}
+		for i := range a.Ports {
+			if err := a.Ports[i].validate(); err != nil {
+				return fmt.Errorf("port %d: %w", i, err)
+			}
+		}
+	case a.Peer != nil:
+		return a.Peer.validate()
+	case a.Counters != nil:
+		return a.Counters.validate()
+	case a.Ext != nil:
+		// Every extended field is 64-bit: any value fits.
+	}
+	return nil
+}
+
+func (p *LocalPort) validate() error {
+	switch {
+	case p.CA == "" || len(p.CA) > 64 || !printable(p.CA):
+		return fmt.Errorf("CA name %q is empty, too long or not printable", clip(p.CA))
+	case p.Port < 0 || p.Port > 254:
+		return fmt.Errorf("port %d outside 0..254", p.Port)
+	case !ValidGUID(p.GUID):
+		return fmt.Errorf("GUID %q is not 0x and 16 hex digits", clip(p.GUID))
+	case p.LID < 0 || p.LID > 0xFFFF || p.SMLID < 0 || p.SMLID > 0xFFFF:
+		return fmt.Errorf("LID %d or SM LID %d outside 0..0xFFFF", p.LID, p.SMLID)
+	case p.State < 0 || p.State > 15 || p.PhysState < 0 || p.PhysState > 15:
+		return fmt.Errorf("state %d or physical state %d outside 0..15", p.State, p.PhysState)
+	case len(p.LinkLayer) > 32 || !printable(p.LinkLayer):
+		return fmt.Errorf("link layer %q too long or not printable", clip(p.LinkLayer))
+	}
+	return nil
+}
+
+func (p *Peer) validate() error {
+	switch {
+	case !ValidGUID(p.NodeGUID) || !ValidGUID(p.PortGUID):
+		return fmt.Errorf("peer GUIDs %q/%q are not 0x and 16 hex digits", clip(p.NodeGUID), clip(p.PortGUID))
+	case p.NodeType < 1 || p.NodeType > 3:
+		return fmt.Errorf("peer node type %d is not CA, switch or router", p.NodeType)
+	case p.NumPorts < 1 || p.NumPorts > 255:
+		return fmt.Errorf("peer has %d ports", p.NumPorts)
+	case p.Port < 1 || p.Port > p.NumPorts:
+		return fmt.Errorf("peer port %d outside 1..%d", p.Port, p.NumPorts)
+	case p.LID < 0 || p.LID > 0xFFFF:
+		return fmt.Errorf("peer LID %d outside 0..0xFFFF", p.LID)
+	case len(p.Description) > MaxText || !utf8.ValidString(p.Description):
+		return fmt.Errorf("peer description of %d bytes exceeds %d", len(p.Description), MaxText)
+	case p.State < 0 || p.State > 15 || p.PhysState < 0 || p.PhysState > 15:
+		return fmt.Errorf("peer state %d or physical state %d outside 0..15", p.State, p.PhysState)
+	}
+	return nil
+}
+
+// validate checks each field fits its width.
+func (c *PortCounters) validate() error {
+	v := c.Values()
+	for i, f := range Fields {
+		if v[i] > f.Max() {
+			return fmt.Errorf("%s %d exceeds its %d-bit field", f.Name, v[i], f.Bits)
+		}
+	}
+	return nil
+}
+
+// ValidGUID reports whether s is a GUID as the protocol writes it: 0x and
+// 16 lower-case hex digits.
+func ValidGUID(s string) bool {
+	if len(s) != 18 || !strings.HasPrefix(s, "0x") {
+		return false
+	}
+	for _, r := range s[2:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// FormatGUID writes g as the protocol does.
+func FormatGUID(g uint64) string {
+	s := strconv.FormatUint(g, 16)
+	return "0x" + strings.Repeat("0", 16-len(s)) + s
+}
+
+// ParseGUID reads a GUID written by FormatGUID.
+func ParseGUID(s string) (uint64, error) {
+	if !ValidGUID(s) {
+		return 0, fmt.Errorf("GUID %q is not 0x and 16 hex digits", clip(s))
+	}
+	return strconv.ParseUint(s[2:], 16, 64)
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// clip bounds a value quoted in an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
