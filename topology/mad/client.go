@@ -1,0 +1,566 @@
+package mad
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/backoff"
+	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// Config says how to run the helper.
+type Config struct {
+	// Path is the helper executable.
+	Path string
+	// Env is its environment; nil: the daemon's own.
+	Env []string
+	// Dir is its working directory; "": the daemon's.
+	Dir string
+	// StartTimeout bounds the helper's start and its hello (the dynamic
+	// loader, the libraries' initialisation). Default 5 s.
+	StartTimeout time.Duration
+	// Grace is what a request may take beyond its own timeout before the
+	// helper counts as hung (the process's scheduling, its JSON). Default
+	// 1 s.
+	Grace time.Duration
+	// MinBackoff and MaxBackoff pace restarts after a crash or a hang.
+	// Defaults 1 s and 5 min.
+	MinBackoff, MaxBackoff time.Duration
+	Log                    *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 5 * time.Second
+	}
+	if c.Grace <= 0 {
+		c.Grace = time.Second
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = time.Second
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = max(5*time.Minute, c.MinBackoff)
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Health is how the helper is doing.
+type Health int
+
+const (
+	// NotStarted: no request has needed it yet.
+	NotStarted Health = iota
+	// Running: it answered its last request (an answer that reports a
+	// failed MAD counts: the helper works, the fabric did not answer).
+	Running
+	// Restarting: it crashed, hung or broke the protocol; it is started
+	// again on a request after the backoff.
+	Restarting
+	// Unavailable: it cannot run on this host (not installed, or its
+	// libraries are missing); tried again after the longest backoff.
+	Unavailable
+	// Stopped: Close was called.
+	Stopped
+)
+
+func (h Health) String() string {
+	return [...]string{"not started", "running", "restarting", "unavailable", "stopped"}[h]
+}
+
+// State is the helper's health, why, since when, and how many helpers
+// have been started.
+type State struct {
+	Health Health
+	// Reason says what happened and the fix, for operators.
+	Reason string
+	Since  time.Time
+	// Starts counts helpers that started and answered hello.
+	Starts uint64
+}
+
+// Errors of a request that got no answer. An answer that reports a failed
+// operation is a *wire.Error instead.
+var (
+	// ErrNotRunning: the helper is backing off or unavailable; the State
+	// says why.
+	ErrNotRunning = errors.New("nichealth-mad is not running")
+	// ErrLost: the helper hung, exited or broke the protocol during the
+	// request; it was killed.
+	ErrLost = errors.New("nichealth-mad was lost during the request")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("nichealth-mad client closed")
+)
+
+// Client is the supervised helper. Its methods are safe for concurrent use
+// and run one request at a time.
+type Client struct {
+	cfg Config
+
+	mu        sync.Mutex
+	p         *proc
+	nextID    uint64
+	ep        backoff.Episode
+	notBefore time.Time
+	lastWait  time.Duration
+	closed    bool
+
+	stateMu sync.Mutex
+	state   State
+
+	logs repeats.Limiter
+}
+
+// New is a client of the helper at cfg.Path; nothing starts until the
+// first request.
+func New(cfg Config) *Client {
+	cfg.defaults()
+	c := &Client{cfg: cfg, logs: repeats.Limiter{Window: time.Hour}}
+	c.ep = backoff.Episode{Min: cfg.MinBackoff, Max: cfg.MaxBackoff}
+	c.state = State{Health: NotStarted, Since: time.Now()}
+	return c
+}
+
+// State is the helper's current health.
+func (c *Client) State() State {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	return c.state
+}
+
+func (c *Client) setState(h Health, reason string) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.state.Health != h || c.state.Reason != reason {
+		c.state.Since = time.Now()
+	}
+	c.state.Health, c.state.Reason = h, reason
+}
+
+// Close stops the helper (EOF on its stdin, then SIGKILL if it lingers).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.p != nil {
+		c.p.stop(c.cfg.Grace)
+		c.p = nil
+	}
+	c.setState(Stopped, "closed")
+	return nil
+}
+
+// Hello asks the helper who it is.
+func (c *Client) Hello(ctx context.Context, timeout time.Duration) (wire.Hello, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpHello}, timeout)
+	if err != nil {
+		return wire.Hello{}, err
+	}
+	return *a.Hello, nil
+}
+
+// Ports lists the local CA ports libibumad sees.
+func (c *Client) Ports(ctx context.Context, timeout time.Duration) ([]wire.LocalPort, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpPorts}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return a.Ports, nil
+}
+
+// Peer asks who is at the other end of a local port.
+func (c *Client) Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpPeer, Local: &l}, timeout)
+	if err != nil {
+		return wire.Peer{}, err
+	}
+	return *a.Peer, nil
+}
+
+// ClassPortInfo asks the PMA at lid what it offers.
+func (c *Client) ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpClassPortInfo, Local: &l, LID: lid}, timeout)
+	if err != nil {
+		return wire.ClassPortInfo{}, err
+	}
+	return *a.CPI, nil
+}
+
+// PortCounters reads PortCounters of port at lid.
+func (c *Client) PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpPortCounters, Local: &l, LID: lid, PortNum: port}, timeout)
+	if err != nil {
+		return wire.PortCounters{}, err
+	}
+	return *a.Counters, nil
+}
+
+// PortCountersExt reads PortCountersExtended of port at lid, with the
+// 64-bit error counters when withErrors (ClassPortInfo.ExtendedErrors).
+func (c *Client) PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpPortCountersExt, Local: &l, LID: lid, PortNum: port, ExtErrors: withErrors}, timeout)
+	if err != nil {
+		return wire.PortCountersExt{}, err
+	}
+	return *a.Ext, nil
+}
+
+// do runs one request: starting the helper if it is due, then a line out
+// and a line back within timeout + grace.
+func (c *Client) do(ctx context.Context, req wire.Request, timeout time.Duration) (wire.Answer, error) {
+	if timeout <= 0 || timeout > wire.MaxTimeout*time.Millisecond {
+		return wire.Answer{}, fmt.Errorf("%s: timeout %v outside (0, %d ms]", req.Op, timeout, wire.MaxTimeout)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return wire.Answer{}, ErrClosed
+	}
+	if c.p == nil {
+		if err := c.start(ctx); err != nil {
+			return wire.Answer{}, err
+		}
+	}
+	a, err := c.roundTrip(ctx, req, timeout)
+	if err != nil {
+		return wire.Answer{}, err
+	}
+	if a.Err != nil {
+		return wire.Answer{}, a.Err
+	}
+	return a, nil
+}
+
+// roundTrip sends req and reads its answer; any failure but an answered
+// error loses the helper.
+func (c *Client) roundTrip(ctx context.Context, req wire.Request, timeout time.Duration) (wire.Answer, error) {
+	c.nextID++
+	req.ID = c.nextID
+	req.TimeoutMS = int(timeout.Milliseconds())
+	if req.TimeoutMS == 0 {
+		req.TimeoutMS = 1
+	}
+	line, err := wire.Encode(req)
+	if err != nil {
+		return wire.Answer{}, fmt.Errorf("%s: %w", req.Op, err)
+	}
+	deadline := time.Now().Add(timeout + c.cfg.Grace)
+	a, err := c.p.exchange(ctx, line, deadline)
+	if err == nil && a.ID != req.ID {
+		err = fmt.Errorf("answered request %d to request %d", a.ID, req.ID)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The daemon is stopping: not the helper's fault.
+			c.p.stop(0)
+			c.p = nil
+			return wire.Answer{}, fmt.Errorf("%s: %w", req.Op, ctx.Err())
+		}
+		reason := c.lose(fmt.Sprintf("%s: %v", describeOp(req), err))
+		return wire.Answer{}, fmt.Errorf("%w: %s", ErrLost, reason)
+	}
+	if fails, lasted := c.ep.Recovered(); fails > 0 {
+		c.cfg.Log.Info("nichealth-mad answers again", "failures", fails, "after", lasted)
+	}
+	c.setState(Running, "")
+	return a, nil
+}
+
+func describeOp(req wire.Request) string {
+	switch {
+	case req.Local == nil:
+		return req.Op
+	case req.Op == wire.OpPeer:
+		return fmt.Sprintf("%s of %s", req.Op, localName(*req.Local))
+	default:
+		return fmt.Sprintf("%s of LID %d port %d from %s", req.Op, req.LID, req.PortNum, localName(*req.Local))
+	}
+}
+
+func localName(l wire.Local) string {
+	if l.GUID != "" {
+		return "port GUID " + l.GUID
+	}
+	return fmt.Sprintf("%s port %d", l.CA, l.Port)
+}
+
+// lose kills the helper after a failed exchange, records why and when it
+// may be started again, and returns the reason.
+func (c *Client) lose(what string) string {
+	status, tail := c.p.stop(0)
+	c.p = nil
+	reason := "nichealth-mad " + what
+	if status != "" {
+		reason += "; " + status
+	}
+	if tail != "" {
+		reason += "; its last words: " + tail
+	}
+	c.backOff(Restarting, reason)
+	return reason
+}
+
+func (c *Client) backOff(h Health, reason string) {
+	first, wait := c.ep.Fail()
+	if h == Unavailable {
+		wait = c.cfg.MaxBackoff
+	}
+	c.notBefore, c.lastWait = time.Now().Add(wait), wait
+	c.setState(h, reason)
+	if ok, n := c.logs.Note(reason, time.Now()); ok || first {
+		c.cfg.Log.Warn("nichealth-mad failed; it is started again after a backoff", "reason", reason, "retryIn", wait.Round(time.Millisecond), "suppressed", n)
+	}
+}
+
+// start runs the helper and checks it answers hello.
+func (c *Client) start(ctx context.Context) error {
+	if wait := time.Until(c.notBefore); wait > 0 {
+		st := c.State()
+		return fmt.Errorf("%w (%s; next attempt in %v): %s", ErrNotRunning, st.Health, wait.Round(time.Second), st.Reason)
+	}
+	p, err := launch(c.cfg)
+	if err != nil {
+		h := Restarting
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			h = Unavailable
+			err = fmt.Errorf("%w (install the nichealthd package, or set [farEnd] helper to its path)", err)
+		}
+		c.backOff(h, "nichealth-mad cannot be started: "+err.Error())
+		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+	}
+	c.p = p
+	c.nextID++
+	line, _ := wire.Encode(wire.Request{ID: c.nextID, Op: wire.OpHello})
+	a, err := p.exchange(ctx, line, time.Now().Add(c.cfg.StartTimeout))
+	if err == nil && (a.Hello == nil || a.ID != c.nextID) {
+		err = fmt.Errorf("answered hello with %+v", a)
+	}
+	if err == nil && a.Hello.Version != wire.Version {
+		err = fmt.Errorf("speaks protocol version %d, this daemon %d (install nichealthd and nichealth-mad from one package)", a.Hello.Version, wire.Version)
+	}
+	if err != nil {
+		status, tail := p.stop(0)
+		c.p = nil
+		reason := fmt.Sprintf("nichealth-mad (%s) did not start: %v", c.cfg.Path, err)
+		if status != "" {
+			reason += "; " + status
+		}
+		h := Restarting
+		if strings.Contains(tail, "error while loading shared libraries") {
+			h = Unavailable
+			reason += "; " + tail + " (install rdma-core's MAD libraries: apt-get install libibumad3 libibmad5)"
+		} else if tail != "" {
+			reason += "; its last words: " + tail
+		}
+		c.backOff(h, reason)
+		return fmt.Errorf("%w: %s", ErrNotRunning, reason)
+	}
+	c.stateMu.Lock()
+	c.state.Starts++
+	c.stateMu.Unlock()
+	c.cfg.Log.Debug("nichealth-mad started", "pid", p.cmd.Process.Pid, "helper", a.Hello.Helper)
+	return nil
+}
+
+// proc is one run of the helper.
+type proc struct {
+	cmd    *exec.Cmd
+	in     *os.File // our end of its stdin
+	out    *os.File // our end of its stdout
+	rd     *bufio.Reader
+	stderr *tail
+	waited chan struct{}
+	status string
+}
+
+func launch(cfg Config) (*proc, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Path)
+	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
+	cmd.Stdin, cmd.Stdout = inR, outW
+	// A helper wedged in a library call cannot notice its stdin closing:
+	// the kernel ends it with the daemon.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	errR, err := cmd.StderrPipe()
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	inR.Close()
+	outW.Close()
+	p := &proc{cmd: cmd, in: inW, out: outR, rd: bufio.NewReaderSize(outR, wire.MaxLine), stderr: &tail{}, waited: make(chan struct{})}
+	go func() {
+		p.stderr.drain(errR, cfg.Log)
+		// Wait only after stderr is drained (os/exec's rule for StderrPipe).
+		err := cmd.Wait()
+		p.status = exitStatus(err)
+		close(p.waited)
+	}()
+	return p, nil
+}
+
+func exitStatus(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "it exited with status 0"
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "it was ended by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("it exited with status %d", ee.ExitCode())
+	default:
+		return err.Error()
+	}
+}
+
+// exchange writes one line and reads one answer by deadline (or until ctx
+// is done).
+func (p *proc) exchange(ctx context.Context, line []byte, deadline time.Time) (wire.Answer, error) {
+	stop := context.AfterFunc(ctx, func() {
+		p.in.SetWriteDeadline(time.Now())
+		p.out.SetReadDeadline(time.Now())
+	})
+	defer stop()
+	if err := p.in.SetWriteDeadline(deadline); err != nil {
+		return wire.Answer{}, err
+	}
+	if _, err := p.in.Write(line); err != nil {
+		return wire.Answer{}, p.explain("write the request", err)
+	}
+	if err := p.out.SetReadDeadline(deadline); err != nil {
+		return wire.Answer{}, err
+	}
+	b, err := p.rd.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return wire.Answer{}, fmt.Errorf("wrote a line over the protocol's %d bytes", wire.MaxLine)
+	case err != nil:
+		return wire.Answer{}, p.explain("read the answer", err)
+	}
+	a, err := wire.DecodeAnswer(b)
+	if err != nil {
+		return wire.Answer{}, fmt.Errorf("broke the protocol: %v", err)
+	}
+	return a, nil
+}
+
+func (p *proc) explain(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errors.New("did not answer by its deadline; killed")
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) {
+		return errors.New("exited")
+	}
+	return fmt.Errorf("%s: %v", what, err)
+}
+
+// stop ends the run: EOF on stdin, then SIGKILL if it has not exited
+// within linger; returns how it ended and the end of its stderr.
+func (p *proc) stop(linger time.Duration) (status, lastWords string) {
+	p.in.Close()
+	t := time.NewTimer(linger)
+	defer t.Stop()
+	select {
+	case <-p.waited:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.waited:
+		case <-time.After(reapTimeout):
+			// Stuck in the kernel past SIGKILL: leave it to the reaper
+			// goroutine rather than stall every later request.
+			p.out.Close()
+			return "it did not exit within " + reapTimeout.String() + " of SIGKILL", p.stderr.String()
+		}
+	}
+	p.out.Close()
+	return p.status, p.stderr.String()
+}
+
+// reapTimeout bounds the wait for a killed helper to be reaped.
+const reapTimeout = 5 * time.Second
+
+// tail keeps the last lines the helper wrote to stderr, bounded, for the
+// reason of a crash; each line is logged at debug level, repeats counted.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const (
+	tailLines   = 4
+	tailLineMax = 200
+)
+
+func (t *tail) drain(r io.Reader, log *slog.Logger) {
+	br := bufio.NewReaderSize(r, 4096)
+	var lim repeats.Limiter
+	lim.Window = time.Hour
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 {
+			line := strings.ToValidUTF8(string(bytes.TrimRight(b, "\r\n")), "?")
+			if len(line) > tailLineMax {
+				line = line[:tailLineMax] + "…"
+			}
+			t.mu.Lock()
+			t.lines = append(t.lines, line)
+			if len(t.lines) > tailLines {
+				t.lines = t.lines[1:]
+			}
+			t.mu.Unlock()
+			if ok, n := lim.Note(stripPID(line), time.Now()); ok {
+				log.Debug("nichealth-mad stderr", "line", line, "suppressed", n)
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// stripPID makes libibmad's "ibwarn: [1234] ..." lines of one kind alike.
+func stripPID(s string) string {
+	if i := strings.Index(s, "] "); i > 0 && strings.HasPrefix(s, "ibwarn: [") {
+		return s[i+2:]
+	}
+	return s
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
+}
