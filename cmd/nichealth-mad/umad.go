@@ -71,6 +71,11 @@ import (
 	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
+// exit ends the program through the C library's exit, which runs the
+// handlers the libraries registered with atexit (os.Exit skips them): a
+// library that says goodbye to its peer at exit must be let to.
+func exit(code int) { C.exit(C.int(code)) }
+
 // madBuf holds any MAD's data: libibmad copies at most the MAD's 256 bytes.
 const madBuf = 1024
 
@@ -193,10 +198,15 @@ func attempt(deadline time.Time, madsLeft int) (C.uint, error) {
 	return C.uint(max(ms, 1)), nil
 }
 
-func madError(what string, rc C.int, timeout C.uint) error {
+// madError classifies a failed MAD. libibmad reports a MAD nobody
+// answered as ETIMEDOUT when the kernel says so, but a receive that timed
+// out ends its retries at once and the warning it prints can leave another
+// errno behind: a call that lasted an attempt's whole timeout got no
+// answer, whatever errno says.
+func madError(what string, rc C.int, timeout C.uint, took time.Duration) error {
 	errno := syscall.Errno(rc)
-	if errno == syscall.ETIMEDOUT {
-		return &wire.Error{Kind: wire.ErrTimeout, Msg: fmt.Sprintf("%s: no answer within 2 × %d ms", what, timeout)}
+	if errno == syscall.ETIMEDOUT || took >= time.Duration(timeout)*time.Millisecond*9/10 {
+		return &wire.Error{Kind: wire.ErrTimeout, Msg: fmt.Sprintf("%s: no answer within %d ms", what, timeout)}
 	}
 	return &wire.Error{Kind: wire.ErrMAD, Msg: fmt.Sprintf("%s: %v", what, errno)}
 }
@@ -207,8 +217,9 @@ func (f *umadFabric) dr(p *C.struct_ibmad_port, outport int, attr, mod C.uint, w
 		return err
 	}
 	C.memset(unsafe.Pointer(f.buf), 0, madBuf)
+	start := time.Now()
 	if rc := C.nh_dr_query(p, C.int(outport), attr, mod, t, f.buf); rc != 0 {
-		return madError(what, rc, t)
+		return madError(what, rc, t, time.Since(start))
 	}
 	return nil
 }
@@ -219,8 +230,9 @@ func (f *umadFabric) pma(p *C.struct_ibmad_port, lid, port int, attr C.uint, wha
 		return err
 	}
 	C.memset(unsafe.Pointer(f.buf), 0, madBuf)
+	start := time.Now()
 	if rc := C.nh_pma_query(p, C.int(lid), C.int(port), attr, t, f.buf); rc != 0 {
-		return madError(what, rc, t)
+		return madError(what, rc, t, time.Since(start))
 	}
 	return nil
 }

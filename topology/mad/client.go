@@ -91,6 +91,8 @@ type State struct {
 	Since  time.Time
 	// Starts counts helpers that started and answered hello.
 	Starts uint64
+	// PID is the running helper's process id (0: none).
+	PID int
 }
 
 // Errors of a request that got no answer. An answer that reports a failed
@@ -149,6 +151,9 @@ func (c *Client) setState(h Health, reason string) {
 		c.state.Since = time.Now()
 	}
 	c.state.Health, c.state.Reason = h, reason
+	if h != Running {
+		c.state.PID = 0
+	}
 }
 
 // Close stops the helper (EOF on its stdin, then SIGKILL if it lingers).
@@ -371,6 +376,7 @@ func (c *Client) start(ctx context.Context) error {
 	}
 	c.stateMu.Lock()
 	c.state.Starts++
+	c.state.PID = p.cmd.Process.Pid
 	c.stateMu.Unlock()
 	c.cfg.Log.Debug("nichealth-mad started", "pid", p.cmd.Process.Pid, "helper", a.Hello.Helper)
 	return nil

@@ -28,6 +28,9 @@ func fakeHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, "nichealth-mad: error while loading shared libraries: libibmad.so.5: cannot open shared object file: No such file or directory")
 		return 127
 	}
+	if mode == "hanghello" {
+		time.Sleep(time.Hour)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, wire.MaxLine), wire.MaxLine)
 	n := 0
@@ -235,6 +238,21 @@ func TestClient_NotInstalledIsUnavailable(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	if st := c.State(); st.Health != Unavailable || !strings.Contains(st.Reason, "/nonexistent/nichealth-mad") {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+// A helper that never says hello (stuck loading, or in a library's
+// handshake) is killed at the start timeout and backed off.
+func TestClient_StartTimeout(t *testing.T) {
+	cfg := fake(t, "hanghello")
+	cfg.StartTimeout = 200 * time.Millisecond
+	c := New(cfg)
+	defer c.Close()
+	if _, err := c.Peer(context.Background(), local, time.Minute); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("err %v", err)
+	}
+	if st := c.State(); st.Health != Restarting || !strings.Contains(st.Reason, "did not start") || st.Starts != 0 {
 		t.Fatalf("state %+v", st)
 	}
 }
