@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/daemon"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/internal/version"
