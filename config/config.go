@@ -96,6 +96,8 @@ type File struct {
 
 	Inventory InventoryFile `toml:"inventory"`
 
+	FarEnd FarEndFile `toml:"farEnd"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -174,6 +176,9 @@ type Config struct {
 
 	Inventory InventoryConfig
 
+	// FarEnd is the switch port at the other end of each IB cable.
+	FarEnd FarEndConfig
+
 	JournalEnabled   bool
 	JSONLPath        string
 	ConnectorSocket  string
@@ -250,7 +255,7 @@ func Parse(path string, b []byte) (*Config, error) {
 
 // durationKeys take a duration string ("1s", "250ms").
 var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
-	"inventory.expectedPortsHold"}
+	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.

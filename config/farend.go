@@ -1,0 +1,102 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nichealth/nichealthd/config/countertable"
+)
+
+// FarEndFile is the [farEnd] table: the switch port at the other end of
+// each InfiniBand cable, read by MAD through nichealth-mad (DESIGN.md
+// section 13).
+type FarEndFile struct {
+	Enabled  *bool    `toml:"enabled"`
+	Interval Duration `toml:"interval"`
+	Timeout  Duration `toml:"timeout"`
+	Helper   string   `toml:"helper"`
+	// NodeNameMap is nil when the key is absent (the default map when
+	// present), "" to name peers by their NodeDescription alone.
+	NodeNameMap *string `toml:"nodeNameMap"`
+	// Counters switches far-end fields on or off by their PMA name.
+	Counters map[string]bool `toml:"counters"`
+}
+
+// FarEndConfig is [farEnd] with defaults applied.
+type FarEndConfig struct {
+	Enabled bool
+	// Interval is how often every peer's counters are read and every
+	// peer is discovered again (a port state change rediscovers at once).
+	Interval time.Duration
+	// Timeout bounds one request to the helper (all its MADs).
+	Timeout time.Duration
+	// Helper is nichealth-mad's path; "" finds it beside the daemon
+	// (../libexec/nichealthd/, then the daemon's own directory).
+	Helper string
+	// NodeNameMap is the infiniband-diags node-name map ("" none);
+	// NodeNameMapOptional says it is the default, used only when present.
+	NodeNameMap         string
+	NodeNameMapOptional bool
+	// Judge are the fields switched on or off ([farEnd.counters]); Rows
+	// the judged rows they resolve to against the counter table.
+	Judge map[string]bool
+	Rows  []countertable.FarEndRow
+}
+
+// The [farEnd] defaults and why:
+//   - interval 60s: the far end is one cable's evidence, not the 1 s
+//     counter tick; a minute is the link sanity pass's cadence, and what
+//     the node sends stays far below a fabric sweep (README "Cost").
+//   - timeout 2s: a management processor answers an SMP in milliseconds;
+//     a busy one, or a subnet manager sweep, in hundreds.
+//   - nodeNameMap /etc/rdma/ib-node-name-map: where rdma-core's tools
+//     (ibnetdiscover, ibqueryerrors) look for it.
+const (
+	DefaultFarEndInterval = time.Minute
+	DefaultFarEndTimeout  = 2 * time.Second
+	DefaultNodeNameMap    = "/etc/rdma/ib-node-name-map"
+)
+
+// farEndFrom reads [farEnd].
+func farEndFrom(c *Config, f *File, bad badFunc) error {
+	v := f.FarEnd
+	c.FarEnd = FarEndConfig{Enabled: boolOr(v.Enabled, true), Interval: DefaultFarEndInterval, Timeout: DefaultFarEndTimeout,
+		Helper: v.Helper, NodeNameMap: DefaultNodeNameMap, NodeNameMapOptional: true}
+	setDur(&c.FarEnd.Interval, v.Interval)
+	setDur(&c.FarEnd.Timeout, v.Timeout)
+	if d := c.FarEnd.Interval; d < time.Second || d > time.Hour {
+		return bad("farEnd.interval", "%v must be 1s..1h", d)
+	}
+	if d := c.FarEnd.Timeout; d < 10*time.Millisecond || d > time.Minute {
+		return bad("farEnd.timeout", "%v must be 10ms..1m", d)
+	}
+	if c.FarEnd.Timeout >= c.FarEnd.Interval {
+		return bad("farEnd.timeout", "%v must be shorter than farEnd.interval (%v)", c.FarEnd.Timeout, c.FarEnd.Interval)
+	}
+	if h := c.FarEnd.Helper; h != "" && (!filepath.IsAbs(h) || !utf8.ValidString(h) || strings.IndexByte(h, 0) >= 0) {
+		return bad("farEnd.helper", "%q must be an absolute path (leave it out to use the installed nichealth-mad)", h)
+	}
+	if p := v.NodeNameMap; p != nil {
+		c.FarEnd.NodeNameMap, c.FarEnd.NodeNameMapOptional = *p, false
+		if *p != "" {
+			if !filepath.IsAbs(*p) || !utf8.ValidString(*p) || strings.IndexByte(*p, 0) >= 0 {
+				return bad("farEnd.nodeNameMap", "%q must be an absolute path, or \"\" to name peers by their NodeDescription", *p)
+			}
+			// A map that does not exist yet is said once at run time
+			// (peers are named by their NodeDescription meanwhile): the
+			// fabric team may deploy it after the daemon.
+			if fi, err := os.Stat(*p); err == nil && !fi.Mode().IsRegular() {
+				return bad("farEnd.nodeNameMap", "%s is not a regular file: name the map file", *p)
+			}
+		}
+	}
+	if err := countertable.ValidateFarEnd(v.Counters); err != nil {
+		return bad("farEnd.counters", "%v", err)
+	}
+	c.FarEnd.Judge = v.Counters
+	c.FarEnd.Rows = countertable.FarEndTable(c.Counters, v.Counters)
+	return nil
+}
