@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nichealth/nichealthd/internal/nodenamemap"
 )
 
 // Kind is what a node is, as ibnetdiscover names it.
@@ -44,19 +46,8 @@ func (g GUID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 // without 0x, with or without leading zeros, or sysfs's colon-separated
 // groups (b83f:d203:00a0:b010).
 func ParseGUID(s string) (GUID, error) {
-	t := strings.TrimSpace(s)
-	t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
-	if strings.Count(t, ":") == 3 {
-		t = strings.ReplaceAll(t, ":", "")
-	}
-	if t == "" || len(t) > 16 {
-		return 0, fmt.Errorf("GUID %q: want up to 16 hex digits", s)
-	}
-	v, err := strconv.ParseUint(t, 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("GUID %q: %w", s, err)
-	}
-	return GUID(v), nil
+	g, err := nodenamemap.ParseGUID(s)
+	return GUID(g), err
 }
 
 // Node is one switch, HCA or router of the fabric.

@@ -1,64 +1,22 @@
 package ibnet
 
-import (
-	"bytes"
-	"strings"
-)
+import "github.com/nichealth/nichealthd/internal/nodenamemap"
 
-// ParseNodeNameMap reads an opensm node-name map: one `GUID "name"` per
-// line, `#` comments and blank lines ignored, the name quoted (an
-// unquoted name runs to the end of the line, as opensm reads it). A line
-// that does not start with a GUID is skipped and listed; a GUID given
-// twice keeps its last name, as opensm's map does.
+// ParseNodeNameMap reads an opensm node-name map (internal/nodenamemap,
+// the format the node daemon reads too): one `GUID "name"` per line; a
+// line that does not start with a GUID is skipped and listed; a GUID given
+// twice keeps its last name.
 func ParseNodeNameMap(b []byte) (map[GUID]string, []Problem) {
-	out := map[GUID]string{}
-	var probs []Problem
-	line := 0
-	for len(b) > 0 {
-		line++
-		var ln []byte
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			ln, b = b[:i], b[i+1:]
-		} else {
-			ln, b = b, nil
-		}
-		if len(ln) > maxLine {
-			probs = append(probs, Problem{line, "longer than 4096 bytes"})
-			continue
-		}
-		s := strings.TrimSpace(string(bytes.TrimRight(ln, "\r")))
-		if s == "" || s[0] == '#' {
-			continue
-		}
-		gs, rest := s, ""
-		if i := strings.IndexAny(s, " \t#"); i >= 0 {
-			gs, rest = s[:i], s[i:]
-		}
-		g, err := ParseGUID(gs)
-		if err != nil {
-			probs = append(probs, Problem{line, err.Error()})
-			continue
-		}
-		rest = strings.TrimSpace(rest)
-		var name string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				probs = append(probs, Problem{line, "name has no closing quote"})
-				continue
-			}
-			name = rest[1 : 1+end]
-		} else {
-			name, _, _ = strings.Cut(rest, "#")
-			name = strings.TrimSpace(name)
-		}
-		if name == "" {
-			probs = append(probs, Problem{line, "GUID " + g.String() + " has no name"})
-			continue
-		}
-		out[g] = name
+	m, probs := nodenamemap.Parse(b)
+	out := make(map[GUID]string, len(m))
+	for g, name := range m {
+		out[GUID(g)] = name
 	}
-	return out, probs
+	var ps []Problem
+	for _, p := range probs {
+		ps = append(ps, Problem{Line: p.Line, Reason: p.Reason})
+	}
+	return out, ps
 }
 
 // ApplyNames names every node the map knows, by node GUID or, for maps
