@@ -1,0 +1,452 @@
+package farend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/nodenamemap"
+	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// Client is what the reader asks of the MAD helper (*mad.Client).
+type Client interface {
+	Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
+	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
+	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
+	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
+	State() mad.State
+	Close() error
+}
+
+// Target is a local port to read the far end of.
+type Target struct {
+	Device string
+	Port   int
+	// GUID is the port GUID as sysfs shows it (gids/0), "0x" and 16 hex
+	// digits: what matches it to its MAD port.
+	GUID string
+	// Up says the port is ACTIVE: only an ACTIVE port has a peer worth
+	// reading (its LIDs are assigned).
+	Up bool
+	// Epoch changes with every state change of the port: the peer is
+	// found again at once.
+	Epoch uint64
+}
+
+// Config is how the reader reads.
+type Config struct {
+	Interval time.Duration
+	Timeout  time.Duration
+	// NodeNameMap names peers ("" none); Optional says it is the
+	// default, silently unused when absent.
+	NodeNameMap string
+	Optional    bool
+	// UmadDir is where the umad devices are (<devRoot>/infiniband): with
+	// none there, the helper is not started.
+	UmadDir string
+}
+
+// Peer is the node at the other end of a local port.
+type Peer struct {
+	wire.Peer
+	// Name is the node-name map's name for it, or its NodeDescription.
+	Name string
+}
+
+// PortReading is what the reader knows of one local port's far end.
+type PortReading struct {
+	Device string
+	Port   int
+	GUID   string
+	// Found says Peer holds the node at the other end, found at
+	// FoundAt.
+	Found   bool
+	Peer    Peer
+	FoundAt time.Time
+	// CPI is what the peer's PMA offers.
+	CPI wire.ClassPortInfo
+	// Read says Counters hold a reading, taken at ReadAt; Seq counts the
+	// readings of this peer (the check judges each once). Wide says the
+	// error counters came from PortCountersExtended (64-bit: they never
+	// saturate). Ext holds PortCountersExtended when offered.
+	Read     bool
+	Seq      uint64
+	ReadAt   time.Time
+	Counters wire.PortCounters
+	Wide     bool
+	Ext      *wire.PortCountersExt
+	// Err says why the last attempt failed ("" when it did not).
+	Err string
+}
+
+// Reading is one published state of every watched port's far end. It is
+// never modified once published.
+type Reading struct {
+	// Gen increments with every publication.
+	Gen uint64
+	At  time.Time
+	// Helper is the MAD helper's state.
+	Helper mad.State
+	// Unavailable says why no far end can be read on this host at all ("":
+	// it can): no umad device, the helper or its libraries missing.
+	Unavailable string
+	Ports       []PortReading
+}
+
+// Port is the reading of device/port (nil when not watched).
+func (r *Reading) Port(device string, port int) *PortReading {
+	for i := range r.Ports {
+		if r.Ports[i].Device == device && r.Ports[i].Port == port {
+			return &r.Ports[i]
+		}
+	}
+	return nil
+}
+
+// Reader reads the far ends on its own goroutine.
+type Reader struct {
+	c   Client
+	log *slog.Logger
+
+	mu      sync.Mutex
+	cfg     Config
+	targets []Target
+
+	latest atomic.Pointer[Reading]
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Owned by the goroutine:
+	ports    map[key]*PortReading
+	epochs   map[key]uint64
+	names    names
+	logs     repeats.Limiter
+	gen      uint64
+	saidOnce map[string]bool
+	lastErr  error
+}
+
+type key struct {
+	dev  string
+	port int
+}
+
+// Start runs the reader over c; Close ends it.
+func Start(cfg Config, c Client, log *slog.Logger) *Reader {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		ports: map[key]*PortReading{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}}
+	r.latest.Store(&Reading{At: time.Now(), Helper: c.State()})
+	go r.loop(ctx)
+	return r
+}
+
+// SetTargets replaces the ports to watch; the reader looks at once at
+// what changed. The caller keeps ts (it is copied).
+func (r *Reader) SetTargets(ts []Target) {
+	r.mu.Lock()
+	r.targets = append(r.targets[:0], ts...)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// Configure applies a new configuration at once.
+func (r *Reader) Configure(cfg Config) {
+	r.mu.Lock()
+	r.cfg = cfg
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *Reader) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Latest is the last published reading (never nil).
+func (r *Reader) Latest() *Reading { return r.latest.Load() }
+
+// Close stops the reader and the helper.
+func (r *Reader) Close() {
+	r.cancel()
+	<-r.done
+	r.c.Close()
+}
+
+func (r *Reader) snapshot() (Config, []Target) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg, slices.Clone(r.targets)
+}
+
+func (r *Reader) loop(ctx context.Context) {
+	defer close(r.done)
+	var last time.Time
+	for {
+		cfg, ts := r.snapshot()
+		now := time.Now()
+		full := last.IsZero() || now.Sub(last) >= cfg.Interval
+		r.round(ctx, cfg, ts, full)
+		if full {
+			last = now
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		t := time.NewTimer(time.Until(last.Add(cfg.Interval)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// round looks at every target: a full round finds every peer again and
+// reads its counters; otherwise only ports whose state changed (or that
+// were never found) are found again, and only a new peer is read (its
+// baseline).
+func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) {
+	now := time.Now()
+	r.names.refresh(cfg, r.log, r.sayOnce)
+	unavailable := umadMissing(cfg.UmadDir)
+	keep := map[key]bool{}
+	for _, t := range ts {
+		k := key{t.Device, t.Port}
+		keep[k] = true
+		p := r.ports[k]
+		if p == nil {
+			p = &PortReading{Device: t.Device, Port: t.Port}
+			r.ports[k] = p
+		}
+		changed := r.epochs[k] != t.Epoch || p.GUID != t.GUID
+		r.epochs[k], p.GUID = t.Epoch, t.GUID
+		if !t.Up || t.GUID == "" {
+			// A port that is not ACTIVE has no peer to read; it is found
+			// again when it comes back.
+			p.Found, p.Read, p.Err = false, false, ""
+			if t.GUID == "" {
+				p.Err = "the port's GUID is unknown (gids/0 unreadable): it cannot be matched to a MAD port"
+			}
+			continue
+		}
+		if unavailable != "" || ctx.Err() != nil {
+			continue
+		}
+		if !full && !changed && p.Found {
+			continue
+		}
+		r.look(ctx, cfg, p, full || !p.Read)
+		if errors.Is(r.lastErr, mad.ErrNotRunning) || errors.Is(r.lastErr, mad.ErrLost) {
+			// The helper is backing off: ask nothing more this round.
+			break
+		}
+	}
+	for k := range r.ports {
+		if !keep[k] {
+			delete(r.ports, k)
+			delete(r.epochs, k)
+		}
+	}
+	st := r.c.State()
+	if unavailable == "" && st.Health == mad.Unavailable {
+		unavailable = st.Reason
+	}
+	if unavailable != "" {
+		r.sayOnce("unavailable", "the far end of the InfiniBand ports is not read on this host; every other check runs", "reason", unavailable)
+	}
+	r.publish(now, st, unavailable)
+}
+
+// look finds the peer of p and, when read, reads its counters.
+func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, read bool) {
+	r.lastErr = nil
+	local := wire.Local{GUID: p.GUID}
+	peer, err := r.c.Peer(ctx, local, cfg.Timeout)
+	if err != nil {
+		r.fail(p, "find the peer", err)
+		p.Found = false
+		return
+	}
+	np := Peer{Peer: peer, Name: r.names.name(peer)}
+	if !p.Found || p.Peer.NodeGUID != peer.NodeGUID || p.Peer.Port != peer.Port || p.Peer.LID != peer.LID {
+		// A new peer (or a new LID): its PMA, its counters, from scratch.
+		cpi, err := r.c.ClassPortInfo(ctx, local, peer.LID, cfg.Timeout)
+		if err != nil {
+			r.fail(p, fmt.Sprintf("ask the PMA of %s (LID %d) what it offers", np.Name, peer.LID), err)
+			p.Found = false
+			return
+		}
+		*p = PortReading{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq}
+		read = true
+	}
+	p.Found, p.Peer, p.FoundAt, p.Err = true, np, time.Now(), ""
+	if !read {
+		return
+	}
+	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
+	if err != nil {
+		r.fail(p, fmt.Sprintf("read the counters of %s port %d", np.Name, peer.Port), err)
+		return
+	}
+	at := time.Now()
+	var ext *wire.PortCountersExt
+	wide := false
+	if p.CPI.Extended() {
+		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
+		if err != nil {
+			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", np.Name, peer.Port), err)
+			return
+		}
+		ext = &x
+		if x.Errors != nil {
+			// The same errors, 64 bits wide: they never saturate.
+			pc, wide = *x.Errors, true
+		}
+	}
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, at, pc, wide, ext
+}
+
+func (r *Reader) fail(p *PortReading, what string, err error) {
+	r.lastErr = err
+	p.Err = fmt.Sprintf("%s: %v", what, err)
+	if ok, n := r.logs.Note(fmt.Sprintf("%s/%d %s", p.Device, p.Port, what), time.Now()); ok {
+		r.log.Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)
+	}
+}
+
+// sayOnce logs a line once per process for key.
+func (r *Reader) sayOnce(key, msg string, args ...any) {
+	if r.saidOnce[key] {
+		return
+	}
+	r.saidOnce[key] = true
+	r.log.Warn(msg, args...)
+}
+
+func (r *Reader) publish(now time.Time, st mad.State, unavailable string) {
+	r.gen++
+	rd := &Reading{Gen: r.gen, At: now, Helper: st, Unavailable: unavailable, Ports: make([]PortReading, 0, len(r.ports))}
+	for _, p := range r.ports {
+		c := *p
+		if p.Ext != nil {
+			x := *p.Ext
+			c.Ext = &x
+		}
+		rd.Ports = append(rd.Ports, c)
+	}
+	slices.SortFunc(rd.Ports, func(a, b PortReading) int {
+		if a.Device != b.Device {
+			return strings.Compare(a.Device, b.Device)
+		}
+		return a.Port - b.Port
+	})
+	r.latest.Store(rd)
+}
+
+// umadMissing says why MADs cannot be sent from this host, "" when a
+// umad device exists.
+func umadMissing(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
+	if len(m) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad; rdma-core's rdma-load-modules@rdma.service loads it at boot)", dir)
+}
+
+// names is the node-name map, read again when the file changes.
+type names struct {
+	path  string
+	mod   time.Time
+	size  int64
+	m     map[uint64]string
+	saidE string
+}
+
+// maxMapBytes bounds the map: a fabric of 10,000 nodes is about 500 KiB.
+const maxMapBytes = 8 << 20
+
+func (n *names) refresh(cfg Config, log *slog.Logger, once func(key, msg string, args ...any)) {
+	if cfg.NodeNameMap != n.path {
+		*n = names{path: cfg.NodeNameMap}
+	}
+	if n.path == "" {
+		return
+	}
+	fi, err := os.Stat(n.path)
+	switch {
+	case err != nil && cfg.Optional && errors.Is(err, os.ErrNotExist):
+		n.m = nil
+		return
+	case err != nil:
+		n.m = nil
+		n.say(log, fmt.Sprintf("%v; peers are named by their NodeDescription", err))
+		return
+	case fi.ModTime().Equal(n.mod) && fi.Size() == n.size && n.m != nil:
+		return
+	}
+	f, err := os.Open(n.path)
+	if err != nil {
+		n.say(log, fmt.Sprintf("%v; peers are named by their NodeDescription", err))
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMapBytes+1))
+	if err != nil || len(b) > maxMapBytes {
+		n.say(log, fmt.Sprintf("%s: unreadable or over %d bytes; peers are named by their NodeDescription", n.path, maxMapBytes))
+		return
+	}
+	m, probs := nodenamemap.Parse(b)
+	n.m, n.mod, n.size = m, fi.ModTime(), fi.Size()
+	if len(probs) > 0 {
+		log.Warn("node-name map lines skipped", "file", n.path, "lines", len(probs), "first", fmt.Sprintf("line %d: %s", probs[0].Line, probs[0].Reason))
+	}
+	n.saidE = ""
+}
+
+func (n *names) say(log *slog.Logger, msg string) {
+	if msg != n.saidE {
+		n.saidE = msg
+		log.Warn("node-name map not used", "file", n.path, "error", msg)
+	}
+}
+
+// name is what the map calls a peer (by node GUID, then port GUID), or
+// its NodeDescription.
+func (n *names) name(p wire.Peer) string {
+	for _, g := range []string{p.NodeGUID, p.PortGUID} {
+		if v, err := wire.ParseGUID(g); err == nil {
+			if s, ok := n.m[v]; ok {
+				return s
+			}
+		}
+	}
+	if p.Description != "" {
+		return p.Description
+	}
+	return p.NodeGUID
+}
