@@ -14,6 +14,12 @@ const (
 	// KernelLogCheck is the kernel-log check's, a check of its own in
 	// --checks and on the wire.
 	KernelLogCheck = "NICKernelLogCheck"
+	// FarEndCheck is the far end's (DESIGN.md section 13, the classic
+	// health check's "Remote errors check"): what the switch port at the
+	// other end of each InfiniBand cable counts, a check of its own in
+	// --checks and on the wire, so its conditions never mix with the
+	// port's own counters.
+	FarEndCheck = "InfiniBandFarEndCheck"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

@@ -117,6 +117,17 @@ const (
 	KindDriftOK        Kind = "nic-drift-ok"
 	KindPortsShort     Kind = "compute-ports-short"
 	KindPortsOK        Kind = "compute-ports-ok"
+	// The far end of a cable (DESIGN.md section 13): a counter of the
+	// switch port at the other end breached its threshold, and its clear;
+	// one of its fields is stuck at its maximum (visibility lost), and its
+	// clear; the far end cannot be read (the MAD helper crashed or hung),
+	// and its clear.
+	KindPeerBreach      Kind = "peer-breach"
+	KindPeerRecovered   Kind = "peer-recovered"
+	KindPeerSaturated   Kind = "peer-saturated"
+	KindPeerUnsaturated Kind = "peer-unsaturated"
+	KindFarEndLost      Kind = "far-end-lost"
+	KindFarEndRestored  Kind = "far-end-restored"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -131,6 +142,7 @@ var Kinds = []Kind{
 	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
 	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 	KindKernelLog, KindKernelLogCleared,
+	KindPeerBreach, KindPeerRecovered, KindPeerSaturated, KindPeerUnsaturated, KindFarEndLost, KindFarEndRestored,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -72,6 +72,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	o.b.Run("counters", degradationChecks, o.steps.counters)
 	o.b.Run("pcie-aer", aerChecks, o.steps.aer)
 	o.b.Run("kernel-log", kernelLogChecks, o.steps.kernelLog)
+	o.b.Run("far-end", farEndChecks, o.steps.farEnd)
 	if obs.StatePoll && o.cfg.Sanity && (o.cycles == 0 || o.devicesSetChanged || o.rateChanged || now.Sub(o.lastSanity) >= sanityEvery) {
 		obs.SanityDue = true
 		if !o.b.Failed(event.LinkSanityCheck) {
@@ -85,7 +86,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 // cycleSteps are the cycle's steps, made once: a closure made at every
 // cycle and handed to the boundary would allocate at every cycle.
 type cycleSteps struct {
-	presence, observe, inventory, counters, aer, kernelLog func()
+	presence, observe, inventory, counters, aer, kernelLog, farEnd func()
 }
 
 func (o *Observer) makeSteps() {
@@ -114,6 +115,10 @@ func (o *Observer) makeSteps() {
 		kernelLog: func() {
 			o.b.Enter(event.KernelLogCheck)
 			o.kernelLogStep()
+		},
+		farEnd: func() {
+			o.b.Enter(event.FarEndCheck)
+			o.farEndStep()
 		},
 	}
 }

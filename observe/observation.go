@@ -7,6 +7,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/aerfile"
+	"github.com/nichealth/nichealthd/topology/farend"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -77,6 +78,10 @@ type Observation struct {
 
 	// KernelLog is what the kernel log gave this cycle.
 	KernelLog KernelLog
+
+	// FarEnd is the far end's latest reading (nil when it is not read:
+	// the one-shot check, [farEnd] off). It is shared and immutable.
+	FarEnd *farend.Reading
 
 	// Inventory is the PCI inventory's last scan (state polls only;
 	// Inventory.Scanned says it is this poll's).

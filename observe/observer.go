@@ -103,6 +103,8 @@ type Observer struct {
 	inv inventory
 	// kl is the kernel log's reader (kernellog.go).
 	kl kernelLogReader
+	// fe is what the far end's reader is told and what it read (farend.go).
+	fe farEndWatch
 
 	obs   Observation
 	steps cycleSteps

@@ -46,6 +46,12 @@ const (
 	MessageIDPortsOK            = "842489fd711d485b9cc0ea0e99309140"
 	MessageIDKernelLog          = "7c2e6c418d804840b05ef941d9c46bbc"
 	MessageIDKernelLogCleared   = "5d9538bb2d59445fbc9c79cad234117f"
+	MessageIDPeerBreach         = "98e55d46516a45cc8b9eacc2a1f5d0e9"
+	MessageIDPeerRecovered      = "9310d1100a3e4b34988e32372689035e"
+	MessageIDPeerSaturated      = "3b8b79d322fa48c5b907d467bc449851"
+	MessageIDPeerUnsaturated    = "4e039e71f9f54829919ef39c7096cafe"
+	MessageIDFarEndLost         = "329579ac411047f79a5764f2c976a1f5"
+	MessageIDFarEndRestored     = "2c181056e45a4028b073a4ef446cee22"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -130,6 +136,18 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDKernelLog, true
 	case event.KindKernelLogCleared:
 		return MessageIDKernelLogCleared, true
+	case event.KindPeerBreach:
+		return MessageIDPeerBreach, true
+	case event.KindPeerRecovered:
+		return MessageIDPeerRecovered, true
+	case event.KindPeerSaturated:
+		return MessageIDPeerSaturated, true
+	case event.KindPeerUnsaturated:
+		return MessageIDPeerUnsaturated, true
+	case event.KindFarEndLost:
+		return MessageIDFarEndLost, true
+	case event.KindFarEndRestored:
+		return MessageIDFarEndRestored, true
 	}
 	return "", false
 }
