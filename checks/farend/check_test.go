@@ -1,0 +1,319 @@
+package farend
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/config"
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/farend"
+	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+type boundary struct{}
+
+func (boundary) Run(_ string, _ []string, fn func()) { fn() }
+func (boundary) Enter(string)                        {}
+func (boundary) Failed(string) bool                  { return false }
+
+// harness runs the check over readings the test writes, as the reader
+// would publish them.
+type harness struct {
+	t   *testing.T
+	c   *Check
+	cy  *checks.Cycle
+	obs observe.Observation
+	gen uint64
+	seq uint64
+	at  time.Time
+	rd  *farend.Reading
+}
+
+var leaf1 = farend.Peer{Peer: wire.Peer{NodeGUID: "0xb83fd20300a01000", PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41, Port: 17, LID: 1,
+	Description: "MF0;ibsw-leaf1:MQM8700/U1", State: 4, PhysState: 5}, Name: "ibsw-leaf1"}
+
+func newHarness(t *testing.T, toml string) *harness {
+	t.Helper()
+	cfg, err := config.Parse("c.toml", []byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, c: NewCheck(), cy: checks.NewCycle(boundary{}), at: time.Unix(1_800_000_000, 0)}
+	h.c.Configure(Config{On: cfg.FarEnd.Enabled, Rows: cfg.FarEnd.Rows, XmitWaitBytesPerTick: cfg.XmitWaitBytesPerTick})
+	dev := &topology.Device{Name: "mlx5_0"}
+	h.obs.Ports = []*observe.Port{{Device: dev, Port: &topology.Port{Num: 1, LinkLayer: topology.LinkLayerInfiniBand}, RateGbps: 400}}
+	return h
+}
+
+// read publishes one reading of mlx5_0 port 1's peer taken dt after the
+// last one, with the SymbolErrorCounter and others given, and runs the
+// check on it.
+func (h *harness) read(dt time.Duration, peer farend.Peer, set func(*wire.PortCounters)) []event.Spec {
+	h.t.Helper()
+	h.gen++
+	h.seq++
+	h.at = h.at.Add(dt)
+	var pc wire.PortCounters
+	if set != nil {
+		set(&pc)
+	}
+	h.rd = &farend.Reading{Gen: h.gen, At: h.at, Helper: mad.State{Health: mad.Running},
+		Ports: []farend.PortReading{{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Found: true, Peer: peer, Read: true, Seq: h.seq, ReadAt: h.at, Counters: pc}}}
+	return h.run()
+}
+
+func (h *harness) run() []event.Spec {
+	h.obs.FarEnd = h.rd
+	var out []event.Spec
+	h.cy.Reset(&h.obs, &out)
+	h.c.Run(h.cy)
+	return out
+}
+
+func sym(n uint64) func(*wire.PortCounters) {
+	return func(c *wire.PortCounters) { c.SymbolErrorCounter = n }
+}
+
+func codes(specs []event.Spec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, string(s.Kind)+" "+strings.Join(s.ErrorCode, ","))
+	}
+	return out
+}
+
+// The slides' remote errors check: 55 symbol errors on the switch port
+// cabled to us within one 60 s interval are a non-fatal condition on our
+// port, in the slides' words, naming the switch and its port; the seed's
+// 120/hour (symbol_error_fatal) is what 55 a minute exceeds, 10/second
+// (symbol_error) is not.
+func TestSlides_RemoteErrorsCheck_SymbolErrors(t *testing.T) {
+	h := newHarness(t, "")
+	if specs := h.read(0, leaf1, sym(0)); len(specs) != 0 {
+		t.Fatalf("the first reading is a baseline, got %v", codes(specs))
+	}
+	specs := h.read(60*time.Second, leaf1, sym(55))
+	if len(specs) != 1 {
+		t.Fatalf("got %v", codes(specs))
+	}
+	s := specs[0]
+	if s.Kind != event.KindPeerBreach || s.CheckName != "InfiniBandFarEndCheck" || s.IsFatal || s.IsHealthy ||
+		s.Device != "mlx5_0" || s.Port != 1 || s.ErrorCode[0] != "peer:symbol_error_fatal" ||
+		s.Message != "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]" ||
+		s.Metadata["peerGUID"] != "0xb83fd20300a01000" || s.Metadata["peerPort"] != "17" || s.Metadata["peerName"] != "ibsw-leaf1" ||
+		s.Metadata["threshold"] != "120" || s.Metadata["rate"] != "3300.00" {
+		t.Fatalf("breach %+v", s)
+	}
+	// Latched: more errors say nothing more.
+	if specs := h.read(60*time.Second, leaf1, sym(5000)); len(specs) != 1 || specs[0].ErrorCode[0] != "peer:symbol_error" {
+		t.Fatalf("latched symbol_error_fatal; 4945 in 60 s is 82/s: want symbol_error's own breach only, got %v", codes(specs))
+	}
+	if specs := h.read(60*time.Second, leaf1, sym(9000)); len(specs) != 0 {
+		t.Fatalf("both latched, got %v", codes(specs))
+	}
+}
+
+// The seed's thresholds over the elapsed time, each at its boundary:
+// symbol_error 10/second, link_error_recovery 5/minute, link_downed and
+// the integrity counters any increase.
+func TestDesign_13_SeedThresholdsOverTheElapsedTime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dt     time.Duration
+		set    func(*wire.PortCounters)
+		raised string // the row that must breach ("" none)
+		quiet  string // a row that must not
+	}{
+		{"symbol 600 in 60s is 10/s, not above", 60 * time.Second, sym(600), "", "peer:symbol_error"},
+		{"symbol 11 in 1s", time.Second, sym(11), "peer:symbol_error", ""},
+		{"symbol 2 in 60s is 120/h, not above", 60 * time.Second, sym(2), "", "peer:symbol_error_fatal"},
+		{"symbol 3 in 60s is 180/h", 60 * time.Second, sym(3), "peer:symbol_error_fatal", "peer:symbol_error"},
+		{"recovery 5 in 60s", 60 * time.Second, func(c *wire.PortCounters) { c.LinkErrorRecoveryCounter = 5 }, "", "peer:link_error_recovery"},
+		{"recovery 6 in 60s", 60 * time.Second, func(c *wire.PortCounters) { c.LinkErrorRecoveryCounter = 6 }, "peer:link_error_recovery", ""},
+		{"link downed 1", 60 * time.Second, func(c *wire.PortCounters) { c.LinkDownedCounter = 1 }, "peer:link_downed", ""},
+		{"integrity 1", 60 * time.Second, func(c *wire.PortCounters) { c.LocalLinkIntegrityErrors = 1 }, "peer:local_link_integrity_errors", ""},
+		{"overrun 1", 60 * time.Second, func(c *wire.PortCounters) { c.ExcessiveBufferOverrunErrors = 1 }, "peer:excessive_buffer_overrun_errors", ""},
+		{"remote physical 1", 60 * time.Second, func(c *wire.PortCounters) { c.PortRcvRemotePhysicalErrors = 1 }, "peer:port_rcv_remote_physical_errors", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			h.read(0, leaf1, nil)
+			got := codes(h.read(tc.dt, leaf1, tc.set))
+			joined := strings.Join(got, " ")
+			if tc.raised != "" && !strings.Contains(joined, "peer-breach "+tc.raised) {
+				t.Errorf("want %s, got %v", tc.raised, got)
+			}
+			if tc.quiet != "" && strings.Contains(joined, tc.quiet+" ") || tc.quiet != "" && strings.HasSuffix(joined, tc.quiet) {
+				t.Errorf("%s raised: %v", tc.quiet, got)
+			}
+		})
+	}
+}
+
+// As in the slides, the fabric's traffic counters are not judged on the
+// far end unless switched on: PortRcvErrors, PortXmitDiscards,
+// PortXmitWait, VL15Dropped, PortRcvSwitchRelayErrors.
+func TestDesign_13_SuppressedCountersOffByDefaultAndSwitchable(t *testing.T) {
+	traffic := func(c *wire.PortCounters) {
+		c.PortRcvErrors, c.PortXmitDiscards, c.PortXmitWait, c.VL15Dropped, c.PortRcvSwitchRelayErrors = 60000, 60000, 4000000000, 9, 9
+	}
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	if specs := h.read(time.Second, leaf1, traffic); len(specs) != 0 {
+		t.Fatalf("suppressed counters judged: %v", codes(specs))
+	}
+	h = newHarness(t, "[farEnd.counters]\nPortXmitDiscards = true\nVL15Dropped = true\nPortXmitWait = true\n")
+	h.read(0, leaf1, nil)
+	got := strings.Join(codes(h.read(time.Second, leaf1, traffic)), " ")
+	for _, w := range []string{"peer:port_xmit_discards", "peer:VL15_dropped", "peer:port_xmit_wait"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s not raised once switched on: %s", w, got)
+		}
+	}
+	if strings.Contains(got, "peer:port_rcv_errors") {
+		t.Errorf("PortRcvErrors judged while off: %s", got)
+	}
+}
+
+// DESIGN.md difference 14's rule on the far end: a field at its width's
+// maximum is its own non-fatal visibility-lost condition, cleared when it
+// moves below; a 64-bit reading never saturates.
+func TestDesign_13_SaturatedFieldIsVisibilityLost(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	specs := h.read(60*time.Second, leaf1, func(c *wire.PortCounters) { c.LinkDownedCounter = 255 })
+	got := strings.Join(codes(specs), " ")
+	if !strings.Contains(got, "peer-saturated peer-saturated:LinkDownedCounter") || !strings.Contains(got, "peer-breach peer:link_downed") {
+		t.Fatalf("got %s", got)
+	}
+	for _, s := range specs {
+		if s.Kind == event.KindPeerSaturated && (!strings.Contains(s.Message, "8-bit") || s.IsFatal) {
+			t.Fatalf("%+v", s)
+		}
+	}
+	if specs := h.read(60*time.Second, leaf1, func(c *wire.PortCounters) { c.LinkDownedCounter = 255 }); len(specs) != 0 {
+		t.Fatalf("saturation said twice: %v", codes(specs))
+	}
+	// Cleared on the fabric side: both conditions end.
+	got = strings.Join(codes(h.read(60*time.Second, leaf1, nil)), " ")
+	if !strings.Contains(got, "peer-unsaturated peer-saturated:LinkDownedCounter") || !strings.Contains(got, "peer-recovered peer:link_downed") {
+		t.Fatalf("after the fabric cleared the counters: %s", got)
+	}
+}
+
+// Difference 13: every clear carries its condition's error code; an
+// acknowledgement clears the latch and says who; a recabled port follows
+// its new peer, clearing what the old one counted.
+func TestDesign_13_AcknowledgedAndRecabled(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(60*time.Second, leaf1, sym(55))
+	if _, err := h.c.Acknowledge("mlx5_0", 1, "peer:symbol_error", "uid 0"); !errors.Is(err, ErrNotLatched) {
+		t.Fatalf("ack of a row not latched: %v", err)
+	}
+	specs, err := h.c.Acknowledge("mlx5_0", 1, "peer:symbol_error_fatal", "uid 0")
+	if err != nil || len(specs) != 1 || !specs[0].IsHealthy || specs[0].ErrorCode[0] != "peer:symbol_error_fatal" || !strings.Contains(specs[0].Message, "acknowledged by uid 0") {
+		t.Fatalf("%v %v", codes(specs), err)
+	}
+	if specs := h.read(60*time.Second, leaf1, sym(55)); len(specs) != 0 {
+		t.Fatalf("after the ack the last reading is the baseline: %v", codes(specs))
+	}
+	h.read(60*time.Second, leaf1, sym(100))
+	leaf2 := leaf1
+	leaf2.NodeGUID, leaf2.Name, leaf2.Port = "0xb83fd20300a02000", "ibsw-leaf2", 17
+	specs = h.read(60*time.Second, leaf2, sym(7000))
+	if len(specs) != 1 || specs[0].Kind != event.KindPeerRecovered || specs[0].Metadata["reason"] != "peer-changed" || !strings.Contains(specs[0].Message, "ibsw-leaf2 port 17") {
+		t.Fatalf("recabled: %v", specs)
+	}
+	if pm := h.c.Memory().Ports["mlx5_0/1"]; pm.PeerGUID != "0xb83fd20300a02000" || pm.Values[0] != 7000 {
+		t.Fatalf("the new peer's first reading is its baseline: %+v", pm)
+	}
+	if _, err := h.c.Acknowledge("mlx5_0", 1, "symbol_error", "uid 0"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("a local counter's name: %v", err)
+	}
+}
+
+// A helper that crashed or hung is one node-level monitoring condition
+// until it answers again; a host without umad or the libraries raises
+// nothing (the reader says it once).
+func TestDesign_13_HelperLostIsAMonitoringCondition(t *testing.T) {
+	h := newHarness(t, "")
+	h.gen++
+	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Unavailable, Reason: "no umad"}, Unavailable: "no umad"}
+	if specs := h.run(); len(specs) != 0 {
+		t.Fatalf("unavailable raised %v", codes(specs))
+	}
+	h.gen++
+	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting, Reason: "nichealth-mad peer of port GUID 0x…: did not answer by its deadline; killed"}}
+	specs := h.run()
+	if len(specs) != 1 || specs[0].Kind != event.KindFarEndLost || specs[0].IsFatal || !strings.Contains(specs[0].Message, "killed") {
+		t.Fatalf("lost: %+v", specs)
+	}
+	h.gen++
+	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting}}
+	if specs := h.run(); len(specs) != 0 {
+		t.Fatalf("lost said twice: %v", codes(specs))
+	}
+	h.gen++
+	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Running, Starts: 2}}
+	if specs := h.run(); len(specs) != 1 || specs[0].Kind != event.KindFarEndRestored || specs[0].ErrorCode[0] != "far-end-lost" {
+		t.Fatalf("restored: %v", specs)
+	}
+}
+
+// The memory survives a restart (its section) and a crash between the
+// outbox and the state (replay), and rejects what it could not have
+// written.
+func TestMemory_RestoreReplayValidate(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	specs := h.read(60*time.Second, leaf1, sym(55))
+	raw, err := h.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := NewCheck()
+	if dropped := c2.Restore(raw); len(dropped) != 0 {
+		t.Fatal(dropped)
+	}
+	if v := c2.View("mlx5_0", 1); len(v.Latched) != 1 || v.Latched[0] != "symbol_error_fatal" {
+		t.Fatalf("restored view %+v", v)
+	}
+	c3 := NewCheck()
+	ev := event.New(specs[0], event.Stamp{NodeName: "n", Now: time.Now()})
+	c3.Replay(&ev)
+	if v := c3.View("mlx5_0", 1); len(v.Latched) != 1 {
+		t.Fatalf("replayed view %+v", v)
+	}
+	bad, _ := json.Marshal(map[string]any{"version": 1, "ports": map[string]any{
+		"mlx5_0": map[string]any{"peerGUID": "0x1", "peerPort": 1},
+		"mlx5_0/2": map[string]any{"peerGUID": "nope", "peerPort": 1},
+		"mlx5_0/3": map[string]any{"peerGUID": "0xb83fd20300a01000", "peerPort": 3, "saturated": map[string]any{"Bogus": "2026-01-01T00:00:00Z"}},
+	}})
+	c4 := NewCheck()
+	if dropped := c4.Restore(bad); len(dropped) != 3 {
+		t.Fatalf("dropped %v", dropped)
+	}
+}
+
+// A steady cycle (the same reading) does nothing and allocates nothing.
+func TestCheck_SteadyCycleAllocatesNothing(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(60*time.Second, leaf1, sym(1))
+	out := make([]event.Spec, 0, 4)
+	if n := testing.AllocsPerRun(100, func() {
+		out = out[:0]
+		h.cy.Reset(&h.obs, &out)
+		h.c.Run(h.cy)
+	}); n != 0 {
+		t.Fatalf("%v allocations per steady cycle", n)
+	}
+}

@@ -1,0 +1,22 @@
+// Package farend is the far-end check (InfiniBandFarEndCheck, DESIGN.md
+// section 13; the classic health check's "Remote errors check"): it judges
+// what the switch port at the other end of each InfiniBand cable counts,
+// as topology/farend last read it, with the counter table's threshold of
+// the same counter over the time between two reads. Errors the switch
+// counts on what it receives from us are our transmitter, optic or cable
+// failing, which nothing in our own sysfs shows.
+//
+// A breach is a non-fatal condition on the local port (error code
+// peer:<counter>, the peer in its metadata, the slides' Nagios wording in
+// its message), latched until the switch's counter goes back (cleared on
+// the fabric side), the port is cabled to another peer, or an operator
+// acknowledges it (nichealthctl ack DEV PORT peer:<counter>). A field
+// stuck at its width's maximum is its own visibility-lost condition
+// (peer-saturated:<field>). A MAD helper that crashed or hung is a
+// node-level monitoring condition until it answers again; a host that
+// cannot read the far end at all (no umad device, no libraries) is said
+// once in the log, not a condition: nothing is wrong with its NICs.
+//
+// The check judges a reading once, when its generation moves: a steady
+// cycle compares two numbers and allocates nothing.
+package farend

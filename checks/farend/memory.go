@@ -1,0 +1,98 @@
+package farend
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// MemoryVersion is the version of the check's section this build writes.
+const MemoryVersion = 1
+
+// MaxPorts bounds the ports remembered: a host has a few dozen IB ports;
+// a state file claiming more is cut where entries are added.
+const MaxPorts = 1024
+
+// Memory is what the far-end check remembers across restarts: each
+// port's peer and its last reading, and the conditions raised. After a
+// reboot the daemon clears every section.
+type Memory struct {
+	Version int                    `json:"version"`
+	Ports   map[string]*PortMemory `json:"ports"`
+	// Lost is the helper's monitoring condition, when raised.
+	Lost *Lost `json:"lost,omitempty"`
+}
+
+// PortMemory is one local port's far end.
+type PortMemory struct {
+	PeerGUID string `json:"peerGUID"`
+	PeerPort int    `json:"peerPort"`
+	PeerName string `json:"peerName,omitempty"`
+	PeerLID  int    `json:"peerLID,omitempty"`
+	// Values is the last reading of the PortCounters fields, in
+	// wire.Fields' order, taken At; Wide says they came from
+	// PortCountersExtended.
+	Values [17]uint64 `json:"values"`
+	At     time.Time  `json:"at"`
+	Wide   bool       `json:"wide,omitempty"`
+	// Latched are the rows in breach and Saturated the saturated fields,
+	// each with since when.
+	Latched   map[string]time.Time `json:"latched,omitempty"`
+	Saturated map[string]time.Time `json:"saturated,omitempty"`
+}
+
+// Lost is the helper's monitoring condition.
+type Lost struct {
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+}
+
+// NewMemory returns an empty memory.
+func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Ports: map[string]*PortMemory{}} }
+
+func portKey(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
+
+func splitKey(k string) (string, int, bool) {
+	i := strings.LastIndexByte(k, '/')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, err := strconv.Atoi(k[i+1:])
+	return k[:i], p, err == nil && p > 0 && p < 256
+}
+
+func (m *Memory) keys() []string { return sortedKeys(m.Ports) }
+
+// Validate drops what no check could have written and lists it.
+func (m *Memory) Validate() (dropped []string) {
+	m.Version = MemoryVersion
+	if m.Ports == nil {
+		m.Ports = map[string]*PortMemory{}
+	}
+	for _, k := range m.keys() {
+		pm := m.Ports[k]
+		_, _, ok := splitKey(k)
+		switch {
+		case !ok:
+			dropped = append(dropped, fmt.Sprintf("ports[%q]: not DEVICE/PORT", k))
+		case pm == nil || !wire.ValidGUID(pm.PeerGUID) || pm.PeerPort < 1 || pm.PeerPort > 255:
+			dropped = append(dropped, fmt.Sprintf("ports[%q]: no valid peer", k))
+		case len(m.Ports) > MaxPorts:
+			dropped = append(dropped, fmt.Sprintf("ports[%q]: over the bound of %d ports", k, MaxPorts))
+		default:
+			for f := range pm.Saturated {
+				if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
+					dropped = append(dropped, fmt.Sprintf("ports[%q].saturated[%q]: not a PortCounters field", k, f))
+					delete(pm.Saturated, f)
+				}
+			}
+			continue
+		}
+		delete(m.Ports, k)
+	}
+	return dropped
+}
