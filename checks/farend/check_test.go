@@ -293,7 +293,7 @@ func TestMemory_RestoreReplayValidate(t *testing.T) {
 		t.Fatalf("replayed view %+v", v)
 	}
 	bad, _ := json.Marshal(map[string]any{"version": 1, "ports": map[string]any{
-		"mlx5_0": map[string]any{"peerGUID": "0x1", "peerPort": 1},
+		"mlx5_0":   map[string]any{"peerGUID": "0x1", "peerPort": 1},
 		"mlx5_0/2": map[string]any{"peerGUID": "nope", "peerPort": 1},
 		"mlx5_0/3": map[string]any{"peerGUID": "0xb83fd20300a01000", "peerPort": 3, "saturated": map[string]any{"Bogus": "2026-01-01T00:00:00Z"}},
 	}})
