@@ -84,6 +84,10 @@ type Daemon struct {
 	cfgLoader    config.Loader
 	// sinkFail carries sinks stopped by a panic to the poll loop (guard.go).
 	sinkFail sinkFailures
+	// farEnd is the far end's reader (farend.go); farEndStops are the
+	// readers being stopped.
+	farEnd      farEndRun
+	farEndStops []chan struct{}
 }
 
 type busHolder struct{ b busPublisher }
@@ -122,6 +126,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
+	d.syncFarEndLocked(d.cfg)
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -330,6 +335,10 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 		// exits without it; its events stay in the outbox.
 	}
 	<-d.busDone
+	d.mu.Lock()
+	d.stopFarEndLocked()
+	d.mu.Unlock()
+	d.awaitFarEnd(3 * time.Second)
 	d.run.Close()
 	return d.ob.Close()
 }

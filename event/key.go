@@ -69,7 +69,10 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 	case KindNoSubnetManager, KindSubnetManagerFound:
 		// One condition per role group, covering the group's ports.
 		return condition.OfNode("no-subnet-manager " + e.Metadata["role"]), true
-	case KindCounterSaturated, KindCounterUnsaturated, KindCongestion, KindCongestionCleared:
+	case KindFarEndLost, KindFarEndRestored:
+		return condition.OfNode("farEnd"), true
+	case KindCounterSaturated, KindCounterUnsaturated, KindCongestion, KindCongestionCleared,
+		KindPeerBreach, KindPeerRecovered, KindPeerSaturated, KindPeerUnsaturated:
 		// Keyed by their own error code ("saturated:link_downed",
 		// "congestion"), never by the counter's name: a saturated
 		// link_downed must not replace, or be cleared with, its latched

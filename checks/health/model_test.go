@@ -33,7 +33,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
 				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK,
-				event.KindKernelLogCleared:
+				event.KindKernelLogCleared, event.KindPeerRecovered, event.KindPeerUnsaturated, event.KindFarEndRestored:
 				continue
 			}
 			if !raised[k] {
@@ -131,6 +131,18 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindDrift, CheckName: ib, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
 			event.Spec{Kind: event.KindDriftOK, CheckName: ib, IsHealthy: true, Card: "0000:3b:00", Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"drift": "fw_ver"}},
 			NonFatal, condition.Card, false},
+		{"far end of the port's cable counts errors",
+			event.Spec{Kind: event.KindPeerBreach, CheckName: event.FarEndCheck, Device: "mlx5_0", Port: 1, ErrorCode: []string{"peer:symbol_error"}, Message: "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]"},
+			event.Spec{Kind: event.KindPeerRecovered, CheckName: event.FarEndCheck, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"peer:symbol_error"}},
+			NonFatal, condition.Counter, false},
+		{"far end's field saturated",
+			event.Spec{Kind: event.KindPeerSaturated, CheckName: event.FarEndCheck, Device: "mlx5_0", Port: 1, ErrorCode: []string{"peer-saturated:LinkDownedCounter"}},
+			event.Spec{Kind: event.KindPeerUnsaturated, CheckName: event.FarEndCheck, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"peer-saturated:LinkDownedCounter"}},
+			NonFatal, condition.Counter, false},
+		{"far end unreadable: the MAD helper crashed",
+			event.Spec{Kind: event.KindFarEndLost, CheckName: event.FarEndCheck, Check: "farEnd", ErrorCode: []string{"far-end-lost"}},
+			event.Spec{Kind: event.KindFarEndRestored, CheckName: event.FarEndCheck, Check: "farEnd", IsHealthy: true, ErrorCode: []string{"far-end-lost"}},
+			NonFatal, condition.Node, true},
 		{"fewer compute ports than expected",
 			event.Spec{Kind: event.KindPortsShort, CheckName: ib, IsFatal: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},
 			event.Spec{Kind: event.KindPortsOK, CheckName: ib, IsHealthy: true, Entities: []event.Entity{{Type: event.EntityNICGroup, Value: "compute"}}},

@@ -83,6 +83,48 @@ type PortInfo struct {
 	// model), which the inventory's drift finding compares.
 	FWVer   string
 	BoardID string
+	// Peer is the far end of an InfiniBand port (nil when not read).
+	Peer *Peer
+}
+
+// Peer is the far end of an InfiniBand port: the node at the other end of
+// its cable, as it describes itself to a directed-route SMP, and what its
+// port counts (DESIGN.md section 13).
+type Peer struct {
+	// GUID is the peer's node GUID and PortGUID its port's, as
+	// ibnetdiscover prints them; Port the peer's port number, LID the LID
+	// its PMA answers at.
+	GUID     string
+	PortGUID string
+	Port     int
+	LID      int
+	// Name is the node-name map's name, or the NodeDescription.
+	Name        string
+	Description string
+	Switch      bool
+	// Found says the peer answered its last discovery; ReadAt is when its
+	// counters were last read (zero: not yet); Err why the last attempt
+	// failed ("" when it did not).
+	Found  bool
+	ReadAt time.Time
+	Err    string
+	// Counters are its PortCounters fields, in wire order.
+	Counters []PeerCounter
+}
+
+// PeerCounter is one PortCounters field of a far end.
+type PeerCounter struct {
+	// Field is the PMA name ("SymbolErrorCounter").
+	Field string
+	Value uint64
+	// Bits is the field's width (64 when read from PortCountersExtended).
+	Bits int
+	// Judged says a row of the far-end table judges it; Latched are the
+	// rows in breach ("symbol_error_fatal"); Saturated says it is stuck
+	// at its maximum.
+	Judged    bool
+	Latched   []string
+	Saturated bool
 }
 
 // Port is a port with its verdict.

@@ -4,6 +4,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/farend"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
@@ -70,6 +71,10 @@ func inventoryConfig(c *config.Config) inventory.Config {
 func kernelLogConfig(c *config.Config) kernellog.Config {
 	k := c.KernelLog
 	return kernellog.Config{On: k.Enabled && c.Checks[kernellog.CheckName], MatchUserSpace: k.MatchUserSpace, Patterns: k.Patterns}
+}
+
+func farEndConfig(c *config.Config) farend.Config {
+	return farend.Config{On: c.FarEnd.Enabled && c.Checks[farend.CheckName], Rows: c.FarEnd.Rows, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
 }
 
 func readFaultsConfig(c *config.Config) readfaults.Config {

@@ -8,6 +8,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/farend"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
@@ -31,6 +32,7 @@ type set struct {
 	kernelLog  *kernellog.Watch
 	inventory  *inventory.Check
 	sanity     *sanity.Check
+	farEnd     *farend.Check
 	rules      *rules.Check
 }
 
@@ -55,8 +57,8 @@ type entry struct {
 //   - the port states before card homogeneity: a port that falls this
 //     cycle is fatal on its own before homogeneity looks at its card,
 //     which then does not report it a second time;
-//   - then the counters, PCIe AER, the kernel log, the PCI inventory and
-//     the link sanity pass;
+//   - then the counters, PCIe AER, the kernel log, the PCI inventory, the
+//     link sanity pass and the far end of every IB cable;
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
@@ -67,6 +69,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		aer:        aer.NewCheck(),
 		inventory:  inventory.NewCheck(log, bootID),
 		sanity:     sanity.NewCheck(),
+		farEnd:     farend.NewCheck(),
 		rules:      rules.NewCheck(boot, bootID, conds),
 	}
 	s.cards = cards.NewCheck(s.ports.Memory())
@@ -80,6 +83,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		{s.kernelLog, one(s.kernelLog), false, func(c *config.Config) []event.Spec { return s.kernelLog.Configure(kernelLogConfig(c)) }},
 		{s.inventory, one(s.inventory), false, func(c *config.Config) []event.Spec { s.inventory.Configure(inventoryConfig(c)); return nil }},
 		{s.sanity, one(s.sanity), false, func(c *config.Config) []event.Spec { s.sanity.Configure(sanityConfig(c)); return nil }},
+		{s.farEnd, one(s.farEnd), false, func(c *config.Config) []event.Spec { return s.farEnd.Configure(farEndConfig(c)) }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}
 }

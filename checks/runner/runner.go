@@ -11,6 +11,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/farend"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/rules"
@@ -253,6 +254,17 @@ func (r *Runner) syncKernelLog() {
 	}
 }
 
+// UseFarEnd hands the cycle the far end's reader (nil: the far end is not
+// read). The reader is the caller's: it runs on its own goroutine and
+// the cycle only takes its latest reading.
+func (r *Runner) UseFarEnd(src observe.FarEndSource) {
+	if src == nil {
+		r.obs.CloseFarEnd()
+		return
+	}
+	r.obs.OpenFarEnd(src)
+}
+
 // XmitWaitBytesPerTick is the port_xmit_wait conversion the counter checks
 // use now.
 func (r *Runner) XmitWaitBytesPerTick() float64 {
@@ -287,12 +299,29 @@ var (
 	ErrNoSuchCounter = counters.ErrNoSuchCounter
 )
 
-// Acknowledge is AcknowledgeReset: "kernel_log" or a kernel-log
-// pattern's name clears kernel-log conditions covering the port, counter
-// aer.AckCounter ("pcie_aer") the uncorrectable AER conditions on the
-// port's path, anything else goes to the counter table ("": every latched
-// counter of the port).
+// Acknowledge is AcknowledgeReset: "peer:<counter>" clears a far-end
+// condition of the port, "kernel_log" or a kernel-log pattern's name
+// clears kernel-log conditions covering the port, counter aer.AckCounter
+// ("pcie_aer") the uncorrectable AER conditions on the port's path,
+// anything else goes to the counter table ("": every latched counter of
+// the port, its far end's included).
 func (r *Runner) Acknowledge(device string, port int, counter string, now time.Time, who string) ([]event.Spec, error) {
+	switch {
+	case farend.IsCode(counter):
+		specs, err := r.set.farEnd.Acknowledge(device, port, counter, who)
+		if errors.Is(err, farend.ErrNotLatched) {
+			return nil, fmt.Errorf("acknowledge %s port %d: %w: %v", device, port, counters.ErrNotLatched, err)
+		}
+		return specs, err
+	case counter == "":
+		// Every latched counter of the port: its own and its far end's.
+		far, _ := r.set.farEnd.Acknowledge(device, port, "", who)
+		own, err := r.set.counters.Acknowledge(device, port, counter, now, who)
+		if len(far) > 0 && errors.Is(err, counters.ErrNotLatched) {
+			return far, nil
+		}
+		return append(own, far...), err
+	}
 	if specs, ok := r.set.kernelLog.Acknowledge(device, port, counter, who); ok {
 		if len(specs) == 0 {
 			return nil, fmt.Errorf("acknowledge %s port %d: %w: no kernel-log condition (%s) on it", device, port, counters.ErrNotLatched, counter)

@@ -10,6 +10,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -50,6 +51,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 		if r.set.rules.Engine() != nil {
 			pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev.Name, port.Num)
 		}
+		pi.Peer = r.peerInfo(dev.Name, port.Num)
 		out = append(out, pi)
 	}
 	mem := r.set.ports.Memory()
@@ -172,4 +174,46 @@ func (r *Runner) KernelLogTotals() *health.KernelLogTotals {
 	})
 	r.klTotals, r.klStats = t, st
 	return t
+}
+
+// peerInfo is the far end of a port as the last reading and the far-end
+// check say it (nil when it is not read).
+func (r *Runner) peerInfo(device string, port int) *health.Peer {
+	if r.last == nil || r.last.FarEnd == nil {
+		return nil
+	}
+	p := r.last.FarEnd.Port(device, port)
+	if p == nil || (!p.Found && p.Err == "") {
+		return nil
+	}
+	v := r.set.farEnd.View(device, port)
+	out := &health.Peer{Found: p.Found, Err: event.Clean(p.Err)}
+	if p.Found {
+		out.GUID, out.PortGUID, out.Port, out.LID = p.Peer.NodeGUID, p.Peer.PortGUID, p.Peer.Port, p.Peer.LID
+		out.Name, out.Description, out.Switch = event.Clean(p.Peer.Name), event.Clean(p.Peer.Description), p.Peer.NodeType == 2
+	}
+	if !p.Read {
+		return out
+	}
+	out.ReadAt = p.ReadAt
+	judged := map[string][]string{}
+	for _, row := range r.cfg.FarEnd.Rows {
+		judged[row.Field] = append(judged[row.Field], row.Def.Name)
+	}
+	values := p.Counters.Values()
+	for i, f := range wire.Fields {
+		pc := health.PeerCounter{Field: f.Name, Value: values[i], Bits: int(f.Bits), Saturated: slices.Contains(v.Saturated, f.Name)}
+		if p.Wide {
+			pc.Bits = 64
+		}
+		rows, ok := judged[f.Name]
+		pc.Judged = ok
+		for _, row := range rows {
+			if slices.Contains(v.Latched, row) {
+				pc.Latched = append(pc.Latched, row)
+			}
+		}
+		out.Counters = append(out.Counters, pc)
+	}
+	return out
 }

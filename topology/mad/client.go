@@ -326,6 +326,12 @@ func (c *Client) backOff(h Health, reason string) {
 	}
 	c.notBefore, c.lastWait = time.Now().Add(wait), wait
 	c.setState(h, reason)
+	if h == Unavailable {
+		// Nothing will change until someone installs something: the
+		// caller says it once, with the fix.
+		c.cfg.Log.Debug("nichealth-mad cannot run here", "reason", reason, "retryIn", wait)
+		return
+	}
 	if ok, n := c.logs.Note(reason, time.Now()); ok || first {
 		c.cfg.Log.Warn("nichealth-mad failed; it is started again after a backoff", "reason", reason, "retryIn", wait.Round(time.Millisecond), "suppressed", n)
 	}
