@@ -336,6 +336,13 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		Counters:        []CounterView{},
 		FirmwareVersion: get[string](m, "FirmwareVersion"),
 		BoardID:         get[string](m, "BoardID"),
+		PeerGUID:        get[string](m, "PeerGUID"),
+		PeerPort:        get[uint32](m, "PeerPort"),
+		PeerName:        get[string](m, "PeerName"),
+		PeerCounters:    get[map[string]uint64](m, "PeerCounters"),
+	}
+	if len(p.PeerCounters) == 0 {
+		p.PeerCounters = nil
 	}
 	for name, f := range get[map[string]map[string]dbus.Variant](m, "Counters") {
 		fm := varMap(f)

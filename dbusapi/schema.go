@@ -138,6 +138,10 @@ func portProps() []propDef[PortView] {
 		{"Sanity", "as", true, func(p *PortView) any { return nonNil(p.Sanity) }},
 		{"FirmwareVersion", "s", true, func(p *PortView) any { return p.FirmwareVersion }},
 		{"BoardID", "s", true, func(p *PortView) any { return p.BoardID }},
+		{"PeerGUID", "s", true, func(p *PortView) any { return p.PeerGUID }},
+		{"PeerPort", "u", true, func(p *PortView) any { return p.PeerPort }},
+		{"PeerName", "s", true, func(p *PortView) any { return p.PeerName }},
+		{"PeerCounters", "a{st}", false, func(p *PortView) any { return nonNilMap(p.PeerCounters) }},
 	}
 }
 
@@ -333,4 +337,12 @@ func peerIface() ifaceDef {
 		{name: "Ping", fn: func() *dbus.Error { return nil }},
 		{name: "GetMachineId", out: []string{"machine_uuid"}, fn: func() (string, *dbus.Error) { return "", nil }},
 	}}
+}
+
+// nonNilMap keeps an absent map a valid (empty) D-Bus dictionary.
+func nonNilMap(m map[string]uint64) map[string]uint64 {
+	if m == nil {
+		return map[string]uint64{}
+	}
+	return m
 }

@@ -115,6 +115,15 @@ func PortViewOf(p *health.Port) PortView {
 	if !p.LastChange.IsZero() {
 		pv.LastChangeUSec = uint64(p.LastChange.UnixMicro())
 	}
+	if pr := p.Peer; pr != nil && pr.Found {
+		pv.PeerGUID, pv.PeerPort, pv.PeerName = pr.GUID, uint32(max(pr.Port, 0)), pr.Name
+		if len(pr.Counters) > 0 {
+			pv.PeerCounters = make(map[string]uint64, len(pr.Counters))
+			for _, c := range pr.Counters {
+				pv.PeerCounters[c.Field] = c.Value
+			}
+		}
+	}
 	for _, c := range p.Counters {
 		cv := CounterView{Name: c.Name, Value: c.Value, Rate: c.Rate, Unit: c.Unit, ThresholdType: c.ThresholdType,
 			Threshold: c.Threshold, Fatal: c.Fatal, Breached: c.Breached, Saturated: c.Saturated,

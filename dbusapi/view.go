@@ -46,6 +46,16 @@ type PortView struct {
 	// FirmwareVersion and BoardID are the NIC's fw_ver and board_id (PSID).
 	FirmwareVersion string `json:"firmwareVersion"`
 	BoardID         string `json:"boardID"`
+	// PeerGUID, PeerPort and PeerName are the far end of an InfiniBand
+	// port's cable ("", 0 when not known): the peer's node GUID as
+	// ibnetdiscover prints it, its port, and its node-name map name or
+	// NodeDescription.
+	PeerGUID string `json:"peerGUID"`
+	PeerPort uint32 `json:"peerPort"`
+	PeerName string `json:"peerName"`
+	// PeerCounters are the peer port's PortCounters fields by PMA name,
+	// as last read (empty when not read).
+	PeerCounters map[string]uint64 `json:"peerCounters,omitempty"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 func runPort(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -92,6 +93,10 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 	} else {
 		row("Link sanity", p.yellow(strings.Join(pv.Sanity, "; ")))
 	}
+	if pv.PeerGUID != "" {
+		row("Far end", fmt.Sprintf("%s port %d (node GUID %s)", pv.PeerName, pv.PeerPort, pv.PeerGUID))
+		row("Far counters", farCounters(pv))
+	}
 	if lb := pv.LatchedBreaches(); len(lb) > 0 {
 		row("Latched", p.red(strings.Join(lb, ", "))+fmt.Sprintf("  (after remediation: nichealthctl ack %s %d)", pv.Device, pv.Port))
 	}
@@ -156,6 +161,24 @@ func counterStatus(p palette, c dbusapi.CounterView) string {
 	}
 	if c.LostGbps > 0 || c.LostPercent > 0 {
 		parts = append(parts, fmt.Sprintf("lost %.2f Gb/s (%.1f%%)", c.LostGbps, c.LostPercent))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// farCounters names the far end's error counters that are not zero, in
+// wire order, as the slides' check names them ("SymbolErrorCounter=55").
+func farCounters(pv dbusapi.PortView) string {
+	if len(pv.PeerCounters) == 0 {
+		return "not read yet"
+	}
+	var parts []string
+	for _, f := range wire.Fields {
+		if v := pv.PeerCounters[f.Name]; v != 0 && f.Bits < 32 || f.Name == "PortXmitWait" && v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.Name, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "no errors counted"
 	}
 	return strings.Join(parts, ", ")
 }

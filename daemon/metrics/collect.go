@@ -122,6 +122,9 @@ const (
 	mCounterRate
 	mCounterBreached
 	mCounterSaturated
+	mPeerCounter
+	mPeerBreached
+	mPeerReadTime
 	mOutboxRecords
 	mOutboxBytes
 	mOutboxSegments
@@ -191,22 +194,28 @@ func descriptors() [numFamilies]desc {
 		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
 		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
 		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
-		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
-		mOutboxBytes:      {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
-		mOutboxSegments:   {p + "outbox_segments", "Number of outbox segment files.", gauge},
-		mOutboxLastSeq:    {p + "outbox_last_sequence", "Highest event sequence number assigned.", gauge},
-		mOutboxDropped:    {p + "outbox_dropped_total", "Non-fatal events discarded by the outbox size bound since start.", counter},
-		mOutboxCorrupt:    {p + "outbox_corrupt_total", "Damaged outbox regions skipped since start.", counter},
-		mOutboxOverBound:  {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
-		mOutboxDepth:      {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
-		mEventsSent:       {p + "events_sent_total", "Events delivered by the sink since start.", counter},
-		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
-		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
-		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
-		mParkedFiles:      {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
-		mParkedFile:       {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
-		mPCIeAERErrors:    {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
-		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
+		mPeerCounter: {p + "peer_port_counter",
+			"A PortCounters field of the switch port at the far end of the port's cable (peer_guid, peer_port; peer_name from the node-name map or the NodeDescription), read by MAD; the switch's counter, never cleared by nichealthd.", gauge},
+		mPeerBreached: {p + "peer_port_counter_breached",
+			"1 while the far end's counter (a counter table row judging the field) has a latched breach; clear with nichealthctl ack DEV PORT peer:<counter>.", gauge},
+		mPeerReadTime: {p + "peer_port_read_timestamp_seconds",
+			"Unix time the far end's counters were last read.", gauge},
+		mOutboxRecords:   {p + "outbox_records", "Events retained in the outbox.", gauge},
+		mOutboxBytes:     {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
+		mOutboxSegments:  {p + "outbox_segments", "Number of outbox segment files.", gauge},
+		mOutboxLastSeq:   {p + "outbox_last_sequence", "Highest event sequence number assigned.", gauge},
+		mOutboxDropped:   {p + "outbox_dropped_total", "Non-fatal events discarded by the outbox size bound since start.", counter},
+		mOutboxCorrupt:   {p + "outbox_corrupt_total", "Damaged outbox regions skipped since start.", counter},
+		mOutboxOverBound: {p + "outbox_over_bound", "1 when the outbox exceeds its size bound because only fatal and recovery events remain undelivered.", gauge},
+		mOutboxDepth:     {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
+		mEventsSent:      {p + "events_sent_total", "Events delivered by the sink since start.", counter},
+		mOutboxFolded:    {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+		mEventsRejected:  {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
+		mEventsFailed:    {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
+		mParkedFiles:     {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
+		mParkedFile:      {p + "parked_file", "Always 1 for each parked file; device, port and file say which (nichealthctl port DEVICE PORT shows why).", gauge},
+		mPCIeAERErrors:   {p + "pcie_aer_errors_total", "PCIe AER errors the kernel counted on a PCI function on a monitored NIC's path (the NIC function, switch and root ports) this boot, by severity (correctable, nonfatal, fatal).", counter},
+		mPCIeAERRootPort: {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
 			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
 		mNICFunctionFatal:  {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
@@ -307,6 +316,20 @@ func fillPort(e *encoder, pv *health.Port) {
 		e.add(mCounterSaturated, cl, bval(c.Saturated))
 		if c.ThresholdType == "velocity" || c.ThresholdType == "ber" {
 			e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
+		}
+	}
+	if pr := pv.Peer; pr != nil && pr.Found && !pr.ReadAt.IsZero() {
+		var peerBuf [12]byte
+		peer := e.labels("device", pv.Device, "port", port, "peer_guid", pr.GUID,
+			"peer_port", string(strconv.AppendInt(peerBuf[:0], int64(pr.Port), 10)), "peer_name", pr.Name)
+		e.add(mPeerReadTime, peer, fval(float64(pr.ReadAt.UnixMicro())/1e6))
+		for j := range pr.Counters {
+			c := &pr.Counters[j]
+			cl := e.extend(peer, "counter", c.Field)
+			e.add(mPeerCounter, cl, uval(c.Value))
+			for _, row := range c.Latched {
+				e.add(mPeerBreached, e.extend(peer, "counter", row), uval(1))
+			}
 		}
 	}
 }
