@@ -39,6 +39,8 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   fifo DEV PORT REL | unfifo DEV PORT REL make a file block readers / undo
   fail DEV PORT REL ERRNO|off             reads of REL fail with ERRNO (EIO, EINVAL,
                                           EOPNOTSUPP, EACCES, EPERM, ...) / undo (*)
+  guid DEV PORT GUID                      a port's GUID (gids/0), or with PORT 0 the device's
+                                          node GUID: e.g. a fabric lab node's, mlx5_0 1 0xa088c20300ab0001
   gid DEV PORT ok|no-v2|no-ipv4|empty     a RoCE port's GID table (seed 9.1): as the RDMA
                                           core fills it, RoCE v1 entries only, link-local
                                           only, or every entry unused
@@ -260,6 +262,19 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return h.FailFile(pos[0], p, pos[2], pos[3])
+	case "guid":
+		if err := want(3, "DEV PORT GUID"); err != nil {
+			return err
+		}
+		p, err := strconv.Atoi(pos[1])
+		if err != nil || p < 0 {
+			return fmt.Errorf("%w: PORT %q: 0 (the device's node GUID) or a port number", errUsage, pos[1])
+		}
+		g, err := strconv.ParseUint(strings.TrimPrefix(strings.ReplaceAll(pos[2], ":", ""), "0x"), 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w: GUID %q: 0x and up to 16 hex digits", errUsage, pos[2])
+		}
+		return h.SetGUID(pos[0], p, g)
 	case "gid":
 		if err := want(3, "DEV PORT ok|no-v2|no-ipv4|empty"); err != nil {
 			return err

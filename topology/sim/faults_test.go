@@ -552,3 +552,4 @@ func FuzzRelation(f *testing.F) {
 		}
 	})
 }
+
