@@ -59,6 +59,7 @@ func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
 		"usr/share/nichealthd/prometheus/nichealth.rules.test.yml": "packaging/prometheus/nichealth.rules.test.yml",
 		"usr/share/nichealthd/grafana/nichealthd.json":             "packaging/grafana/nichealthd.json",
 		"usr/lib/udev/rules.d/60-nichealthd-vpd.rules":             "packaging/udev/60-nichealthd-vpd.rules",
+		"usr/lib/udev/rules.d/60-nichealthd-umad.rules":            "packaging/udev/60-nichealthd-umad.rules",
 	} {
 		got, err := os.ReadFile(filepath.Join(x, installed))
 		if err != nil {

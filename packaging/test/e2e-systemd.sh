@@ -165,10 +165,11 @@ ctr getent group nichealth-admin >/dev/null || die "group nichealth-admin not cr
 [ "$(ctr systemctl show -P ActiveState nichealthd.service)" = inactive ] ||
     die "postinst started nichealthd on a host without RDMA devices"
 for f in /usr/share/nichealthd/prometheus/nichealth.rules.yml /usr/share/nichealthd/grafana/nichealthd.json \
-         /usr/lib/udev/rules.d/60-nichealthd-vpd.rules; do
+         /usr/lib/udev/rules.d/60-nichealthd-vpd.rules /usr/lib/udev/rules.d/60-nichealthd-umad.rules \
+         /usr/libexec/nichealthd/nichealth-mad; do
     ctr test -f "$f" || die "$f not installed"
 done
-ok "installed, user and group created, enabled, not started (no /sys/class/infiniband); fleet rules, dashboard and udev rule in place"
+ok "installed, user and group created, enabled, not started (no /sys/class/infiniband); fleet rules, dashboard, udev rules and the MAD helper in place"
 # The package ships the fabric map and its example dump.
 ctr nichealth-fabric map --ibnetdiscover /usr/share/doc/nichealthd/examples/fabric-dgx-h100.topo --json |
     grep -q '"switches": 12' || die "nichealth-fabric from the package does not map the shipped example fabric"

@@ -552,4 +552,3 @@ func FuzzRelation(f *testing.F) {
 		}
 	})
 }
-
