@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +101,10 @@ type checkEntry struct {
 
 func (e *checkEntry) add(s nagiosStatus, reason string) {
 	e.Status = worst(e.Status, s)
-	if reason != "" {
+	// Two conditions in the same words (the far end's symbol_error and
+	// symbol_error_fatal both say "[SymbolErrorCounter == 55]") are one
+	// reason on the plugin line.
+	if reason != "" && !slices.Contains(e.Reasons, reason) {
 		e.Reasons = append(e.Reasons, reason)
 	}
 }

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopFabricLab()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -61,6 +62,9 @@ type node struct {
 	// and http reaches its loopback endpoints from inside it.
 	netns string
 	http  *http.Client
+	// workDir is the daemon's working directory ("": the test's); a
+	// fabric lab's helper writes its sysfs view there.
+	workDir string
 }
 
 // syncBuffer is the daemon's stderr, written by exec's copier goroutine and
@@ -190,6 +194,7 @@ func (n *node) start(args ...string) {
 		n.cmd = exec.Command("ip", append([]string{"netns", "exec", n.netns, bin}, a...)...)
 	}
 	n.cmd.Stderr = &n.stderr
+	n.cmd.Dir = n.workDir
 	n.cmd.Env = append(os.Environ(), n.env...)
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)

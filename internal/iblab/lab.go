@@ -204,6 +204,12 @@ func (l *Lab) Env(host string) []string {
 	return append(env, "LD_PRELOAD="+l.preload, "SIM_HOST="+host, "IBSIM_SOCKNAME="+l.Sock)
 }
 
+// Vars are the three variables that make a program speak MADs as host
+// (to add to an environment that has none of them).
+func (l *Lab) Vars(host string) []string {
+	return []string{"LD_PRELOAD=" + l.preload, "SIM_HOST=" + host, "IBSIM_SOCKNAME=" + l.Sock}
+}
+
 // Run runs a program as host, in the lab's directory, bounded by the
 // lab's timeout; it returns its standard output.
 func (l *Lab) Run(host, name string, args ...string) (string, error) {
