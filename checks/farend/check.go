@@ -258,13 +258,13 @@ func judge(d *countertable.Definition, delta uint64, elapsed time.Duration, rate
 // when it moves below: a saturated counter cannot show new errors.
 func (c *Check) saturation(p *farend.PortReading, pm *PortMemory, values [17]uint64) []event.Spec {
 	var specs []event.Spec
-	done := map[string]bool{}
+	var done [17]bool
 	for i := range c.cfg.Rows {
 		r := &c.cfg.Rows[i]
-		if done[r.Field] {
+		if done[r.Index] {
 			continue
 		}
-		done[r.Field] = true
+		done[r.Index] = true
 		f := wire.Fields[r.Index]
 		_, sat := pm.Saturated[r.Field]
 		full := !p.Wide && values[r.Index] >= f.Max()

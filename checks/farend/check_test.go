@@ -3,6 +3,7 @@ package farend
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func (boundary) Failed(string) bool                  { return false }
 // harness runs the check over readings the test writes, as the reader
 // would publish them.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	c   *Check
 	cy  *checks.Cycle
 	obs observe.Observation
@@ -39,7 +40,7 @@ type harness struct {
 var leaf1 = farend.Peer{Peer: wire.Peer{NodeGUID: "0xb83fd20300a01000", PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41, Port: 17, LID: 1,
 	Description: "MF0;ibsw-leaf1:MQM8700/U1", State: 4, PhysState: 5}, Name: "ibsw-leaf1"}
 
-func newHarness(t *testing.T, toml string) *harness {
+func newHarness(t testing.TB, toml string) *harness {
 	t.Helper()
 	cfg, err := config.Parse("c.toml", []byte(toml))
 	if err != nil {
@@ -315,5 +316,27 @@ func TestCheck_SteadyCycleAllocatesNothing(t *testing.T) {
 		h.c.Run(h.cy)
 	}); n != 0 {
 		t.Fatalf("%v allocations per steady cycle", n)
+	}
+}
+
+// BenchmarkJudge_8Ports is the far-end check judging a new reading of a
+// DGX H100's 8 InfiniBand ports (once a [farEnd] interval), every
+// default row of each: the steady case (no breach).
+func BenchmarkJudge_8Ports(b *testing.B) {
+	h := newHarness(b, "")
+	rd := &farend.Reading{Helper: mad.State{Health: mad.Running}}
+	for i := range 8 {
+		peer := leaf1
+		peer.Port = 1 + i
+		rd.Ports = append(rd.Ports, farend.PortReading{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: peer, Read: true, ReadAt: h.at})
+	}
+	h.rd = rd
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Gen++
+		for i := range rd.Ports {
+			rd.Ports[i].Seq, rd.Ports[i].ReadAt = rd.Gen, rd.Ports[i].ReadAt.Add(time.Minute)
+		}
+		h.run()
 	}
 }

@@ -221,7 +221,13 @@ func TestLab_ReadsWhatTheFabricHolds(t *testing.T) {
 			t.Fatalf("peer by %+v: %+v\nsmpquery nodeinfo:\n%s\nportinfo 0:\n%s", local, p, ni, pi)
 		}
 	}
-	lid := s.ask(wire.Request{Op: wire.OpPeer, Local: ibsim0}).Peer.LID
+	full := s.ask(wire.Request{Op: wire.OpPeer, Local: ibsim0}).Peer
+	lid := full.LID
+	// The one-SMP confirmation says the same identity.
+	if id := s.ask(wire.Request{Op: wire.OpPeerNode, Local: ibsim0}).Peer; id == nil || id.NodeGUID != full.NodeGUID || id.Port != full.Port ||
+		id.NodeType != full.NodeType || id.NumPorts != full.NumPorts || id.LID != 0 {
+		t.Fatalf("peernode %+v, peer %+v", id, full)
+	}
 
 	set := map[string]uint64{
 		"SymbolErrorCounter": 55, "LinkErrorRecoveryCounter": 7, "LinkDownedCounter": 255,

@@ -45,6 +45,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type fabric interface {
 	Ports() ([]wire.LocalPort, error)
 	Peer(l wire.Local, deadline time.Time) (wire.Peer, error)
+	PeerNode(l wire.Local, deadline time.Time) (wire.Peer, error)
 	ClassPortInfo(l wire.Local, lid int, deadline time.Time) (wire.ClassPortInfo, error)
 	PortCounters(l wire.Local, lid, port int, deadline time.Time) (wire.PortCounters, error)
 	PortCountersExt(l wire.Local, lid, port int, errors bool, deadline time.Time) (wire.PortCountersExt, error)
@@ -125,6 +126,10 @@ func answer(line []byte, fab fabric) wire.Answer {
 	case wire.OpPeer:
 		var p wire.Peer
 		p, err = fab.Peer(*req.Local, deadline)
+		a.Peer = &p
+	case wire.OpPeerNode:
+		var p wire.Peer
+		p, err = fab.PeerNode(*req.Local, deadline)
 		a.Peer = &p
 	case wire.OpClassPortInfo:
 		var c wire.ClassPortInfo

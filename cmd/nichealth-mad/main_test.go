@@ -26,6 +26,9 @@ func (f *fakeFabric) Peer(l wire.Local, d time.Time) (wire.Peer, error) {
 	f.deadlines = append(f.deadlines, time.Until(d))
 	return wire.Peer{NodeGUID: "0x0000000000200001", PortGUID: "0x0000000000200001", NodeType: 2, NumPorts: 8, Port: 1, LID: 3, Description: "Switch2", State: 4, PhysState: 5}, f.fail
 }
+func (f *fakeFabric) PeerNode(l wire.Local, d time.Time) (wire.Peer, error) {
+	return wire.Peer{NodeGUID: "0x0000000000200001", PortGUID: "0x0000000000200001", NodeType: 2, NumPorts: 8, Port: 1}, f.fail
+}
 func (f *fakeFabric) ClassPortInfo(l wire.Local, lid int, d time.Time) (wire.ClassPortInfo, error) {
 	return wire.ClassPortInfo{CapMask: 0x1300}, f.fail
 }

@@ -239,18 +239,17 @@ func (f *umadFabric) pma(p *C.struct_ibmad_port, lid, port int, attr C.uint, wha
 
 func (f *umadFabric) u32(field C.int) uint32 { return uint32(C.nh_field(f.buf, field)) }
 
-// Peer asks the neighbour of the local port who it is: NodeInfo (GUIDs,
-// type, the port the SMP entered by), NodeDescription, PortInfo of that
-// port and, on a switch, PortInfo of port 0, which holds its LID.
-func (f *umadFabric) Peer(l wire.Local, deadline time.Time) (wire.Peer, error) {
+// nodeInfo sends the NodeInfo SMP to the neighbour of the local port and
+// fills the identity part of a peer.
+func (f *umadFabric) nodeInfo(l wire.Local, deadline time.Time, madsLeft int) (wire.Peer, *C.struct_ibmad_port, key, string, error) {
 	p, k, err := f.port(l)
 	if err != nil {
-		return wire.Peer{}, err
+		return wire.Peer{}, nil, k, "", err
 	}
 	path := fmt.Sprintf("directed route 0,%d from %s port %d", k.port, k.ca, k.port)
-	if err := f.dr(p, k.port, C.IB_ATTR_NODE_INFO, 0, "NodeInfo by "+path, deadline, 4); err != nil {
+	if err := f.dr(p, k.port, C.IB_ATTR_NODE_INFO, 0, "NodeInfo by "+path, deadline, madsLeft); err != nil {
 		f.dropOnOpenFailure(k, err)
-		return wire.Peer{}, err
+		return wire.Peer{}, nil, k, "", err
 	}
 	var peer wire.Peer
 	peer.NodeGUID = wire.FormatGUID(uint64(C.nh_field64(f.buf, C.IB_NODE_GUID_F)))
@@ -258,6 +257,23 @@ func (f *umadFabric) Peer(l wire.Local, deadline time.Time) (wire.Peer, error) {
 	peer.NodeType = int(f.u32(C.IB_NODE_TYPE_F))
 	peer.NumPorts = int(f.u32(C.IB_NODE_NPORTS_F))
 	peer.Port = int(f.u32(C.IB_NODE_LOCAL_PORT_F))
+	return peer, p, k, path, nil
+}
+
+// PeerNode asks only NodeInfo: whether the known peer is still there.
+func (f *umadFabric) PeerNode(l wire.Local, deadline time.Time) (wire.Peer, error) {
+	peer, _, _, _, err := f.nodeInfo(l, deadline, 1)
+	return peer, err
+}
+
+// Peer asks the neighbour of the local port who it is: NodeInfo (GUIDs,
+// type, the port the SMP entered by), NodeDescription, PortInfo of that
+// port and, on a switch, PortInfo of port 0, which holds its LID.
+func (f *umadFabric) Peer(l wire.Local, deadline time.Time) (wire.Peer, error) {
+	peer, p, k, path, err := f.nodeInfo(l, deadline, 4)
+	if err != nil {
+		return wire.Peer{}, err
+	}
 	if err := f.dr(p, k.port, C.IB_ATTR_NODE_DESC, 0, "NodeDescription by "+path, deadline, 3); err != nil {
 		return wire.Peer{}, err
 	}

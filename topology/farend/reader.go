@@ -23,6 +23,7 @@ import (
 // Client is what the reader asks of the MAD helper (*mad.Client).
 type Client interface {
 	Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
+	PeerNode(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
 	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
 	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
 	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
@@ -257,7 +258,7 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 		if !full && !changed && p.Found {
 			continue
 		}
-		r.look(ctx, cfg, p, full || !p.Read)
+		r.look(ctx, cfg, p, changed, full || !p.Read)
 		if errors.Is(r.lastErr, mad.ErrNotRunning) || errors.Is(r.lastErr, mad.ErrLost) {
 			// The helper is backing off: ask nothing more this round.
 			break
@@ -279,10 +280,32 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 	r.publish(now, st, unavailable)
 }
 
-// look finds the peer of p and, when read, reads its counters.
-func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, read bool) {
+// look finds the peer of p and, when read, reads its counters. A peer
+// found before, on a port whose state did not change, is only confirmed
+// by its NodeInfo (one SMP); a new or changed one is asked everything
+// (NodeInfo, NodeDescription, PortInfo: four SMPs) and its PMA what it
+// offers. Counters are one GMP: PortCounters, or PortCountersExtended
+// when it carries the 64-bit error counters.
+func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, read bool) {
 	r.lastErr = nil
 	local := wire.Local{GUID: p.GUID}
+	if p.Found && !changed {
+		id, err := r.c.PeerNode(ctx, local, cfg.Timeout)
+		if err != nil {
+			r.fail(p, "confirm the peer", err)
+			p.Found = false
+			return
+		}
+		if id.NodeGUID == p.Peer.NodeGUID && id.Port == p.Peer.Port {
+			// The map may have named it since.
+			p.Peer.Name = r.names.name(p.Peer.Peer)
+			p.FoundAt, p.Err = time.Now(), ""
+			if read {
+				r.readCounters(ctx, cfg, p, local)
+			}
+			return
+		}
+	}
 	peer, err := r.c.Peer(ctx, local, cfg.Timeout)
 	if err != nil {
 		r.fail(p, "find the peer", err)
@@ -302,30 +325,32 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, read bool
 		read = true
 	}
 	p.Found, p.Peer, p.FoundAt, p.Err = true, np, time.Now(), ""
-	if !read {
-		return
+	if read {
+		r.readCounters(ctx, cfg, p, local)
+	}
+}
+
+func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, local wire.Local) {
+	peer := &p.Peer
+	if p.CPI.ExtendedErrors() {
+		// The same errors 64 bits wide (they never saturate), with the
+		// 64-bit data counters: one read does.
+		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, true, cfg.Timeout)
+		if err != nil {
+			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
+			return
+		}
+		if x.Errors != nil {
+			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), *x.Errors, true, &x
+			return
+		}
 	}
 	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
 	if err != nil {
-		r.fail(p, fmt.Sprintf("read the counters of %s port %d", np.Name, peer.Port), err)
+		r.fail(p, fmt.Sprintf("read the counters of %s port %d", peer.Name, peer.Port), err)
 		return
 	}
-	at := time.Now()
-	var ext *wire.PortCountersExt
-	wide := false
-	if p.CPI.Extended() {
-		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", np.Name, peer.Port), err)
-			return
-		}
-		ext = &x
-		if x.Errors != nil {
-			// The same errors, 64 bits wide: they never saturate.
-			pc, wide = *x.Errors, true
-		}
-	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, at, pc, wide, ext
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), pc, false, nil
 }
 
 func (r *Reader) fail(p *PortReading, what string, err error) {

@@ -59,6 +59,13 @@ func (f *fakeClient) Peer(_ context.Context, l wire.Local, _ time.Duration) (wir
 	return p, nil
 }
 
+func (f *fakeClient) PeerNode(ctx context.Context, l wire.Local, d time.Duration) (wire.Peer, error) {
+	f.note("peernode")
+	p, err := f.Peer(ctx, l, d)
+	p.LID, p.Description, p.State, p.PhysState = 0, "", 0, 0
+	return p, err
+}
+
 func (f *fakeClient) ClassPortInfo(context.Context, wire.Local, int, time.Duration) (wire.ClassPortInfo, error) {
 	return f.cpi, f.note("cpi")
 }
@@ -140,6 +147,11 @@ func TestReader_FindsAndReadsEveryInterval(t *testing.T) {
 	if f.count("ext") != 0 {
 		t.Error("PortCountersExtended read from a PMA that does not offer it")
 	}
+	// A known peer is confirmed by NodeInfo alone: 1 SMP + 1 GMP a round
+	// (README "Cost").
+	if full, quick := f.count("peer")-f.count("peernode"), f.count("peernode"); full != 1 || quick < 2 {
+		t.Errorf("%d full discoveries and %d confirmations over %d rounds: want 1 and the rest", full, quick, p.Seq)
+	}
 }
 
 // A port state change finds the peer again at once, without reading the
@@ -217,6 +229,9 @@ func TestReader_WideCounters(t *testing.T) {
 	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	if p := rd.Port("mlx5_0", 1); !p.Wide || p.Counters.SymbolErrorCounter != 1<<40 || p.Ext == nil || p.Ext.PortXmitData != 7 {
 		t.Fatalf("%+v", p)
+	}
+	if f.count("counters") != 0 {
+		t.Fatal("PortCounters read besides the 64-bit errors of PortCountersExtended")
 	}
 }
 

@@ -196,6 +196,16 @@ func (c *Client) Peer(ctx context.Context, l wire.Local, timeout time.Duration) 
 	return *a.Peer, nil
 }
 
+// PeerNode asks only the neighbour's NodeInfo (one SMP): its GUIDs, type
+// and the port the cable plugs into, to confirm a known peer.
+func (c *Client) PeerNode(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpPeerNode, Local: &l}, timeout)
+	if err != nil {
+		return wire.Peer{}, err
+	}
+	return *a.Peer, nil
+}
+
 // ClassPortInfo asks the PMA at lid what it offers.
 func (c *Client) ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error) {
 	a, err := c.do(ctx, wire.Request{Op: wire.OpClassPortInfo, Local: &l, LID: lid}, timeout)
@@ -289,7 +299,7 @@ func describeOp(req wire.Request) string {
 	switch {
 	case req.Local == nil:
 		return req.Op
-	case req.Op == wire.OpPeer:
+	case req.Op == wire.OpPeer || req.Op == wire.OpPeerNode:
 		return fmt.Sprintf("%s of %s", req.Op, localName(*req.Local))
 	default:
 		return fmt.Sprintf("%s of LID %d port %d from %s", req.Op, req.LID, req.PortNum, localName(*req.Local))

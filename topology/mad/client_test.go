@@ -299,3 +299,25 @@ func TestClient_RefusesUnboundedTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoundTrip is one request through the supervised helper and
+// back (a pipe each way, JSON both ways, the answer validated), against
+// a helper that answers at once: the client's own cost per MAD request.
+func BenchmarkRoundTrip(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := New(Config{Path: exe, Env: append(os.Environ(), "NICHEALTH_FAKE_MAD=ok")})
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.PortCounters(ctx, local, 3, 1, time.Second); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.PortCounters(ctx, local, 3, 1, time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -101,3 +101,49 @@ func TestLab_SupervisedHelper(t *testing.T) {
 	// reach it and panics. The kernel has no such handshake; the start
 	// timeout is tested with a helper that hangs before hello.)
 }
+
+// BenchmarkLab_RoundTrip is one PMA PortCounters read of leaf 1 port 17
+// through the real helper, libibmad and the simulated fabric: what the
+// node pays per far-end counter read (a real switch's management
+// processor adds its own answer time).
+func BenchmarkLab_RoundTrip(b *testing.B) {
+	if err := iblab.Tools(); err != nil {
+		b.Skip(err)
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "nichealth-mad")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nichealth-mad")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	l, err := iblab.Start(iblab.Options{Fabric: iblab.TwoLeaves, SM: iblab.SMHost, Active: []string{iblab.GPUA017}})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer l.Close()
+	c := New(Config{Path: bin, Env: l.Env(iblab.GPUA017), Dir: l.Dir})
+	defer c.Close()
+	ctx := context.Background()
+	local := wire.Local{GUID: iblab.GPUA017PortGUID}
+	p, err := c.Peer(ctx, local, 2*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("PortCounters", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.PortCounters(ctx, local, p.LID, p.Port, 2*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Peer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Peer(ctx, local, 2*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

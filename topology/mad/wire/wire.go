@@ -42,6 +42,10 @@ const (
 	// and some SMs do not answer multi-packet SA queries, and a
 	// directed route needs no SA at all.
 	OpPeer = "peer"
+	// OpPeerNode: only the neighbour's NodeInfo (one SMP): whether the
+	// peer found earlier is still at the other end of the cable. The
+	// answer is a Peer without LID, description or port state.
+	OpPeerNode = "peernode"
 	// OpClassPortInfo: the PMA's ClassPortInfo at a LID (which counter
 	// sets it offers).
 	OpClassPortInfo = "classportinfo"
@@ -51,7 +55,7 @@ const (
 	OpPortCountersExt = "portcountersext"
 )
 
-var ops = []string{OpHello, OpPorts, OpPeer, OpClassPortInfo, OpPortCounters, OpPortCountersExt}
+var ops = []string{OpHello, OpPorts, OpPeer, OpPeerNode, OpClassPortInfo, OpPortCounters, OpPortCountersExt}
 
 // Local selects a local port: by CA name and port number, or by port GUID.
 type Local struct {
@@ -321,7 +325,7 @@ func (r *Request) Validate() error {
 	if err := r.Local.validate(); err != nil {
 		return err
 	}
-	if r.Op == OpPeer {
+	if r.Op == OpPeer || r.Op == OpPeerNode {
 		return nil
 	}
 	if r.LID < 1 || r.LID > 0xBFFF {

@@ -1,0 +1,148 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/topology/farend"
+	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// fixedFarEnd is a far end's reader that publishes what the test sets.
+type fixedFarEnd struct {
+	rd      atomic.Pointer[farend.Reading]
+	targets atomic.Int64 // SetTargets calls
+	last    atomic.Pointer[[]farend.Target]
+}
+
+func (f *fixedFarEnd) SetTargets(ts []farend.Target) {
+	f.targets.Add(1)
+	c := append([]farend.Target(nil), ts...)
+	f.last.Store(&c)
+}
+func (f *fixedFarEnd) Latest() *farend.Reading { return f.rd.Load() }
+
+// reading is one far-end reading of every IB port of ts with n symbol
+// errors on each peer port, taken at at.
+func reading(gen uint64, ts []farend.Target, n uint64, at time.Time) *farend.Reading {
+	rd := &farend.Reading{Gen: gen, At: at, Helper: mad.State{Health: mad.Running}}
+	for i, t := range ts {
+		rd.Ports = append(rd.Ports, farend.PortReading{Device: t.Device, Port: t.Port, GUID: t.GUID, Found: true, Read: true, Seq: gen, ReadAt: at,
+			Peer: farend.Peer{Peer: wire.Peer{NodeGUID: fmt.Sprintf("0xb83fd20300a0%04x", i), PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41,
+				Port: 1 + i, LID: 1, Description: "leaf", State: 4, PhysState: 5}, Name: fmt.Sprintf("ibsw-leaf%d", i)},
+			Counters: wire.PortCounters{SymbolErrorCounter: n}})
+	}
+	return rd
+}
+
+// The cycle hands the far end's reader the InfiniBand ports once, and
+// again only when one changes state; a steady cycle with the far end
+// open allocates nothing; a new reading is judged once into conditions
+// on the right ports, with the peer in every port's view.
+func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
+	m, h := perfMonitor(t, "dgx-h100", false)
+	fe := &fixedFarEnd{}
+	fe.rd.Store(&farend.Reading{})
+	m.UseFarEnd(fe)
+	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
+	if n := fe.targets.Load(); n != 1 {
+		t.Fatalf("targets handed %d times over %d steady cycles, want once", n, perfWarmCycles)
+	}
+	ts := *fe.last.Load()
+	if len(ts) != 8 {
+		t.Fatalf("%d targets: the dgx-h100 has 8 InfiniBand ports", len(ts))
+	}
+	for _, tg := range ts {
+		if !tg.Up || !strings.HasPrefix(tg.GUID, "0x") || len(tg.GUID) != 18 {
+			t.Fatalf("target %+v", tg)
+		}
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		now = now.Add(time.Second)
+		m.Cycle(now)
+	})
+	if allocs != 0 {
+		t.Fatalf("a steady dgx-h100 poll with the far end open allocates %.1f objects", allocs)
+	}
+	if err := h.SetPortState(ts[3].Device, ts[3].Port, "DOWN", "Polling"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	m.Cycle(now)
+	if n := fe.targets.Load(); n != 2 {
+		t.Fatalf("a port state change handed the targets %d times in all, want 2", n)
+	}
+	if got := (*fe.last.Load())[3]; got.Up || got.Epoch == ts[3].Epoch {
+		t.Fatalf("the downed port's target %+v (was %+v)", got, ts[3])
+	}
+	// A baseline reading, then one with errors a minute later.
+	fe.rd.Store(reading(1, ts, 0, now))
+	now = now.Add(time.Second)
+	m.Cycle(now)
+	fe.rd.Store(reading(2, ts, 55, now.Add(time.Minute)))
+	now = now.Add(time.Second)
+	specs, _ := m.Cycle(now)
+	breaches := 0
+	for _, s := range specs {
+		if s.Kind == event.KindPeerBreach {
+			breaches++
+			if s.CheckName != event.FarEndCheck || s.IsFatal || !strings.HasPrefix(s.Message, "Direct-attached ibsw-leaf") {
+				t.Fatalf("%+v", s)
+			}
+		}
+	}
+	if breaches != len(ts) {
+		t.Fatalf("%d breaches for %d ports", breaches, len(ts))
+	}
+	if specs, _ := m.Cycle(now.Add(time.Second)); len(specs) != 0 {
+		t.Fatalf("the same reading judged twice: %d events", len(specs))
+	}
+	for _, pi := range m.PortInfos() {
+		if pi.LinkLayer != "InfiniBand" {
+			if pi.Peer != nil {
+				t.Fatalf("%s/%d (Ethernet) has a peer", pi.Device, pi.Port)
+			}
+			continue
+		}
+		if pi.Peer == nil || !pi.Peer.Found || pi.Peer.Counters[0].Value != 55 || len(pi.Peer.Counters[0].Latched) != 1 {
+			t.Fatalf("%s/%d view %+v", pi.Device, pi.Port, pi.Peer)
+		}
+	}
+	specs, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error_fatal", now, "uid 0")
+	if err != nil || len(specs) != 1 || !specs[0].IsHealthy {
+		t.Fatalf("ack: %v %v", specs, err)
+	}
+	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error_fatal", now, "uid 0"); !IsNotLatched(err) {
+		t.Fatalf("second ack: %v", err)
+	}
+}
+
+// BenchmarkFarEnd_CycleWithNewReading is a steady dgx-h100 poll cycle
+// that also judges a new reading of its 8 InfiniBand ports' far ends (what
+// happens once a [farEnd] interval, 60 s by default); compare with
+// BenchmarkCycle_dgxH100.
+func BenchmarkFarEnd_CycleWithNewReading(b *testing.B) {
+	m, _ := perfMonitor(b, "dgx-h100", false)
+	fe := &fixedFarEnd{}
+	fe.rd.Store(&farend.Reading{})
+	m.UseFarEnd(fe)
+	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
+	rd := reading(1, *fe.last.Load(), 0, now)
+	fe.rd.Store(rd)
+	b.ReportAllocs()
+	for b.Loop() {
+		// The same counters a minute later (the steady case, no breach):
+		// the reading's generation and sequence move, as the reader's do.
+		rd.Gen++
+		for i := range rd.Ports {
+			rd.Ports[i].Seq, rd.Ports[i].ReadAt = rd.Gen, rd.Ports[i].ReadAt.Add(time.Minute)
+		}
+		now = now.Add(time.Second)
+		m.Cycle(now)
+	}
+}
