@@ -167,6 +167,9 @@ func (r *Runner) openingClears(specs []event.Spec) []event.Spec {
 		why = "host rebooted (boot ID changed)"
 	}
 	for _, c := range config.AllChecks {
+		if c == event.FarEndCheck && !r.cfg.FarEnd.Enabled {
+			continue
+		}
 		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
 			specs = append(specs, checks.ClearedSpec(c, why))
 		}

@@ -22,6 +22,9 @@ type daemonConfig struct {
 	dbus        bool
 	metricsAddr string // "" = metrics off
 	adminGroup  string // "" = the daemon's default (nichealth-admin)
+	// farEnd is the [farEnd] table ("": the far end is not read: a
+	// simulated host has no fabric behind it).
+	farEnd string
 }
 
 // writeConfig writes the daemon's configuration for host h to path.
@@ -37,6 +40,10 @@ func writeConfig(path string, h *sim.Host, nodeName string, c daemonConfig) erro
 	if c.adminGroup != "" {
 		fmt.Fprintf(&b, "adminGroup = %q\n", c.adminGroup)
 	}
+	if c.farEnd == "" {
+		c.farEnd = "[farEnd]\nenabled = false\n"
+	}
+	b.WriteString(c.farEnd)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/localbus"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/iblab"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -39,6 +40,10 @@ type story struct {
 	client  *dbusapi.Client
 	events  <-chan arrival
 	start   time.Time
+
+	// lab is the InfiniBand fabric lab behind mlx5_0 (nil without ibsim,
+	// opensm and infiniband-diags): the far end of its cable.
+	lab *iblab.Lab
 
 	detected, expected int // events
 	faults, ignored    int
@@ -116,6 +121,13 @@ func runStory(w io.Writer, o storyOptions) error {
 		busNote = "D-Bus on a private system bus"
 	}
 	cfg := daemonConfig{interval: o.interval, jsonl: "-", dbus: s.busAddr != "", adminGroup: ownGroup()}
+	if lab, farEnd, why := s.startLab(dir); lab != nil {
+		defer lab.Close()
+		s.lab, cfg.farEnd = lab, farEnd
+		s.say("fabric lab: ibsim and opensm simulate two leaf switches; mlx5_0 port 1 is gpu-a017's HCA on ibsw-leaf1 port 17")
+	} else {
+		s.printf("         (%s: the far end of a cable is not shown)\n", why)
+	}
 	if err := writeConfig(filepath.Join(dir, "config.toml"), s.h, "demo-node", cfg); err != nil {
 		return err
 	}
@@ -128,6 +140,11 @@ func runStory(w io.Writer, o storyOptions) error {
 		return err
 	}
 	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+filepath.Join(dir, "notify.sock"))
+	if s.lab != nil {
+		// nichealth-mad speaks MADs as gpu-a017 (umad2sim writes its view
+		// of sysfs into the working directory).
+		cmd.Env, cmd.Dir = append(cmd.Env, s.lab.Vars(iblab.GPUA017)...), s.lab.Dir
+	}
 	logf, err := os.Create(filepath.Join(dir, "nichealthd.log"))
 	if err != nil {
 		return err
@@ -178,6 +195,41 @@ func runStory(w io.Writer, o storyOptions) error {
 		return fmt.Errorf("%d of %d expected events were not reported; the daemon log is in the output above", s.expected-s.detected, s.expected)
 	}
 	return nil
+}
+
+// startLab starts the fabric lab when its programs are installed, gives
+// mlx5_0 the GUIDs of its node gpu-a017, and returns the [farEnd] table
+// that reads it; otherwise why not.
+func (s *story) startLab(dir string) (*iblab.Lab, string, string) {
+	helper, err := filepath.Abs(filepath.Join(s.opts.bin, "nichealth-mad"))
+	if err != nil {
+		return nil, "", err.Error()
+	}
+	if _, err := os.Stat(helper); err != nil {
+		return nil, "", "no nichealth-mad in " + s.opts.bin
+	}
+	if err := iblab.Tools(); err != nil {
+		return nil, "", err.Error()
+	}
+	lab, err := iblab.Start(iblab.Options{Fabric: iblab.TwoLeaves, SM: iblab.SMHost, Active: []string{iblab.GPUA017}})
+	if err != nil {
+		return nil, "", "the fabric lab did not start: " + err.Error()
+	}
+	mapf, err := iblab.FabricFile(dir, iblab.NodeNameMap)
+	if err == nil {
+		err = s.h.SetGUID("mlx5_0", 0, 0xa088c20300ab0000)
+	}
+	if err == nil {
+		err = s.h.SetGUID("mlx5_0", 1, 0xa088c20300ab0001)
+	}
+	if err == nil {
+		err = lab.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.SymbolErrorCounter", 0)
+	}
+	if err != nil {
+		lab.Close()
+		return nil, "", err.Error()
+	}
+	return lab, fmt.Sprintf("[farEnd]\ninterval = \"1s\"\ntimeout = \"800ms\"\nhelper = %q\nnodeNameMap = %q\n", helper, mapf), ""
 }
 
 // ownGroup is the caller's primary group when not root, so that the

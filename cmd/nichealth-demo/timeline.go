@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/iblab"
 )
 
 // step is one change to the simulated host and what the daemon must say
@@ -46,6 +47,24 @@ func (x expectation) matches(ev event.Event) bool {
 }
 
 func (s *story) steps() []step {
+	steps := s.hostSteps()
+	if s.lab != nil {
+		steps = append(steps, step{stepFault,
+			"the switch port at the far end of mlx5_0's cable (ibsw-leaf1 port 17) counts 55 symbol errors: our optic or cable, which our own sysfs never shows",
+			func(s *story) error {
+				return s.lab.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.SymbolErrorCounter", 55)
+			}, []expectation{
+				// 55 within the 1 s interval: above symbol_error's 10/s and
+				// symbol_error_fatal's 120/h, each its own condition.
+				{check: event.FarEndCheck, device: "mlx5_0", port: "1", verdict: "non-fatal", mentions: "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]"},
+				{check: event.FarEndCheck, device: "mlx5_0", port: "1", verdict: "non-fatal", mentions: "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]"},
+			}})
+	}
+	return steps
+}
+
+// hostSteps are the faults of the simulated host itself.
+func (s *story) hostSteps() []step {
 	return []step{
 		{stepFault, "compute port mlx5_3 port 1 goes DOWN (cable pulled); its link_downed counter counts it", func(s *story) error {
 			if err := s.h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
