@@ -71,6 +71,9 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 	var specs []event.Spec
 	for _, k := range c.mem.keys() {
 		pm := c.mem.Ports[k]
+		if pm == nil {
+			continue
+		}
 		dev, port, _ := splitKey(k)
 		for _, row := range sortedKeys(pm.Latched) {
 			if !cfg.On || !judged[row] {
@@ -388,7 +391,7 @@ func (c *Check) Acknowledge(device string, port int, counter string, who string)
 	case pm != nil && !pm.Latched[row].IsZero():
 		rows = []string{row}
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 || pm == nil {
 		return nil, fmt.Errorf("acknowledge %q on %s port %d: %w", counter, device, port, ErrNotLatched)
 	}
 	var specs []event.Spec
@@ -492,6 +495,9 @@ func (c *Check) Restate() []checks.Restated {
 	var out []checks.Restated
 	for _, k := range c.mem.keys() {
 		pm := c.mem.Ports[k]
+		if pm == nil {
+			continue
+		}
 		dev, port, _ := splitKey(k)
 		for _, row := range sortedKeys(pm.Latched) {
 			code := countertable.PeerCode(row)
