@@ -47,7 +47,7 @@ func Peek(path string) (*State, Report, error) {
 	if err != nil {
 		return nil, Report{}, err
 	}
-	if reason != "" {
+	if reason != "" || st == nil {
 		return NewState(""), Report{Status: LoadCorrupt, Reason: reason}, nil
 	}
 	return st, Report{Status: LoadLoaded, Dropped: dropped}, nil
