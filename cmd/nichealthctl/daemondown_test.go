@@ -452,3 +452,40 @@ func TestDesign_17_StateFileMissingOrUnusableIsSaid(t *testing.T) {
 		t.Errorf("--offline: exit %d\n%s", code, out)
 	}
 }
+
+// wait-ready on the real daemon: a latched non-fatal breach (a burst of
+// symbol errors) does not hold the gate and is listed when it opens; a
+// latched link_downed holds it, says how to open it, and the gate opens
+// once the breach is acknowledged.
+func TestWaitReady_RealDaemonLatches(t *testing.T) {
+	n := newDaemonNode(t, true)
+	n.start()
+	n.awaitDaemon("12 healthy ports", func(r checkResult) bool { return r.Status == nagiosOK && len(r.Ports) == 12 })
+	dev0, _ := n.h.Device("mlx5_0")
+	dev1, _ := n.h.Device("mlx5_1")
+	must(t, n.h.AddCounter("mlx5_0", 1, "counters/symbol_error", 5000))
+	n.awaitDaemon("the symbol_error latch", func(r checkResult) bool {
+		return entryIs(r, "mlx5_0-"+dev0.NetDev, nagiosWarning, "symbol_error")
+	})
+	out, errs, code := ctl(t, nil, nil, "wait-ready", "--timeout", "60s", "--bus-address", n.bus.Address)
+	if code != exitOK || out != "" || !strings.Contains(errs, "ready; not waited for") || !strings.Contains(errs, "  mlx5_0/1: Port mlx5_0 port 1: symbol_error") {
+		t.Fatalf("a non-fatal latch: exit %d\n%s", code, errs)
+	}
+
+	must(t, n.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1))
+	n.awaitDaemon("the link_downed latch", func(r checkResult) bool {
+		return entryIs(r, "mlx5_1-"+dev1.NetDev, nagiosCritical, "link_downed")
+	})
+	_, errs, code = ctl(t, nil, nil, "wait-ready", "--timeout", "1s", "--bus-address", n.bus.Address)
+	if code != exitFailed || !strings.Contains(errs, "  Port mlx5_1 port 1: link_downed") ||
+		!strings.Contains(errs, "(held until acknowledged: once remediated, nichealthctl ack mlx5_1 1 link_downed)") {
+		t.Fatalf("a fatal latch: exit %d\n%s", code, errs)
+	}
+	if out, errs, code := ctl(t, nil, nil, "ack", "mlx5_1", "1", "link_downed", "--bus-address", n.bus.Address); code != exitOK {
+		t.Fatalf("ack: exit %d %s%s", code, out, errs)
+	}
+	if _, errs, code := ctl(t, nil, nil, "wait-ready", "--timeout", "60s", "--bus-address", n.bus.Address); code != exitOK {
+		t.Fatalf("after the acknowledgement: exit %d\n%s", code, errs)
+	}
+	n.stop()
+}
