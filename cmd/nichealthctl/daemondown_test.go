@@ -440,6 +440,17 @@ func TestDesign_17_StateFileMissingOrUnusableIsSaid(t *testing.T) {
 			}
 		})
 	}
+	// An unusable expected inventory is said, and left where it is (the
+	// daemon's own loader sets it aside).
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "inventory.json"), []byte("garbage"), 0o600))
+	before := dirState(t, dir)
+	_, errs, code := ctl(t, nil, nil, "check", "--config", cfg, "--state-file", filepath.Join(dir, "state.json"), "--bus-address", noBus)
+	unchanged(t, before, dir)
+	if code != 1 || !strings.Contains(errs, "expected NIC inventory "+filepath.Join(dir, "inventory.json")+" is unusable, so a NIC missing since the last boot cannot be recognised") {
+		t.Errorf("unusable inventory: exit %d\n%s", code, errs)
+	}
+
 	// Asked for explicitly with --offline, an unusable state file is said
 	// the same way; without --state-file, --offline reads none.
 	state := filepath.Join(t.TempDir(), "state.json")
