@@ -58,3 +58,21 @@ func TestLiveness_ProbeOnThisKernel(t *testing.T) {
 		t.Fatalf("held by pid %d: %v pid %d", os.Getpid(), got, pid)
 	}
 }
+
+// FuzzMatchLock: whatever /proc/locks holds, the probe never panics and
+// calls a lock held only when a FLOCK line names the inode.
+func FuzzMatchLock(f *testing.F) {
+	f.Add("1: FLOCK  ADVISORY  WRITE 4242 fe:00:9978594 0 EOF\n", uint64(9978594))
+	f.Add("1: -> FLOCK  ADVISORY  WRITE 4243 fe:00:9978594 0 EOF\n2: POSIX ADVISORY READ 1 fe:00:1 0 EOF\n", uint64(1))
+	f.Add("1: OFDLCK ADVISORY WRITE -1 00:2f:77 0 EOF\n", uint64(77))
+	f.Add("\x00\xff:::\n", uint64(0))
+	f.Fuzz(func(t *testing.T, locks string, ino uint64) {
+		got, pid := matchLock(strings.NewReader(locks), 0xfe, 0, ino, func(int) bool { return false })
+		if got == lockHeld && !strings.Contains(locks, "FLOCK") {
+			t.Fatalf("held without a FLOCK line: %q", locks)
+		}
+		if pid < 0 || (got != lockHeld && pid != 0) {
+			t.Fatalf("%v pid %d", got, pid)
+		}
+	})
+}
