@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,7 +146,13 @@ func readPrior(path, bootIDPath string) (*stateInfo, runner.Prior, []string) {
 		info.Status, info.Reason = "unusable", clip(err.Error())
 		return info, prior, notes
 	case err != nil:
-		info.Status, info.Reason = "unreadable", clip(err.Error())
+		// The path is said once, by the caller; the reason is what failed.
+		reason := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		info.Status, info.Reason = "unreadable", clip(reason)
 		if errors.Is(err, os.ErrPermission) {
 			info.Reason += ": run the check as root or as nichealthd"
 		}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
+	"github.com/nichealth/nichealthd/internal/component"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -499,4 +500,41 @@ func TestWaitReady_RealDaemonLatches(t *testing.T) {
 		t.Fatalf("after the acknowledgement: exit %d\n%s", code, errs)
 	}
 	n.stop()
+}
+
+// Run by a user who cannot enter the daemon's state directory (NRPE's
+// nagios, here nobody), the check says it cannot read the state file and
+// how to fix that, and judges sysfs as at a first start.
+func TestDesign_17_StateFileUnreadableSaysHowToFix(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		component.Missing(t, "setpriv not installed")
+	}
+	if os.Geteuid() != 0 {
+		component.Missing(t, "running nichealthctl as another user needs root")
+	}
+	h := simHost(t, "minimal")
+	// The host tree readable by everyone, as /sys is.
+	for d := h.Root; d != "/" && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if strings.HasPrefix(d, os.TempDir()) || strings.HasPrefix(d, "/dev/shm/") {
+			must(t, os.Chmod(d, 0o755))
+		}
+	}
+	cfgDir, err := os.MkdirTemp("", "nh17-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(cfgDir) })
+	must(t, os.Chmod(cfgDir, 0o755))
+	cfg := filepath.Join(cfgDir, "config.toml")
+	must(t, os.WriteFile(cfg, []byte("sysfsRoot = \""+h.SysRoot()+"\"\nprocfsRoot = \""+h.ProcRoot()+"\"\ndevRoot = \""+h.DevRoot()+
+		"\"\nmetadataPath = \""+h.MetadataPath()+"\"\n"), 0o644))
+	stateDir := filepath.Join(cfgDir, "state")
+	must(t, os.Mkdir(stateDir, 0o750))
+	state := filepath.Join(stateDir, "state.json")
+	must(t, os.WriteFile(state, []byte(`{"version":2}`), 0o600))
+	out, errs, code := ctl(t, nil, []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"},
+		"check", "--config", cfg, "--state-file", state, "--bus-address", noBus)
+	want := "WARNING - nichealthd cannot be reached: the system bus is unreachable (cannot read its state file " + state +
+		" (permission denied: run the check as root or as nichealthd): verdict from sysfs as at a first start); 1 of 1 ports healthy"
+	if code != 1 || !strings.HasPrefix(out, want) {
+		t.Errorf("exit %d\n got %s\nwant %s\n%s", code, out, want, errs)
+	}
 }
