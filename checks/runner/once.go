@@ -66,7 +66,9 @@ type Prior struct {
 // down is judged when it starts). Without same-boot memory there is no
 // history to hold a shortfall over, and cardAnomalyHold is taken as
 // passed, as Once says; with it, a hold in progress goes on from when it
-// began. notes say what could not be used.
+// began. The outbox is not replayed: it holds events the state does not
+// only after a crash between the two commits, and the first poll detects
+// again what they said. notes say what could not be used.
 func AsRestarted(c *config.Config, p Prior, log *slog.Logger) (snap *health.Snapshot, notes []string, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
