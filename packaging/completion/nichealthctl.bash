@@ -39,7 +39,7 @@ _nichealthctl() {
     local -a args=()
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --since|--timeout|--bus-address|--config|--root) ((i++)) ;;
+            --since|--timeout|--bus-address|--config|--state-file|--root) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd=${words[i]}; else args+=("${words[i]}"); fi ;;
         esac
@@ -47,7 +47,7 @@ _nichealthctl() {
 
     case $prev in
         --since|--timeout|--bus-address) return ;;
-        --config) _nichealthctl_reply -f; return ;;
+        --config|--state-file) _nichealthctl_reply -f; return ;;
         --root) _nichealthctl_reply -d; return ;;
     esac
 
@@ -73,7 +73,7 @@ _nichealthctl() {
             esac
             ;;
         events) _nichealthctl_reply -W "--since --follow -f --retry-rejected $common" ;;
-        check) _nichealthctl_reply -W "--perfdata --offline --config --root $common" ;;
+        check) _nichealthctl_reply -W "--perfdata --offline --config --state-file --root $common" ;;
         wait-ready) _nichealthctl_reply -W "--timeout $common" ;;
         validate) if [[ $cur == -* ]]; then _nichealthctl_reply -W "--help"; else _nichealthctl_reply -f; fi ;;
         topology)
