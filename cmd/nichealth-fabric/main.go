@@ -195,8 +195,8 @@ func writeJSON(w io.Writer, g *ibnet.Graph, m *page.Model) error {
 	verdict := map[string]string{}
 	for _, n := range m.Nodes {
 		for _, p := range n.Ports {
-			if p.Verdict != "" {
-				verdict[fmt.Sprintf("%s/%d", n.ID, p.Num)] = string(p.Verdict)
+			if p.Verdict != overlay.NotReported {
+				verdict[fmt.Sprintf("%s/%d", n.ID, p.Num)] = p.Verdict.String()
 			}
 		}
 	}
@@ -217,7 +217,7 @@ func writeJSON(w io.Writer, g *ibnet.Graph, m *page.Model) error {
 	}{g.Count(ibnet.Switch), g.Count(ibnet.HCA), g.Count(ibnet.Router), make([]jsonLink, 0, len(g.Links)), m.Health}
 	for i, l := range g.Links {
 		out.Links = append(out.Links, jsonLink{A: end(l.A), B: end(l.B), Width: l.Width, Speed: l.Speed, Gbps: l.Gbps,
-			Degraded: l.Degraded, Expected: l.Expected, Verdict: string(m.Links[i].Verdict)})
+			Degraded: l.Degraded, Expected: l.Expected, Verdict: m.Links[i].Verdict.String()})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
