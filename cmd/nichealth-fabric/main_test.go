@@ -67,11 +67,11 @@ func TestFabric_12_MapWritesPageAndNamesBadLines(t *testing.T) {
 	if code := run([]string{"map", "--ibnetdiscover", in, "--node-name-map", nm, "-o", page}, &out, &errs); code != exitOK {
 		t.Fatalf("code %d: %s", code, errs.String())
 	}
-	if !strings.Contains(errs.String(), "f.topo: skipped line 1: not a topology line") {
+	if !strings.Contains(errs.String(), "map: f.topo: skipped line 1: not a topology line") {
 		t.Errorf("stderr %q", errs.String())
 	}
 	b, err := os.ReadFile(page)
-	if err != nil || !bytes.Contains(b, []byte(`"name":"leaf-a"`)) || bytes.Contains(b, []byte("src=\"http")) {
+	if err != nil || !bytes.Contains(b, []byte(`,"leaf-a",`)) || bytes.Contains(b, []byte("src=\"http")) {
 		t.Errorf("page: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestFabric_12_MapUsage(t *testing.T) {
 		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "http://x", "--status", "d"}, exitUsage, "not both"},
 		{[]string{"map", "--ibnetdiscover", "/nonexistent", "--json"}, exitFailed, "/nonexistent"},
 		{[]string{"map", "--ibnetdiscover", "/dev/zero", "--json"}, exitFailed, "not a regular file"},
-		{[]string{"map", "--ibnetdiscover", "main.go", "--json"}, exitFailed, "holds no switch, HCA or router block"},
+		{[]string{"map", "--ibnetdiscover", "main.go", "--json"}, exitFailed, "holds no switch, HCA or router: is it"},
 		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "127.0.0.1:9"}, exitFailed, "want http://host:port"},
 	} {
 		var out, errs bytes.Buffer
