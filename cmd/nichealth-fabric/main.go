@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
 	"github.com/nichealth/nichealthd/internal/regularfile"
@@ -105,6 +106,25 @@ func warn(w io.Writer, cmd, file string, probs []ibnet.Problem, more int) {
 	if n := len(probs) + more - show; n > 0 {
 		fmt.Fprintf(w, "nichealth-fabric %s: %s: %d more lines skipped\n", cmd, filepath.Base(file), n)
 	}
+}
+
+// limitMemory sets a soft memory limit of 32 MiB plus one and a half
+// times the inputs' size, unless GOMEMLIMIT says otherwise. A parsed
+// fabric keeps about its input's size (fabric/ibnet's benchmarks); the
+// limit stops the collector from letting the garbage of a large parse
+// double the heap, at a little CPU. It is soft: a fabric that needs more
+// gets it, collected more often.
+func limitMemory(paths ...string) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	total := int64(32 << 20)
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size() + fi.Size()/2
+		}
+	}
+	debug.SetMemoryLimit(total)
 }
 
 // writeFile writes a file beside its destination and renames it in, so a

@@ -50,6 +50,7 @@ func runMap(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	limitMemory(*topo, *nameMap)
 	g, err := readGraph("map", *topo, *nameMap, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)

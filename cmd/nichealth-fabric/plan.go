@@ -44,6 +44,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nichealth-fabric plan: %v\n", err)
 		return exitFailed
 	}
+	limitMemory(*topo, *nameMap)
 	g, err := readGraph("plan", *topo, *nameMap, stderr)
 	if err != nil {
 		return fail(err)

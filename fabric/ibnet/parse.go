@@ -479,8 +479,8 @@ func (p *parser) portLine(s string) {
 	}
 	if strings.HasPrefix(comment, "lid ") {
 		// CA and router ports: their own LID and LMC come first.
-		f := strings.Fields(comment)
-		if len(f) >= 4 && f[2] == "lmc" {
+		var f [4]string
+		if n, _ := fieldsInto(f[:], comment); n == 4 && f[2] == "lmc" {
 			lid, _ := strconv.Atoi(f[1])
 			lmc, _ := strconv.Atoi(f[3])
 			if lid >= 0 && lid <= 0xffff {
@@ -494,7 +494,8 @@ func (p *parser) portLine(s string) {
 	}
 	desc, tail := quoted(comment, []string{" lid "})
 	remoteLID := 0
-	if f := strings.Fields(tail); len(f) >= 3 && f[0] == "lid" {
+	var f [3]string
+	if n, _ := fieldsInto(f[:], tail); n == 3 && f[0] == "lid" {
 		remoteLID, _ = strconv.Atoi(f[1])
 		port.Width, port.Speed = splitWidthSpeed(f[2])
 	} else {
@@ -534,8 +535,9 @@ func (p *parser) reportLine(k Kind, s string) {
 	if !p.format(PortsReport) {
 		return
 	}
-	f, rest := fields(s, 6)
-	if len(f) < 6 {
+	var f [6]string
+	n, rest := fieldsInto(f[:], s)
+	if n < 6 {
 		p.problem("ports report line: want type, LID, port, GUID, width and speed")
 		return
 	}
@@ -552,8 +554,9 @@ func (p *parser) reportLine(k Kind, s string) {
 	var name string
 	var far *End
 	if strings.HasPrefix(rest, "- ") {
-		rf, tail := fields(rest[2:], 4)
-		if len(rf) < 4 || reportKind(rf[0]) == 0 {
+		var rf [4]string
+		rn, tail := fieldsInto(rf[:], rest[2:])
+		if rn < 4 || reportKind(rf[0]) == 0 {
 			p.problem("ports report line: bad far end")
 			return
 		}
@@ -650,25 +653,25 @@ func (p *parser) newReportNode(k Kind, guid GUID, name string) int32 {
 	return i
 }
 
-// fields splits off the first n blank-separated fields of s and returns
-// them and the rest.
-func fields(s string, n int) ([]string, string) {
-	var out []string
-	for len(out) < n {
+// fieldsInto splits off up to len(dst) blank-separated fields of s into
+// dst, without allocating, and returns how many and the rest.
+func fieldsInto(dst []string, s string) (int, string) {
+	n := 0
+	for n < len(dst) {
 		s = strings.TrimLeft(s, " \t")
 		if s == "" {
 			break
 		}
 		i := strings.IndexAny(s, " \t")
 		if i < 0 {
-			out = append(out, s)
-			s = ""
-			break
+			dst[n] = s
+			return n + 1, ""
 		}
-		out = append(out, s[:i])
+		dst[n] = s[:i]
 		s = s[i:]
+		n++
 	}
-	return out, s
+	return n, s
 }
 
 // namePair reads `( 'local' - 'remote' )`.
@@ -793,8 +796,9 @@ func (g *Graph) before(a End, b End) int {
 // cable (two ports of one node cabled together) is one link.
 func (p *parser) links() {
 	g := p.g
-	g.Links = g.Links[:0]
-	for i := range g.Ports {
+	// Which ports start a link is known before any link is made, so the
+	// slice is made once, at its size.
+	starts := func(i int) (End, End, *Port, int, bool) {
 		pt := &g.Ports[i]
 		here := End{Node: pt.Node, Port: pt.Num, PortGUID: pt.GUID}
 		there := pt.Remote
@@ -803,9 +807,21 @@ func (p *parser) links() {
 			back = nil // the far end says it is cabled elsewhere
 		}
 		order := g.before(here, there)
-		if order > 0 && back != nil {
-			continue // counted from the far end
+		return here, there, back, order, !(order > 0 && back != nil) // else counted from the far end
+	}
+	n := 0
+	for i := range g.Ports {
+		if _, _, _, _, ok := starts(i); ok {
+			n++
 		}
+	}
+	g.Links = make([]Link, 0, n)
+	for i := range g.Ports {
+		here, there, back, order, ok := starts(i)
+		if !ok {
+			continue
+		}
+		pt := &g.Ports[i]
 		if back != nil && back.GUID != 0 {
 			there.PortGUID = back.GUID
 		}

@@ -32,29 +32,29 @@ type Model struct {
 
 // Node is a node as drawn.
 type Node struct {
-	Kind ibnet.Kind
 	GUID ibnet.GUID
 	Name string
-	LID  int
+	LID  int32
 	// Tier: 0 for HCAs and routers, 1 for leaf switches (those with an
 	// HCA or router below), 2 for the spines above them, and so on.
-	Tier int
+	Tier int32
 	// Chassis is the index in Model.Chassis of the director this switch
 	// ASIC belongs to, or -1 for a standalone switch.
-	Chassis int
+	Chassis int32
 	// Leaf is, for an HCA or router, the index of the switch it hangs
 	// under when drawn (its first port's switch), or -1.
-	Leaf    int
+	Leaf    int32
+	Kind    ibnet.Kind
 	Verdict overlay.Verdict
 }
 
 // Link is one link as drawn: node indexes and ports, its rate's index in
 // Model.Rates and, when it trained below its peers, theirs.
 type Link struct {
-	A, B     int
-	AP, BP   int
-	Rate     int
-	Expected int // -1 unless Degraded
+	A, B     int32
+	AP, BP   uint8
+	Rate     int16
+	Expected int16 // -1 unless Degraded
 	Degraded bool
 	Disagree bool
 	// Verdict is the worse of its two ends' reported verdicts.
@@ -69,10 +69,11 @@ type Rate struct {
 
 // End is a link end's own details.
 type End struct {
-	Node, Port int
-	GUID       ibnet.GUID
-	LID        int
-	Label      string
+	GUID  ibnet.GUID
+	Label string
+	Node  int32
+	LID   int32
+	Port  uint8
 }
 
 // Report is one port's report laid over the fabric.
@@ -97,7 +98,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 	chassisIndex := map[string]int{}
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
-		n := Node{Kind: nd.Kind, GUID: nd.GUID, Name: nd.Name, LID: nd.LID, Tier: tiers[i], Chassis: -1, Leaf: -1}
+		n := Node{Kind: nd.Kind, GUID: nd.GUID, Name: nd.Name, LID: int32(nd.LID), Tier: int32(tiers[i]), Chassis: -1, Leaf: -1}
 		if c, ok := chassis[i]; ok {
 			k, seen := chassisIndex[c]
 			if !seen {
@@ -105,12 +106,12 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 				chassisIndex[c] = k
 				m.Chassis = append(m.Chassis, c)
 			}
-			n.Chassis = k
+			n.Chassis = int32(k)
 		}
 		if nd.Kind != ibnet.Switch {
 			for _, pt := range g.PortsOf(i) {
 				if g.Nodes[pt.Remote.Node].Kind == ibnet.Switch {
-					n.Leaf = int(pt.Remote.Node)
+					n.Leaf = pt.Remote.Node
 					break
 				}
 			}
@@ -118,7 +119,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 		m.Nodes[i] = n
 	}
 	rateIndex := map[Rate]int{}
-	rate := func(w ibnet.Width, s ibnet.Speed) int {
+	rate := func(w ibnet.Width, s ibnet.Speed) int16 {
 		r := Rate{w, s}
 		k, ok := rateIndex[r]
 		if !ok {
@@ -126,7 +127,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 			rateIndex[r] = k
 			m.Rates = append(m.Rates, r)
 		}
-		return k
+		return int16(k)
 	}
 	// A port is judged by the daemon that owns it: HCA and router ports
 	// only, found by port GUID when the dump printed one, else by node
@@ -161,9 +162,9 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 			// A port known only as a far end (its HCA has no block of its
 			// own in the dump) is judged through the link's port GUID.
 			report(int(e.Node), int(e.Port), e.PortGUID)
-			end := End{Node: int(e.Node), Port: int(e.Port), GUID: e.PortGUID}
+			end := End{Node: e.Node, Port: e.Port, GUID: e.PortGUID}
 			if p := g.PortOf(int(e.Node), int(e.Port)); p != nil {
-				end.LID, end.Label = int(p.LID), p.Label
+				end.LID, end.Label = p.LID, p.Label
 				if end.GUID == 0 {
 					end.GUID = p.GUID
 				}
@@ -172,7 +173,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 				m.Ends = append(m.Ends, end)
 			}
 		}
-		ml := Link{A: int(l.A.Node), AP: int(l.A.Port), B: int(l.B.Node), BP: int(l.B.Port), Rate: rate(l.Width, l.Speed),
+		ml := Link{A: l.A.Node, AP: l.A.Port, B: l.B.Node, BP: l.B.Port, Rate: rate(l.Width, l.Speed),
 			Expected: -1, Degraded: l.Degraded, Disagree: l.Disagree,
 			Verdict: overlay.Worse(reported[key{int(l.A.Node), int(l.A.Port)}], reported[key{int(l.B.Node), int(l.B.Port)}])}
 		if l.Degraded {

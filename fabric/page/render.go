@@ -84,7 +84,7 @@ func Render(w io.Writer, m *Model) error {
 		e.str(n.GUID.String())
 		e.raw(",")
 		e.str(n.Name)
-		e.ints(n.LID, n.Tier, n.Chassis, n.Leaf, int(n.Verdict))
+		e.ints(int(n.LID), int(n.Tier), int(n.Chassis), int(n.Leaf), int(n.Verdict))
 		e.raw("]")
 	}
 	e.raw(`],"links":[`)
@@ -98,23 +98,23 @@ func Render(w io.Writer, m *Model) error {
 			flags |= 2
 		}
 		e.raw("[")
-		e.int(l.A)
-		e.ints(l.AP, l.B, l.BP, l.Rate, l.Expected, flags, int(l.Verdict))
+		e.int(int(l.A))
+		e.ints(int(l.AP), int(l.B), int(l.BP), int(l.Rate), int(l.Expected), flags, int(l.Verdict))
 		e.raw("]")
 	}
 	e.raw(`],"ends":[`)
 	for i, end := range m.Ends {
 		e.sep(i)
 		e.raw("[")
-		e.int(end.Node)
-		e.ints(end.Port)
+		e.int(int(end.Node))
+		e.ints(int(end.Port))
 		e.raw(",")
 		if end.GUID != 0 {
 			e.str(end.GUID.String())
 		} else {
 			e.str("")
 		}
-		e.ints(end.LID)
+		e.ints(int(end.LID))
 		e.raw(",")
 		e.str(end.Label)
 		e.raw("]")
