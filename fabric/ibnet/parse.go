@@ -677,7 +677,7 @@ func fieldsInto(dst []string, s string) (int, string) {
 // namePair reads `( 'local' - 'remote' )`.
 func namePair(s string) (string, string, bool) {
 	s = strings.TrimSpace(s)
-	if !strings.HasPrefix(s, "( '") || !strings.HasSuffix(s, "' )") {
+	if len(s) < 6 || !strings.HasPrefix(s, "( '") || !strings.HasSuffix(s, "' )") {
 		return "", "", false
 	}
 	in := s[3 : len(s)-3]
