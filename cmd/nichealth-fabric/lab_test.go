@@ -399,4 +399,3 @@ func TestDesign_14_PlanInTheLab_ThreeTierFatTree(t *testing.T) {
 	}
 	planInLab(t, bin, l, job)
 }
-

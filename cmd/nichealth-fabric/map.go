@@ -17,18 +17,31 @@ import (
 	"github.com/nichealth/nichealthd/fabric/page"
 )
 
-func runMap(args []string, stdout, stderr io.Writer) int {
+type mapOptions struct {
+	topo, nameMap, prom, status, out, title *string
+	timeout                                 *time.Duration
+	asJSON                                  *bool
+}
+
+func mapFlags(stderr io.Writer) (*flag.FlagSet, mapOptions) {
 	fs := flag.NewFlagSet("map", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	topo := fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)")
-	nameMap := fs.String("node-name-map", "", "opensm node-name map `FILE` (GUID \"name\" per line)")
-	prom := fs.String("prometheus", "", "Prometheus base `URL` for the health overlay, e.g. http://prometheus:9090")
-	status := fs.String("status", "", "`DIR` of nichealthctl status --json dumps for the health overlay")
-	timeout := fs.Duration("timeout", 30*time.Second, "limit for all Prometheus queries together")
-	asJSON := fs.Bool("json", false, "print the graph as JSON on stdout")
-	out := fs.String("o", "", "write the HTML page to `FILE`")
-	title := fs.String("title", "", "page title (default: the dump's file name)")
+	return fs, mapOptions{
+		topo:    fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)"),
+		nameMap: fs.String("node-name-map", "", "opensm node-name map `FILE` (GUID \"name\" per line)"),
+		prom:    fs.String("prometheus", "", "Prometheus base `URL` for the health overlay, e.g. http://prometheus:9090"),
+		status:  fs.String("status", "", "`DIR` of nichealthctl status --json dumps for the health overlay"),
+		timeout: fs.Duration("timeout", 30*time.Second, "limit for all Prometheus queries together"),
+		asJSON:  fs.Bool("json", false, "print the graph as JSON on stdout"),
+		out:     fs.String("o", "", "write the HTML page to `FILE`"),
+		title:   fs.String("title", "", "page title (default: the dump's file name)"),
+	}
+}
+
+func runMap(args []string, stdout, stderr io.Writer) int {
+	fs, o := mapFlags(stderr)
+	topo, nameMap, prom, status, timeout, asJSON, out, title := o.topo, o.nameMap, o.prom, o.status, o.timeout, o.asJSON, o.out, o.title
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

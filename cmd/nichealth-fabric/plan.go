@@ -13,16 +13,28 @@ import (
 	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
-func runPlan(args []string, stdout, stderr io.Writer) int {
+type planOptions struct {
+	topo, lfts, nodes, nameMap, out *string
+	asJSON                          *bool
+}
+
+func planFlags(stderr io.Writer) (*flag.FlagSet, planOptions) {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	topo := fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)")
-	lfts := fs.String("lfts", "", "the switches' forwarding tables as dump_lfts prints them (`FILE`)")
-	nodes := fs.String("nodes", "", "the job's hosts (`FILE`: names, or a Slurm host list)")
-	nameMap := fs.String("node-name-map", "", "opensm node-name map `FILE` naming the hosts' HCAs")
-	asJSON := fs.Bool("json", false, "print the plan as JSON on stdout")
-	out := fs.String("o", "", "write one `DIR`/<host>.json per host")
+	return fs, planOptions{
+		topo:    fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)"),
+		lfts:    fs.String("lfts", "", "the switches' forwarding tables as dump_lfts prints them (`FILE`)"),
+		nodes:   fs.String("nodes", "", "the job's hosts (`FILE`: names, or a Slurm host list)"),
+		nameMap: fs.String("node-name-map", "", "opensm node-name map `FILE` naming the hosts' HCAs"),
+		asJSON:  fs.Bool("json", false, "print the plan as JSON on stdout"),
+		out:     fs.String("o", "", "write one `DIR`/<host>.json per host"),
+	}
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	fs, o := planFlags(stderr)
+	topo, lfts, nodes, nameMap, asJSON, out := o.topo, o.lfts, o.nodes, o.nameMap, o.asJSON, o.out
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
