@@ -85,7 +85,8 @@ func Build(s Spec) (*Fabric, error) {
 	f := &Fabric{spec: s}
 	groups := (s.Hosts + s.HostsPerLeaf - 1) / s.HostsPerLeaf // leaves per rail
 	nLeaves := groups * s.Rails
-	var leaves, mids []int
+	leaves := make([]int, 0, nLeaves)
+	mids := make([]int, 0, half)
 	count := map[int]int{}
 	newSwitch := func(tier int) int {
 		count[tier]++
@@ -149,7 +150,7 @@ func Build(s Spec) (*Fabric, error) {
 		perCore := max(1, s.Radix/s.Pods) // links a core takes from one aggregation switch
 		groupSize := (half + perCore - 1) / perCore
 		for j := range half {
-			var cores []int
+			cores := make([]int, 0, groupSize)
 			for range groupSize {
 				cores = append(cores, newSwitch(3))
 			}

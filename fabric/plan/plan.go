@@ -172,7 +172,7 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 	}
 	// The readers: job hosts with a LID, in list order.
 	idx := map[string]int{}
-	var readers []string
+	readers := make([]string, 0, len(hosts))
 	for _, hp := range hps {
 		if hp.LID > 0 {
 			if _, ok := idx[hp.Host]; !ok {
@@ -225,7 +225,7 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 		host  string
 		multi bool // ports of two or more hosts
 	}
-	sources := map[int]*source{}
+	sources := map[int]source{}
 	var srcOrder []int
 	for _, hp := range hps {
 		if hp.LID == 0 {
@@ -233,10 +233,11 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 		}
 		s, ok := sources[hp.Switch]
 		if !ok {
-			sources[hp.Switch] = &source{host: hp.Host}
+			sources[hp.Switch] = source{host: hp.Host}
 			srcOrder = append(srcOrder, hp.Switch)
 		} else if s.host != hp.Host {
 			s.multi = true
+			sources[hp.Switch] = s
 		}
 	}
 	walked := make([]int, len(g.Nodes)) // switch -> last LID walked from it, +1
