@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,12 +159,18 @@ func BenchmarkMap_LargeFabric(b *testing.B) {
 	page := filepath.Join(dir, "f.html")
 	b.SetBytes(fi.Size())
 	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	runs := 0
 	for b.Loop() {
+		runs++
 		var errs bytes.Buffer
 		if code := run([]string{"map", "--ibnetdiscover", topo, "-o", page}, discard{}, &errs); code != exitOK {
 			b.Fatal(errs.String())
 		}
 	}
+	runtime.ReadMemStats(&after)
 	pg, _ := os.Stat(page)
 	b.ReportMetric(float64(pg.Size())/float64(fi.Size()), "page-B/input-B")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(runs)/float64(fi.Size()), "alloc-B/input-B")
 }

@@ -82,3 +82,23 @@ func TestBounded_1_ScriptParsesNoMarkup(t *testing.T) {
 		}
 	}
 }
+
+// Quantum-2 port labels reach the page with their ports.
+func TestFabric_34_2_PortLabelsOnThePage(t *testing.T) {
+	g := ibnet.Parse([]byte("Switch\t129 \"S-00000000000000aa\"\t\t# \"leaf\" enhanced port 0 lid 1 lmc 0\n" +
+		"[1](1/1/1)\t\"H-00000000000000b1\"[1](b1) \t\t# \"h1 mlx5_0\" lid 2 2xNDR\n"))
+	m := Build("t", "s", g, nil)
+	found := false
+	for _, e := range m.Ends {
+		if e.Label == "1/1/1" && m.Nodes[e.Node].GUID == 0xaa && e.Port == 1 {
+			found = true
+		}
+	}
+	var b strings.Builder
+	if err := Render(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	if !found || !strings.Contains(b.String(), `"1/1/1"`) {
+		t.Errorf("label not on the page: %+v", m.Ends)
+	}
+}
