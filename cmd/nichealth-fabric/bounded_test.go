@@ -114,6 +114,13 @@ func TestBounded_7_LargeFabricMapsWithinThreeTimesItsInput(t *testing.T) {
 			// every byte the command allocates is charged there.
 			cmd := exec.Command("sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, bin)
 			cmd.Args = append(cmd.Args, tc.args...)
+			// The command as an operator runs it: its own soft limit, not
+			// the test process's GOMEMLIMIT=off.
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "GOMEMLIMIT=") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			cmd.Stdout = discard{}
@@ -133,6 +140,14 @@ func TestBounded_7_LargeFabricMapsWithinThreeTimesItsInput(t *testing.T) {
 	}
 }
 
+// TestMain keeps the commands run in this process (run) from setting a
+// soft memory limit sized for their small inputs on the whole test
+// binary.
+func TestMain(m *testing.M) {
+	os.Setenv("GOMEMLIMIT", "off")
+	os.Exit(m.Run())
+}
+
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
@@ -140,7 +155,6 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // The command's cost per input byte on a 7 MB fabric (radix 64, 6,144
 // dual-rail hosts): bytes allocated, and the page's size.
 func BenchmarkMap_LargeFabric(b *testing.B) {
-	b.Setenv("GOMEMLIMIT", "off")
 	dir := b.TempDir()
 	f, err := fattree.Build(fattree.Spec{Radix: 64, Hosts: 6144, Rails: 2, Pods: 12})
 	if err != nil {
