@@ -67,6 +67,9 @@ type Watch struct {
 // boot, missing what the port checks remember of NICs gone from the last
 // enumeration.
 func NewWatch(log *slog.Logger, bootID string, missing func() []Function) *Watch {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Watch{log: log, boot: bootID, mem: NewMemory(), missing: missing, budget: DefaultBudget}
 }
 
