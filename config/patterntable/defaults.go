@@ -271,7 +271,7 @@ func Defaults() []Pattern {
 		// before, without err) for ACCESS_REG (0x805); GPUd
 		// access_reg_failed (issue 1164: restricted PFs flood it on every
 		// counter read) de-duplicated over 24 h; NVSentinel non-fatal.
-		row(Pattern{Name: "access_reg_failed", Regex: `(mlx5_cmd_out_err|mlx5_cmd_check):\d+:\(pid \d+\): ACCESS_REG\(0x805\) .*failed`,
+		row(Pattern{Name: "access_reg_failed", Regex: `mlx5_cmd_(out_err|check):\d+:\(pid \d+\): ACCESS_REG\(0x805\) .*failed`,
 			Severity: NonFatal, Action: none, Dedupe: 24 * time.Hour,
 			Description: "the firmware refused a register access; on restricted functions (DGX, GB200 internal ports) every read of their counters does this. Fix: exclude the restricted function (nicExclusionRegex) so it is not read; elsewhere update the firmware",
 			Source:      "mlx5 cmd.c mlx5_cmd_out_err; GPUd access_reg_failed; NVSentinel access_reg_failed"}),
