@@ -193,6 +193,8 @@ func (m *Memory) bound() int {
 	}
 	rank := func(a *Active) int {
 		switch {
+		case a == nil:
+			return 4
 		case a.Pattern == OverflowName:
 			return 0
 		case a.Raised && a.Fatal:
@@ -210,6 +212,9 @@ func (m *Memory) bound() int {
 	n := 0
 	for _, k := range keys {
 		a := m.Active[k]
+		if a == nil {
+			continue
+		}
 		if a.Pattern != OverflowName && kept.room(a.PCI, a.Device) != "" {
 			m.fold(k, a)
 			n++
