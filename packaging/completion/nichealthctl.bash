@@ -29,7 +29,8 @@ _nichealthctl() {
         out_of_sequence local_ack_timeout_err port_xmit_discards port_xmit_wait
         roce_slow_restart carrier_changes rx_corrected_bits_phy rx_symbol_err_phy
         rx_pcs_symbol_err_phy link_down_events_phy pcie_aer kernel_log
-        cmd_exec_timeout fw_health_compromised fw_fatal_error fw_unrecoverable_error
+        cmd_exec_timeout cmd_interface_stalled fw_not_responding fw_health_compromised
+        fw_fatal_error fw_unrecoverable_error
         fw_health_recovery_failed pci_slot_unavailable probe_load_failed probe_failed
         pcie_slot_power_ports_down"
     local ibclass=/sys/class/infiniband
