@@ -148,6 +148,7 @@ const (
 	mKernelLogDropped
 	mKernelLogLost
 	mKernelLogIgnored
+	mKernelLogCarried
 	mNICInfo
 	mNICFunctionFatal
 	numFamilies
@@ -225,7 +226,8 @@ func descriptors() [numFamilies]desc {
 		mKernelLogMatches:  {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
 		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
 		mKernelLogLost:     {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
-		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one).", counter},
+		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
+		mKernelLogCarried:  {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
 	}
 }
 
