@@ -74,7 +74,7 @@ type Lab struct {
 
 	ibsim, sm *exec.Cmd
 	console   io.WriteCloser
-	out       *output
+	out, warn *output
 	mu        sync.Mutex // one console command at a time
 	mark      int
 	closeOnce sync.Once
@@ -147,7 +147,7 @@ func Start(opt Options) (_ *Lab, err error) {
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	l := &Lab{Dir: dir, Sock: "nichealth-lab-" + hex.EncodeToString(rnd[:]), preload: preload, timeout: opt.Timeout, out: &output{}}
+	l := &Lab{Dir: dir, Sock: "nichealth-lab-" + hex.EncodeToString(rnd[:]), preload: preload, timeout: opt.Timeout, out: &output{}, warn: &output{}}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -160,7 +160,10 @@ func Start(opt Options) (_ *Lab, err error) {
 	l.ibsim = exec.Command("ibsim", "-s", net)
 	l.ibsim.Dir = dir
 	l.ibsim.Env = append(os.Environ(), "IBSIM_SOCKNAME="+l.Sock)
-	l.ibsim.Stdout, l.ibsim.Stderr = l.out, l.out
+	// Replies come on stdout; ibsim's warnings (a trap it dropped, a
+	// client it could not reach) on stderr, at any time: kept apart so a
+	// command's reply is never mixed with them.
+	l.ibsim.Stdout, l.ibsim.Stderr = l.out, l.warn
 	// The console must stay open: at EOF ibsim spins on its stdin.
 	if l.console, err = l.ibsim.StdinPipe(); err != nil {
 		return nil, err
@@ -170,7 +173,7 @@ func Start(opt Options) (_ *Lab, err error) {
 		return nil, fmt.Errorf("start ibsim: %w", err)
 	}
 	if _, err := l.Console("# started"); err != nil {
-		return nil, fmt.Errorf("ibsim did not come up: %w\n%s", err, l.out.String())
+		return nil, fmt.Errorf("ibsim did not come up: %w\n%s", err, l.Output())
 	}
 	l.sm = exec.Command("opensm", "-f", filepath.Join(dir, "opensm.log"), "-s", "1")
 	l.sm.Dir = dir
@@ -371,8 +374,9 @@ func (l *Lab) Stop() error { return l.ibsim.Process.Signal(syscall.SIGSTOP) }
 // Cont thaws it.
 func (l *Lab) Cont() error { return l.ibsim.Process.Signal(syscall.SIGCONT) }
 
-// Output is everything ibsim printed, for failure messages.
-func (l *Lab) Output() string { return l.out.String() }
+// Output is everything ibsim printed (its console, then its warnings),
+// for failure messages.
+func (l *Lab) Output() string { return l.out.String() + "\n" + l.warn.String() }
 
 // Close ends opensm, then ibsim, and removes the lab's directory.
 func (l *Lab) Close() {
