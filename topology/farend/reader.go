@@ -138,7 +138,12 @@ type Reader struct {
 	gen      uint64
 	saidOnce map[string]bool
 	lastErr  error
+	rounds   uint64
 }
+
+// rediscoverEvery is how many full rounds pass between two complete
+// discoveries of a known peer (NodeInfo alone confirms it in between).
+const rediscoverEvery = 10
 
 type key struct {
 	dev  string
@@ -205,6 +210,9 @@ func (r *Reader) loop(ctx context.Context) {
 		cfg, ts := r.snapshot()
 		now := time.Now()
 		full := last.IsZero() || now.Sub(last) >= cfg.Interval
+		if full {
+			r.rounds++
+		}
 		r.round(ctx, cfg, ts, full)
 		if full {
 			last = now
@@ -258,7 +266,11 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 		if !full && !changed && p.Found {
 			continue
 		}
-		r.look(ctx, cfg, p, changed, full || !p.Read)
+		// Every rediscoverEvery-th round a known peer is asked everything
+		// again too: a subnet manager that reassigned its LID does not
+		// change its NodeInfo, and a PMA Get to a stale LID could reach
+		// another switch.
+		r.look(ctx, cfg, p, changed || full && r.rounds%rediscoverEvery == 0, full || !p.Read)
 		if errors.Is(r.lastErr, mad.ErrNotRunning) || errors.Is(r.lastErr, mad.ErrLost) {
 			// The helper is backing off: ask nothing more this round.
 			break
@@ -338,6 +350,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, true, cfg.Timeout)
 		if err != nil {
 			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
+			p.Found = false
 			return
 		}
 		if x.Errors != nil {
@@ -348,6 +361,8 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
 	if err != nil {
 		r.fail(p, fmt.Sprintf("read the counters of %s port %d", peer.Name, peer.Port), err)
+		// Its LID may have moved: ask everything again next round.
+		p.Found = false
 		return
 	}
 	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), pc, false, nil

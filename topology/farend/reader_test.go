@@ -24,6 +24,8 @@ type fakeClient struct {
 	state   mad.State
 	closed  bool
 	extErrs *wire.PortCounters
+	// counterErr fails PortCounters alone.
+	counterErr error
 }
 
 func newFake() *fakeClient {
@@ -74,6 +76,9 @@ func (f *fakeClient) PortCounters(context.Context, wire.Local, int, int, time.Du
 	err := f.note("counters")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.counterErr != nil {
+		return wire.PortCounters{}, f.counterErr
+	}
 	return wire.PortCounters{SymbolErrorCounter: f.sym}, err
 }
 
@@ -134,7 +139,6 @@ func TestReader_FindsAndReadsEveryInterval(t *testing.T) {
 	f := newFake()
 	f.sym = 55
 	r := Start(Config{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
-	defer r.Close()
 	r.SetTargets([]Target{up})
 	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read && p.Seq >= 3 })
 	p := rd.Port("mlx5_0", 1)
@@ -149,8 +153,10 @@ func TestReader_FindsAndReadsEveryInterval(t *testing.T) {
 	}
 	// A known peer is confirmed by NodeInfo alone: 1 SMP + 1 GMP a round
 	// (README "Cost").
-	if full, quick := f.count("peer")-f.count("peernode"), f.count("peernode"); full != 1 || quick < 2 {
-		t.Errorf("%d full discoveries and %d confirmations over %d rounds: want 1 and the rest", full, quick, p.Seq)
+	r.Close()
+	full, quick := f.count("peer")-f.count("peernode"), f.count("peernode")
+	if quick < 2 || full < 1 || full > 1+quick/(rediscoverEvery-1) {
+		t.Errorf("%d full discoveries and %d confirmations: want one, then one every %d rounds", full, quick, rediscoverEvery)
 	}
 }
 
@@ -264,5 +270,37 @@ func TestReader_CloseClosesTheHelper(t *testing.T) {
 	r.Close()
 	if !f.closed {
 		t.Fatal("helper left running")
+	}
+}
+
+// A known peer is asked everything again every rediscoverEvery rounds (a
+// LID the subnet manager moved does not show in NodeInfo), and at once
+// after its counters could not be read.
+func TestReader_RediscoversNowAndThenAndAfterAFailedRead(t *testing.T) {
+	f := newFake()
+	r := Start(Config{Interval: 5 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r.SetTargets([]Target{up})
+	waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Seq >= 2*rediscoverEvery+1 })
+	r.Close()
+	if full := f.count("peer") - f.count("peernode"); full < 2 {
+		t.Fatalf("%d complete discoveries over %d rounds", full, 2*rediscoverEvery)
+	}
+	// A counter read that fails: the next round asks everything again.
+	f = newFake()
+	r = Start(Config{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	defer r.Close()
+	r.SetTargets([]Target{up})
+	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	f.mu.Lock()
+	f.counterErr = &wire.Error{Kind: wire.ErrTimeout, Msg: "no answer from the PMA"}
+	f.mu.Unlock()
+	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return strings.Contains(rd.Port("mlx5_0", 1).Err, "no answer from the PMA") })
+	before := f.count("peer") - f.count("peernode")
+	f.mu.Lock()
+	f.counterErr = nil
+	f.mu.Unlock()
+	waitFor(t, r, rd.Gen, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p.Found && p.Err == "" })
+	if after := f.count("peer") - f.count("peernode"); after <= before {
+		t.Fatalf("no complete discovery after the failed read (%d, then %d)", before, after)
 	}
 }
