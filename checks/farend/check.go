@@ -192,6 +192,11 @@ func (c *Check) judgePort(p *farend.PortReading, rateGbps float64) ([]event.Spec
 	if !p.Read || c.seen[k] == p.Seq {
 		return specs, changed
 	}
+	if len(c.seen) >= MaxPorts {
+		// Renamed devices leave keys behind; forgetting them costs one
+		// re-baselining of the same reading (ReadAt not after At).
+		clear(c.seen)
+	}
 	c.seen[k] = p.Seq
 	values := p.Counters.Values()
 	if pm.At.IsZero() || pm.Wide != p.Wide || !p.ReadAt.After(pm.At) {

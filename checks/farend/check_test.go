@@ -340,3 +340,30 @@ func BenchmarkJudge_8Ports(b *testing.B) {
 		h.run()
 	}
 }
+
+// The memory's bound holds while running: readings of ten times as many
+// ports as it keeps leave it at its bound, and the ports it keeps are
+// still judged.
+func TestMemory_BoundedWhileRunning(t *testing.T) {
+	h := newHarness(t, "")
+	for round := range 2 {
+		h.gen++
+		rd := &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Running}}
+		for i := range 10 * MaxPorts {
+			rd.Ports = append(rd.Ports, farend.PortReading{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: leaf1, Read: true,
+				Seq: uint64(round + 1), ReadAt: h.at.Add(time.Duration(round) * time.Minute),
+				Counters: wire.PortCounters{LinkDownedCounter: uint64(round)}})
+		}
+		h.rd = rd
+		specs := h.run()
+		if n := len(h.c.Memory().Ports); n > MaxPorts {
+			t.Fatalf("round %d: %d ports remembered, bound %d", round, n, MaxPorts)
+		}
+		if n := len(h.c.seen); n > MaxPorts {
+			t.Fatalf("round %d: %d readings remembered, bound %d", round, n, MaxPorts)
+		}
+		if round == 1 && len(specs) == 0 {
+			t.Fatal("the remembered ports were not judged")
+		}
+	}
+}
