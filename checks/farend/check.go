@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -75,13 +76,13 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 			continue
 		}
 		dev, port, _ := splitKey(k)
-		for _, row := range sortedKeys(pm.Latched) {
+		for _, row := range slices.Sorted(maps.Keys(pm.Latched)) {
 			if !cfg.On || !judged[row] {
 				specs = append(specs, c.recovered(dev, port, pm, row, "no-longer-judged", "it is no longer judged ([farEnd] configuration)"))
 				delete(pm.Latched, row)
 			}
 		}
-		for _, f := range sortedKeys(pm.Saturated) {
+		for _, f := range slices.Sorted(maps.Keys(pm.Saturated)) {
 			if !cfg.On || !judged[SaturatedCode(f)] {
 				specs = append(specs, c.unsaturated(dev, port, pm, f, "it is no longer judged"))
 				delete(pm.Saturated, f)
@@ -171,10 +172,10 @@ func (c *Check) judgePort(p *farend.PortReading, rateGbps float64) ([]event.Spec
 		if pm != nil {
 			// Recabled: what the old peer counted was about that link.
 			why := fmt.Sprintf("the port is now cabled to %s port %d", p.Peer.Name, p.Peer.Port)
-			for _, row := range sortedKeys(pm.Latched) {
+			for _, row := range slices.Sorted(maps.Keys(pm.Latched)) {
 				specs = append(specs, c.recovered(p.Device, p.Port, pm, row, "peer-changed", why))
 			}
-			for _, f := range sortedKeys(pm.Saturated) {
+			for _, f := range slices.Sorted(maps.Keys(pm.Saturated)) {
 				specs = append(specs, c.unsaturated(p.Device, p.Port, pm, f, why))
 			}
 		}
@@ -389,7 +390,7 @@ func (c *Check) Acknowledge(device string, port int, counter string, who string)
 	switch row := countertable.PeerRow(counter); {
 	case counter == "":
 		if pm != nil {
-			rows = sortedKeys(pm.Latched)
+			rows = slices.Sorted(maps.Keys(pm.Latched))
 		}
 	case row == "":
 		return nil, fmt.Errorf("acknowledge %s on %s port %d: %w", counter, device, port, ErrUnknown)
@@ -421,7 +422,7 @@ func (c *Check) View(device string, port int) PortView {
 	if pm == nil {
 		return PortView{}
 	}
-	return PortView{Latched: sortedKeys(pm.Latched), Saturated: sortedKeys(pm.Saturated)}
+	return PortView{Latched: slices.Sorted(maps.Keys(pm.Latched)), Saturated: slices.Sorted(maps.Keys(pm.Saturated))}
 }
 
 // Rename moves what the check remembers of a device to its new name.
@@ -504,7 +505,7 @@ func (c *Check) Restate() []checks.Restated {
 			continue
 		}
 		dev, port, _ := splitKey(k)
-		for _, row := range sortedKeys(pm.Latched) {
+		for _, row := range slices.Sorted(maps.Keys(pm.Latched)) {
 			code := countertable.PeerCode(row)
 			out = append(out, checks.Restated{Since: pm.Latched[row], Spec: event.Spec{Kind: event.KindPeerBreach, CheckName: CheckName,
 				Device: dev, Port: port, ErrorCode: []string{code},
@@ -518,14 +519,5 @@ func (c *Check) Restate() []checks.Restated {
 			Message: "The far end of the InfiniBand ports is not read: " + c.mem.Lost.Reason, ErrorCode: []string{string(event.KindFarEndLost)},
 			Condition: condition.OfNode(LostName)}})
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -2,6 +2,7 @@ package farend
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func splitKey(k string) (string, int, bool) {
 	return k[:i], p, err == nil && p > 0 && p < 256
 }
 
-func (m *Memory) keys() []string { return sortedKeys(m.Ports) }
+func (m *Memory) keys() []string { return slices.Sorted(maps.Keys(m.Ports)) }
 
 // Validate drops what no check could have written and lists it.
 func (m *Memory) Validate() (dropped []string) {
