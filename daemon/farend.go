@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nichealth/nichealthd/config"
@@ -88,6 +89,15 @@ func (d *Daemon) stopFarEndLocked() {
 	fe.reader, fe.helper = nil, ""
 	done := make(chan struct{})
 	go func() { r.Close(); close(done) }()
+	// Only the stops still under way are kept (reload after reload).
+	d.farEndStops = slices.DeleteFunc(d.farEndStops, func(c chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	})
 	d.farEndStops = append(d.farEndStops, done)
 }
 
