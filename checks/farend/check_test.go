@@ -367,3 +367,30 @@ func TestMemory_BoundedWhileRunning(t *testing.T) {
 		}
 	}
 }
+
+// A reload that switches a field off, or the far end as a whole, clears
+// what it raised, each with its error code (difference 13).
+func TestDesign_13_ReloadClearsWhatIsNoLongerJudged(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(60*time.Second, leaf1, func(c *wire.PortCounters) { c.LinkDownedCounter, c.SymbolErrorCounter = 255, 55 })
+	cfg, err := config.Parse("c.toml", []byte("[farEnd.counters]\nLinkDownedCounter = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := h.c.Configure(Config{On: true, Rows: cfg.FarEnd.Rows})
+	got := strings.Join(codes(specs), " ")
+	if got != "peer-recovered peer:link_downed peer-unsaturated peer-saturated:LinkDownedCounter" {
+		t.Fatalf("switching LinkDownedCounter off said %q", got)
+	}
+	specs = h.c.Configure(Config{On: false})
+	got = strings.Join(codes(specs), " ")
+	if got != "peer-recovered peer:symbol_error_fatal" {
+		t.Fatalf("switching the far end off said %q", got)
+	}
+	for _, s := range specs {
+		if !s.IsHealthy || s.Metadata["reason"] != "no-longer-judged" {
+			t.Fatalf("%+v", s)
+		}
+	}
+}
