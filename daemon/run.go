@@ -300,15 +300,6 @@ func (d *Daemon) publish(evs []emitted) {
 	}
 }
 
-// saveIfChanged stores every check's memory into the state and saves it
-// when the bytes differ from the last save. Caller holds d.mu.
-func (d *Daemon) saveIfChanged() (bool, error) {
-	if err := d.run.Store(func(s string, b []byte) { d.st.SetSection(s, b) }); err != nil {
-		return false, err
-	}
-	return d.store.SaveIfChanged(d.st)
-}
-
 func (d *Daemon) statusLocked() string { return statusOf(d.publishSnapshotLocked()) }
 
 func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) error {
