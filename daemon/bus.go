@@ -112,7 +112,7 @@ func (d *Daemon) acknowledgeFunction(addr string, uid uint32) error {
 	// expected and raises it again, rather than forgetting it silently.
 	// While the outbox refuses the clear, the file is left for the next
 	// inventory judgement.
-	if len(d.held.evs) == 0 {
+	if d.durableLocked() {
 		d.run.SaveExpectedInventory()
 	}
 	d.publishSnapshotLocked()

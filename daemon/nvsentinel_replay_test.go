@@ -151,6 +151,9 @@ func (r *replayRig) ack(dev, counter string) {
 // the rig's model with the daemon's own at the end.
 func (r *replayRig) replay() {
 	r.t.Helper()
+	// The daemon's model takes an event when it is detected, the outbox
+	// when its write returns: compared once the write in flight did.
+	settle(r.d)
 	recs, err := r.d.ob.ReadAfter(r.seq, 100000)
 	if err != nil {
 		r.t.Fatal(err)

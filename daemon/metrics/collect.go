@@ -48,6 +48,10 @@ type OutboxStats struct {
 	// each condition remains undelivered.
 	OverBound bool
 	Sinks     map[string]OutboxSink
+	// Held is the number of events detected but not yet in the outbox
+	// (the daemon's, not the outbox's: held in memory while appends are
+	// refused or hang).
+	Held int
 }
 
 // OutboxSink is one sink's queue in the outbox: the records after its
@@ -133,6 +137,7 @@ const (
 	mEventsSent
 	mEventsFailed
 	mOutboxFolded
+	mOutboxHeld
 	mEventsRejected
 	mParkedFiles
 	mParkedFile
@@ -202,6 +207,7 @@ func descriptors() [numFamilies]desc {
 		mOutboxDepth:      {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
 		mEventsSent:       {p + "events_sent_total", "Events delivered by the sink since start.", counter},
 		mOutboxFolded:     {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+		mOutboxHeld:       {p + "outbox_held_events", "Events detected but not yet durable in the outbox: held in memory while it refuses appends or a write to the state directory has not returned (the NICHealthOutbox condition says which).", gauge},
 		mEventsRejected:   {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:     {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
 		mParkedFiles:      {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
