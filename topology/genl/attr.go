@@ -125,6 +125,13 @@ func (e *Encoder) Uint32(t uint16, v uint32) {
 	e.put(t, b[:])
 }
 
+// Uint64 appends a u64 attribute.
+func (e *Encoder) Uint64(t uint16, v uint64) {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], v)
+	e.put(t, b[:])
+}
+
 // String appends a NUL-terminated string attribute.
 func (e *Encoder) String(t uint16, s string) { e.put(t, append([]byte(s), 0)) }
 
