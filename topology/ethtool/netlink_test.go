@@ -120,3 +120,19 @@ func attrsOf(t *testing.T, a linkAttrs) []byte {
 	}
 	return e.b
 }
+
+func FuzzParseEthtoolReplies(f *testing.F) {
+	f.Add(attrsOf(&testing.T{}, linkAttrs{link: 0, ext: 10, sub: 1, down: 3}))
+	var e encoder
+	e.u8(moduleEEPROMData, 0x11)
+	f.Add(e.b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := ParseLinkState(b); err == nil {
+			_ = s.Reason()
+			_ = s.Ext.Name() + s.Ext.SubName(s.ExtSubstate)
+		}
+		if d, err := ParseModuleReply(b); err == nil && len(d) > 128 {
+			t.Fatalf("module reply of %d bytes accepted", len(d))
+		}
+	})
+}
