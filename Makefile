@@ -49,18 +49,17 @@ lint:
 # context) and nilaway (nil flows that panic: a typed nil returned into an
 # interface crashed the daemon at start on real RoCE hosts) over every
 # non-test file, the simulate build's included, with zero findings. Both
-# come from the module proxy through go run, pinned, so CI installs
-# nothing. A false positive is annotated where it is reported, with its
-# reason: //nolint:nilaway // why. The generated protobuf code passes too.
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-NILAWAY     ?= go.uber.org/nilaway/cmd/nilaway@v0.0.0-20260918162853-acb8859b9031
+# are module tools (go.mod's tool directive), pinned there, so `go mod
+# download` fetches them once and the suite then runs offline. A false
+# positive is annotated where it is reported, with its reason:
+# //nolint:nilaway // why. The generated protobuf code passes too.
 NILAWAY_FLAGS := -test=false -pretty-print=false -include-pkgs=github.com/nichealth/nichealthd
 
 analyze:
-	$(GO) run $(STATICCHECK) -tests=false $(PKGS)
-	$(GO) run $(STATICCHECK) -tests=false -tags simulate ./cmd/nichealthd
-	$(GO) run $(NILAWAY) $(NILAWAY_FLAGS) $(PKGS)
-	$(GO) run $(NILAWAY) $(NILAWAY_FLAGS) -tags simulate ./cmd/nichealthd
+	$(GO) tool staticcheck -tests=false $(PKGS)
+	$(GO) tool staticcheck -tests=false -tags simulate ./cmd/nichealthd
+	$(GO) tool nilaway $(NILAWAY_FLAGS) $(PKGS)
+	$(GO) tool nilaway $(NILAWAY_FLAGS) -tags simulate ./cmd/nichealthd
 
 # Ends with the skipped tests, their reasons and one line of counts.
 test: lint analyze build test-go test-fuzz test-packaging

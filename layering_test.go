@@ -11,20 +11,22 @@ import (
 
 // The data flow of DESIGN.md section 1, as the packages carry it:
 //
-//	topology → event → observe → checks → checks/health → checks/runner → daemon → dbusapi / systemd / daemon/metrics
+//	topology → event → observe → config → checks → checks/health → checks/runner → daemon → dbusapi / systemd / daemon/metrics
 //
 // topology reads and parses the host's files; event is the wire type
 // every layer above speaks; observe turns the host into one typed
-// observation per cycle; each check judges it; checks/health folds the
-// condition changes into the one verdict; checks/runner composes the
-// checks for the daemon and the offline check; the daemon commits and
-// publishes. Each package tree has a rank: an import may only point to a
-// lower rank (or within its own tree). The views read the health snapshot
-// and are driven by the daemon, so the daemon imports them and they never
-// import it; no view imports another, parses what sysfs printed (the
-// snapshot's state and rate are typed) or reads the outbox. persist is
-// the state file and the outbox: only the daemon tree imports it
-// (persist/outbox's records carry event's events).
+// observation per cycle; config is the configuration's model (the file,
+// the counter and kernel-log pattern tables, the rules' settings), which
+// the checks read and the daemon loads; each check judges the
+// observation; checks/health folds the condition changes into the one
+// verdict; checks/runner composes the checks for the daemon and the
+// offline check; the daemon commits and publishes. Each package tree has a
+// rank: an import may only point to a lower rank (or within its own tree).
+// The views read the health snapshot and are driven by the daemon, so the
+// daemon imports them and they never import it; no view imports another,
+// parses what sysfs printed (the snapshot's state and rate are typed) or
+// reads the outbox. persist is the state file and the outbox: only the
+// daemon tree imports it (persist/outbox's records carry event's events).
 var ranks = []struct {
 	prefix string
 	rank   int
@@ -37,24 +39,26 @@ var ranks = []struct {
 	{"event", 1},
 	// observe is what the host shows, one typed observation per cycle.
 	{"observe", 2},
-	{"checks/health", 4},
-	// daemon/config is the configuration file, read by the runner (and
-	// by nichealthctl's offline check) as much as by the daemon.
-	{"daemon/config", 4},
+	// config is the configuration's model: below the checks, which read
+	// their tables and settings from it, and above observe, whose counter
+	// path grammar the counter table is written in. It never imports a
+	// check: a check's defaults that the file overrides are the file's.
+	{"config", 3},
+	{"checks/health", 5},
 	// checks/runner runs the checks on the observations and builds what
 	// the views show of each port: it composes the checks and the health
 	// model for the daemon and the offline check.
-	{"checks/runner", 5},
-	{"checks", 3},
-	{"persist", 3},
-	{"daemon/metrics", 6},
-	{"dbusapi", 6},
-	{"systemd", 6},
-	{"daemon", 7},
+	{"checks/runner", 6},
+	{"checks", 4},
+	{"persist", 4},
+	{"daemon/metrics", 7},
+	{"dbusapi", 7},
+	{"systemd", 7},
+	{"daemon", 8},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's
 	// insides, and nothing of the node imports it.
-	{"fabric", 8},
+	{"fabric", 9},
 }
 
 // pendingArrows are arrows against the rules that are known and being
@@ -150,7 +154,7 @@ func TestLayering_NichealthctlLinksNoDaemon(t *testing.T) {
 	for _, d := range deps {
 		pkg := strings.TrimPrefix(d, module)
 		switch {
-		case pkg == "daemon" || strings.HasPrefix(pkg, "daemon/") && pkg != "daemon/config":
+		case pkg == "daemon" || strings.HasPrefix(pkg, "daemon/"):
 			t.Errorf("nichealthctl links %s: the daemon's packages are the daemon's", pkg)
 		case pkg == "persist" || strings.HasPrefix(pkg, "persist/"):
 			t.Errorf("nichealthctl links %s: the offline check remembers nothing", pkg)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/runner"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/repeats"

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
@@ -22,7 +21,7 @@ const (
 	sanityCheck = event.LinkSanityCheck
 )
 
-var ruleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
+var ruleChecks = []string{event.FlapCheck, event.DropCheck, event.DegradationCheck}
 
 type logBuf struct {
 	mu sync.Mutex

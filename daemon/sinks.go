@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/daemon/delivery"
 	"github.com/nichealth/nichealthd/daemon/sink"
 	"github.com/nichealth/nichealthd/daemon/sink/connector"

@@ -36,3 +36,12 @@ func DegradationCheckFor(linkLayer string) string {
 	}
 	return InfiniBandDegradationCheck
 }
+
+// Check names of the rules' conditions: the seeds' analyzer rule names
+// (state 6.2, 6.3; counter 1.4 and 3.1), which NVSentinel operators already
+// know (DESIGN.md difference 15).
+const (
+	FlapCheck        = "RepeatedNICLinkFlap"
+	DropCheck        = "NICPortDrop"
+	DegradationCheck = "RepeatedNICDegradation"
+)

@@ -10,7 +10,7 @@ import (
 
 // Config is what the observer reads and how: the host's paths, which
 // devices and checks, the counter table's rows, the cadences and the
-// reads' bounds. The daemon's configuration (daemon/config) fills it.
+// reads' bounds. The daemon's configuration (package config) fills it.
 type Config struct {
 	Paths          topology.Paths
 	Filter         topology.Filter

@@ -9,13 +9,6 @@ import (
 	"github.com/nichealth/nichealthd/event/condition"
 )
 
-// DefaultHold is how long a card must stay below its peers' mode before it
-// is an anomaly (cardAnomalyHold): seed 3.1 calls INIT "problematic if
-// stuck >30s". Every port passes INIT while the subnet manager sweeps, and
-// LinkErrorRecovery is the firmware retrying, so a shorter shortfall is a
-// blip, never a fatal REPLACE_VM (DESIGN.md difference 4).
-const DefaultHold = 30 * time.Second
-
 // ErrorCode is the error code of a card anomaly and of its clear: a
 // consumer that clears by entity and error code (NVSentinel's platform
 // connector) must not let a port's own recovery, which names the same

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -47,8 +49,8 @@ func kinds(ss []event.Spec) []event.Kind {
 // "escalated to fatal by card homogeneity check if persistent").
 func TestLinkState_3_2_BlipShorterThanTheHoldIsNotFatal(t *testing.T) {
 	const hold = 30 * time.Second // seed 3.1: INIT "problematic if stuck >30s"
-	if DefaultHold != hold {
-		t.Fatalf("DefaultHold = %v, want the seed's 30s", DefaultHold)
+	if config.DefaultCardAnomalyHold != hold {
+		t.Fatalf("config.DefaultCardAnomalyHold = %v, want the seed's 30s", config.DefaultCardAnomalyHold)
 	}
 	m := NewMemory()
 	judge := func(at time.Duration, cs []CardState) []event.Spec {

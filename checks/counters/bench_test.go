@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -37,7 +39,7 @@ func BenchmarkEvaluate_PerCounter(b *testing.B) {
 func BenchmarkEvaluate_DGXH100AllCounters(b *testing.B) {
 	ev := NewEvaluator(Options{})
 	st := NewMemory()
-	plan := PlanFor(Defaults())
+	plan := PlanFor(countertable.Defaults())
 	var samples []Sample
 	for p := 0; p < 13; p++ {
 		ll := topology.LinkLayerInfiniBand
@@ -63,7 +65,7 @@ func BenchmarkEvaluate_DGXH100AllCounters(b *testing.B) {
 		for i := range samples {
 			s := &samples[i]
 			s.Now = now
-			if n%8 == 0 && s.Def.VelocityUnit == UnitSecond {
+			if n%8 == 0 && s.Def.VelocityUnit == countertable.UnitSecond {
 				s.Value++
 			}
 			if specs, _ := ev.Evaluate(st, *s, false); specs != nil {

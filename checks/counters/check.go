@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -21,7 +23,7 @@ type Config struct {
 	Enabled bool
 	// Table is the whole counter table, disabled rows included: a latch
 	// of a row disabled or removed is resolved against it.
-	Table []Definition
+	Table []countertable.Definition
 	// XmitWaitBytesPerTick converts port_xmit_wait ticks to bytes.
 	XmitWaitBytesPerTick float64
 }
@@ -29,7 +31,7 @@ type Config struct {
 // Plan is the rows the read plan reads: the enabled rows of the table,
 // in order (empty when counter detection is off). Samples of the
 // observation name their rows by index into it.
-func (c Config) Plan() []Definition {
+func (c Config) Plan() []countertable.Definition {
 	if !c.Enabled {
 		return nil
 	}
@@ -42,13 +44,13 @@ func (c Config) Plan() []Definition {
 // and snapshots remembered across restarts.
 type Check struct {
 	cfg  Config
-	defs []Definition // Config.Plan()
+	defs []countertable.Definition // Config.Plan()
 	mem  *Memory
 	eval *Evaluator
 	// ratesSeen is the evaluator's RateChanges at the last cycle: a
 	// computed rate that moved changes what the verdict shows.
 	ratesSeen uint64
-	viewDefs  []Definition // scratch of View
+	viewDefs  []countertable.Definition // scratch of View
 }
 
 // NewCheck returns the check with empty memory. fresh says the process
@@ -73,7 +75,7 @@ func (c *Check) Resume() []event.Spec { return c.eval.Reconcile(c.mem, c.all()) 
 
 // all is the table latches are reconciled against: none when counter
 // detection is off.
-func (c *Check) all() []Definition {
+func (c *Check) all() []countertable.Definition {
 	if !c.cfg.Enabled {
 		return nil
 	}
@@ -132,7 +134,7 @@ func (c *Check) judge(cy *checks.Cycle) {
 				if di >= len(c.defs) {
 					continue
 				}
-				if s.Unchanged && !first && c.defs[di].ThresholdType == TypeDelta {
+				if s.Unchanged && !first && c.defs[di].ThresholdType == countertable.TypeDelta {
 					// A delta counter whose value did not move since the
 					// last tick has delta 0, which cannot breach (threshold
 					// >= 0), reset, or change a latch: seed 10.4 would do

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 )
@@ -15,11 +16,6 @@ import (
 // (tick+1)). Switch-IB-class parts count 32 bytes per lane instead; set
 // xmitWaitBytesPerTick to 32 × lanes there.
 const DefaultXmitWaitBytesPerTick = 8
-
-// DefaultCongestionPercent is the share of its rate a port may lose to
-// backpressure, over the congestion window, before it is congested: the
-// fleet's NICPortCongested alert uses the same tenth of the link.
-const DefaultCongestionPercent = 10
 
 // CongestionErrorCode is the error code of the congestion condition and
 // of its clear.
@@ -40,31 +36,12 @@ func LostBandwidth(ticksPerSec, bytesPerTick, portGbps float64) (gbps, percent f
 	return gbps, percent
 }
 
-// isXmitWait reports whether a definition reads port_xmit_wait, whose rate
-// is congestion rather than errors.
-func isXmitWait(d *Definition) bool { return fileName(d.Path) == "port_xmit_wait" }
-
-// congestionProblem restricts the congestion type to port_xmit_wait (only
-// its ticks convert to lost bandwidth) and to a percentage.
-func congestionProblem(d *Definition) string {
-	if d.ThresholdType != TypeCongestion {
-		return ""
-	}
-	if !isXmitWait(d) {
-		return fmt.Sprintf("%q applies only to port_xmit_wait (counters/port_xmit_wait), whose ticks are lost bandwidth", TypeCongestion)
-	}
-	if d.Threshold > 100 {
-		return fmt.Sprintf("congestion threshold %v is a percentage of the port rate: at most 100", d.Threshold)
-	}
-	return ""
-}
-
 // live records the bandwidth port_xmit_wait says the port lost over the
 // last tick, whatever its threshold type and latch: the view shows it
 // moving (DESIGN.md difference 14), not frozen at the value of the window
 // that raised a condition.
 func (e *Evaluator) live(s *Sample, ent *memEntry) {
-	if !isXmitWait(s.Def) {
+	if !countertable.IsXmitWait(s.Def) {
 		return
 	}
 	if !ent.hasLast || s.Value < ent.last || !s.Now.After(ent.lastAt) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 )
 
@@ -23,7 +25,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	return &crashRig{rig: newRig(t)}
 }
 
-func (r *crashRig) read(d *Definition, v uint64) int {
+func (r *crashRig) read(d *countertable.Definition, v uint64) int {
 	r.t.Helper()
 	specs, changed := r.poll(d, v)
 	if changed || len(specs) > 0 {
@@ -62,7 +64,7 @@ func (r *crashRig) crash() {
 
 // readEvery reads v every step after the rig's clock, up to until, and
 // fails on any event.
-func (r *crashRig) readEvery(d *Definition, v uint64, step, until time.Duration) {
+func (r *crashRig) readEvery(d *countertable.Definition, v uint64, step, until time.Duration) {
 	r.t.Helper()
 	for at := r.now.Sub(t0) + step; at <= until; at += step {
 		r.at(at)
@@ -115,7 +117,7 @@ func TestCounters_10_4_HourWindowSurvivesSIGKILL(t *testing.T) {
 // over an hour of 1 s ticks for every default counter of one IB port.
 func TestCounters_10_4_Step8_QuietWritesPerHour(t *testing.T) {
 	r := newCrashRig(t)
-	defs := Defaults()
+	defs := countertable.Defaults()
 	for tick := 0; tick <= 3600; tick++ {
 		r.at(time.Duration(tick) * time.Second)
 		changed := false

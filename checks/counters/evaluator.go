@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -34,7 +36,7 @@ type Sample struct {
 	Device    string
 	Port      int
 	LinkLayer string // topology.LinkLayerInfiniBand or topology.LinkLayerEthernet
-	Def       *Definition
+	Def       *countertable.Definition
 	// Value is the parsed reading (sysfs.ParseCounter). When Err is set
 	// there is no reading this poll: a missing file (fs.ErrNotExist) is
 	// skipped silently; anything else (sysfs.ErrUnreadable for
@@ -87,7 +89,7 @@ type Evaluator struct {
 	mu         sync.Mutex
 	mem        map[memKey]*memEntry
 	unreadable map[fileKey]time.Time
-	defs       map[string]Definition // table of the last Reconcile, by name
+	defs       map[string]countertable.Definition // table of the last Reconcile, by name
 	// rateChanges counts computed rates that moved (RateChanges).
 	rateChanges uint64
 }
@@ -346,7 +348,7 @@ func (ev *evaluation) step(rebootDetected bool) {
 		}
 	case !ev.hasSnap:
 		ev.setSnap()
-	case breached && d.ThresholdType == TypeBER && ent.seen && ent.typ == TypeBER:
+	case breached && d.ThresholdType == countertable.TypeBER && ent.seen && ent.typ == countertable.TypeBER:
 		ev.berHeld()
 	case breached:
 		// Latched (seed 6.3): only a counter reset, a reboot, an
@@ -406,16 +408,16 @@ const PersistWindowFrom = time.Minute
 // judge is step 5 and 6 for a counter that is neither reset nor latched.
 func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnapshot) (*event.Spec, bool) {
 	d := s.Def
-	if d.ThresholdType == TypeCongestion {
+	if d.ThresholdType == countertable.TypeCongestion {
 		return e.congestion(st, s, ent, snap)
 	}
 	cur, now := s.Value, s.Now
 	next := CounterSnapshot{Value: cur, Timestamp: now}
 	changed := cur != snap.Value
 	var m measure
-	if d.ThresholdType == TypeVelocity || d.ThresholdType == TypeBER {
+	if d.ThresholdType == countertable.TypeVelocity || d.ThresholdType == countertable.TypeBER {
 		var w windowState
-		if d.ThresholdType == TypeBER {
+		if d.ThresholdType == countertable.TypeBER {
 			m, w = ber(d, ent, snap, now, cur-snap.Value, s.PortRateGbps)
 		} else {
 			m, w = velocity(d, ent, snap, now, cur-snap.Value)

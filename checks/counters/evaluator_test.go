@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -19,8 +21,8 @@ import (
 // the threshold is healthy and one more is a breach with the right check,
 // severity and action.
 func TestCounters_10_2_EveryRowJudged(t *testing.T) {
-	for _, d := range Defaults() {
-		if d.ThresholdType == TypeCongestion {
+	for _, d := range countertable.Defaults() {
+		if d.ThresholdType == countertable.TypeCongestion {
 			continue // not a breach: TestCounters_DESIGN_14_Congestion*
 		}
 		t.Run(d.Name, func(t *testing.T) {
@@ -33,7 +35,7 @@ func TestCounters_10_2_EveryRowJudged(t *testing.T) {
 				wantCheck = event.EthernetDegradationCheck
 			}
 			step := time.Second
-			if d.ThresholdType == TypeVelocity {
+			if d.ThresholdType == countertable.TypeVelocity {
 				step = d.Window()
 			}
 			base := uint64(1000)
@@ -117,7 +119,7 @@ func TestCounters_11_1_BreachMessage(t *testing.T) {
 func TestCounters_10_4_Step2_RebootBaseline(t *testing.T) {
 	r := newRig(t)
 	r.reboot = true
-	for _, d := range Defaults() {
+	for _, d := range countertable.Defaults() {
 		d := d
 		if d.IsNetdev() {
 			continue
@@ -288,7 +290,7 @@ func TestCounters_10_4_Step5_VelocityWindowHeld(t *testing.T) {
 	if s := r.st.CounterSnapshots[r.key(sym)]; s.Value != 11 || !s.Timestamp.Equal(t0.Add(1100*time.Millisecond)) {
 		t.Fatalf("snapshot not advanced after the window: %+v", s)
 	}
-	if v := r.ev.View(r.st, r.dev, r.port, []Definition{*sym})[0]; !v.HasRate || v.Rate < 9.999 || v.Rate > 10.001 {
+	if v := r.ev.View(r.st, r.dev, r.port, []countertable.Definition{*sym})[0]; !v.HasRate || v.Rate < 9.999 || v.Rate > 10.001 {
 		t.Fatalf("rate after the window = %v (computed: %v), want 10/s: the window was not judged", v.Rate, v.HasRate)
 	}
 	r.at(2200*time.Millisecond).one(sym, 23)
@@ -489,7 +491,7 @@ func TestCounters_DESIGN_SaturationLimits(t *testing.T) {
 		t.Fatal("wider counter reported saturated")
 	}
 	// hw_counters never saturate.
-	r.none(&Definition{Name: "x", Path: "hw_counters/port_xmit_wait", Enabled: true, ThresholdType: TypeDelta, Threshold: 1e12}, 4294967295)
+	r.none(&countertable.Definition{Name: "x", Path: "hw_counters/port_xmit_wait", Enabled: true, ThresholdType: countertable.TypeDelta, Threshold: 1e12}, 4294967295)
 	if len(r.st.Saturated) != 0 {
 		t.Fatal("hw_counters reported saturated")
 	}
@@ -590,7 +592,7 @@ func TestCounters_Congestion_XmitWait(t *testing.T) {
 	r := newRig(t)
 	r.rate = 400
 	xw := def("port_xmit_wait")
-	xw.ThresholdType, xw.Threshold, xw.VelocityUnit = TypeVelocity, 10000, UnitSecond
+	xw.ThresholdType, xw.Threshold, xw.VelocityUnit = countertable.TypeVelocity, 10000, countertable.UnitSecond
 	r.none(xw, 1000)
 	sp := r.at(time.Second).one(xw, 1000+192187500)
 	if !strings.HasSuffix(sp.Message, "(value=192188500, delta=192187500, rate=192187500.00/sec), est. lost bandwidth 12.3 Gb/s (3.1% of 400 Gb/s)") {
@@ -621,14 +623,14 @@ func TestCounters_DESIGN_14_CongestionIsAnObservation(t *testing.T) {
 	r := newRig(t)
 	r.rate = 10 // Gb/s: a minute of congestion stays below the 32-bit limit
 	xw := def("port_xmit_wait")
-	if xw.ThresholdType != TypeCongestion || xw.Threshold != 10 || xw.Window() != time.Minute {
+	if xw.ThresholdType != countertable.TypeCongestion || xw.Threshold != 10 || xw.Window() != time.Minute {
 		t.Fatalf("default row %+v, want congestion above 10%% over a minute", xw)
 	}
 	const perPct = 1e9 / 64 / 10 // ticks/s for 1% of 10 Gb/s at 8 bytes a tick
 	v := uint64(0)
 	sec := 0
 	view := func() CounterView {
-		return r.ev.View(r.st, "mlx5_0", 1, []Definition{*xw})[0]
+		return r.ev.View(r.st, "mlx5_0", 1, []countertable.Definition{*xw})[0]
 	}
 	// run advances whole seconds at pct% lost and returns the events.
 	run := func(seconds int, pct float64) []event.Spec {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 )
@@ -105,7 +107,7 @@ func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message,
 func SaturatedErrorCode(file string) string { return "saturated:" + file }
 
 func saturatedSpec(s *Sample, check string, limit uint64, bits int) event.Spec {
-	name := fileName(s.Def.Path)
+	name := countertable.FileName(s.Def.Path)
 	return event.Spec{
 		Kind:      event.KindCounterSaturated,
 		CheckName: check,
@@ -142,8 +144,8 @@ func unsaturatedSpec(file, device string, port int, check string, since time.Tim
 func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perSec float64, elapsed time.Duration, lowerBound bool) event.Spec {
 	d := s.Def
 	unit := d.VelocityUnit
-	if d.ThresholdType != TypeVelocity {
-		unit = UnitSecond
+	if d.ThresholdType != countertable.TypeVelocity {
+		unit = countertable.UnitSecond
 	}
 	cmp := "="
 	if lowerBound {
@@ -170,14 +172,14 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	if lowerBound {
 		md["lowerBound"] = "true"
 	}
-	if d.ThresholdType == TypeBER {
+	if d.ThresholdType == countertable.TypeBER {
 		msg = berBreach(head, s, delta, rate, elapsed, md)
 	}
 	if twin := e.twinWitnesses(d.Name, s.LinkLayer); twin != "" {
 		md["witness"] = twin
 		msg += "; " + twin + " counts the same link down and raises no second condition"
 	}
-	if isXmitWait(d) {
+	if countertable.IsXmitWait(d) {
 		gbps, pct := LostBandwidth(perSec, e.bytesPerTick, s.PortRateGbps)
 		md["lostGbps"] = strconv.FormatFloat(gbps, 'f', 1, 64)
 		md["bytesPerTick"] = strconv.FormatFloat(e.bytesPerTick, 'g', -1, 64)

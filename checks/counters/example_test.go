@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -21,7 +22,7 @@ func Example() {
 	_ = os.MkdirAll(filepath.Join(portDir, "counters"), 0o755)
 	write := func(v string) { _ = os.WriteFile(filepath.Join(portDir, "counters", "link_downed"), []byte(v), 0o644) }
 
-	defs, err := counters.Merge(counters.Defaults(), nil) // overrides from [[counterDetection.counters]]
+	defs, err := countertable.Merge(countertable.Defaults(), nil) // overrides from [[counterDetection.counters]]
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -30,7 +31,7 @@ func Example() {
 	ev := counters.NewEvaluator(counters.Options{})
 	ev.Reconcile(st, defs)
 
-	var plan []counters.Definition
+	var plan []countertable.Definition
 	for _, d := range counters.PlanFor(defs) {
 		if d.AppliesTo(topology.LinkLayerInfiniBand) {
 			plan = append(plan, d)

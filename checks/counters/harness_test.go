@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -33,20 +35,20 @@ func (r *rig) restart() { r.ev = NewEvaluator(Options{}) }
 
 func (r *rig) at(d time.Duration) *rig { r.now = t0.Add(d); return r }
 
-func (r *rig) poll(d *Definition, v uint64) ([]event.Spec, bool) {
+func (r *rig) poll(d *countertable.Definition, v uint64) ([]event.Spec, bool) {
 	r.t.Helper()
 	return r.ev.Evaluate(r.st, Sample{Device: r.dev, Port: r.port, LinkLayer: r.ll, Def: d,
 		Value: v, PortRateGbps: r.rate, Now: r.now}, r.reboot)
 }
 
-func (r *rig) pollErr(d *Definition, err error) ([]event.Spec, bool) {
+func (r *rig) pollErr(d *countertable.Definition, err error) ([]event.Spec, bool) {
 	r.t.Helper()
 	return r.ev.Evaluate(r.st, Sample{Device: r.dev, Port: r.port, LinkLayer: r.ll, Def: d,
 		Err: err, Now: r.now}, r.reboot)
 }
 
 // none polls and fails on any event.
-func (r *rig) none(d *Definition, v uint64) {
+func (r *rig) none(d *countertable.Definition, v uint64) {
 	r.t.Helper()
 	if specs, _ := r.poll(d, v); len(specs) != 0 {
 		r.t.Fatalf("%s=%d at %v: unexpected events %+v", d.Name, v, r.now.Sub(t0), specs)
@@ -54,7 +56,7 @@ func (r *rig) none(d *Definition, v uint64) {
 }
 
 // one polls and returns the single event, failing otherwise.
-func (r *rig) one(d *Definition, v uint64) event.Spec {
+func (r *rig) one(d *countertable.Definition, v uint64) event.Spec {
 	r.t.Helper()
 	specs, _ := r.poll(d, v)
 	if len(specs) != 1 {
@@ -63,12 +65,12 @@ func (r *rig) one(d *Definition, v uint64) event.Spec {
 	return specs[0]
 }
 
-func (r *rig) key(d *Definition) string { return Key(r.dev, r.port, d.Name) }
+func (r *rig) key(d *countertable.Definition) string { return Key(r.dev, r.port, d.Name) }
 
-func (r *rig) breached(d *Definition) bool { return r.st.BreachFlags[r.key(d)].Breached }
+func (r *rig) breached(d *countertable.Definition) bool { return r.st.BreachFlags[r.key(d)].Breached }
 
-func def(name string) *Definition {
-	for _, d := range Defaults() {
+func def(name string) *countertable.Definition {
+	for _, d := range countertable.Defaults() {
 		if d.Name == name {
 			return &d
 		}

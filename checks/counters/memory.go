@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -207,7 +209,7 @@ func (m *Memory) checkOf(key string) string {
 // memory may not include: events are made durable before the state, so a
 // crash in between leaves the outbox ahead of the memory. defs names the
 // definitions, for a replayed latch's fingerprint.
-func (m *Memory) Replay(e *event.Event, defs []Definition) {
+func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
 	dev := e.Device()
 	port, _ := strconv.Atoi(e.Port())
 	name := e.Metadata["counter"]
@@ -221,7 +223,7 @@ func (m *Memory) Replay(e *event.Event, defs []Definition) {
 	switch e.Kind {
 	case event.KindCounterBreach:
 		fp := ""
-		if i := slices.IndexFunc(defs, func(d Definition) bool { return d.Name == name }); i >= 0 {
+		if i := slices.IndexFunc(defs, func(d countertable.Definition) bool { return d.Name == name }); i >= 0 {
 			fp = defs[i].Fingerprint()
 		}
 		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: e.GeneratedTimestamp, Definition: fp}

@@ -46,13 +46,3 @@ func TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName(t *testing.T) {
 		t.Fatalf("recovery check = %q, want the flag's", sp.CheckName)
 	}
 }
-
-// TestCounters_10_5_NameLengthLimit: 128 characters is the longest name.
-func TestCounters_10_5_NameLengthLimit(t *testing.T) {
-	if p := nameProblem(strings.Repeat("a", 128)); p != "" {
-		t.Fatalf("128 characters refused: %s", p)
-	}
-	if p := nameProblem(strings.Repeat("a", 129)); p == "" {
-		t.Fatal("129 characters accepted")
-	}
-}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
 
-func phyDef(name string) *Definition {
-	for _, d := range PHYDefaults() {
+func phyDef(name string) *countertable.Definition {
+	for _, d := range countertable.PHYDefaults() {
 		if d.Name == name {
 			return &d
 		}
@@ -33,12 +35,12 @@ func TestPHY_DefaultRows(t *testing.T) {
 		threshold float64
 		fatal     bool
 	}{
-		"rx_corrected_bits_phy": {TypeBER, UnitMinute, 1e-5, false},
-		"rx_symbol_err_phy":     {TypeVelocity, UnitHour, 120, true},
-		"rx_pcs_symbol_err_phy": {TypeVelocity, UnitMinute, 10, false},
-		"link_down_events_phy":  {TypeDelta, "", 0, true},
+		"rx_corrected_bits_phy": {countertable.TypeBER, countertable.UnitMinute, 1e-5, false},
+		"rx_symbol_err_phy":     {countertable.TypeVelocity, countertable.UnitHour, 120, true},
+		"rx_pcs_symbol_err_phy": {countertable.TypeVelocity, countertable.UnitMinute, 10, false},
+		"link_down_events_phy":  {countertable.TypeDelta, "", 0, true},
 	}
-	rows := PHYDefaults()
+	rows := countertable.PHYDefaults()
 	if len(rows) != len(want) {
 		t.Fatalf("%d PHY rows, want %d", len(rows), len(want))
 	}
@@ -52,10 +54,10 @@ func TestPHY_DefaultRows(t *testing.T) {
 			t.Errorf("%s must apply to Ethernet ports only", d.Name)
 		}
 	}
-	if RSFECCorrectionLimit/DefaultBERThreshold < 10 {
+	if countertable.RSFECCorrectionLimit/countertable.DefaultBERThreshold < 10 {
 		t.Fatal("the BER threshold keeps less than an order of magnitude of margin from the FEC cliff")
 	}
-	if err := Validate(TableDefaults()); err != nil {
+	if err := countertable.Validate(countertable.TableDefaults()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,7 +97,7 @@ func TestPHY_BERThreshold(t *testing.T) {
 				t.Fatalf("spec %+v", sp)
 			}
 			if !strings.Contains(sp.Message, "pre-FEC BER="+tc.ber) || sp.Metadata["ber"] != tc.ber ||
-				sp.Metadata["thresholdType"] != TypeBER {
+				sp.Metadata["thresholdType"] != countertable.TypeBER {
 				t.Fatalf("message %q metadata %v; want BER %s", sp.Message, sp.Metadata, tc.ber)
 			}
 			// Latched: more corrected bits add nothing until a reset.
@@ -130,7 +132,7 @@ func TestPHY_ResetAndReboot(t *testing.T) {
 	}
 	b := phyRig(t, 400)
 	b.reboot = true
-	for _, d := range PHYDefaults() {
+	for _, d := range countertable.PHYDefaults() {
 		if sp := b.one(&d, 0); sp.Kind != event.KindCounterBaseline || !sp.IsHealthy || sp.CheckName != event.EthernetDegradationCheck {
 			t.Fatalf("%s baseline %+v", d.Name, sp)
 		}
@@ -144,19 +146,19 @@ func TestPHY_Validation(t *testing.T) {
 	str := func(s string) *string { return &s }
 	f := func(v float64) *float64 { return &v }
 	for _, tc := range []struct {
-		o    Override
+		o    countertable.Override
 		want string // "" accepted
 	}{
-		{Override{Name: str("fec_bins"), Path: str("ethtool:rx_fec_corrected_blocks"), ThresholdType: str("delta"), Threshold: f(100)}, ""},
-		{Override{Name: str("b"), Path: str("ethtool:"), ThresholdType: str("delta"), Threshold: f(1)}, "names no statistic"},
-		{Override{Name: str("b"), Path: str("ethtool:{interface}:x"), ThresholdType: str("delta"), Threshold: f(1)}, "must not name an interface"},
-		{Override{Name: str("b"), Path: str("ethtool:a/b"), ThresholdType: str("delta"), Threshold: f(1)}, "letters, digits"},
-		{Override{Name: str("b"), Path: str("ethtool:" + strings.Repeat("x", 32)), ThresholdType: str("delta"), Threshold: f(1)}, "longer than 31"},
-		{Override{Name: str("rx_corrected_bits_phy"), Threshold: f(2)}, "is not a bit error rate"},
-		{Override{Name: str("b"), Path: str("ethtool:rx_corrected_bits_phy"), ThresholdType: str("ber"), Threshold: f(1e-6)}, "velocityUnit is required"},
-		{Override{Name: str("b"), Path: str("ethtool:x"), ThresholdType: str("bler"), Threshold: f(1)}, "not one of delta, velocity, ber"},
+		{countertable.Override{Name: str("fec_bins"), Path: str("ethtool:rx_fec_corrected_blocks"), ThresholdType: str("delta"), Threshold: f(100)}, ""},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:"), ThresholdType: str("delta"), Threshold: f(1)}, "names no statistic"},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:{interface}:x"), ThresholdType: str("delta"), Threshold: f(1)}, "must not name an interface"},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:a/b"), ThresholdType: str("delta"), Threshold: f(1)}, "letters, digits"},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:" + strings.Repeat("x", 32)), ThresholdType: str("delta"), Threshold: f(1)}, "longer than 31"},
+		{countertable.Override{Name: str("rx_corrected_bits_phy"), Threshold: f(2)}, "is not a bit error rate"},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:rx_corrected_bits_phy"), ThresholdType: str("ber"), Threshold: f(1e-6)}, "velocityUnit is required"},
+		{countertable.Override{Name: str("b"), Path: str("ethtool:x"), ThresholdType: str("bler"), Threshold: f(1)}, "not one of delta, velocity, ber"},
 	} {
-		_, err := Merge(TableDefaults(), []Override{tc.o})
+		_, err := countertable.Merge(countertable.TableDefaults(), []countertable.Override{tc.o})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: rejected: %v", *tc.o.Path+*tc.o.Name, err)
@@ -164,8 +166,8 @@ func TestPHY_Validation(t *testing.T) {
 			t.Errorf("%+v: error %v; want %q", tc.o, err, tc.want)
 		}
 	}
-	var ve *ValidationError
-	_, err := Merge(TableDefaults(), []Override{{Name: str("b"), Path: str("ethtool:"), ThresholdType: str("delta"), Threshold: f(1)}})
+	var ve *countertable.ValidationError
+	_, err := countertable.Merge(countertable.TableDefaults(), []countertable.Override{{Name: str("b"), Path: str("ethtool:"), ThresholdType: str("delta"), Threshold: f(1)}})
 	if !errors.As(err, &ve) || ve.Key != "path" {
 		t.Fatalf("error %v does not name the path key", err)
 	}

@@ -1,14 +1,18 @@
 package counters
 
-import "os"
+import (
+	"os"
+
+	"github.com/nichealth/nichealthd/config/countertable"
+)
 
 // PlanFor returns the enabled definitions, in order: the daemon builds its
 // read plan from them only, so a disabled counter's file is never opened
 // or read (seed 7.1: disabling is how an operator silences a counter a
 // device does not have). Per port, the daemon further keeps only the
 // definitions that AppliesTo the port's link layer.
-func PlanFor(defs []Definition) []Definition {
-	out := make([]Definition, 0, len(defs))
+func PlanFor(defs []countertable.Definition) []countertable.Definition {
+	out := make([]countertable.Definition, 0, len(defs))
 	for _, d := range defs {
 		if d.Enabled {
 			out = append(out, d)
@@ -29,7 +33,7 @@ type FileGroup struct {
 // instant: symbol_error and symbol_error_fatal both read
 // counters/symbol_error (seed 5.2). Groups keep the order of first
 // appearance.
-func Files(defs []Definition) []FileGroup {
+func Files(defs []countertable.Definition) []FileGroup {
 	out := make([]FileGroup, 0, len(defs))
 	at := make(map[string]int, len(defs))
 	for i, d := range defs {
@@ -49,7 +53,7 @@ func Files(defs []Definition) []FileGroup {
 // (seed 7.1: missing counters fail open and are not re-logged). A netdev
 // counter of a port without a netdev (iface == "") counts as missing.
 // Disabled definitions and driver statistics are left out of both lists.
-func Availability(portDir, netClassDir, iface string, defs []Definition) (present, missing []string) {
+func Availability(portDir, netClassDir, iface string, defs []countertable.Definition) (present, missing []string) {
 	for i := range defs {
 		d := &defs[i]
 		if !d.Enabled || d.IsEthtool() {

@@ -8,13 +8,15 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 func TestCounters_7_1_PlanSkipsDisabled(t *testing.T) {
-	defs, err := Merge(Defaults(), []Override{{Name: sp("port_xmit_wait"), Enabled: bp(false)}})
+	defs, err := countertable.Merge(countertable.Defaults(), []countertable.Override{{Name: new("port_xmit_wait"), Enabled: new(false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func TestCounters_7_1_PlanSkipsDisabled(t *testing.T) {
 }
 
 func TestCounters_5_2_FilesShared(t *testing.T) {
-	plan := PlanFor(Defaults())
+	plan := PlanFor(countertable.Defaults())
 	groups := Files(plan)
 	if len(groups) != len(plan)-1 {
 		t.Fatalf("%d groups for %d definitions", len(groups), len(plan))
@@ -72,7 +74,7 @@ func testAvailability(t *testing.T, h *sim.Host) {
 	}
 	netClass := filepath.Join(h.SysRoot(), "class", "net")
 	portDir, _ := h.PortPath(ib.Name, 1, "")
-	defs := Defaults()
+	defs := countertable.Defaults()
 	defs[12].Enabled = false // roce_slow_restart: disabled, so never listed
 	present, missing := Availability(portDir, netClass, ib.NetDev, defs)
 	if !reflect.DeepEqual(missing, []string(nil)) {
@@ -87,8 +89,8 @@ func testAvailability(t *testing.T, h *sim.Host) {
 		t.Errorf("missing = %v", missing)
 	}
 	ethDir, _ := h.PortPath(eth.Name, 1, "")
-	present, missing = Availability(ethDir, netClass, eth.NetDev, Defaults())
-	if len(missing) != 0 || len(present) != len(Defaults()) {
+	present, missing = Availability(ethDir, netClass, eth.NetDev, countertable.Defaults())
+	if len(missing) != 0 || len(present) != len(countertable.Defaults()) {
 		t.Errorf("RoCE port: present %v missing %v", present, missing)
 	}
 }
@@ -99,8 +101,8 @@ func testSimHost(t *testing.T, h *sim.Host) {
 	dev := h.Devices()[len(h.Devices())-1]
 	netClass := filepath.Join(h.SysRoot(), "class", "net")
 	portDir, _ := h.PortPath(dev.Name, 1, "")
-	plan := PlanFor(Defaults())
-	var portPlan []Definition
+	plan := PlanFor(countertable.Defaults())
+	var portPlan []countertable.Definition
 	for _, d := range plan {
 		if d.AppliesTo(dev.LinkLayer) {
 			portPlan = append(portPlan, d)

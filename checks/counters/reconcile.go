@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 )
@@ -40,7 +42,7 @@ var (
 //
 // Saturation marks of files no enabled counter reads are dropped too.
 // Specs come in key order, so the result is deterministic.
-func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
+func (e *Evaluator) Reconcile(st *Memory, newDefs []countertable.Definition) []event.Spec {
 	if st == nil {
 		return nil
 	}
@@ -95,7 +97,7 @@ func (e *Evaluator) Reconcile(st *Memory, newDefs []Definition) []event.Spec {
 			ent.hasLast, ent.hasRate = false, false
 		}
 	}
-	e.defs = make(map[string]Definition, len(newDefs))
+	e.defs = make(map[string]countertable.Definition, len(newDefs))
 	for _, d := range newDefs {
 		e.defs[d.Name] = d
 	}
@@ -107,15 +109,15 @@ type table struct {
 	enabled, known, files, congestion map[string]bool
 }
 
-func tableOf(defs []Definition) table {
+func tableOf(defs []countertable.Definition) table {
 	t := table{enabled: make(map[string]bool, len(defs)), known: make(map[string]bool, len(defs)), files: make(map[string]bool, len(defs)),
 		congestion: map[string]bool{}}
 	for _, d := range defs {
 		t.known[d.Name] = true
 		if d.Enabled {
 			t.enabled[d.Name] = true
-			t.files[fileName(d.Path)] = true
-			if d.ThresholdType == TypeCongestion {
+			t.files[countertable.FileName(d.Path)] = true
+			if d.ThresholdType == countertable.TypeCongestion {
 				t.congestion[d.Name] = true
 			}
 		}

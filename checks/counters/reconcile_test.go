@@ -2,9 +2,12 @@ package counters
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/config/countertable"
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
@@ -14,7 +17,7 @@ import (
 // port 1, and symbol_error_fatal half-way through its hour.
 func latchedRig(t *testing.T) *rig {
 	r := newRig(t)
-	r.ev.Reconcile(r.st, Defaults())
+	r.ev.Reconcile(r.st, countertable.Defaults())
 	for _, n := range []string{"link_downed", "port_rcv_errors", "symbol_error_fatal"} {
 		r.at(0).none(def(n), 0)
 	}
@@ -26,7 +29,7 @@ func latchedRig(t *testing.T) *rig {
 
 func TestCounters_6_Reload_Disabled(t *testing.T) {
 	r := latchedRig(t)
-	defs, err := Merge(Defaults(), []Override{{Name: sp("port_rcv_errors"), Enabled: bp(false)}})
+	defs, err := countertable.Merge(countertable.Defaults(), []countertable.Override{{Name: new("port_rcv_errors"), Enabled: new(false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +59,8 @@ func TestCounters_6_Reload_Disabled(t *testing.T) {
 	r.at(time.Hour).one(def("symbol_error_fatal"), 200)
 	// Removed entirely (a custom counter dropped from the file).
 	r2 := latchedRig(t)
-	var without []Definition
-	for _, d := range Defaults() {
+	var without []countertable.Definition
+	for _, d := range countertable.Defaults() {
 		if d.Name != "link_downed" {
 			without = append(without, d)
 		}
@@ -74,9 +77,9 @@ func TestCounters_6_Reload_Disabled(t *testing.T) {
 
 func TestCounters_6_Reload_ThresholdChangedKeepsWindowAndLatch(t *testing.T) {
 	r := latchedRig(t)
-	defs, err := Merge(Defaults(), []Override{
-		{Name: sp("symbol_error_fatal"), Threshold: fp(50)},
-		{Name: sp("link_downed"), IsFatal: bp(false)},
+	defs, err := countertable.Merge(countertable.Defaults(), []countertable.Override{
+		{Name: new("symbol_error_fatal"), Threshold: new(float64(50))},
+		{Name: new("link_downed"), IsFatal: new(false)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +103,8 @@ func TestCounters_6_Reload_ThresholdChangedKeepsWindowAndLatch(t *testing.T) {
 
 func TestCounters_6_Reload_TypeOrPathChangedRestartsSnapshot(t *testing.T) {
 	r := latchedRig(t)
-	defs, err := Merge(Defaults(), []Override{
-		{Name: sp("symbol_error_fatal"), ThresholdType: sp("delta"), Threshold: fp(50)},
+	defs, err := countertable.Merge(countertable.Defaults(), []countertable.Override{
+		{Name: new("symbol_error_fatal"), ThresholdType: new("delta"), Threshold: new(float64(50))},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +136,7 @@ func TestCounters_6_Reload_TypeOrPathChangedRestartsSnapshot(t *testing.T) {
 	v := *def("symbol_error_fatal")
 	r3.none(&v, 0)
 	r3.at(time.Minute).none(&v, 500)
-	v.ThresholdType, v.Threshold, v.VelocityUnit = TypeDelta, 100, ""
+	v.ThresholdType, v.Threshold, v.VelocityUnit = countertable.TypeDelta, 100, ""
 	r3.at(2*time.Minute).none(&v, 600)
 	r3.at(3*time.Minute).one(&v, 701)
 }
@@ -143,9 +146,9 @@ func TestCounters_6_Reload_NoRepeatedRebootBaseline(t *testing.T) {
 	r.reboot = true
 	ld := def("link_downed")
 	r.one(ld, 0)
-	defs, _ := Merge(Defaults(), []Override{{Name: sp("link_downed"), Enabled: bp(false)}})
+	defs, _ := countertable.Merge(countertable.Defaults(), []countertable.Override{{Name: new("link_downed"), Enabled: new(false)}})
 	r.ev.Reconcile(r.st, defs)
-	r.ev.Reconcile(r.st, Defaults())
+	r.ev.Reconcile(r.st, countertable.Defaults())
 	r.at(time.Second).none(ld, 0)
 }
 
@@ -203,7 +206,7 @@ func TestCounters_DBus_View(t *testing.T) {
 	r := latchedRig(t)
 	r.rate = 400
 	r.at(2*time.Second).none(def("port_rcv_errors"), 60000)
-	plan := PlanFor(Defaults())
+	plan := PlanFor(countertable.Defaults())
 	views := r.ev.View(r.st, "mlx5_0", 1, plan)
 	if len(views) != len(plan) {
 		t.Fatalf("%d views", len(views))
@@ -214,7 +217,7 @@ func TestCounters_DBus_View(t *testing.T) {
 	}
 	ld := by["link_downed"]
 	if !ld.Breached || !ld.BreachedSince.Equal(t0.Add(time.Second)) || !ld.HasValue || ld.Value != 1 || !ld.Fatal ||
-		ld.ThresholdType != TypeDelta || ld.RateUnit != "/sec" || !ld.HasRate || ld.Rate != 1 {
+		ld.ThresholdType != countertable.TypeDelta || ld.RateUnit != "/sec" || !ld.HasRate || ld.Rate != 1 {
 		t.Errorf("link_downed view %+v", ld)
 	}
 	pr := by["port_rcv_errors"]
@@ -244,7 +247,7 @@ func TestCounters_DBus_View(t *testing.T) {
 	xwd := def("port_xmit_wait")
 	r2.none(xwd, 0)
 	r2.at(time.Second).none(xwd, 5000)
-	v := r2.ev.View(r2.st, "mlx5_0", 1, []Definition{*xwd})[0]
+	v := r2.ev.View(r2.st, "mlx5_0", 1, []countertable.Definition{*xwd})[0]
 	if v.Rate != 5000 || !near(v.LostGbps, 5000*64/1e9) || !near(v.LostPercent, 5000*64/1e9/400*100) {
 		t.Errorf("%+v", v)
 	}
@@ -256,7 +259,7 @@ func TestCounters_DBus_View(t *testing.T) {
 func TestCounters_ConcurrentUse(t *testing.T) {
 	ev := NewEvaluator(Options{})
 	stA, stB := newRig(t).st, newRig(t).st
-	plan := PlanFor(Defaults())
+	plan := PlanFor(countertable.Defaults())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -271,8 +274,16 @@ func TestCounters_ConcurrentUse(t *testing.T) {
 		ev.View(stB, "mlx5_0", 1, plan)
 		ev.Acknowledge(stB, "mlx5_0", 1, "", t0, "uid 0")
 		if i%50 == 0 {
-			ev.Reconcile(stB, Defaults())
+			ev.Reconcile(stB, countertable.Defaults())
 		}
 	}
 	<-done
+}
+
+// find returns the definition called name, or nil.
+func find(defs []countertable.Definition, name string) *countertable.Definition {
+	if i := slices.IndexFunc(defs, func(d countertable.Definition) bool { return d.Name == name }); i >= 0 {
+		return &defs[i]
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 )
 
@@ -34,16 +35,6 @@ func SaturationLimit(path string) (limit uint64, bits int, ok bool) {
 	return 0, 0, false
 }
 
-// fileName is the last element of a counter path, which names the counter
-// in saturation messages and keys: symbol_error and symbol_error_fatal
-// read one file, and that file saturates once, not twice.
-func fileName(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
 // saturation raises, once per file, a classic PMA counter stuck at its
 // maximum: a non-fatal loss of visibility (DESIGN.md difference 14), and
 // clears it when the counter moves again (its counters were cleared, or the
@@ -57,7 +48,7 @@ func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spe
 		return nil, false
 	}
 	if ent.satFor != s.Def.Path || ent.satKey == "" {
-		ent.satKey = Key(s.Device, s.Port, fileName(s.Def.Path))
+		ent.satKey = Key(s.Device, s.Port, countertable.FileName(s.Def.Path))
 		ent.satFor = s.Def.Path
 	}
 	since, marked := st.Saturated[ent.satKey]
@@ -71,9 +62,9 @@ func (e *Evaluator) saturation(st *Memory, s *Sample, ent *memEntry) (*event.Spe
 		check := st.checkOf(ent.satKey)
 		delete(st.Saturated, ent.satKey)
 		st.raisedUnder(ent.satKey, "")
-		sp := unsaturatedSpec(fileName(s.Def.Path), s.Device, s.Port, check, since,
+		sp := unsaturatedSpec(countertable.FileName(s.Def.Path), s.Device, s.Port, check, since,
 			fmt.Sprintf("Port %s port %d: %s moves again (now %d, below its %d-bit maximum %d); new errors are visible",
-				s.Device, s.Port, fileName(s.Def.Path), s.Value, bits, limit))
+				s.Device, s.Port, countertable.FileName(s.Def.Path), s.Value, bits, limit))
 		return &sp, true
 	}
 	return nil, false

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -40,7 +42,7 @@ func TestCounters_10_2_SeedPin_DefaultTable(t *testing.T) {
 		"roce_slow_restart": {"hw_counters/roce_slow_restart", false, "velocity", "second", 10},
 		"carrier_changes":   {"/sys/class/net/{interface}/carrier_changes", false, "delta", "", 2},
 	}
-	got := Defaults()
+	got := countertable.Defaults()
 	if len(got) != 14 {
 		t.Errorf("Defaults() has %d rows, the seed's table has 14", len(got))
 	}
@@ -105,7 +107,7 @@ func seedEdge(t *testing.T, name string, window time.Duration, atLimit, above ui
 	if !r.breached(d) {
 		t.Fatalf("%s breach not latched", name)
 	}
-	if d.ThresholdType == TypeVelocity {
+	if d.ThresholdType == countertable.TypeVelocity {
 		rig(3).at(window/2).none(d, base+above*100)
 	}
 }
@@ -147,7 +149,7 @@ func TestCounters_4_5_SeedPin_RateScaledToUnit(t *testing.T) {
 	r := newRig(t)
 	r.none(sym, 0)
 	r.at(1100*time.Millisecond).none(sym, 11)
-	v := r.ev.View(r.st, r.dev, r.port, []Definition{*sym})[0]
+	v := r.ev.View(r.st, r.dev, r.port, []countertable.Definition{*sym})[0]
 	if !v.HasRate || v.Rate < 9.999 || v.Rate > 10.001 || v.RateUnit != "/sec" {
 		t.Fatalf("rate after 11 in 1.1 s = %v %s (has=%v), want 10 /sec", v.Rate, v.RateUnit, v.HasRate)
 	}

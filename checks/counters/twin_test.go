@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/event"
 )
 
@@ -17,9 +19,9 @@ import (
 // latches, the other is absorbed, in either order and on the next tick.
 func TestCounters_10_4_RoCELinkDownIsOneCondition(t *testing.T) {
 	pma, phy := def("link_downed"), phyDef("link_down_events_phy")
-	for _, order := range [][2]*Definition{{pma, phy}, {phy, pma}} {
+	for _, order := range [][2]*countertable.Definition{{pma, phy}, {phy, pma}} {
 		r := phyRig(t, 200)
-		r.ev.Reconcile(r.st, TableDefaults())
+		r.ev.Reconcile(r.st, countertable.TableDefaults())
 		r.none(order[0], 3)
 		r.none(order[1], 3)
 		sp := r.at(time.Second).one(order[0], 4)
@@ -54,7 +56,7 @@ func TestCounters_10_4_RoCELinkDownIsOneCondition(t *testing.T) {
 	}
 	// An InfiniBand port has no twin: its link_downed message says so.
 	ib := newRig(t)
-	ib.ev.Reconcile(ib.st, TableDefaults())
+	ib.ev.Reconcile(ib.st, countertable.TableDefaults())
 	ib.none(pma, 0)
 	if sp := ib.at(time.Second).one(pma, 1); sp.Metadata["witness"] != "" || strings.Contains(sp.Message, "same link down") {
 		t.Fatalf("IB link_downed %+v", sp)

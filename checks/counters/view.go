@@ -2,6 +2,8 @@ package counters
 
 import (
 	"time"
+
+	"github.com/nichealth/nichealthd/config/countertable"
 )
 
 // CounterView is one counter of one port as D-Bus and nichealthctl show it.
@@ -34,7 +36,7 @@ type CounterView struct {
 
 // View describes the counters defs of one port (normally the port's plan:
 // enabled definitions that apply to its link layer), in defs order.
-func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition) []CounterView {
+func (e *Evaluator) View(st *Memory, device string, port int, defs []countertable.Definition) []CounterView {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]CounterView, 0, len(defs))
@@ -50,11 +52,11 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition)
 			Fatal:         d.IsFatal,
 			RateUnit:      "/sec",
 		}
-		if d.ThresholdType == TypeVelocity {
+		if d.ThresholdType == countertable.TypeVelocity {
 			v.RateUnit = unitSuffix(d.VelocityUnit)
 		}
-		if d.ThresholdType == TypeBER {
-			v.RateUnit = TypeBER // a bit error rate has no time unit
+		if d.ThresholdType == countertable.TypeBER {
+			v.RateUnit = countertable.TypeBER // a bit error rate has no time unit
 		}
 		key := Key(device, port, d.Name)
 		ent := e.mem[memKey{device, port, d.Name}]
@@ -68,7 +70,7 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition)
 			if f, ok := st.BreachFlags[key]; ok && f.Breached {
 				v.Breached, v.BreachedSince = true, f.Since
 			}
-			if _, ok := st.Saturated[Key(device, port, fileName(d.Path))]; ok {
+			if _, ok := st.Saturated[Key(device, port, countertable.FileName(d.Path))]; ok {
 				v.Saturated = true
 			}
 			if _, ok := st.Congested[key]; ok {
@@ -80,7 +82,7 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []Definition)
 		}
 		if ent != nil && ent.hasLive {
 			v.LostGbps, v.LostPercent = LostBandwidth(ent.livePerSec, e.bytesPerTick, ent.portGbps)
-			if d.ThresholdType == TypeCongestion {
+			if d.ThresholdType == countertable.TypeCongestion {
 				// The live rate is what a congestion counter shows.
 				v.Rate, v.HasRate = ent.livePerSec, true
 			}

@@ -1,6 +1,10 @@
 package counters
 
-import "time"
+import (
+	"time"
+
+	"github.com/nichealth/nichealthd/config/countertable"
+)
 
 // measure is a judged reading: how much the counter moved, over what time,
 // its rate in the definition's unit and per second, and the verdict.
@@ -23,7 +27,7 @@ const (
 
 // velocity judges a velocity counter over its window (seed 10.4 step 5):
 // never before the window is full, never extrapolated.
-func velocity(d *Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
+func velocity(d *countertable.Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
 	window := d.Window()
 	elapsed := now.Sub(snap.Timestamp)
 	switch {
@@ -53,7 +57,7 @@ func velocity(d *Definition, ent *memEntry, snap CounterSnapshot, now time.Time,
 // deltaOver judges a delta counter: the change since the last reading
 // against the threshold, its rate over the last tick (Since) for the
 // message.
-func deltaOver(d *Definition, s *Sample, snap CounterSnapshot, now time.Time, delta uint64) measure {
+func deltaOver(d *countertable.Definition, s *Sample, snap CounterSnapshot, now time.Time, delta uint64) measure {
 	elapsed := now.Sub(snap.Timestamp)
 	if s.Since.After(snap.Timestamp) && !s.Since.After(now) {
 		elapsed = now.Sub(s.Since)

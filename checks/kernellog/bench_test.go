@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/topology/kmsg"
 )
 
@@ -21,7 +23,7 @@ func BenchmarkJudge_Batch(b *testing.B) {
 		{"other_drivers", "nvme nvme3: I/O 1023 QID 12 timeout, aborting", false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			ps, _ := Merge(Defaults(), nil)
+			ps, _ := patterntable.Merge(patterntable.Defaults(), nil)
 			tb, _ := Compile(ps)
 			c, mem := New(tb, Options{}), NewMemory()
 			recs := make([]kmsg.Record, 1024)

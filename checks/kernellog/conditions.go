@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 )
@@ -12,7 +14,7 @@ import (
 // raise returns the condition's unhealthy event and records that it was
 // reported. Its error code is the pattern's name, on the raise and on the
 // clear alike (DESIGN.md difference 13).
-func (c *Check) raise(a *Active, p *Pattern, now time.Time) event.Spec {
+func (c *Check) raise(a *Active, p *patterntable.Pattern, now time.Time) event.Spec {
 	a.Reported, a.ReportedCount = now, a.Count
 	action := p.Action
 	s := c.base(a, event.KindKernelLog)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/topology/kmsg"
@@ -180,19 +182,19 @@ func (c *Check) matched(mem *Memory, p *compiled, r *kmsg.Record, pci, text stri
 		label = "none"
 	}
 	c.count(MatchKey{p.Name, label}, 1)
-	if p.Severity == Informational {
+	if p.Severity == patterntable.Informational {
 		c.debugf(p.Name+pci, "kernel log record matched an informational pattern", p, pci, r)
 		return specs
 	}
 	switch {
-	case p.Scope == ScopeNode:
+	case p.Scope == patterntable.ScopeNode:
 		fn = Function{PCI: pci}
 	case monitored:
 	case pci != "" && devs.Known[pci]:
 		c.stats.Unmonitored++
 		c.debugf(p.Name+pci, "kernel log record about a function that is not monitored (VF, management or excluded NIC); not raised", p, pci, r)
 		return specs
-	case p.Scope == ScopeNICOrNode:
+	case p.Scope == patterntable.ScopeNICOrNode:
 		fn = Function{PCI: pci}
 	default:
 		if pci == "" {
@@ -232,7 +234,7 @@ func (c *Check) debugf(key, msg string, p *compiled, pci string, r *kmsg.Record)
 func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r *kmsg.Record, text string, now time.Time, changed *bool) []event.Spec {
 	a := mem.Active[key]
 	if a == nil {
-		if p.Severity == NonFatal && now.Sub(r.Time) >= p.Quiet {
+		if p.Severity == patterntable.NonFatal && now.Sub(r.Time) >= p.Quiet {
 			// Read from the ring long after it was written (the first
 			// start after a boot's quiet period): it would clear again at
 			// once.
@@ -259,7 +261,7 @@ func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r 
 			}
 			a.Recent = nil
 		}
-		a.Raised, a.Fatal = true, p.Severity == Fatal
+		a.Raised, a.Fatal = true, p.Severity == patterntable.Fatal
 		return []event.Spec{c.raise(a, p.Pattern, now)}
 	}
 	if now.Sub(a.Reported) >= p.Dedupe {
@@ -276,8 +278,8 @@ func within(ts []time.Time, from time.Time) []time.Time {
 			out = append(out, t)
 		}
 	}
-	if len(out) > maxOccurrences {
-		out = out[len(out)-maxOccurrences:]
+	if len(out) > patterntable.MaxOccurrences {
+		out = out[len(out)-patterntable.MaxOccurrences:]
 	}
 	return out
 }
@@ -377,7 +379,7 @@ func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bo
 	for _, e := range sortedActive(mem) {
 		k, a := e.k, e.a
 		p := c.table.byName[a.Pattern]
-		if p == nil || !p.Enabled || p.Severity == Informational {
+		if p == nil || !p.Enabled || p.Severity == patterntable.Informational {
 			continue // Reconcile's
 		}
 		switch {
@@ -411,7 +413,7 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 			why = "pattern " + a.Pattern + " is no longer in the configuration"
 		case !p.Enabled:
 			why = "pattern " + a.Pattern + " was disabled (enabled = false)"
-		case p.Severity == Informational:
+		case p.Severity == patterntable.Informational:
 			why = "pattern " + a.Pattern + " is now informational"
 		}
 		switch {
@@ -419,8 +421,8 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 			specs = append(specs, c.clear(mem, k, a, why))
 		case why != "":
 			delete(mem.Active, k)
-		case p != nil && a.Raised && a.Fatal != (p.Severity == Fatal): // p is nil only with a why
-			a.Fatal = p.Severity == Fatal
+		case p != nil && a.Raised && a.Fatal != (p.Severity == patterntable.Fatal): // p is nil only with a why
+			a.Fatal = p.Severity == patterntable.Fatal
 			specs = append(specs, c.raise(a, p.Pattern, now))
 		}
 	}
@@ -443,7 +445,7 @@ func (c *Check) ClearAll(mem *Memory, why string) []event.Spec {
 // IsAckWord reports whether AcknowledgeReset's counter argument is the
 // kernel log's: "kernel_log" or a pattern's name.
 func (c *Check) IsAckWord(what string) bool {
-	return what == AckAll || c.table.byName[what] != nil
+	return what == patterntable.AckAll || c.table.byName[what] != nil
 }
 
 // Acknowledge clears, at the operator's word, the conditions covering a
@@ -454,10 +456,10 @@ func (c *Check) Acknowledge(mem *Memory, device string, port int, what, who stri
 	var specs []event.Spec
 	for _, e := range sortedActive(mem) {
 		k, a := e.k, e.a
-		if !a.Raised || (what != AckAll && a.Pattern != what) {
+		if !a.Raised || (what != patterntable.AckAll && a.Pattern != what) {
 			continue
 		}
-		covers := len(a.Ports) == 0 && what != AckAll
+		covers := len(a.Ports) == 0 && what != patterntable.AckAll
 		for _, p := range a.Ports {
 			if p.Device == device && p.Port == port {
 				covers = true

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/kmsg"
 )
@@ -23,9 +25,9 @@ func devices() *Devices {
 	}
 }
 
-func newCheck(t *testing.T, userSpace bool, overrides ...Override) *Check {
+func newCheck(t *testing.T, userSpace bool, overrides ...patterntable.Override) *Check {
 	t.Helper()
-	ps, err := Merge(Defaults(), overrides)
+	ps, err := patterntable.Merge(patterntable.Defaults(), overrides)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ const timeoutLine = "mlx5_core 0000:3b:00.0: wait_func:1189:(pid 72061): ACCESS_
 // clears it, by "kernel_log" or by the pattern's name, with the pattern's
 // error code on the clear.
 func TestKernelLog_11_FatalLatchesUntilAcknowledged(t *testing.T) {
-	for _, what := range []string{AckAll, "cmd_exec_timeout"} {
+	for _, what := range []string{patterntable.AckAll, "cmd_exec_timeout"} {
 		c, mem := newCheck(t, false), NewMemory()
 		s := only(t, judge(t, c, mem, t0, rec(timeoutLine, dict("0000:3b:00.0"))), event.KindKernelLog)
 		if !s.IsFatal || s.CheckName != CheckName || s.ErrorCode[0] != "cmd_exec_timeout" || *s.Action != event.ActionReplaceVM ||
@@ -223,8 +225,8 @@ func first(s []event.Spec, _ bool) []event.Spec { return s }
 func TestKernelLog_11_StormIsOneConditionWithACount(t *testing.T) {
 	// A quiet period longer than the 24 h window, so the condition lives
 	// to see its update.
-	name, quiet := "access_reg_failed", Duration{D: 48 * time.Hour, Set: true}
-	c, mem := newCheck(t, false, Override{Name: &name, QuietPeriod: quiet}), NewMemory()
+	name, quiet := "access_reg_failed", patterntable.Duration{D: 48 * time.Hour, Set: true}
+	c, mem := newCheck(t, false, patterntable.Override{Name: &name, QuietPeriod: quiet}), NewMemory()
 	line := "mlx5_core 0000:3b:00.0: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad resource(0x5), syndrome (0x305684), err(-22)"
 	var recs []kmsg.Record
 	for i := 0; i < 1000; i++ {
@@ -305,10 +307,10 @@ func TestKernelLog_11_ScopeAndFacility(t *testing.T) {
 // two-record patterns, records read from the ring long after they were
 // written.
 func TestKernelLog_11_PatternRules(t *testing.T) {
-	n, w := 3, Duration{D: time.Minute, Set: true}
+	n, w := 3, patterntable.Duration{D: time.Minute, Set: true}
 	name := "tx_timeout"
 	t.Run("three within a minute", func(t *testing.T) {
-		c, mem := newCheck(t, false, Override{Name: &name, Occurrences: &n, Window: w}), NewMemory()
+		c, mem := newCheck(t, false, patterntable.Override{Name: &name, Occurrences: &n, Window: w}), NewMemory()
 		line := "mlx5_core 0000:3b:00.0 ens1f0np0: TX timeout detected"
 		if s := judge(t, c, mem, t0, rec(line), rec(line, at(61*time.Second)), rec(line, at(100*time.Second))); len(s) != 0 {
 			t.Fatalf("raised with two inside the window: %+v", s)
@@ -319,7 +321,7 @@ func TestKernelLog_11_PatternRules(t *testing.T) {
 		}
 	})
 	t.Run("pending occurrences expire", func(t *testing.T) {
-		c, mem := newCheck(t, false, Override{Name: &name, Occurrences: &n, Window: w}), NewMemory()
+		c, mem := newCheck(t, false, patterntable.Override{Name: &name, Occurrences: &n, Window: w}), NewMemory()
 		judge(t, c, mem, t0, rec("mlx5_core 0000:3b:00.0 ens1f0np0: TX timeout detected"))
 		if c.Tick(mem, t0.Add(2*time.Minute)); len(mem.Active) != 0 {
 			t.Fatalf("pending kept: %+v", mem.Active)
@@ -373,7 +375,7 @@ func TestKernelLog_11_ReconcileAfterAReload(t *testing.T) {
 	judge(t, c, mem, t0, rec("mlx5_core 0000:3b:00.0 ens1f0np0: TX timeout detected"),
 		rec("mlx5_core 0000:3b:00.0: port_module:262:(pid 0): Port module event: module 0, Cable unplugged"))
 	off, tx, fatal, mod := false, "tx_timeout", "fatal", "module_unplugged"
-	ps, _ := Merge(Defaults(), []Override{{Name: &tx, Severity: &fatal}, {Name: &mod, Enabled: &off}})
+	ps, _ := patterntable.Merge(patterntable.Defaults(), []patterntable.Override{{Name: &tx, Severity: &fatal}, {Name: &mod, Enabled: &off}})
 	tb, _ := Compile(ps)
 	c.SetTable(tb, Options{})
 	specs := c.Reconcile(mem, t0)
@@ -397,7 +399,7 @@ func TestKernelLog_11_ReplayRestoresRaiseClearAndCursor(t *testing.T) {
 	if !fresh.HasSeq || fresh.Seq != 777 || a == nil || !a.Raised || !a.Fatal || a.Count != 1 || len(a.Ports) != 1 || a.Device != "mlx5_0" {
 		t.Fatalf("replayed %+v %+v", fresh, a)
 	}
-	cl := event.New(c.Acknowledge(mem, "mlx5_0", 1, AckAll, "uid 0")[0], event.Stamp{Now: t0})
+	cl := event.New(c.Acknowledge(mem, "mlx5_0", 1, patterntable.AckAll, "uid 0")[0], event.Stamp{Now: t0})
 	fresh.Replay(&cl)
 	if len(fresh.Active) != 0 {
 		t.Fatalf("after the replayed clear: %+v", fresh.Active)

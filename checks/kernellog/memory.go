@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -84,11 +85,11 @@ func (m *Memory) Validate() (dropped []string) {
 		switch {
 		case a == nil:
 			why = "empty"
-		case !nameRE.MatchString(a.Pattern) || k != Key(a.Pattern, a.PCI):
+		case !patterntable.ValidName(a.Pattern) || k != Key(a.Pattern, a.PCI):
 			why = "key does not match its pattern and function"
 		case a.PCI != "" && !topology.IsPCIAddress(a.PCI):
 			why = "not a PCI address"
-		case len(a.Recent) > maxOccurrences:
+		case len(a.Recent) > patterntable.MaxOccurrences:
 			why = "more occurrences than any pattern counts"
 		}
 		if why != "" {

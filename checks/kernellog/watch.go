@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
@@ -24,7 +26,7 @@ type Config struct {
 	// On: kernelLog.enabled and the check in --checks.
 	On             bool
 	MatchUserSpace bool
-	Patterns       []Pattern
+	Patterns       []patterntable.Pattern
 }
 
 // Watch is the kernel-log check as the runner (checks/runner) runs it

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/config"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // heapGrowth runs f and returns how much the live heap grew across it.
@@ -47,11 +50,11 @@ func TestBounded_1_CounterJumpIsANumberNotALoop(t *testing.T) {
 			Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), LinkDownEvents: Reading{2_000_000, true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Defaults(), State{}, "b")
+			e := New(config.DefaultRules(), State{}, "b")
 			none(t, "baseline", e.Cycle(at(0, 0), []Port{c.baseline}, nil))
 			var cs []Change
 			grew := heapGrowth(func() { cs = e.Cycle(at(0, 1), []Port{c.jump}, nil) })
-			only(t, cs, true, FlapCheck)
+			only(t, cs, true, event.FlapCheck)
 			if grew > 1<<20 {
 				t.Fatalf("one counter reading grew the heap by %d bytes", grew)
 			}
@@ -66,16 +69,16 @@ func TestBounded_1_CounterJumpIsANumberNotALoop(t *testing.T) {
 // a reset to 0. Totals saturate instead of wrapping to a small number (a
 // wrapped total would stop counting episodes for 2^64 more).
 func TestBounded_1_SaturatingTotals(t *testing.T) {
-	e := New(Defaults(), State{}, "b")
+	e := New(config.DefaultRules(), State{}, "b")
 	e.Cycle(at(0, 0), []Port{ib("ACTIVE", 0)}, nil)
-	only(t, e.Cycle(at(0, 1), []Port{ib("ACTIVE", math.MaxUint64)}, nil), true, FlapCheck)
+	only(t, e.Cycle(at(0, 1), []Port{ib("ACTIVE", math.MaxUint64)}, nil), true, event.FlapCheck)
 	e.Cycle(at(0, 2), []Port{ib("ACTIVE", 0)}, nil)
 	e.Cycle(at(0, 3), []Port{ib("ACTIVE", math.MaxUint64)}, nil)
 	if got, _ := e.Episodes("mlx5_0", 1); got != math.MaxUint64 {
 		t.Fatalf("episodes %d, want saturated at 2^64-1", got)
 	}
 	p := e.st.Ports["mlx5_0/1"]
-	if len(p.FlapWindow) > Defaults().Flap.Episodes {
+	if len(p.FlapWindow) > config.DefaultRules().Flap.Episodes {
 		t.Fatalf("flap window holds %d buckets", len(p.FlapWindow))
 	}
 }
@@ -87,7 +90,7 @@ func TestBounded_1_LegacyStateFoldedOnRestore(t *testing.T) {
 	for i := range ts {
 		ts[i] = at(5, 0)
 	}
-	e := New(Defaults(), State{BootID: "b", Ports: map[string]*PortState{"mlx5_0/1": {Episodes: ts, Flapping: true, LastEpisode: at(5, 0)}}}, "b")
+	e := New(config.DefaultRules(), State{BootID: "b", Ports: map[string]*PortState{"mlx5_0/1": {Episodes: ts, Flapping: true, LastEpisode: at(5, 0)}}}, "b")
 	if n := stateBytes(t, e); n > 2048 {
 		t.Fatalf("restored rules state is %d bytes", n)
 	}
@@ -106,7 +109,7 @@ var extremes = []uint64{0, 1, 2, 255, 65535, 1 << 32, math.MaxUint64 - 1, math.M
 // extreme, a jump or a step backwards) and how far time moves, including
 // not at all and backwards.
 func driveRules(t *testing.T, b []byte, check func(e *Engine, step int)) {
-	cfg := Defaults()
+	cfg := config.DefaultRules()
 	e := New(cfg, State{}, "b")
 	now := at(0, 0)
 	vals := map[string]uint64{}
@@ -156,7 +159,7 @@ func FuzzRules_ExtremeCounters(f *testing.F) {
 		seed = binary.LittleEndian.AppendUint32(seed, uint32(i)*2654435761)
 	}
 	f.Add(seed)
-	cfg := Defaults()
+	cfg := config.DefaultRules()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		driveRules(t, b, func(e *Engine, step int) {
 			for k, p := range e.st.Ports {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nichealth/nichealthd/config"
+
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -34,7 +36,7 @@ type Conditions interface {
 // model's conditions, and their raises and clears are events like any
 // check's, folded into the same model.
 type Check struct {
-	cfg     Config
+	cfg     config.Rules
 	on      map[string]bool
 	boot    observe.Boot
 	bootID  string
@@ -56,7 +58,7 @@ func (c *Check) SetConditions(conds Conditions) { c.conds = conds }
 // Configure applies [rules], with the rules that --checks (or the checks
 // key) leaves out switched off, and returns the clears of the rules it
 // switched off.
-func (c *Check) Configure(cfg Config, checksOn map[string]bool) []event.Spec {
+func (c *Check) Configure(cfg config.Rules, checksOn map[string]bool) []event.Spec {
 	c.cfg, c.on = effective(cfg, checksOn), checksOn
 	if c.engine == nil {
 		c.engine = New(c.cfg, State{}, c.bootID)
@@ -67,10 +69,10 @@ func (c *Check) Configure(cfg Config, checksOn map[string]bool) []event.Spec {
 
 // effective is the [rules] configuration with the rules that --checks
 // (or the checks key) leaves out switched off.
-func effective(r Config, on map[string]bool) Config {
-	r.Flap.Enabled = r.Flap.Enabled && on[FlapCheck]
-	r.Drop.Enabled = r.Drop.Enabled && on[DropCheck]
-	r.Degradation.Enabled = r.Degradation.Enabled && on[DegradationCheck]
+func effective(r config.Rules, on map[string]bool) config.Rules {
+	r.Flap.Enabled = r.Flap.Enabled && on[event.FlapCheck]
+	r.Drop.Enabled = r.Drop.Enabled && on[event.DropCheck]
+	r.Degradation.Enabled = r.Degradation.Enabled && on[event.DegradationCheck]
 	return r
 }
 
@@ -79,7 +81,9 @@ func (c *Check) Engine() *Engine { return c.engine }
 
 func (*Check) Step() string { return "rules" }
 
-func (*Check) Serves() []string { return []string{FlapCheck, DropCheck, DegradationCheck} }
+func (*Check) Serves() []string {
+	return []string{event.FlapCheck, event.DropCheck, event.DegradationCheck}
+}
 
 // Run folds the poll into the rules' windows. After a reboot or with no
 // state, the first run opens each enabled rule with its check-scoped
@@ -95,7 +99,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 			for _, r := range []struct {
 				on    bool
 				check string
-			}{{c.cfg.Flap.Enabled, FlapCheck}, {c.cfg.Drop.Enabled, DropCheck}, {c.cfg.Degradation.Enabled, DegradationCheck}} {
+			}{{c.cfg.Flap.Enabled, event.FlapCheck}, {c.cfg.Drop.Enabled, event.DropCheck}, {c.cfg.Degradation.Enabled, event.DegradationCheck}} {
 				if r.on {
 					cy.Emit(checks.ClearedSpec(r.check, why))
 				}
@@ -173,7 +177,7 @@ func (c *Check) degraded() []Degraded {
 }
 
 func isRuleCheck(name string) bool {
-	return name == FlapCheck || name == DropCheck || name == DegradationCheck
+	return name == event.FlapCheck || name == event.DropCheck || name == event.DegradationCheck
 }
 
 // Specs turns the rules' changes into events.

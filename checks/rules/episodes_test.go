@@ -3,6 +3,8 @@ package rules
 import (
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/config"
 )
 
 func ibPort(state string, linkDowned uint64) Port {
@@ -77,7 +79,7 @@ func TestEpisodes_6_3_OneEpisodePerLinkLoss(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Defaults(), State{}, "boot")
+			e := New(config.DefaultRules(), State{}, "boot")
 			now := time.Unix(1_700_000_000, 0)
 			for i, s := range c.steps {
 				e.Cycle(now.Add(time.Duration(i)*time.Second), []Port{s.port}, nil)

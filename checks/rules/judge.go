@@ -27,7 +27,7 @@ func (e *Engine) flap(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 		return []Change{{Raise: true, Condition: e.flapCondition(pt.Device, pt.Port, p, now)}}
 	case p.Flapping && now.Sub(p.LastEpisode) >= cfg.Stabilization:
 		p.Flapping = false
-		return []Change{clearChange(FlapCheck, pt.Device, pt.Port)}
+		return []Change{clearChange(event.FlapCheck, pt.Device, pt.Port)}
 	}
 	return nil
 }
@@ -49,7 +49,7 @@ func (e *Engine) drop(now time.Time, pt *Port, p *PortState, n uint64) []Change 
 		p.DownSince = time.Time{}
 		if p.Dropped {
 			p.Dropped = false
-			return []Change{clearChange(DropCheck, pt.Device, pt.Port)}
+			return []Change{clearChange(event.DropCheck, pt.Device, pt.Port)}
 		}
 		return nil
 	}
@@ -117,7 +117,7 @@ func (e *Engine) degradation(now time.Time, degraded []Degraded, ports map[strin
 			out = append(out, Change{Raise: true, Condition: e.degradationCondition(dev, port, p, now)})
 		case p.Escalated && len(p.NonFatal) < cfg.Events && len(active[k]) == 0:
 			p.Escalated = false
-			out = append(out, clearChange(DegradationCheck, dev, port))
+			out = append(out, clearChange(event.DegradationCheck, dev, port))
 		}
 	}
 	return out
@@ -131,7 +131,7 @@ func clearChange(check, dev string, port int) Change {
 // analyzer's text for RepeatedNICLinkFlap.
 func (e *Engine) flapCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Flap
-	return Condition{Check: FlapCheck, Device: dev, Port: port, Fatal: true,
+	return Condition{Check: event.FlapCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: NIC port flapping detected (%d link-down episodes within %s; held until stable for %s)",
 			dev, port, max(p.FlapWindow.Count(), uint64(cfg.Episodes)), cfg.Window, cfg.Stabilization)}
@@ -142,7 +142,7 @@ func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time
 	if since.IsZero() {
 		since = now
 	}
-	return Condition{Check: DropCheck, Device: dev, Port: port, Fatal: true,
+	return Condition{Check: event.DropCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: port dropped (DOWN since %s, %s or more, with no link_downed change)",
 			dev, port, since.UTC().Format(time.RFC3339), e.cfg.Drop.After)}
@@ -150,7 +150,7 @@ func (e *Engine) dropCondition(dev string, port int, p *PortState, now time.Time
 
 func (e *Engine) degradationCondition(dev string, port int, p *PortState, now time.Time) Condition {
 	cfg := e.cfg.Degradation
-	return Condition{Check: DegradationCheck, Device: dev, Port: port, Fatal: true,
+	return Condition{Check: event.DegradationCheck, Device: dev, Port: port, Fatal: true,
 		Action: event.ActionReplaceVM, Since: now,
 		Message: fmt.Sprintf("Port %s port %d: repeated NIC degradation (%d non-fatal degradation events of the port within %s)",
 			dev, port, max(len(p.NonFatal), cfg.Events), cfg.Window)}

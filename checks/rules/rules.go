@@ -1,91 +1,16 @@
 package rules
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/config"
+
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
-
-// Check names of the rules' conditions: the seeds' analyzer rule names
-// (state 6.2, 6.3; counter 1.4 and 3.1), which NVSentinel operators already
-// know (DESIGN.md difference 15).
-const (
-	FlapCheck        = "RepeatedNICLinkFlap"
-	DropCheck        = "NICPortDrop"
-	DegradationCheck = "RepeatedNICDegradation"
-)
-
-// Config tunes the three rules; each can be switched off.
-type Config struct {
-	Flap        FlapConfig
-	Drop        DropConfig
-	Degradation DegradationConfig
-}
-
-// FlapConfig: Episodes link-down episodes within Window is flapping; the
-// condition holds until no episode has been seen for Stabilization.
-type FlapConfig struct {
-	Enabled       bool
-	Episodes      int
-	Window        time.Duration
-	Stabilization time.Duration
-}
-
-// DropConfig: a port DOWN for After with no link_downed change has dropped.
-type DropConfig struct {
-	Enabled bool
-	After   time.Duration
-}
-
-// DegradationConfig: Events non-fatal degradation events on one port within
-// Window are fatal.
-type DegradationConfig struct {
-	Enabled bool
-	Events  int
-	Window  time.Duration
-}
-
-// Defaults are the seeds' numbers, every rule on: state 6.3 (3 link-down
-// episodes in 10 minutes), state 6.2 (DOWN for 4 minutes), counter 1.4
-// and 3.1 (RepeatedNICDegradation: 5 or more non-fatal events in 24 hours
-// → fatal).
-func Defaults() Config {
-	return Config{
-		Flap:        FlapConfig{Enabled: true, Episodes: 3, Window: 10 * time.Minute, Stabilization: 30 * time.Minute},
-		Drop:        DropConfig{Enabled: true, After: 4 * time.Minute},
-		Degradation: DegradationConfig{Enabled: true, Events: 5, Window: 24 * time.Hour},
-	}
-}
-
-// Validate names the first setting that cannot work.
-func (c Config) Validate() error {
-	var errs []error
-	if c.Flap.Episodes < 1 {
-		errs = append(errs, fmt.Errorf("flap episodes %d: must be at least 1", c.Flap.Episodes))
-	}
-	if c.Flap.Window <= 0 {
-		errs = append(errs, fmt.Errorf("flap window %s: must be positive", c.Flap.Window))
-	}
-	if c.Flap.Stabilization < 0 {
-		errs = append(errs, fmt.Errorf("flap stabilization %s: must not be negative", c.Flap.Stabilization))
-	}
-	if c.Drop.After <= 0 {
-		errs = append(errs, fmt.Errorf("drop after %s: must be positive", c.Drop.After))
-	}
-	if c.Degradation.Events < 1 {
-		errs = append(errs, fmt.Errorf("degradation events %d: must be at least 1", c.Degradation.Events))
-	}
-	if c.Degradation.Window <= 0 {
-		errs = append(errs, fmt.Errorf("degradation window %s: must be positive", c.Degradation.Window))
-	}
-	return errors.Join(errs...)
-}
 
 // Reading is one counter file's value; OK is false when the counter is
 // not monitored or could not be read this cycle.
@@ -193,14 +118,14 @@ type PortState struct {
 // Engine evaluates the rules. It is not safe for concurrent use: the poll
 // loop owns it.
 type Engine struct {
-	cfg Config
+	cfg config.Rules
 	st  State
 }
 
 // New returns an engine with cfg (which must Validate) that resumes from
 // st when st was saved on this boot, and starts empty otherwise: rule
 // windows clear on reboot.
-func New(cfg Config, st State, bootID string) *Engine {
+func New(cfg config.Rules, st State, bootID string) *Engine {
 	if st.BootID != bootID || st.Ports == nil {
 		st = State{BootID: bootID, Ports: map[string]*PortState{}}
 	}
@@ -217,7 +142,7 @@ func New(cfg Config, st State, bootID string) *Engine {
 // bound brings a restored port's windows to what the engine itself would
 // have kept: a state file written by an older version (one timestamp per
 // episode) or edited by hand must not size the engine's memory.
-func (p *PortState) bound(cfg Config) {
+func (p *PortState) bound(cfg config.Rules) {
 	for _, t := range p.Episodes {
 		p.FlapWindow.Add(t, 1)
 	}
@@ -287,7 +212,7 @@ func (e *Engine) Active(now time.Time) []Condition {
 // SetConfig applies a reloaded configuration. A rule switched off clears
 // its conditions and forgets its windows; thresholds take effect at the
 // next Cycle.
-func (e *Engine) SetConfig(cfg Config) []Change {
+func (e *Engine) SetConfig(cfg config.Rules) []Change {
 	var out []Change
 	for _, k := range e.sortedKeys() {
 		p, ok := e.st.Ports[k]
@@ -297,19 +222,19 @@ func (e *Engine) SetConfig(cfg Config) []Change {
 		dev, port := splitKey(k)
 		if !cfg.Flap.Enabled {
 			if p.Flapping {
-				out = append(out, clearChange(FlapCheck, dev, port))
+				out = append(out, clearChange(event.FlapCheck, dev, port))
 			}
 			p.Flapping, p.FlapWindow = false, nil
 		}
 		if !cfg.Drop.Enabled {
 			if p.Dropped {
-				out = append(out, clearChange(DropCheck, dev, port))
+				out = append(out, clearChange(event.DropCheck, dev, port))
 			}
 			p.Dropped = false
 		}
 		if !cfg.Degradation.Enabled {
 			if p.Escalated {
-				out = append(out, clearChange(DegradationCheck, dev, port))
+				out = append(out, clearChange(event.DegradationCheck, dev, port))
 			}
 			p.Escalated, p.NonFatal = false, nil
 		}
@@ -355,7 +280,7 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 		for _, c := range []struct {
 			on    bool
 			check string
-		}{{p.Flapping, FlapCheck}, {p.Dropped, DropCheck}, {p.Escalated, DegradationCheck}} {
+		}{{p.Flapping, event.FlapCheck}, {p.Dropped, event.DropCheck}, {p.Escalated, event.DegradationCheck}} {
 			if c.on {
 				out = append(out, clearChange(c.check, dev, port))
 			}
@@ -438,7 +363,7 @@ func delta(prev, cur uint64) uint64 {
 // isRule reports whether a condition key is one of the rules' own: a
 // key starts with its check name.
 func isRule(key string) bool {
-	for _, c := range []string{FlapCheck, DropCheck, DegradationCheck} {
+	for _, c := range []string{event.FlapCheck, event.DropCheck, event.DegradationCheck} {
 		if key == c || strings.HasPrefix(key, c+" ") || strings.HasPrefix(key, c+"|") {
 			return true
 		}

@@ -9,13 +9,13 @@ import (
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
 	"github.com/nichealth/nichealthd/checks/sanity"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
 
-// The configuration file (daemon/config) as each part takes it: the
+// The configuration file (package config) as each part takes it: the
 // observer and every check get their own typed part, so none of them
 // reads the file's layout.
 

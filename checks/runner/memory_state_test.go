@@ -15,7 +15,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/sanity"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/persist"
 )

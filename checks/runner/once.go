@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"

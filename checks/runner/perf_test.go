@@ -31,7 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/persist"

@@ -14,7 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/rules"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/sim"

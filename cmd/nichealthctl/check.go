@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/checks/runner"
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
@@ -487,14 +488,14 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 	// of the port rate lost, any other counter's raw value (the graphing
 	// side derives its rate). A 12-port node then fits Nagios's 8 KiB.
 	for _, c := range pv.Counters {
-		if c.ThresholdType == counters.TypeCongestion {
+		if c.ThresholdType == countertable.TypeCongestion {
 			// The share of the port rate lost to backpressure over the last
 			// tick, warned at the congestion threshold: graphable congestion.
 			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name, "lost_percent"), Value: perfNumber(c.LostPercent),
 				UOM: "%", Warn: perfNumber(c.Threshold), Min: "0"})
 			continue
 		}
-		if c.Unit == "" || c.ThresholdType != counters.TypeVelocity {
+		if c.Unit == "" || c.ThresholdType != countertable.TypeVelocity {
 			out = append(out, perfDatum{Label: perfLabel(pv.Device, num, c.Name), Value: strconv.FormatUint(c.Value, 10), UOM: "c"})
 			continue
 		}

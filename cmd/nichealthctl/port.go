@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/dbusapi"
 )
@@ -110,7 +112,7 @@ func counterRate(c dbusapi.CounterView) string {
 	if c.Unit == "" {
 		return "-"
 	}
-	if c.Unit == counters.TypeBER {
+	if c.Unit == countertable.TypeBER {
 		return "BER " + counters.FormatBER(c.Rate) // a bit error rate has no time unit
 	}
 	return strconv.FormatFloat(c.Rate, 'g', 4, 64) + "/" + c.Unit
@@ -118,14 +120,14 @@ func counterRate(c dbusapi.CounterView) string {
 
 func threshold(c dbusapi.CounterView) string {
 	t := strconv.FormatFloat(c.Threshold, 'f', -1, 64)
-	if c.ThresholdType == counters.TypeBER {
+	if c.ThresholdType == countertable.TypeBER {
 		t = strconv.FormatFloat(c.Threshold, 'g', -1, 64)
 	}
 	s := orDash(c.ThresholdType) + " > " + t
 	if c.ThresholdType == "velocity" && c.Unit != "" {
 		s += "/" + c.Unit
 	}
-	if c.ThresholdType == counters.TypeCongestion {
+	if c.ThresholdType == countertable.TypeCongestion {
 		s += "% of the port rate lost"
 	}
 	if c.Fatal {

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 )
 
 const validateUsage = `validate [FILE] [--json]

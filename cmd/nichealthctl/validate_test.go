@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config"
 )
 
 // TestValidate_ValidFiles: what the daemon would accept, with the summary

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/daemon"
-	"github.com/nichealth/nichealthd/daemon/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/internal/version"

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/config/countertable"
+
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -137,22 +138,22 @@ func (f *fakeSource) setStalled(v bool) {
 // table, so names, threshold types and units are the daemon's own.
 func counterViews(linkLayer string, seed uint64) []dbusapi.CounterView {
 	var out []dbusapi.CounterView
-	for i, d := range counters.Defaults() {
+	for i, d := range countertable.Defaults() {
 		if linkLayer == "InfiniBand" && (d.Name == "roce_slow_restart" || d.Name == "carrier_changes") {
 			continue
 		}
 		unit := "/sec"
 		switch d.VelocityUnit {
-		case counters.UnitMinute:
+		case countertable.UnitMinute:
 			unit = "/min"
-		case counters.UnitHour:
+		case countertable.UnitHour:
 			unit = "/hour"
 		}
 		cv := dbusapi.CounterView{
 			Name: d.Name, Value: seed*100 + uint64(i), Unit: unit, ThresholdType: d.ThresholdType,
 			Threshold: d.Threshold, Fatal: d.IsFatal,
 		}
-		if d.ThresholdType == counters.TypeVelocity {
+		if d.ThresholdType == countertable.TypeVelocity {
 			cv.Rate = float64(i) / 4
 		}
 		if d.Name == "port_xmit_wait" {

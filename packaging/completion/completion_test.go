@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/kernellog"
+	"github.com/nichealth/nichealthd/config/countertable"
+	"github.com/nichealth/nichealthd/config/patterntable"
+
 	"github.com/nichealth/nichealthd/internal/component"
 )
 
@@ -61,9 +62,9 @@ func TestBashCompletion_OptionsFollowTheCommand(t *testing.T) {
 // AER, and the kernel log with the names of its fatal patterns, which
 // latch.
 func ackTargets() []string {
-	out := []string{"pcie_aer", kernellog.AckAll}
-	for _, p := range kernellog.Defaults() {
-		if p.Severity == kernellog.Fatal {
+	out := []string{"pcie_aer", patterntable.AckAll}
+	for _, p := range patterntable.Defaults() {
+		if p.Severity == patterntable.Fatal {
 			out = append(out, p.Name)
 		}
 	}
@@ -76,7 +77,7 @@ func ackTargets() []string {
 // completions offer it.
 func TestCompletion_AckOffersEveryLatch(t *testing.T) {
 	var want []string
-	for _, d := range counters.TableDefaults() {
+	for _, d := range countertable.TableDefaults() {
 		want = append(want, d.Name)
 	}
 	want = append(want, ackTargets()...)

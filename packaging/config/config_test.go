@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/checks/counters"
-	daemonconfig "github.com/nichealth/nichealthd/daemon/config"
+	"github.com/nichealth/nichealthd/config/countertable"
+
+	daemonconfig "github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -65,14 +66,14 @@ func TestDefaultConfig_10_2_ShownValuesAreTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Counters, counters.TableDefaults()) {
-		t.Errorf("counter table shown differs from counters.TableDefaults():\n got %+v\nwant %+v", got.Counters, counters.TableDefaults())
+	if !reflect.DeepEqual(got.Counters, countertable.TableDefaults()) {
+		t.Errorf("counter table shown differs from countertable.TableDefaults():\n got %+v\nwant %+v", got.Counters, countertable.TableDefaults())
 	}
 	if !reflect.DeepEqual(comparable(got), comparable(want)) {
 		t.Errorf("shown values differ from the built-in defaults:\n got %+v\nwant %+v", comparable(got), comparable(want))
 	}
-	if n := strings.Count(text, "\n[[counterDetection.counters]]"); n != len(counters.TableDefaults()) {
-		t.Errorf("file shows %d counters, the built-in table has %d", n, len(counters.TableDefaults()))
+	if n := strings.Count(text, "\n[[counterDetection.counters]]"); n != len(countertable.TableDefaults()) {
+		t.Errorf("file shows %d counters, the built-in table has %d", n, len(countertable.TableDefaults()))
 	}
 }
 
@@ -96,17 +97,17 @@ func TestDefaultConfig_10_3_ExamplesAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples refused: %v\n%s", err, b.String())
 	}
-	byName := map[string]counters.Definition{}
+	byName := map[string]countertable.Definition{}
 	for _, d := range c.Counters {
 		byName[d.Name] = d
 	}
-	if d := byName["symbol_error"]; !d.IsFatal || d.Threshold != 120 || d.VelocityUnit != counters.UnitHour {
+	if d := byName["symbol_error"]; !d.IsFatal || d.Threshold != 120 || d.VelocityUnit != countertable.UnitHour {
 		t.Errorf("symbol_error example: %+v, want fatal 120/hour", d)
 	}
 	if d := byName["port_xmit_wait"]; d.Enabled {
 		t.Errorf("port_xmit_wait example: still enabled")
 	}
-	if d, ok := byName["custom_vendor_error"]; !ok || d.ThresholdType != counters.TypeDelta || d.Threshold != 100 {
+	if d, ok := byName["custom_vendor_error"]; !ok || d.ThresholdType != countertable.TypeDelta || d.Threshold != 100 {
 		t.Errorf("custom_vendor_error example: %+v (present %v)", d, ok)
 	}
 }

@@ -37,6 +37,7 @@ func main() {
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	save := fs.String("save", "", "file to keep the raw go test -json stream in")
+	every := fs.Duration("progress", time.Minute, "say how far a package is when it has run this long without finishing (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,6 +68,25 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	s := newSummary(stdout)
+	if *every > 0 {
+		sw := &syncWriter{w: stdout}
+		s.w = sw
+		s.progress = newProgress(sw, *every)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(*every / 6)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case now := <-t.C:
+					s.progress.tick(now)
+				}
+			}
+		}()
+	}
 	s.read(io.TeeReader(out, keep))
 	waitErr := cmd.Wait()
 	s.finish()
@@ -137,6 +157,10 @@ type summary struct {
 	skip          []*result
 	failedTests   []*result
 	helpers       int // helper-process bodies, not counted
+	// progress, when set, hears every event to say how far long packages
+	// are; it writes from its own goroutine, so both write through one
+	// syncWriter.
+	progress *progress
 }
 
 func newSummary(w io.Writer) *summary {
@@ -159,6 +183,9 @@ func (s *summary) read(r io.Reader) {
 }
 
 func (s *summary) event(e testEvent) {
+	if s.progress != nil {
+		s.progress.event(e, time.Now())
+	}
 	if e.Action == "build-output" {
 		// Compiler errors: always wanted, and keyed by ImportPath, not Package.
 		fmt.Fprintf(s.w, "    %s\n", strings.TrimRight(e.Output, "\n"))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // run feeds testsummary a real go test -json stream of testdata/sample.
@@ -109,5 +110,36 @@ func TestSummary_PackageFailureOutsideTestsCounts(t *testing.T) {
 	code := runCmd([]string{"--", "go", "-C", dir, "test", "-count=1", "-json", "."}, &out, &errb)
 	if code != 1 || !strings.HasSuffix(lastLine(out.String()), "0 passed, 1 failed, 0 skipped") {
 		t.Errorf("a package that does not build: exit %d\n%s\nstderr: %s", code, out.String(), errb.String())
+	}
+}
+
+// TestProgress_LongPackageSaysHowFarItIs: a package running longer than the
+// interval gets a line naming its passes and its longest-running test; a
+// finished one is never mentioned again.
+func TestProgress_LongPackageSaysHowFarItIs(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.event(testEvent{Action: "start", Package: "m/slow"}, t0)
+	p.event(testEvent{Action: "run", Package: "m/slow", Test: "TestA"}, t0)
+	p.event(testEvent{Action: "pass", Package: "m/slow", Test: "TestA"}, t0.Add(time.Second))
+	p.event(testEvent{Action: "run", Package: "m/slow", Test: "TestBlackBox"}, t0.Add(2*time.Second))
+	p.event(testEvent{Action: "run", Package: "m/slow", Test: "TestBlackBox/sub"}, t0.Add(3*time.Second))
+	p.event(testEvent{Action: "start", Package: "m/quick"}, t0)
+	p.tick(t0.Add(30 * time.Second))
+	if buf.Len() != 0 {
+		t.Fatalf("said something before the interval: %q", buf.String())
+	}
+	p.tick(t0.Add(62 * time.Second))
+	want := "...  m/slow running 1m2s: 1 passed, TestBlackBox for 1m0s\n"
+	if !strings.Contains(buf.String(), want) {
+		t.Fatalf("progress = %q, want a line %q", buf.String(), want)
+	}
+	p.event(testEvent{Action: "pass", Package: "m/slow", Elapsed: 70}, t0.Add(70*time.Second))
+	p.event(testEvent{Action: "pass", Package: "m/quick", Elapsed: 70}, t0.Add(70*time.Second))
+	buf.Reset()
+	p.tick(t0.Add(200 * time.Second))
+	if buf.Len() != 0 {
+		t.Fatalf("finished packages still reported: %q", buf.String())
 	}
 }

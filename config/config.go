@@ -13,9 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/nichealth/nichealthd/checks/counters"
-	"github.com/nichealth/nichealthd/checks/kernellog"
-	"github.com/nichealth/nichealthd/checks/rules"
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -27,20 +25,20 @@ const DefaultPath = "/etc/nichealthd/config.toml"
 var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
-	kernellog.CheckName,
+	event.KernelLogCheck,
 }
 
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and
 // the checks key name them like the other checks.
-var RuleChecks = []string{rules.FlapCheck, rules.DropCheck, rules.DegradationCheck}
+var RuleChecks = []string{event.FlapCheck, event.DropCheck, event.DegradationCheck}
 
 // LegacyRuleChecks are the rules' check names before they took the seeds'
 // names (DESIGN.md difference 15), by their new names: still accepted in
 // checks and --checks, and migrated in a state file's conditions.
 var LegacyRuleChecks = map[string]string{
-	"NICLinkFlapRule":    rules.FlapCheck,
-	"NICPortDropRule":    rules.DropCheck,
-	"NICDegradationRule": rules.DegradationCheck,
+	"NICLinkFlapRule":    event.FlapCheck,
+	"NICPortDropRule":    event.DropCheck,
+	"NICDegradationRule": event.DegradationCheck,
 }
 
 // KnownChecks is every check name --checks and the checks key accept.
@@ -83,9 +81,9 @@ type File struct {
 	MetricsAddress            string    `toml:"metricsAddress"`
 
 	CounterDetection struct {
-		Enabled              *bool               `toml:"enabled"`
-		XmitWaitBytesPerTick *float64            `toml:"xmitWaitBytesPerTick"`
-		Counters             []counters.Override `toml:"counters"`
+		Enabled              *bool                   `toml:"enabled"`
+		XmitWaitBytesPerTick *float64                `toml:"xmitWaitBytesPerTick"`
+		Counters             []countertable.Override `toml:"counters"`
 	} `toml:"counterDetection"`
 
 	LinkSanity LinkSanity `toml:"linkSanity"`
@@ -162,13 +160,13 @@ type Config struct {
 	MetricsAddress  string
 
 	CountersEnabled      bool
-	Counters             []counters.Definition
+	Counters             []countertable.Definition
 	XmitWaitBytesPerTick float64
 
 	Sanity SanityConfig
 
 	// Rules are the node-local flap, drop and degradation rules.
-	Rules rules.Config
+	Rules Rules
 
 	PCIeAER AERConfig
 

@@ -1,4 +1,4 @@
-package kernellog
+package patterntable
 
 import (
 	"errors"
@@ -10,11 +10,6 @@ import (
 
 	"github.com/nichealth/nichealthd/event"
 )
-
-// CheckName is the check name kernel-log events carry: a check of its own,
-// so NVSentinel keeps its conditions apart from the state and counter
-// checks' (DESIGN.md difference 2 and 13).
-const CheckName = event.KernelLogCheck
 
 // Severity of a pattern's condition.
 type Severity string
@@ -152,7 +147,9 @@ const AckAll = "kernel_log"
 const (
 	maxRegex       = 1024
 	maxDescription = 2000
-	maxOccurrences = 10000
+	// MaxOccurrences bounds a pattern's occurrences and followWithin, and
+	// the occurrences a condition remembers.
+	MaxOccurrences = 10000
 	maxWindow      = 7 * 24 * time.Hour
 )
 
@@ -251,6 +248,10 @@ func (o *Override) applyTo(p *Pattern) *ValidationError {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
+// ValidName reports whether name can be a pattern's: 1 to 64 letters,
+// digits, '_', '-', '.' (a state file's condition keys are checked by it).
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
 func validate(p *Pattern) *ValidationError {
 	bad := func(key, format string, a ...any) *ValidationError {
 		return &ValidationError{Key: key, Reason: fmt.Sprintf(format, a...)}
@@ -290,8 +291,8 @@ func validate(p *Pattern) *ValidationError {
 	if p.Dedupe < time.Second || p.Dedupe > maxWindow {
 		return bad("dedupeWindow", "%v is outside 1s..168h", p.Dedupe)
 	}
-	if p.Occurrences < 1 || p.Occurrences > maxOccurrences {
-		return bad("occurrences", "%d is outside 1..%d", p.Occurrences, maxOccurrences)
+	if p.Occurrences < 1 || p.Occurrences > MaxOccurrences {
+		return bad("occurrences", "%d is outside 1..%d", p.Occurrences, MaxOccurrences)
 	}
 	if p.Occurrences > 1 && (p.Window < time.Second || p.Window > maxWindow) {
 		return bad("window", "%v is outside 1s..168h (occurrences = %d needs the window they fall within)", p.Window, p.Occurrences)
@@ -299,8 +300,8 @@ func validate(p *Pattern) *ValidationError {
 	if p.Severity == NonFatal && (p.Quiet < time.Second || p.Quiet > maxWindow) {
 		return bad("quietPeriod", "%v is outside 1s..168h (a non-fatal condition clears after it)", p.Quiet)
 	}
-	if p.FollowedBy != "" && (p.FollowWithin < 1 || p.FollowWithin > maxOccurrences) {
-		return bad("followWithin", "%d is outside 1..%d (records after the first line that may hold the second)", p.FollowWithin, maxOccurrences)
+	if p.FollowedBy != "" && (p.FollowWithin < 1 || p.FollowWithin > MaxOccurrences) {
+		return bad("followWithin", "%d is outside 1..%d (records after the first line that may hold the second)", p.FollowWithin, MaxOccurrences)
 	}
 	if p.FollowedBy == "" && p.FollowWithin != 0 {
 		return bad("followWithin", "set without followedBy")
@@ -316,144 +317,4 @@ func unwrapRegexp(err error) string {
 		return fmt.Sprintf("%s: %q", se.Code, se.Expr)
 	}
 	return err.Error()
-}
-
-// compiled is a pattern with its regexes.
-type compiled struct {
-	*Pattern
-	re, follow, clear  *regexp.Regexp
-	pciGroup, devGroup int
-	// must are literals one of which every match contains, tested first:
-	// most records fail them, and a substring search costs a fraction of
-	// running the regex (with its leading .*) over the line.
-	must []string
-}
-
-// requiredLiterals returns literals one of which every match of expr
-// contains (nil when it cannot tell): a literal element of a
-// concatenation, or one per branch of an alternation. Of several
-// candidates it keeps the one whose shortest literal is longest.
-func requiredLiterals(expr string) []string {
-	re, err := syntax.Parse(expr, syntax.Perl)
-	if err != nil {
-		return nil
-	}
-	return required(re.Simplify())
-}
-
-func required(re *syntax.Regexp) []string {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return nil
-		}
-		return []string{string(re.Rune)}
-	case syntax.OpCapture:
-		return required(re.Sub[0])
-	case syntax.OpAlternate:
-		var out []string
-		for _, sub := range re.Sub {
-			r := required(sub)
-			if r == nil {
-				return nil
-			}
-			out = append(out, r...)
-		}
-		return out
-	case syntax.OpConcat:
-		var best []string
-		for _, sub := range re.Sub {
-			if r := required(sub); r != nil && score(r) > score(best) {
-				best = r
-			}
-		}
-		return best
-	}
-	return nil
-}
-
-func score(lits []string) int {
-	if len(lits) == 0 {
-		return 0
-	}
-	m := len(lits[0])
-	for _, l := range lits[1:] {
-		m = min(m, len(l))
-	}
-	return m
-}
-
-// matches reports whether the pattern's regex matches s (with the
-// submatch indexes when it names the function by a group).
-func (c *compiled) matches(s string) (bool, []int) {
-	if len(c.must) > 0 && !containsAny(s, c.must) {
-		return false, nil
-	}
-	if c.pciGroup < 0 && c.devGroup < 0 {
-		return c.re.MatchString(s), nil
-	}
-	m := c.re.FindStringSubmatchIndex(s)
-	return m != nil, m
-}
-
-// Table is the compiled patterns, in judging order.
-type Table struct {
-	patterns []compiled
-	byName   map[string]*compiled
-}
-
-// Compile compiles validated patterns (Merge's result).
-func Compile(ps []Pattern) (*Table, error) {
-	t := &Table{byName: map[string]*compiled{}}
-	for i := range ps {
-		p := ps[i]
-		c := compiled{Pattern: &p, pciGroup: -1, devGroup: -1}
-		var err error
-		if c.re, err = regexp.Compile(p.Regex); err != nil {
-			return nil, fmt.Errorf("pattern %s: regex: %w", p.Name, err)
-		}
-		if p.FollowedBy != "" {
-			if c.follow, err = regexp.Compile(p.FollowedBy); err != nil {
-				return nil, fmt.Errorf("pattern %s: followedBy: %w", p.Name, err)
-			}
-		}
-		if p.ClearRegex != "" {
-			if c.clear, err = regexp.Compile(p.ClearRegex); err != nil {
-				return nil, fmt.Errorf("pattern %s: clearRegex: %w", p.Name, err)
-			}
-		}
-		c.pciGroup, c.devGroup = c.re.SubexpIndex("pci"), c.re.SubexpIndex("dev")
-		c.must = requiredLiterals(p.Regex)
-		t.patterns = append(t.patterns, c)
-	}
-	for i := range t.patterns {
-		t.byName[t.patterns[i].Name] = &t.patterns[i]
-	}
-	return t, nil
-}
-
-// Pattern returns the pattern called name, or nil.
-func (t *Table) Pattern(name string) *Pattern {
-	if c := t.byName[name]; c != nil {
-		return c.Pattern
-	}
-	return nil
-}
-
-// Patterns returns the table in judging order.
-func (t *Table) Patterns() []Pattern {
-	out := make([]Pattern, len(t.patterns))
-	for i := range t.patterns {
-		out[i] = *t.patterns[i].Pattern
-	}
-	return out
-}
-
-func containsAny(s string, lits []string) bool {
-	for _, l := range lits {
-		if strings.Contains(s, l) {
-			return true
-		}
-	}
-	return false
 }

@@ -10,8 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nichealth/nichealthd/checks/cards"
-	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -113,7 +112,7 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
 		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
 	}
-	c.CardAnomalyHold = cards.DefaultHold
+	c.CardAnomalyHold = DefaultCardAnomalyHold
 	if f.CardAnomalyHold != nil {
 		c.CardAnomalyHold = f.CardAnomalyHold.Duration
 	}
@@ -121,7 +120,7 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 		// Longer than the drop rule's 4 minutes and a port stuck in INIT
 		// would be judged by nothing for that long.
 		return bad("cardAnomalyHold", "%v is outside 0s..%v (default %v: how long a card may lack ports against its peers before it is fatal)",
-			c.CardAnomalyHold, maxCardAnomalyHold, cards.DefaultHold)
+			c.CardAnomalyHold, maxCardAnomalyHold, DefaultCardAnomalyHold)
 	}
 	return parkFrom(c, f, bad)
 }
@@ -180,7 +179,7 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 				"is %d bytes, above the limit of %d: describe the fault in a sentence", len(*o.Description), MaxDescriptionBytes)
 		}
 	}
-	if c.Counters, err = counters.Merge(counters.TableDefaults(), f.CounterDetection.Counters); err != nil {
+	if c.Counters, err = countertable.Merge(countertable.TableDefaults(), f.CounterDetection.Counters); err != nil {
 		return &Error{File: c.Path, Reason: err.Error()}
 	}
 	return nil
@@ -261,3 +260,10 @@ func outboxAndBusFrom(c *Config, f *File, bad badFunc) error {
 	}
 	return nil
 }
+
+// DefaultCardAnomalyHold is how long a card must stay below its peers' mode before it
+// is an anomaly (cardAnomalyHold): seed 3.1 calls INIT "problematic if
+// stuck >30s". Every port passes INIT while the subnet manager sweeps, and
+// LinkErrorRecovery is the firmware retrying, so a shorter shortfall is a
+// blip, never a fatal REPLACE_VM (DESIGN.md difference 4).
+const DefaultCardAnomalyHold = 30 * time.Second

@@ -1,4 +1,4 @@
-package counters
+package countertable
 
 import (
 	"errors"
@@ -239,5 +239,15 @@ func TestCounters_10_5_ValidateDuplicates(t *testing.T) {
 	defs := append(Defaults(), Defaults()[0])
 	if err := Validate(defs); err == nil || !strings.Contains(err.Error(), "more than one counter") {
 		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// TestCounters_10_5_NameLengthLimit: 128 characters is the longest name.
+func TestCounters_10_5_NameLengthLimit(t *testing.T) {
+	if p := nameProblem(strings.Repeat("a", 128)); p != "" {
+		t.Fatalf("128 characters refused: %s", p)
+	}
+	if p := nameProblem(strings.Repeat("a", 129)); p == "" {
+		t.Fatal("129 characters accepted")
 	}
 }

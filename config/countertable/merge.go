@@ -1,4 +1,4 @@
-package counters
+package countertable
 
 import (
 	"errors"
@@ -228,7 +228,7 @@ func validate(d *Definition, idx int) []error {
 	} else if d.Threshold < 0 {
 		bad("threshold", fmt.Sprintf("%v is negative; it must be >= 0", d.Threshold))
 	}
-	if _, ok := unitDuration(d.VelocityUnit); !ok {
+	if _, ok := UnitDuration(d.VelocityUnit); !ok {
 		switch {
 		case d.Windowed() && d.VelocityUnit == "":
 			bad("velocityUnit", "is required for a velocity threshold (second, minute or hour) and for a ber or congestion threshold, as its window")

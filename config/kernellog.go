@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/kernellog"
+	"github.com/nichealth/nichealthd/config/patterntable"
 )
 
 // KernelLogFile is the [kernelLog] table: the kernel's own words about the
@@ -15,8 +15,8 @@ type KernelLogFile struct {
 	Enabled *bool `toml:"enabled"`
 	// MatchUserSpace also judges records written to /dev/kmsg from user
 	// space (they never carry the kernel's facility).
-	MatchUserSpace *bool                `toml:"matchUserSpace"`
-	Patterns       []kernellog.Override `toml:"patterns"`
+	MatchUserSpace *bool                   `toml:"matchUserSpace"`
+	Patterns       []patterntable.Override `toml:"patterns"`
 }
 
 // KernelLogConfig is [kernelLog] with defaults applied and its patterns
@@ -24,7 +24,7 @@ type KernelLogFile struct {
 type KernelLogConfig struct {
 	Enabled        bool
 	MatchUserSpace bool
-	Patterns       []kernellog.Pattern
+	Patterns       []patterntable.Pattern
 }
 
 // kernelLogFrom reads [kernelLog]. A pattern entry that cannot work is
@@ -32,9 +32,9 @@ type KernelLogConfig struct {
 func kernelLogFrom(c *Config, f *File, bad badFunc) error {
 	k := f.KernelLog
 	c.KernelLog = KernelLogConfig{Enabled: boolOr(k.Enabled, true), MatchUserSpace: boolOr(k.MatchUserSpace, false)}
-	ps, err := kernellog.Merge(kernellog.Defaults(), k.Patterns)
+	ps, err := patterntable.Merge(patterntable.Defaults(), k.Patterns)
 	if err != nil {
-		var ve *kernellog.ValidationError
+		var ve *patterntable.ValidationError
 		if errors.As(err, &ve) && ve.Index >= 0 {
 			key := fmt.Sprintf("kernelLog.patterns[%d]", ve.Index)
 			if ve.Key != "" {

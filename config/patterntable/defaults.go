@@ -1,4 +1,4 @@
-package kernellog
+package patterntable
 
 import (
 	"time"

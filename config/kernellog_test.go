@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/checks/kernellog"
+	"github.com/nichealth/nichealthd/config/patterntable"
+	"github.com/nichealth/nichealthd/event"
 )
 
 func TestKernelLog_11_ConfigDefaults(t *testing.T) {
@@ -14,7 +15,7 @@ func TestKernelLog_11_ConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.KernelLog.Enabled || c.KernelLog.MatchUserSpace || len(c.KernelLog.Patterns) != len(kernellog.Defaults()) || !c.Checks[kernellog.CheckName] {
+	if !c.KernelLog.Enabled || c.KernelLog.MatchUserSpace || len(c.KernelLog.Patterns) != len(patterntable.Defaults()) || !c.Checks[event.KernelLogCheck] {
 		t.Fatalf("kernelLog defaults %+v", c.KernelLog)
 	}
 }
@@ -46,12 +47,12 @@ quietPeriod = "30m"
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[string]kernellog.Pattern{}
+	by := map[string]patterntable.Pattern{}
 	for _, p := range c.KernelLog.Patterns {
 		by[p.Name] = p
 	}
 	tx := by["tx_timeout"]
-	if !c.KernelLog.MatchUserSpace || by["access_reg_failed"].Enabled || tx.Severity != kernellog.Fatal || tx.Dedupe != time.Minute ||
+	if !c.KernelLog.MatchUserSpace || by["access_reg_failed"].Enabled || tx.Severity != patterntable.Fatal || tx.Dedupe != time.Minute ||
 		tx.Occurrences != 3 || tx.Window != 10*time.Minute || by["ib_core_gid_error"].Quiet != 30*time.Minute {
 		t.Fatalf("patterns %+v", c.KernelLog.Patterns)
 	}
