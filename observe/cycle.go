@@ -305,13 +305,16 @@ func (o *Observer) observe(p *portPlan) {
 			}
 		}
 	}
-	wasUp := p.Up()
+	wasUp, seen := p.Up(), p.Observed
 	if !p.Observed || link != p.Link || oper != p.Operstate {
 		o.viewChanged = true
 	}
 	p.Link, p.Operstate, p.Observed, p.Readable = link, oper, true, true
 	if p.Up() != wasUp {
 		o.activeChanged = true
+	}
+	if p.Up() != wasUp || !seen {
+		o.linkDown(p)
 	}
 }
 

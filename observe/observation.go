@@ -119,6 +119,9 @@ type Port struct {
 	Operstate string
 	Observed  bool
 	Readable  bool
+	// LinkDown is why the port's link went down, as its driver said when
+	// it left ACTIVE (RoCE only; empty while up or when nothing was said).
+	LinkDown LinkDown
 	// RateGbps is the port's rate and RateText as sysfs printed it ("" when
 	// never read).
 	RateGbps float64

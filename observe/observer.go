@@ -103,6 +103,10 @@ type Observer struct {
 	inv inventory
 	// kl is the kernel log's reader (kernellog.go).
 	kl kernelLogReader
+	// nlLinks asks ethtool netlink for link-down reasons (linkdown.go);
+	// linkStateUnsupported: the kernel has none, said once.
+	nlLinks              *netlinkLinkStates
+	linkStateUnsupported bool
 
 	obs   Observation
 	steps cycleSteps
@@ -403,6 +407,9 @@ func (o *Observer) Close() {
 	o.closeAER()
 	o.CloseKernelLog()
 	o.rd.Close()
+	if o.nlLinks != nil {
+		o.nlLinks.close()
+	}
 	if o.lister != nil {
 		o.lister.Close()
 	}

@@ -83,6 +83,10 @@ type PortInfo struct {
 	// model), which the inventory's drift finding compares.
 	FWVer   string
 	BoardID string
+	// LinkDownReason is why a RoCE port's link is down, as its driver
+	// said when it left ACTIVE ("cable issue: unsupported cable"; "" while
+	// up or when nothing was said).
+	LinkDownReason string
 }
 
 // Port is a port with its verdict.

@@ -36,6 +36,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 			pi.Rate = event.Clean(p.RateText)
 		}
 		pi.RateGbps = p.RateGbps
+		pi.LinkDownReason = event.Clean(p.LinkDown.Words)
 		if p.Observed {
 			pi.Link = p.Link
 			pi.State, pi.PhysState = event.Clean(p.Link.State.Name), event.Clean(p.Link.Phys.Name)
@@ -82,7 +83,8 @@ func (r *Runner) PortInfos() []health.PortInfo {
 // port check's own wording; an unhealthy reading with no condition is one
 // the rules deliberately did not report, and the text says why.
 func healthyMessage(p *observe.Port) string {
-	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate,
+		LinkDownReason: p.LinkDown.Reason, LinkDownSubReason: p.LinkDown.SubReason, LinkDownWords: p.LinkDown.Words}
 	switch v := ports.Judge(o); v {
 	case ports.Healthy:
 		return ports.Message(o, v)

@@ -45,6 +45,9 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
   phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
+  link-down NETDEV REASON [SUB]|off       why the driver says the link is down (ethtool's
+                                          extended link state), e.g. eth2 cable_issue
+                                          unsupported_cable, eth2 no_cable (*)
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -355,6 +358,18 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return phy(h, pos[0], pos[1], pos[2])
+	case "link-down":
+		if len(pos) < 2 || len(pos) > 3 {
+			return usageErr("link-down wants NETDEV REASON [SUBREASON] or NETDEV off")
+		}
+		reason, sub := pos[1], ""
+		if len(pos) == 3 {
+			sub = pos[2]
+		}
+		if reason == "off" {
+			reason = ""
+		}
+		return h.SetLinkDownReason(pos[0], reason, sub)
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err

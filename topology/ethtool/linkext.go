@@ -161,3 +161,23 @@ func (l LinkState) Reason() string {
 	}
 	return l.Ext.Words()
 }
+
+// ParseExt is the inverse of Name and SubName: the state and substate
+// whose machine names are name and sub ("" for no substate).
+func ParseExt(name, sub string) (ExtState, uint8, bool) {
+	for s, n := range extNames {
+		if n[0] != name {
+			continue
+		}
+		if sub == "" {
+			return s, 0, true
+		}
+		for v, sn := range extSubNames[s] {
+			if sn[0] == sub {
+				return s, v, true
+			}
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
