@@ -75,7 +75,9 @@ func TestGenl_AttrsRoundTrip(t *testing.T) {
 }
 
 func TestGenl_RepliesOfTheRequestOnly(t *testing.T) {
-	reply := func(seq uint32, cmd uint8) []byte { return msg(30, 0, seq, []byte{cmd, 1, 0, 0, 8, 0, 1, 0, 42, 0, 0, 0}) }
+	reply := func(seq uint32, cmd uint8) []byte {
+		return msg(30, 0, seq, []byte{cmd, 1, 0, 0, 8, 0, 1, 0, 42, 0, 0, 0})
+	}
 	for _, tc := range []struct {
 		name     string
 		in       []byte
