@@ -122,6 +122,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
+	d.run.StartLinkStory()
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {

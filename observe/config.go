@@ -86,6 +86,10 @@ type Seams struct {
 	// LinkStates answers the link-down reason instead of ethtool netlink
 	// (topology/sim.LinkStates).
 	LinkStates LinkStates
+	// Modules and Devlink read transceivers and devlink instead of
+	// netlink (topology/sim.Modules, topology/sim.Devlink).
+	Modules Modules
+	Devlink Devlink
 }
 
 // openStats is how driver statistics are opened: the ioctl unless a test

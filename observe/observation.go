@@ -78,6 +78,11 @@ type Observation struct {
 	// KernelLog is what the kernel log gave this cycle.
 	KernelLog KernelLog
 
+	// LinkStory is what the last pass read of the RoCE ports'
+	// transceivers and of devlink (LinkStory.New: a pass finished since
+	// the last cycle).
+	LinkStory LinkStory
+
 	// Inventory is the PCI inventory's last scan (state polls only;
 	// Inventory.Scanned says it is this poll's).
 	Inventory *Inventory

@@ -107,6 +107,12 @@ type Observer struct {
 	// linkStateUnsupported: the kernel has none, said once.
 	nlLinks              *netlinkLinkStates
 	linkStateUnsupported bool
+	// story is the link story's pass (linkstory.go): storyGen the pass
+	// last handed on, storyPlan the plan its targets came from.
+	story         *storyReader
+	storyGen      uint64
+	storyPlan     uint64
+	storySlowSaid bool
 
 	obs   Observation
 	steps cycleSteps
@@ -409,6 +415,10 @@ func (o *Observer) Close() {
 	o.rd.Close()
 	if o.nlLinks != nil {
 		o.nlLinks.close()
+	}
+	if o.story != nil {
+		o.story.close()
+		o.story = nil
 	}
 	if o.lister != nil {
 		o.lister.Close()
