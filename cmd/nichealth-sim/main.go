@@ -48,6 +48,13 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   link-down NETDEV REASON [SUB]|off       why the driver says the link is down (ethtool's
                                           extended link state), e.g. eth2 cable_issue
                                           unsupported_cable, eth2 no_cable (*)
+  module NETDEV install|remove           a healthy 400G OSFP optic in NETDEV's cage / none (*)
+  module NETDEV temperature C            the module's temperature, e.g. 77
+  module NETDEV rx LANE DBM              a lane's received power, e.g. 3 -- -12
+  module NETDEV los LANE on|off          a lane's latched Rx loss of signal
+  devlink DEV report|recover REPORTER    DEV's devlink health reporter (fw, fw_fatal, vnic)
+                                         reports an error (stays in error) / recovers (*)
+  devlink DEV firmware RUNNING STORED    DEV's running and stored fw.version (*)
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -89,15 +96,24 @@ func usageErr(format string, a ...any) error {
 
 // parseInterleaved lets flags appear before, between or after positional
 // arguments (the flag package alone stops at the first positional).
+// Everything after "--" is positional, so a value may start with a dash
+// (module NETDEV rx 3 -- -12).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos := []string{}
+	var after []string
+	for i, a := range args {
+		if a == "--" {
+			args, after = args[:i], args[i+1:]
+			break
+		}
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usageErr("%v", err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, nil
+			return append(pos, after...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
@@ -370,6 +386,10 @@ func dispatch(args []string, stdout io.Writer) error {
 			reason = ""
 		}
 		return h.SetLinkDownReason(pos[0], reason, sub)
+	case "module":
+		return moduleCommand(h, pos)
+	case "devlink":
+		return devlinkCommand(h, pos)
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err
