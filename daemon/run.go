@@ -258,6 +258,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	snap.AER = d.run.AERTotals()
 	snap.Inventory = d.run.InventoryInfos()
 	snap.KernelLog = d.run.KernelLogTotals()
+	snap.Modules, snap.Devlink = d.run.LinkStoryReadings()
 	d.snap.Store(snap)
 	return snap
 }

@@ -134,6 +134,56 @@ func (r *Runner) AERTotals() []health.AERTotal {
 	return out
 }
 
+// LinkStoryReadings are the last pass's transceivers and devlink, as the
+// snapshot shows them (/metrics).
+func (r *Runner) LinkStoryReadings() ([]health.ModuleReading, []health.DevlinkReading) {
+	if r.last == nil {
+		return nil, nil
+	}
+	ls := &r.last.LinkStory
+	var mods []health.ModuleReading
+	scale := func(v *float64, k float64) *float64 {
+		if v == nil {
+			return nil
+		}
+		s := *v * k
+		return &s
+	}
+	for _, m := range ls.Modules {
+		if m.Err != nil {
+			continue
+		}
+		mr := health.ModuleReading{Device: event.Clean(m.Device), Port: m.Port, NetDev: event.Clean(m.NetDev), Type: m.Module.Type,
+			Vendor: event.Clean(m.Module.Vendor), PartNumber: event.Clean(m.Module.PartNumber), Serial: event.Clean(m.Module.Serial),
+			TemperatureC: m.Module.TemperatureC, VoltageV: m.Module.VoltageV}
+		for _, l := range m.Module.Lanes {
+			if l.Unsupported {
+				continue
+			}
+			mr.Lanes = append(mr.Lanes, health.ModuleLane{Lane: l.Lane, TxBiasA: scale(l.TxBiasMA, 1e-3),
+				TxPowerW: scale(l.TxPowerM, 1e-3), RxPowerW: scale(l.RxPowerM, 1e-3), Unused: l.Unused()})
+		}
+		mods = append(mods, mr)
+	}
+	var dl []health.DevlinkReading
+	if ls.DevlinkErr == nil {
+		for _, rp := range ls.Reporters {
+			if rp.Device.Bus != "pci" || rp.HasPort {
+				continue
+			}
+			dl = append(dl, health.DevlinkReading{PCI: event.Clean(rp.Device.Name), Reporter: event.Clean(rp.Name), Error: rp.Error,
+				ErrorCount: rp.ErrorCount, RecoverCount: rp.RecoverCount})
+		}
+		for _, in := range ls.Infos {
+			running, stored, _ := in.ActivationPending()
+			if in.Device.Bus == "pci" && running != "" {
+				dl = append(dl, health.DevlinkReading{PCI: event.Clean(in.Device.Name), Running: event.Clean(running), Stored: event.Clean(stored)})
+			}
+		}
+	}
+	return mods, dl
+}
+
 // InventoryInfos is the PCI inventory the snapshot shows: every NIC
 // function of the last scan that is not a VF, as identity (its conditions
 // are the model's).

@@ -70,6 +70,7 @@ func findingEvent(kind event.Kind, code string) func(e event.Event) bool {
 // again, and a module back inside its thresholds clears them.
 func TestLinkStory_BlackBoxTransceiverConditions(t *testing.T) {
 	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
 	n.simulate() // the modules come from nichealth-sim module, not a driver
 	const dev, netdev = "mlx5_8", "enp65s0f0np0"
 	simRun(t, n.h.Root, "module", netdev, "install")
@@ -93,6 +94,14 @@ func TestLinkStory_BlackBoxTransceiverConditions(t *testing.T) {
 		t.Fatalf("low Rx event %+v", low)
 	}
 	t.Logf("%s\n%s", hot.Message, low.Message)
+	n.waitMetric("lane 3's received power", "nichealth_module_rx_power_watts", func(m map[string]float64) bool {
+		for k, v := range m {
+			if strings.HasPrefix(k, "nichealth_module_rx_power_watts{") && strings.Contains(k, `device="mlx5_8"`) && strings.Contains(k, `lane="3"`) {
+				return v > 6.2e-5 && v < 6.4e-5 // -12 dBm
+			}
+		}
+		return false
+	})
 	// The module cools down and the lane's light comes back; a port-down
 	// asks for a pass at once (no minute's wait).
 	simRun(t, n.h.Root, "module", netdev, "install")
