@@ -132,8 +132,8 @@ func (c *Check) Run(cy *checks.Cycle) {
 	}
 	// Functions no longer monitored: their conditions end.
 	for _, pci := range slices.Sorted(maps.Keys(c.mem.Functions)) {
-		if _, ok := ports[pci]; !ok {
-			c.apply(cy, pci, c.mem.Functions[pci], nil, nil, ls.At)
+		if fm := c.mem.Functions[pci]; ports[pci] == nil && fm != nil {
+			c.apply(cy, pci, fm, nil, nil, ls.At)
 			delete(c.mem.Functions, pci)
 			cy.Changed()
 		}

@@ -117,8 +117,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 	}
 	// Ports gone from the plan: their conditions end with them.
 	for _, k := range slices.Sorted(maps.Keys(c.mem.Ports)) {
-		if !seen[k] {
-			pm := c.mem.Ports[k]
+		if pm := c.mem.Ports[k]; !seen[k] && pm != nil {
 			c.apply(cy, pm, &observe.ModuleReading{Device: pm.Device, Port: pm.Port}, nil, ls.At)
 			delete(c.mem.Ports, k)
 			cy.Changed()

@@ -100,7 +100,7 @@ func usageErr(format string, a ...any) error {
 // (module NETDEV rx 3 -- -12).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos := []string{}
-	var after []string
+	after := []string{}
 	for i, a := range args {
 		if a == "--" {
 			args, after = args[:i], args[i+1:]
