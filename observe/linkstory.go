@@ -272,7 +272,42 @@ func (o *Observer) OpenLinkStory() {
 		dl = o.seams.Devlink
 	}
 	o.story = newStoryReader(mods, dl, o.log)
+	if o.seams.Devlink == nil {
+		go o.story.watchDevlink()
+	}
 	o.storyTargets()
+}
+
+// watchDevlink asks for a pass whenever the kernel announces a health
+// report or a recovery (devlink's "config" multicast group), so a
+// fw_fatal is judged within a poll, not a minute later. Without devlink,
+// or without the group, the minute's pass is all there is; a lost
+// announcement (ErrOverrun) asks for a pass too, which reads everything.
+func (s *storyReader) watchDevlink() {
+	w, err := devlink.Watch(time.Second)
+	if err != nil {
+		if !errors.Is(err, genl.ErrNoFamily) {
+			s.log.Info("devlink health announcements not subscribed; reporters are read once a minute", "err", err)
+		}
+		return
+	}
+	defer w.Close()
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		reps, err := w.Next()
+		switch {
+		case errors.Is(err, genl.ErrTimeout):
+		case errors.Is(err, genl.ErrOverrun), err == nil && len(reps) > 0:
+			s.ask()
+		case err != nil:
+			s.log.Info("devlink health announcements ended; reporters are read once a minute", "err", err)
+			return
+		}
+	}
 }
 
 // storyTargets hands the pass the RoCE ports of the plan.
