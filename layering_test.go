@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -141,7 +142,18 @@ func isView(tree string) bool {
 
 // The command-line tool talks to the daemon over D-Bus and runs the offline
 // check on observe and the checks: it links neither the daemon (its
-// outbox, its sinks and their gRPC) nor anything persistent.
+// outbox, its sinks and their gRPC) nor the outbox. It does link persist:
+// with the daemon down, `nichealthctl check` judges as the daemon will at
+// its restart (DESIGN.md difference 17), from the daemon's state file and
+// expected inventory, which only persist knows how to read (the envelope,
+// its schema versions and migration, its boot ID). It reads them through
+// persist.Peek and persist.PeekCrossBoot, which change nothing on disk
+// (the daemon's Load moves a corrupt file aside and removes temporary
+// files); persist itself is the envelope and a bounded read, small and
+// free of gRPC. persist/outbox stays out: opening an outbox takes its
+// lock and repairs torn tails, which only the daemon may do, and the
+// events it holds beyond the state are re-detected on the daemon's first
+// poll anyway.
 func TestLayering_NichealthctlLinksNoDaemon(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "./cmd/nichealthctl").CombinedOutput()
 	if err != nil {
@@ -156,8 +168,8 @@ func TestLayering_NichealthctlLinksNoDaemon(t *testing.T) {
 		switch {
 		case pkg == "daemon" || strings.HasPrefix(pkg, "daemon/"):
 			t.Errorf("nichealthctl links %s: the daemon's packages are the daemon's", pkg)
-		case pkg == "persist" || strings.HasPrefix(pkg, "persist/"):
-			t.Errorf("nichealthctl links %s: the offline check remembers nothing", pkg)
+		case strings.HasPrefix(pkg, "persist/"):
+			t.Errorf("nichealthctl links %s: only the daemon opens the outbox (persist.Peek reads the state file read-only)", pkg)
 		case strings.HasPrefix(d, "google.golang.org/grpc"):
 			t.Errorf("nichealthctl links %s: gRPC is the connector sink's", d)
 		}
@@ -212,5 +224,45 @@ func TestLayering_NoSimulationSwitchInTheProduct(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d production files checked; go list output:\n%s", checked, out)
+	}
+}
+
+// persistReadOnly is what nichealthctl may use of persist: the read-only
+// loaders, the boot ID and the pure tie of a state to a boot (it changes
+// the copy in memory), and the names of what they return. Anything else
+// (Load, Save, Store, CrossBootFile, WriteFileAtomic, CleanTemps) moves,
+// cleans or writes the daemon's files.
+var persistReadOnly = []string{
+	"Peek", "PeekCrossBoot", "InventoryPath", "ReadBootID", "ApplyBoot",
+	"ErrNewerSchema", "LoadFresh", "LoadCorrupt", "LoadLoaded", "BootSame", "BootRebooted", "BootFresh",
+}
+
+var persistUse = regexp.MustCompile(`\bpersist\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// nichealthctl's code uses only persist's read-only half: a check that
+// writes to the state directory could destroy what a stopped daemon left.
+func TestLayering_NichealthctlReadsPersistReadOnly(t *testing.T) {
+	files, err := filepath.Glob("cmd/nichealthctl/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range persistUse.FindAllStringSubmatch(string(b), -1) {
+			used++
+			if !slices.Contains(persistReadOnly, m[1]) {
+				t.Errorf("%s uses persist.%s: nichealthctl may only read the daemon's files (%s)", f, m[1], strings.Join(persistReadOnly, ", "))
+			}
+		}
+	}
+	if used == 0 {
+		t.Fatal("nichealthctl uses nothing of persist: does it still read the state file when the daemon is down?")
 	}
 }

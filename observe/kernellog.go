@@ -38,6 +38,17 @@ type kernelLogReader struct {
 	path string
 	buf  []kmsg.Record
 	seen kmsg.Stats
+	// room is how many records the checks take next cycle (SetKernelLogRoom).
+	room    int
+	roomSet bool
+}
+
+// SetKernelLogRoom says how many records the kernel-log check can take at
+// the next cycle (at most KernelLogBatch): a check still judging what it
+// was handed takes fewer, and the reader's bounded queue and the kernel's
+// ring hold the rest.
+func (o *Observer) SetKernelLogRoom(n int) {
+	o.kl.room, o.kl.roomSet = min(max(n, 0), KernelLogBatch), true
 }
 
 // OpenKernelLog starts reading <devRoot>/kmsg; with resume, after the
@@ -80,7 +91,14 @@ func (o *Observer) kernelLogStep() {
 	// The previous cycle's records are judged: their strings are not kept
 	// alive by the buffer.
 	clear(k.buf)
-	k.buf = k.src.Drain(k.buf[:0], KernelLogBatch)
+	room := KernelLogBatch
+	if k.roomSet {
+		room = k.room
+	}
+	k.buf = k.buf[:0]
+	if room > 0 {
+		k.buf = k.src.Drain(k.buf, room)
+	}
 	out.Records = k.buf
 	if len(k.buf) > 0 {
 		o.viewChanged = true

@@ -179,12 +179,19 @@ type KernelLogTotals struct {
 	// Dropped records exceeded the record size bound or were not in the
 	// kernel's format; Lost ones the kernel's ring overwrote before they
 	// were read.
-	Dropped       uint64           `json:"dropped"`
-	Lost          uint64           `json:"lost"`
-	OtherFacility uint64           `json:"otherFacility"`
-	Unmonitored   uint64           `json:"unmonitored"`
-	Unattributed  uint64           `json:"unattributed"`
-	Matches       []KernelLogMatch `json:"matches,omitempty"`
+	Dropped       uint64 `json:"dropped"`
+	Lost          uint64 `json:"lost"`
+	OtherFacility uint64 `json:"otherFacility"`
+	Unmonitored   uint64 `json:"unmonitored"`
+	Unattributed  uint64 `json:"unattributed"`
+	// Overflow are matched records past the check's bounds on conditions
+	// (counted on its overflow condition); OverBudget records dropped
+	// because more waited than a cycle's batch; Carried the records
+	// waiting for the next cycle's judging budget.
+	Overflow   uint64           `json:"overflow,omitempty"`
+	OverBudget uint64           `json:"overBudget,omitempty"`
+	Carried    int              `json:"carried,omitempty"`
+	Matches    []KernelLogMatch `json:"matches,omitempty"`
 }
 
 // KernelLogMatch is one pattern's matches on one device (the NIC, else

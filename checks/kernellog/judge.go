@@ -1,6 +1,7 @@
 package kernellog
 
 import (
+	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -38,8 +39,32 @@ type Stats struct {
 	Unmonitored   uint64 // matched, about a function that is not monitored
 	Unattributed  uint64 // matched, naming no function, on a pattern that needs one
 	Suppressed    uint64 // added from the kernel's "callbacks suppressed" lines
-	Matches       map[MatchKey]uint64
+	// Overflow are matched records past the bounds on conditions, counted
+	// on the overflow condition.
+	Overflow uint64
+	// Work is the judging work done (see Cost), Deferred the records a
+	// cycle's work budget left for the next one.
+	Work     uint64
+	Deferred uint64
+	// OverBudget are records dropped because more waited than a cycle's
+	// batch (the observer hands no more than Room, so it stays 0).
+	OverBudget uint64
+	Matches    map[MatchKey]uint64
 }
+
+// Cost is the work unit of judging: a regex run over a record costs the
+// record's length plus regexCall; a literal test before it (most patterns
+// have one, and most records fail it) an eighth of the length. It follows
+// what judging costs whatever the machine's speed, so a budget of it is
+// the same on every host and a test can count it.
+const regexCall = 64
+
+// DefaultBudget is the judging work one cycle may do (about 20 ms on a
+// loaded 2-core machine): a batch of 1,024 mlx5 lines through the
+// default table costs about a fifth of it, and a table of hundreds of
+// patterns without literals is spread over cycles instead of stalling
+// the loop.
+const DefaultBudget = 4 << 20
 
 // maxMatchSeries bounds the match series (records from user space may
 // name anything when MatchUserSpace is on).
@@ -126,7 +151,21 @@ func printingFunc(s string) string {
 // alone is saved with the next change, since records re-read after a
 // restart that matched nothing match nothing again.
 func (c *Check) Judge(mem *Memory, recs []kmsg.Record, devs *Devices, now time.Time) (specs []event.Spec, changed bool) {
+	specs, changed, _ = c.JudgeWithin(mem, recs, devs, now, 0)
+	return specs, changed
+}
+
+// JudgeWithin is Judge within a work budget (0: none): it stops before
+// the record that would start once budget units were spent, and returns
+// how many records it judged (at least one, so judging always moves).
+// The cursor covers the judged records only: the rest are judged next
+// time, or read again after a restart.
+func (c *Check) JudgeWithin(mem *Memory, recs []kmsg.Record, devs *Devices, now time.Time, budget uint64) (specs []event.Spec, changed bool, judged int) {
+	start := c.stats.Work
 	for i := range recs {
+		if budget > 0 && i > 0 && c.stats.Work-start >= budget {
+			return specs, changed, i
+		}
 		r := &recs[i]
 		mem.Seq, mem.HasSeq = r.Seq, true
 		c.stats.Judged++
@@ -152,8 +191,11 @@ func (c *Check) Judge(mem *Memory, recs []kmsg.Record, devs *Devices, now time.T
 		}
 		specs = c.matched(mem, p, r, devs.attribute(r, p, m), r.Message, devs, now, specs, &changed)
 	}
-	return specs, changed
+	return specs, changed, len(recs)
 }
+
+// spend counts the work of one regex run over s.
+func (c *Check) spend(s string) { c.stats.Work += uint64(len(s)) + regexCall }
 
 // match returns the first enabled pattern the record matches, with the
 // submatch indexes when the pattern names a function by group.
@@ -163,6 +205,13 @@ func (c *Check) match(r *kmsg.Record) (*compiled, []int) {
 		if !p.Enabled {
 			continue
 		}
+		if len(p.must) > 0 {
+			c.stats.Work += uint64(len(r.Message)/8) + 1
+			if !containsAny(r.Message, p.must) {
+				continue
+			}
+		}
+		c.spend(r.Message)
 		if ok, m := p.matches(r.Message); ok {
 			return p, m
 		}
@@ -222,8 +271,11 @@ func (c *Check) count(k MatchKey, n uint64) {
 	c.stats.Matches[k] += n
 }
 
-func (c *Check) debugf(key, msg string, p *compiled, pci string, r *kmsg.Record) {
-	if ok, n := c.debug.Note(key, time.Now()); ok {
+// debugf logs at debug level, once a minute per pattern and message with
+// the count (keyed without the function: a storm naming thousands of
+// functions must not grow the limiter).
+func (c *Check) debugf(_, msg string, p *compiled, pci string, r *kmsg.Record) {
+	if ok, n := c.debug.Note(p.Name+"|"+msg, time.Now()); ok {
 		c.log.Debug(msg, "pattern", p.Name, "pci", pci, "seq", r.Seq, "record", event.Clean(clip(r.Message)), "repeats", n)
 	}
 }
@@ -239,6 +291,9 @@ func (c *Check) occurrence(mem *Memory, p *compiled, key string, fn Function, r 
 			// start after a boot's quiet period): it would clear again at
 			// once.
 			return nil
+		}
+		if why := mem.room(fn.PCI, fn.Device); why != "" {
+			return c.overflowed(mem, p, fn, r, text, why, now, changed)
 		}
 		a = &Active{Pattern: p.Name, PCI: fn.PCI, First: r.Time}
 		mem.Active[key] = a
@@ -327,26 +382,86 @@ func (c *Check) follow(mem *Memory, r *kmsg.Record, devs *Devices, now time.Time
 	return specs
 }
 
-// clears applies the patterns' clear regexes to the record's function.
+// clears applies the patterns' clear regexes to the record's function:
+// only the few patterns that have one are tried, and each names the one
+// condition it can clear, so the cost of a record does not grow with the
+// conditions held.
 func (c *Check) clears(mem *Memory, r *kmsg.Record, devs *Devices, specs []event.Spec, changed *bool) []event.Spec {
 	var pci string
 	attributed := false
-	for _, e := range sortedActive(mem) {
-		k, a := e.k, e.a
-		p := c.table.byName[a.Pattern]
-		if p == nil || p.clear == nil || !a.Raised || !p.clear.MatchString(r.Message) {
+	for _, p := range c.table.clearing {
+		if !p.Enabled {
+			continue
+		}
+		c.spend(r.Message)
+		if !p.clear.MatchString(r.Message) {
 			continue
 		}
 		if !attributed {
 			pci, attributed = devs.attribute(r, p, nil), true
 		}
-		if pci != a.PCI {
-			continue
+		k := Key(p.Name, pci)
+		if a := mem.Active[k]; a != nil && a.Raised {
+			*changed = true
+			specs = append(specs, c.clear(mem, k, a, "the kernel said so: "+clip(r.Message)))
 		}
-		*changed = true
-		specs = append(specs, c.clear(mem, k, a, "the kernel said so: "+clip(r.Message)))
 	}
 	return specs
+}
+
+// overflowed counts a matched record past the bounds on the overflow
+// condition, raised once (again when the first fatal record comes, and
+// once per de-duplication window while the count grows).
+func (c *Check) overflowed(mem *Memory, p *compiled, fn Function, r *kmsg.Record, text, why string, now time.Time, changed *bool) []event.Spec {
+	*changed = true
+	c.stats.Overflow++
+	a := mem.overflow(r.Time)
+	a.Count++
+	if r.Time.After(a.Last) {
+		a.Last = r.Time
+	}
+	at := "the node"
+	if fn.PCI != "" {
+		at = fn.PCI
+	}
+	a.Seq, a.Record = r.Seq, clip(p.Name+" on "+at+" ("+why+"): "+text)
+	fatal := p.Severity == patterntable.Fatal
+	if !a.Raised || fatal && !a.Fatal {
+		a.Raised, a.Fatal = true, a.Fatal || fatal
+		return []event.Spec{c.raise(a, overflowPattern(a), now)}
+	}
+	if now.Sub(a.Reported) >= defaultOverflowDedupe {
+		return []event.Spec{c.raise(a, overflowPattern(a), now)}
+	}
+	return nil
+}
+
+const defaultOverflowDedupe = 5 * time.Minute
+
+// overflowPattern is the overflow condition's pattern: fatal once a fatal
+// record was among those past the bounds.
+func overflowPattern(a *Active) *patterntable.Pattern {
+	p := &patterntable.Pattern{Name: OverflowName, Severity: patterntable.NonFatal, Action: event.ActionNone,
+		Dedupe: defaultOverflowDedupe, Occurrences: 1, Quiet: time.Hour, Scope: patterntable.ScopeNode, Enabled: true,
+		Source: "the kernel-log check's bounds",
+		Description: fmt.Sprintf("and %d more: kernel log records matched patterns past what the check keeps (%d conditions in all, %d per function, %d functions without a monitored RDMA device); they are counted here, not raised one by one. Fix: find the storm's source in the kernel log (journalctl -k), then nichealthctl ack DEVICE PORT kernel_log",
+			a.Count, MaxConditions, MaxPerFunction, MaxOtherFunctions)}
+	if a.Fatal {
+		p.Severity, p.Action = patterntable.Fatal, event.ActionReplaceVM
+	}
+	return p
+}
+
+// patternOf is the pattern a condition is judged by: its table row, the
+// overflow's own, or nil when the table no longer has it.
+func (c *Check) patternOf(a *Active) *patterntable.Pattern {
+	if a.Pattern == OverflowName {
+		return overflowPattern(a)
+	}
+	if p := c.table.byName[a.Pattern]; p != nil {
+		return p.Pattern
+	}
+	return nil
 }
 
 // activeEntry is one condition with its key.
@@ -378,7 +493,7 @@ func sortedActive(mem *Memory) []activeEntry {
 func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bool) {
 	for _, e := range sortedActive(mem) {
 		k, a := e.k, e.a
-		p := c.table.byName[a.Pattern]
+		p := c.patternOf(a)
 		if p == nil || !p.Enabled || p.Severity == patterntable.Informational {
 			continue // Reconcile's
 		}
@@ -392,7 +507,7 @@ func (c *Check) Tick(mem *Memory, now time.Time) (specs []event.Spec, changed bo
 			specs = append(specs, c.clear(mem, k, a, "no new record for "+p.Quiet.String()))
 			changed = true
 		case a.Count > a.ReportedCount && now.Sub(a.Reported) >= p.Dedupe:
-			specs = append(specs, c.raise(a, p.Pattern, now))
+			specs = append(specs, c.raise(a, p, now))
 			changed = true
 		}
 	}
@@ -406,6 +521,9 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 	var specs []event.Spec
 	for _, e := range sortedActive(mem) {
 		k, a := e.k, e.a
+		if a.Pattern == OverflowName {
+			continue // no table row: it stays until acknowledged or quiet
+		}
 		p := c.table.byName[a.Pattern]
 		why := ""
 		switch {
@@ -429,6 +547,35 @@ func (c *Check) Reconcile(mem *Memory, now time.Time) []event.Spec {
 	return specs
 }
 
+// Unfold settles what a restored memory or the health model held past the
+// bounds: each such condition is cleared (the health model drops it) and
+// counted on the overflow condition, raised (or raised again) with them.
+func (c *Check) Unfold(mem *Memory, now time.Time) []event.Spec {
+	if len(mem.folded) == 0 {
+		return nil
+	}
+	var specs []event.Spec
+	o := mem.overflow(now)
+	wasFatal, wasRaised := o.Fatal, o.Raised
+	for _, f := range mem.folded {
+		o.Count += max(f.a.Count, 1)
+		o.Fatal = o.Fatal || f.a.Raised && f.a.Fatal
+		if f.a.Last.After(o.Last) {
+			o.Last = f.a.Last
+		}
+		if f.a.Raised {
+			specs = append(specs, c.clear(mem, f.key, f.a, fmt.Sprintf("counted on the %s condition: the check keeps at most %d kernel-log conditions (%d per function, %d functions without a monitored RDMA device)",
+				OverflowName, MaxConditions, MaxPerFunction, MaxOtherFunctions)))
+		}
+	}
+	mem.folded = nil
+	if !wasRaised || o.Fatal != wasFatal || o.Count > o.ReportedCount {
+		o.Raised = true
+		specs = append(specs, c.raise(o, overflowPattern(o), now))
+	}
+	return specs
+}
+
 // ClearAll clears every condition (the check was switched off).
 func (c *Check) ClearAll(mem *Memory, why string) []event.Spec {
 	var specs []event.Spec
@@ -445,7 +592,7 @@ func (c *Check) ClearAll(mem *Memory, why string) []event.Spec {
 // IsAckWord reports whether AcknowledgeReset's counter argument is the
 // kernel log's: "kernel_log" or a pattern's name.
 func (c *Check) IsAckWord(what string) bool {
-	return what == patterntable.AckAll || c.table.byName[what] != nil
+	return what == patterntable.AckAll || what == OverflowName || c.table.byName[what] != nil
 }
 
 // Acknowledge clears, at the operator's word, the conditions covering a
@@ -459,7 +606,9 @@ func (c *Check) Acknowledge(mem *Memory, device string, port int, what, who stri
 		if !a.Raised || (what != patterntable.AckAll && a.Pattern != what) {
 			continue
 		}
-		covers := len(a.Ports) == 0 && what != patterntable.AckAll
+		// The overflow condition names no port, and "kernel_log" is the
+		// word an operator knows: it clears it from any port.
+		covers := len(a.Ports) == 0 && (what != patterntable.AckAll || a.Pattern == OverflowName)
 		for _, p := range a.Ports {
 			if p.Device == device && p.Port == port {
 				covers = true

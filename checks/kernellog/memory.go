@@ -2,6 +2,7 @@ package kernellog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -29,6 +30,16 @@ type Memory struct {
 	// Active are the conditions (raised, or gathering occurrences) by key
 	// (pattern and PCI address, see Key).
 	Active map[string]*Active `json:"active"`
+
+	// folded are conditions a restored memory or the health model held
+	// past the bounds: Start clears each and counts it on the overflow
+	// condition, so the model and the memory agree.
+	folded []foldedEntry
+}
+
+type foldedEntry struct {
+	key string
+	a   *Active
 }
 
 // Port is one port a condition covers.
@@ -68,11 +79,74 @@ func Key(pattern, pci string) string { return pattern + "|" + pci }
 // NewMemory returns an empty memory.
 func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Active: map[string]*Active{}} }
 
-// Bounds a restored memory must respect.
+// Bounds of the memory, enforced where a condition is added (a record, a
+// restored state, the health model's conditions adopted at start): a
+// storm of records naming thousands of functions keeps the memory, the
+// state file and the events flat. Past them the records count on one
+// overflow condition ("and N more").
 const (
-	maxActive = 4096
-	maxRecord = 512
+	// MaxConditions bounds the conditions in all (the overflow's aside).
+	MaxConditions = 256
+	// MaxPerFunction bounds the conditions of one function (one per
+	// pattern; a function matching more patterns than this is storming).
+	MaxPerFunction = 16
+	// MaxOtherFunctions bounds the functions without a monitored RDMA
+	// device that may have conditions of their own (a function that
+	// failed to probe; a real host has a handful).
+	MaxOtherFunctions = 16
+	maxRecord         = 512
 )
+
+// OverflowName is the pattern name of the condition that counts the
+// records past the bounds: node-level, fatal when a fatal one was among
+// them, cleared by nichealthctl ack DEVICE PORT kernel_log (or by its own
+// name).
+const OverflowName = patterntable.Overflow
+
+// room says why a new condition for fn cannot be kept ("" when it can).
+func (m *Memory) room(pci, device string) string {
+	total, per := 0, 0
+	var others []string
+	for _, a := range m.Active {
+		if a == nil || a.Pattern == OverflowName {
+			continue
+		}
+		total++
+		if a.PCI == pci {
+			per++
+		}
+		if a.Device == "" && a.PCI != "" && !slices.Contains(others, a.PCI) {
+			others = append(others, a.PCI)
+		}
+	}
+	switch {
+	case total >= MaxConditions:
+		return fmt.Sprintf("more than %d kernel-log conditions in all", MaxConditions)
+	case per >= MaxPerFunction:
+		return fmt.Sprintf("more than %d kernel-log conditions on one function", MaxPerFunction)
+	case per == 0 && device == "" && pci != "" && len(others) >= MaxOtherFunctions:
+		return fmt.Sprintf("more than %d functions without a monitored RDMA device", MaxOtherFunctions)
+	}
+	return ""
+}
+
+// fold takes a condition the memory cannot keep off it: Start clears it
+// and counts it on the overflow condition.
+func (m *Memory) fold(key string, a *Active) {
+	delete(m.Active, key)
+	m.folded = append(m.folded, foldedEntry{key, a})
+}
+
+// overflow is the overflow condition, created when absent.
+func (m *Memory) overflow(first time.Time) *Active {
+	k := Key(OverflowName, "")
+	a := m.Active[k]
+	if a == nil {
+		a = &Active{Pattern: OverflowName, First: first}
+		m.Active[k] = a
+	}
+	return a
+}
 
 // Validate drops entries no check could have written and lists them.
 func (m *Memory) Validate() (dropped []string) {
@@ -101,12 +175,95 @@ func (m *Memory) Validate() (dropped []string) {
 			a.Record = a.Record[:maxRecord]
 		}
 	}
-	if len(m.Active) > maxActive {
-		dropped = append(dropped, fmt.Sprintf("active: %d conditions, more than %d; the check starts with none", len(m.Active), maxActive))
-		m.Active = map[string]*Active{}
-	}
 	sort.Strings(dropped)
+	if n := m.bound(); n > 0 {
+		dropped = append(dropped, fmt.Sprintf("active: %d conditions past the bounds (%d in all, %d per function, %d functions without a monitored RDMA device); they are cleared at start and counted on the %s condition",
+			n, MaxConditions, MaxPerFunction, MaxOtherFunctions, OverflowName))
+	}
 	return dropped
+}
+
+// bound folds what a restored memory holds past the bounds, keeping the
+// raised fatal conditions first, then the raised ones, in key order, and
+// returns how many it folded.
+func (m *Memory) bound() int {
+	keys := make([]string, 0, len(m.Active))
+	for k := range m.Active {
+		keys = append(keys, k)
+	}
+	rank := func(a *Active) int {
+		switch {
+		case a == nil:
+			return 4
+		case a.Pattern == OverflowName:
+			return 0
+		case a.Raised && a.Fatal:
+			return 1
+		case a.Raised:
+			return 2
+		}
+		return 3
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := rank(m.Active[keys[i]]), rank(m.Active[keys[j]])
+		return ri < rj || ri == rj && keys[i] < keys[j]
+	})
+	kept := NewMemory()
+	n := 0
+	for _, k := range keys {
+		a := m.Active[k]
+		if a == nil {
+			continue
+		}
+		if a.Pattern != OverflowName && kept.room(a.PCI, a.Device) != "" {
+			m.fold(k, a)
+			n++
+			continue
+		}
+		kept.Active[k] = a
+	}
+	return n
+}
+
+// Held is a kernel-log condition the health model holds (restored from
+// the state file's conditions).
+type Held struct {
+	Pattern, PCI string
+	Ports        []Port
+	Fatal        bool
+	Since        time.Time
+}
+
+// Adopt takes on the health model's kernel-log conditions the memory does
+// not hold (its section was unreadable, or written by an older build that
+// dropped them): each becomes a raised condition again, so an operator's
+// acknowledgement clears it and a repeated record is not raised twice;
+// one past the bounds is folded (cleared at start, counted on the
+// overflow condition). It returns how many it adopted.
+func (m *Memory) Adopt(held []Held) (adopted int) {
+	for _, h := range held {
+		k := Key(h.Pattern, h.PCI)
+		if !patterntable.ValidName(h.Pattern) || h.PCI != "" && !topology.IsPCIAddress(h.PCI) || m.Active[k] != nil {
+			continue
+		}
+		a := &Active{Pattern: h.Pattern, PCI: h.PCI, Ports: slices.Clone(h.Ports), Raised: true, Fatal: h.Fatal,
+			Count: 1, ReportedCount: 1, First: h.Since, Last: h.Since, Reported: h.Since}
+		if len(a.Ports) > 0 {
+			a.Device = a.Ports[0].Device
+		}
+		if h.Pattern == OverflowName {
+			m.Active[k] = a
+			adopted++
+			continue
+		}
+		if m.room(a.PCI, a.Device) != "" {
+			m.folded = append(m.folded, foldedEntry{k, a})
+			continue
+		}
+		m.Active[k] = a
+		adopted++
+	}
+	return adopted
 }
 
 // ForBoot ties the memory to a boot: a memory of another boot (its ring

@@ -98,6 +98,8 @@ func (c *compiled) matches(s string) (bool, []int) {
 type Table struct {
 	patterns []compiled
 	byName   map[string]*compiled
+	// clearing are the patterns with a clear regex.
+	clearing []*compiled
 }
 
 // Compile compiles validated patterns (Merge's result).
@@ -126,6 +128,9 @@ func Compile(ps []patterntable.Pattern) (*Table, error) {
 	}
 	for i := range t.patterns {
 		t.byName[t.patterns[i].Name] = &t.patterns[i]
+		if t.patterns[i].clear != nil {
+			t.clearing = append(t.clearing, &t.patterns[i])
+		}
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
+	"github.com/nichealth/nichealthd/topology/kmsg"
 )
 
 // Section is the kernel-log check's section of the state file.
@@ -46,6 +47,12 @@ type Watch struct {
 	started bool
 	next    time.Time
 	judged  uint64
+	// carry are the records the observer handed over that the last
+	// cycle's work budget left unjudged, oldest first; the observer hands
+	// at most Room more, so they never exceed observe.KernelLogBatch.
+	carry []kmsg.Record
+	// budget is the judging work a cycle may do (DefaultBudget).
+	budget uint64
 	// devs is the function map of plan (see devices).
 	devs     *Devices
 	plan     uint64
@@ -60,8 +67,23 @@ type Watch struct {
 // boot, missing what the port checks remember of NICs gone from the last
 // enumeration.
 func NewWatch(log *slog.Logger, bootID string, missing func() []Function) *Watch {
-	return &Watch{log: log, boot: bootID, mem: NewMemory(), missing: missing}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Watch{log: log, boot: bootID, mem: NewMemory(), missing: missing, budget: DefaultBudget}
 }
+
+// SetBudget sets the judging work a cycle may do (tests; 0: none).
+func (w *Watch) SetBudget(units uint64) { w.budget = units }
+
+// Room is how many records the next cycle may hand over: the batch less
+// the records still waiting to be judged. The reader's queue and the
+// kernel's ring hold the rest, so a slow table backs up there, bounded,
+// with losses counted from the sequence numbers.
+func (w *Watch) Room() int { return max(observe.KernelLogBatch-len(w.carry), 0) }
+
+// Carried is how many records wait for the next cycle's judging.
+func (w *Watch) Carried() int { return len(w.carry) }
 
 // Memory is what the check remembers.
 func (w *Watch) Memory() *Memory { return w.mem }
@@ -96,11 +118,21 @@ func (w *Watch) turnOn(now time.Time) []event.Spec {
 		return nil
 	}
 	check := New(tb, Options{MatchUserSpace: w.cfg.MatchUserSpace, Log: w.log})
+	specs := check.Unfold(w.mem, now)
 	if !w.cfg.On {
-		return check.ClearAll(w.mem, "the kernel-log check is switched off (kernelLog.enabled = false, or not in checks)")
+		return append(specs, check.ClearAll(w.mem, "the kernel-log check is switched off (kernelLog.enabled = false, or not in checks)")...)
 	}
 	w.check = check
-	return check.Reconcile(w.mem, now)
+	return append(specs, check.Reconcile(w.mem, now)...)
+}
+
+// Adopt takes on the kernel-log conditions the health model restored
+// that the memory does not hold (Memory.Adopt); Start settles those past
+// the bounds.
+func (w *Watch) Adopt(held []Held) {
+	if n := w.mem.Adopt(held); n > 0 {
+		w.log.Info("kernel-log conditions the health model held and the check's state did not were taken on again", "conditions", n)
+	}
 }
 
 // Configure applies [kernelLog] and --checks. Once started: switched off
@@ -119,7 +151,7 @@ func (w *Watch) Configure(cfg Config) []event.Spec {
 		return nil
 	case !cfg.On:
 		specs := w.check.ClearAll(w.mem, "the kernel-log check was switched off (kernelLog.enabled = false, or not in checks)")
-		w.check = nil
+		w.check, w.carry = nil, nil
 		return specs
 	}
 	if slices.Equal(old.Patterns, cfg.Patterns) && old.MatchUserSpace == cfg.MatchUserSpace {
@@ -143,13 +175,27 @@ func (w *Watch) Run(cy *checks.Cycle) {
 	}
 	cy.Enter(CheckName)
 	obs := cy.Obs
-	if recs := obs.KernelLog.Records; len(recs) > 0 {
-		specs, ch := w.check.Judge(w.mem, recs, w.devices(obs), obs.Now)
+	if recs := obs.KernelLog.Records; len(recs) > 0 || len(w.carry) > 0 {
+		if len(w.carry) > 0 {
+			// Judged in order: what waited first. The observer reuses its
+			// buffer, so what is left over is copied.
+			recs = append(w.carry, recs...)
+		}
+		specs, ch, n := w.check.JudgeWithin(w.mem, recs, w.devices(obs), obs.Now, w.budget)
 		cy.Emit(specs...)
 		if ch {
 			cy.Changed()
 		}
-		w.judged += uint64(len(recs))
+		w.judged += uint64(n)
+		left := recs[n:]
+		if len(left) > observe.KernelLogBatch {
+			// The observer hands at most Room: never here, but a bound
+			// is kept where it is added, and what it drops is counted.
+			w.check.stats.OverBudget += uint64(len(left) - observe.KernelLogBatch)
+			left = left[len(left)-observe.KernelLogBatch:]
+		}
+		w.check.stats.Deferred += uint64(len(left))
+		w.carry = append(w.carry[:0:0], left...)
 		cy.ViewChanged()
 	}
 	if obs.Now.Before(w.next) {

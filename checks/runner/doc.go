@@ -7,7 +7,8 @@
 // the state file's sections, replays the outbox onto them after a crash,
 // restores the health model, and builds what the views show of each port.
 // The daemon (package daemon) decides when a cycle runs and where its
-// events go; `nichealthctl check --offline` runs one cycle with no daemon.
+// events go; `nichealthctl check` runs one cycle with no daemon, as its
+// first poll after a restart would (AsRestarted).
 //
 // Adding a check is its own package implementing checks.Check (and
 // checks.Memory when it remembers) plus one line in the list (list.go).

@@ -2,11 +2,13 @@ package runner
 
 import (
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/topology/kmsg"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
@@ -100,5 +102,100 @@ func TestKernelLog_11_StartSettlesRememberedConditions(t *testing.T) {
 				t.Fatalf("cleared %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBounded_8_KernelLogTotalsTrueAfterARestart: after a restart the
+// totals (nichealth_kernel_log_sequence, _records_total) say the position
+// the state kept before any record arrives, and the records the kernel
+// hands out again (the FIFO stands in for /dev/kmsg given its ring
+// again) count as skipped, not read.
+func TestBounded_8_KernelLogTotalsTrueAfterARestart(t *testing.T) {
+	h, err := sim.Build(simtest.TempDir(t), "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, dev, _ := h.KmsgDict("mlx5_0")
+	line := kmsg.Record{Level: 3, Subsystem: sub, Device: dev, Message: "mlx5_core 0000:00:00.0: E-Switch: cleanup"}
+	burst := make([]kmsg.Record, 20)
+	for i := range burst {
+		burst[i] = line
+		burst[i].Seq = uint64(i + 1)
+	}
+	judgeAll := func(m *Runner, want uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			m.Cycle(time.Now())
+			if m.KernelLogTotals().Judged == want {
+				return
+			}
+		}
+		t.Fatalf("judged %d, want %d", m.KernelLogTotals().Judged, want)
+	}
+	first := simMonitor(t, h, "")
+	first.StartKernelLog(time.Now())
+	first.Cycle(time.Now())
+	if _, err := h.WriteKmsg(burst...); err != nil {
+		t.Fatal(err)
+	}
+	judgeAll(first, 20)
+	st := &persist.State{}
+	if err := storeMemory(st, first); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	again := startRunner(t, simConfig(t, h, ""), st, persist.BootSame, slog.New(slog.DiscardHandler), Seams{})
+	again.StartKernelLog(time.Now())
+	again.Cycle(time.Now())
+	if tot := again.KernelLogTotals(); tot.Sequence != 20 || tot.Records != 0 {
+		t.Fatalf("after the restart, before any record: sequence %d records %d, want 20 and 0", tot.Sequence, tot.Records)
+	}
+	next := line
+	next.Seq = 21
+	if _, err := h.WriteKmsg(append(burst, next)...); err != nil {
+		t.Fatal(err)
+	}
+	judgeAll(again, 1)
+	if tot := again.KernelLogTotals(); tot.Sequence != 21 || tot.Records != 1 {
+		t.Fatalf("sequence %d records %d, want 21 and 1 (20 skipped)", tot.Sequence, tot.Records)
+	}
+}
+
+// TestBounded_5_TheObserverHandsNoMoreThanTheCheckCanJudge: with a work
+// budget that judges a few records a cycle, the check carries at most one
+// batch, the observer is asked for no more than the room it leaves, and
+// the whole burst is judged, none dropped.
+func TestBounded_5_TheObserverHandsNoMoreThanTheCheckCanJudge(t *testing.T) {
+	h, err := sim.Build(simtest.TempDir(t), "minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := simMonitor(t, h, "")
+	m.StartKernelLog(time.Now())
+	m.set.kernelLog.SetBudget(2000) // about ten records of the default table
+	m.Cycle(time.Now())
+	sub, dev, _ := h.KmsgDict("mlx5_0")
+	burst := make([]kmsg.Record, 3000)
+	for i := range burst {
+		burst[i] = kmsg.Record{Level: 3, Subsystem: sub, Device: dev, Message: fmt.Sprintf("mlx5_core 0000:00:00.0: E-Switch: cleanup %d", i)}
+	}
+	if _, err := h.WriteKmsg(burst...); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for deadline := time.Now().Add(60 * time.Second); m.KernelLogTotals().Judged < 3000 && time.Now().Before(deadline); {
+		m.Cycle(time.Now())
+		w := m.set.kernelLog
+		if c := w.Carried(); c > most {
+			most = c
+		}
+		if len(m.last.KernelLog.Records) > 1024 {
+			t.Fatalf("handed %d records in one cycle", len(m.last.KernelLog.Records))
+		}
+	}
+	tot := m.KernelLogTotals()
+	if tot.Judged != 3000 || tot.OverBudget != 0 || most > 1024 || most == 0 {
+		t.Fatalf("judged %d, over budget %d, most carried %d", tot.Judged, tot.OverBudget, most)
 	}
 }

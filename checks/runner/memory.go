@@ -6,6 +6,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
@@ -101,6 +102,7 @@ func (r *Runner) RestoreModel(raw []byte) (m *health.Model, note string) {
 // when they run again), and rule conditions under a rule's former name
 // are migrated. The events go out with the first cycle.
 func (r *Runner) Resume(model *health.Model) {
+	r.adoptKernelLog(model)
 	for _, e := range r.list {
 		if rs, ok := e.unit.(interface{ Resume() []event.Spec }); ok {
 			r.pending = append(r.pending, rs.Resume()...)
@@ -114,6 +116,22 @@ func (r *Runner) Resume(model *health.Model) {
 	}
 	r.g.restore(failed)
 	r.pending = append(r.pending, r.migrateRuleChecks(model)...)
+}
+
+// adoptKernelLog hands the kernel-log check the conditions the health
+// model restored under its name: the check takes on those its memory
+// lacks, so every latched one stays acknowledgeable and a repeated record
+// raises no duplicate, and settles those past its bounds at start.
+func (r *Runner) adoptKernelLog(model *health.Model) {
+	var held []kernellog.Held
+	for _, c := range model.Conditions() {
+		if c.Check != event.KernelLogCheck || c.Entity.Kind != condition.KernelLog {
+			continue
+		}
+		held = append(held, kernellog.Held{Pattern: c.Entity.Name, PCI: c.Entity.PCI, Ports: c.Ports,
+			Fatal: c.Severity == health.Fatal, Since: c.Since})
+	}
+	r.set.kernelLog.Adopt(held)
 }
 
 // adoptReported tells the port checks which ports have a state-check

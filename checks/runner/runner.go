@@ -148,6 +148,7 @@ func (r *Runner) Cycle(now time.Time) ([]event.Spec, bool) {
 		r.out = append(r.out, r.g.resumedSpec(event.LinkSanityCheck, why))
 	}
 	r.obs.Settle(now, r.g.takeReplan())
+	r.obs.SetKernelLogRoom(r.set.kernelLog.Room())
 	r.g.out = &r.pending
 	if r.cy.HasViewChanged() {
 		r.view = true

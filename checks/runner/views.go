@@ -209,13 +209,16 @@ func (r *Runner) KernelLogTotals() *health.KernelLogTotals {
 		return nil
 	}
 	st := r.last.KernelLog.Stats
-	if t := r.klTotals; t != nil && t.Judged == w.Judged() && r.klStats == st {
+	if t := r.klTotals; t != nil && t.Judged == w.Judged() && t.Carried == w.Carried() && r.klStats == st {
 		return t
 	}
 	cs := w.Stats()
+	// The reader counts from its resume point (the check's cursor in the
+	// state), so after a restart the sequence is the position, and records
+	// the kernel hands out again are skipped, not read.
 	t := &health.KernelLogTotals{Reading: st.Open, Err: event.Clean(st.Err), Records: st.Read, Sequence: st.LastSeq, Judged: w.Judged(),
 		Dropped: st.Dropped + st.Oversized + st.Malformed, Lost: st.Lost, OtherFacility: cs.OtherFacility,
-		Unmonitored: cs.Unmonitored, Unattributed: cs.Unattributed}
+		Unmonitored: cs.Unmonitored, Unattributed: cs.Unattributed, Overflow: cs.Overflow, OverBudget: cs.OverBudget, Carried: w.Carried()}
 	for k, n := range cs.Matches {
 		t.Matches = append(t.Matches, health.KernelLogMatch{Pattern: k.Pattern, Device: event.Clean(k.Device), Count: n})
 	}

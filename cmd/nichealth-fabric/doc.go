@@ -1,7 +1,6 @@
-// Command nichealth-fabric draws the InfiniBand fabric that ibnetdiscover
-// saw, with the health every nichealthd of the fleet reports laid over
-// it: `map` parses the dump (fabric/ibnet), gathers the overlay from the
-// Prometheus HTTP API or from `nichealthctl status --json` dumps
-// (fabric/overlay), and writes one offline HTML page (fabric/page) or the
-// graph as JSON.
+// Command nichealth-fabric is the fleet-side view of the InfiniBand
+// fabric: `map` draws what ibnetdiscover saw with the health every
+// nichealthd reports laid over it (fabric/ibnet, fabric/overlay,
+// fabric/page), and `plan` shares the reading of a job's fabric among
+// the job's hosts from the switches' forwarding tables (fabric/plan).
 package main

@@ -1,45 +1,43 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"time"
+	"runtime/debug"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
-	"github.com/nichealth/nichealthd/fabric/overlay"
-	"github.com/nichealth/nichealthd/fabric/page"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/internal/version"
 )
 
-// Exit codes: 0 done, 1 the map could not be made, 2 usage.
+// Exit codes: 0 done, 1 the map or plan could not be made, 2 usage.
 const (
 	exitOK     = 0
 	exitFailed = 1
 	exitUsage  = 2
 )
 
-// maxInput bounds the dump and the map: a 10,000-node fabric's
-// ibnetdiscover output is about 5 MB.
+// maxInput bounds each input file: a 10,000-node fabric's ibnetdiscover
+// output is about 5 MB, its forwarding tables a few tens of MB.
 const maxInput = 256 << 20
 
 const usage = `usage: nichealth-fabric map --ibnetdiscover FILE [--node-name-map FILE]
                             [--prometheus URL | --status DIR] [--timeout 30s]
                             [--json] [-o FILE.html] [--title TEXT]
+       nichealth-fabric plan --ibnetdiscover FILE --lfts FILE --nodes FILE
+                            [--node-name-map FILE] [--json] [-o DIR]
 
-Draws the fabric of an ibnetdiscover output (ibnetdiscover > FILE) as one
-offline HTML page (-o), or prints it as JSON (--json): switches, HCAs,
-routers and every link's two ends with width and speed. --prometheus asks
-the Prometheus that scrapes the fleet's nichealthd for every port's
-verdict; --status reads a directory of 'nichealthctl status --json' dumps
-(one *.json file per node) instead.
+map draws the fabric of an ibnetdiscover output (ibnetdiscover > FILE, or
+ibnetdiscover -p > FILE) as one offline HTML page (-o), or prints it as
+JSON (--json), with the health the fleet's nichealthd report (--prometheus
+or --status).
+
+plan shares the reading of the switch ports between a job's hosts
+(--nodes, one name a line or a Slurm host list) from the switches'
+forwarding tables (dump_lfts > FILE): each host's list on standard output
+(--json) or in DIR/<host>.json (-o).
 `
 
 func main() {
@@ -54,185 +52,90 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	if args[0] == "--version" || args[0] == "version" {
+	switch args[0] {
+	case "--version", "version":
 		fmt.Fprintln(stdout, "nichealth-fabric", version.String())
 		return exitOK
+	case "map":
+		return runMap(args[1:], stdout, stderr)
+	case "plan":
+		return runPlan(args[1:], stdout, stderr)
 	}
-	if args[0] != "map" {
-		fmt.Fprintf(stderr, "nichealth-fabric: unknown command %q\n%s", args[0], usage)
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("map", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	topo := fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE`")
-	nameMap := fs.String("node-name-map", "", "opensm node-name map `FILE` (GUID \"name\" per line)")
-	prom := fs.String("prometheus", "", "Prometheus base `URL` for the health overlay, e.g. http://prometheus:9090")
-	status := fs.String("status", "", "`DIR` of nichealthctl status --json dumps for the health overlay")
-	timeout := fs.Duration("timeout", 30*time.Second, "limit for all Prometheus queries together")
-	asJSON := fs.Bool("json", false, "print the graph as JSON on stdout")
-	out := fs.String("o", "", "write the HTML page to `FILE`")
-	title := fs.String("title", "", "page title (default: the dump's file name)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	switch {
-	case fs.NArg() != 0:
-		fmt.Fprintf(stderr, "nichealth-fabric map: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	case *topo == "":
-		fmt.Fprintln(stderr, "nichealth-fabric map: --ibnetdiscover FILE is required (save it with: ibnetdiscover > FILE)")
-		return exitUsage
-	case *prom != "" && *status != "":
-		fmt.Fprintln(stderr, "nichealth-fabric map: give --prometheus or --status, not both")
-		return exitUsage
-	case !*asJSON && *out == "":
-		fmt.Fprintln(stderr, "nichealth-fabric map: say what to make: -o FILE.html, --json, or both")
-		return exitUsage
-	}
+	fmt.Fprintf(stderr, "nichealth-fabric: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}
 
-	raw, err := regularfile.Read(*topo, maxInput)
+// readGraph parses an ibnetdiscover output as it streams in, and applies
+// a node-name map when one is given.
+func readGraph(cmd, path, nameMap string, stderr io.Writer) (*ibnet.Graph, error) {
+	f, err := regularfile.Open(path, maxInput)
 	if err != nil {
-		fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
-		return exitFailed
+		return nil, err
 	}
-	g := ibnet.Parse(raw)
-	warn(stderr, *topo, g.Problems)
+	g, err := ibnet.ParseReader(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	warn(stderr, cmd, path, g.Problems, g.MoreProblems)
 	if len(g.Nodes) == 0 {
-		fmt.Fprintf(stderr, "nichealth-fabric map: %s holds no switch, HCA or router block: is it ibnetdiscover's output (not -p, -l or -H)?\n", *topo)
-		return exitFailed
+		return nil, fmt.Errorf("%s holds no switch, HCA or router: is it ibnetdiscover's output (its topology file or -p; not -l or -H)?", path)
 	}
-	if *nameMap != "" {
-		b, err := regularfile.Read(*nameMap, maxInput)
+	if nameMap != "" {
+		b, err := regularfile.Read(nameMap, maxInput)
 		if err != nil {
-			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
-			return exitFailed
+			return nil, err
 		}
 		m, probs := ibnet.ParseNodeNameMap(b)
-		warn(stderr, *nameMap, probs)
+		warn(stderr, cmd, nameMap, probs, 0)
 		g.ApplyNames(m)
 	}
-
-	var ov *overlay.Overlay
-	switch {
-	case *prom != "":
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		ov, err = overlay.FromPrometheus(ctx, &http.Client{}, *prom)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(stderr, "nichealth-fabric map: health from Prometheus: %v\n", err)
-			return exitFailed
-		}
-	case *status != "":
-		var probs []error
-		ov, probs, err = overlay.FromStatusDir(*status)
-		if err != nil {
-			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
-			return exitFailed
-		}
-		for _, p := range probs {
-			fmt.Fprintf(stderr, "nichealth-fabric map: skipped %v\n", p)
-		}
-	}
-
-	if *title == "" {
-		*title = "Fabric " + filepath.Base(*topo)
-	}
-	m := page.Build(*title, "ibnetdiscover "+filepath.Base(*topo), g, ov)
-	if *asJSON {
-		if err := writeJSON(stdout, g, m); err != nil {
-			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
-			return exitFailed
-		}
-	}
-	if *out != "" {
-		if err := writePage(*out, m); err != nil {
-			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
-			return exitFailed
-		}
-	}
-	return exitOK
+	return g, nil
 }
 
 // warn lists a file's skipped lines: the first few, then a count, so a
 // file of garbage does not flood the terminal.
-func warn(w io.Writer, file string, probs []ibnet.Problem) {
+func warn(w io.Writer, cmd, file string, probs []ibnet.Problem, more int) {
 	const show = 10
 	for i, p := range probs {
 		if i == show {
-			fmt.Fprintf(w, "nichealth-fabric map: %s: %d more lines skipped\n", file, len(probs)-show)
 			break
 		}
-		fmt.Fprintf(w, "nichealth-fabric map: %s: skipped %s\n", file, p)
+		fmt.Fprintf(w, "nichealth-fabric %s: %s: skipped %s\n", cmd, filepath.Base(file), p)
+	}
+	if n := len(probs) + more - show; n > 0 {
+		fmt.Fprintf(w, "nichealth-fabric %s: %s: %d more lines skipped\n", cmd, filepath.Base(file), n)
 	}
 }
 
-// jsonEnd is one end of a link in --json.
-type jsonEnd struct {
-	GUID     string `json:"guid"`
-	Port     int    `json:"port"`
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
-	PortGUID string `json:"portGUID,omitempty"`
-	Verdict  string `json:"verdict,omitempty"`
-}
-
-type jsonLink struct {
-	A        jsonEnd `json:"a"`
-	B        jsonEnd `json:"b"`
-	Width    string  `json:"width"`
-	Speed    string  `json:"speed"`
-	Gbps     float64 `json:"gbps"`
-	Degraded bool    `json:"degraded"`
-	Expected string  `json:"expected,omitempty"`
-	Verdict  string  `json:"verdict,omitempty"`
-}
-
-func writeJSON(w io.Writer, g *ibnet.Graph, m *page.Model) error {
-	verdict := map[string]string{}
-	for _, n := range m.Nodes {
-		for _, p := range n.Ports {
-			if p.Verdict != "" {
-				verdict[fmt.Sprintf("%s/%d", n.ID, p.Num)] = string(p.Verdict)
-			}
+// limitMemory sets a soft memory limit of 32 MiB plus one and a half
+// times the inputs' size, unless GOMEMLIMIT says otherwise. A parsed
+// fabric keeps about its input's size (fabric/ibnet's benchmarks); the
+// limit stops the collector from letting the garbage of a large parse
+// double the heap, at a little CPU. It is soft: a fabric that needs more
+// gets it, collected more often.
+func limitMemory(paths ...string) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	total := int64(32 << 20)
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size() + fi.Size()/2
 		}
 	}
-	end := func(e ibnet.End) jsonEnd {
-		j := jsonEnd{GUID: e.GUID.String(), Port: e.Port, Name: e.Name, Kind: e.Kind.String(),
-			Verdict: verdict[fmt.Sprintf("%s/%d", e.GUID, e.Port)]}
-		if e.PortGUID != 0 {
-			j.PortGUID = e.PortGUID.String()
-		}
-		return j
-	}
-	out := struct {
-		Switches int        `json:"switches"`
-		HCAs     int        `json:"hcas"`
-		Routers  int        `json:"routers"`
-		Links    []jsonLink `json:"links"`
-		Health   string     `json:"health,omitempty"`
-	}{g.Count(ibnet.Switch), g.Count(ibnet.HCA), g.Count(ibnet.Router), make([]jsonLink, 0, len(g.Links)), m.Health}
-	for i, l := range g.Links {
-		out.Links = append(out.Links, jsonLink{A: end(l.A), B: end(l.B), Width: l.Width, Speed: l.Speed, Gbps: l.Gbps,
-			Degraded: l.Degraded, Expected: l.Expected, Verdict: string(m.Links[i].Verdict)})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	debug.SetMemoryLimit(total)
 }
 
-// writePage writes the page next to its destination and renames it in,
-// so a browser never opens half a page.
-func writePage(path string, m *page.Model) error {
+// writeFile writes a file beside its destination and renames it in, so a
+// reader never sees half of it.
+func writeFile(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := page.Render(tmp, m); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -67,11 +67,11 @@ func TestFabric_12_MapWritesPageAndNamesBadLines(t *testing.T) {
 	if code := run([]string{"map", "--ibnetdiscover", in, "--node-name-map", nm, "-o", page}, &out, &errs); code != exitOK {
 		t.Fatalf("code %d: %s", code, errs.String())
 	}
-	if !strings.Contains(errs.String(), "f.topo: skipped line 1: not a topology line") {
+	if !strings.Contains(errs.String(), "map: f.topo: skipped line 1: not a topology line") {
 		t.Errorf("stderr %q", errs.String())
 	}
 	b, err := os.ReadFile(page)
-	if err != nil || !bytes.Contains(b, []byte(`"name":"leaf-a"`)) || bytes.Contains(b, []byte("src=\"http")) {
+	if err != nil || !bytes.Contains(b, []byte(`,"leaf-a",`)) || bytes.Contains(b, []byte("src=\"http")) {
 		t.Errorf("page: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestFabric_12_MapUsage(t *testing.T) {
 		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "http://x", "--status", "d"}, exitUsage, "not both"},
 		{[]string{"map", "--ibnetdiscover", "/nonexistent", "--json"}, exitFailed, "/nonexistent"},
 		{[]string{"map", "--ibnetdiscover", "/dev/zero", "--json"}, exitFailed, "not a regular file"},
-		{[]string{"map", "--ibnetdiscover", "main.go", "--json"}, exitFailed, "holds no switch, HCA or router block"},
+		{[]string{"map", "--ibnetdiscover", "main.go", "--json"}, exitFailed, "holds no switch, HCA or router: is it"},
 		{[]string{"map", "--ibnetdiscover", edr, "--json", "--prometheus", "127.0.0.1:9"}, exitFailed, "want http://host:port"},
 	} {
 		var out, errs bytes.Buffer
@@ -103,5 +103,103 @@ func TestFabric_VersionIsTheProductVersion(t *testing.T) {
 	var out, errb strings.Builder
 	if code := run([]string{"--version"}, &out, &errb); code != exitOK || out.String() != "nichealth-fabric "+version.String()+"\n" {
 		t.Fatalf("--version: exit %d, %q %q", code, out.String(), errb.String())
+	}
+}
+
+const (
+	edrPorts = "../../fabric/ibnet/testdata/switchib-edr-2023.ibsim.ports"
+	edrLFTs  = "../../fabric/plan/testdata/switchib-edr-2023.ibsim.lfts"
+)
+
+// DESIGN 14's command line: --json prints the plan in the shape DESIGN
+// gives, -o writes one file per host of the job (an empty list for a
+// host that reads nothing), and what the inputs lack is said.
+func TestDesign_14_PlanCommand(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes")
+	if err := os.WriteFile(nodes, []byte("node[001-002]\ngpu004 nosuchhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	planDir := filepath.Join(dir, "plan")
+	if code := run([]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrLFTs, "--nodes", nodes, "--json", "-o", planDir}, &out, &errs); code != exitOK {
+		t.Fatalf("code %d: %s", code, errs.String())
+	}
+	if !strings.Contains(errs.String(), "nosuchhost: no HCA of this host is in the ibnetdiscover output") {
+		t.Errorf("stderr %q", errs.String())
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil || len(p) != 2 || p["assignments"] == nil || string(p["unassigned"]) != "[]" {
+		t.Fatalf("--json %v: %s", err, out.String())
+	}
+	var a map[string][]map[string]any
+	if err := json.Unmarshal(p["assignments"], &a); err != nil || len(a) != 4 || len(a["nosuchhost"]) != 0 || len(a["node001"]) == 0 {
+		t.Fatalf("assignments %v: %s", err, p["assignments"])
+	}
+	for _, e := range a["gpu004"] {
+		if len(e) != 3 || e["switchGUID"] == nil || e["port"] == nil || e["switchName"] != "SwitchIB Mellanox Technologies" {
+			t.Errorf("entry %v", e)
+		}
+	}
+	for _, h := range []string{"node001", "node002", "gpu004", "nosuchhost"} {
+		b, err := os.ReadFile(filepath.Join(planDir, h+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one map[string]map[string][]json.RawMessage
+		if err := json.Unmarshal(b, &one); err != nil || len(one) != 1 || len(one["assignments"]) != 1 || len(one["assignments"][h]) != len(a[h]) {
+			t.Errorf("%s.json: %v %s", h, err, b)
+		}
+	}
+	entries, _ := os.ReadDir(planDir)
+	if len(entries) != 4 {
+		t.Errorf("%d files in %s, want 4 (no temporary left)", len(entries), planDir)
+	}
+}
+
+func TestDesign_14_PlanUsage(t *testing.T) {
+	dir := t.TempDir()
+	nobody := filepath.Join(dir, "nobody")
+	if err := os.WriteFile(nobody, []byte("ghost1 ghost2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("# no host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"plan", "--json"}, exitUsage, "--ibnetdiscover FILE, --lfts FILE and --nodes FILE are required"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrLFTs, "--nodes", nobody}, exitUsage, "say what to make: --json, -o DIR"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrLFTs, "--nodes", nobody, "--json"}, exitFailed, "none of the 2 hosts"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrLFTs, "--nodes", empty, "--json"}, exitFailed, "names no host"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrPorts, "--nodes", nobody, "--json"}, exitFailed, "holds no forwarding table"},
+		{[]string{"plan", "--ibnetdiscover", edrLFTs, "--lfts", edrLFTs, "--nodes", nobody, "--json"}, exitFailed, "holds no switch, HCA or router"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", "/dev/zero", "--nodes", nobody, "--json"}, exitFailed, "not a regular file"},
+		{[]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", edrLFTs, "--nodes", nobody, "extra"}, exitUsage, "unexpected argument"},
+	} {
+		var out, errs bytes.Buffer
+		if code := run(tc.args, &out, &errs); code != tc.code || !strings.Contains(errs.String(), tc.msg) {
+			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, code, errs.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+// map reads the ports report of -p too: the same EDR cluster, its
+// cables counted as in the topology file.
+func TestFabric_34_2_MapReadsThePortsReport(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"map", "--ibnetdiscover", edrPorts, "--json"}, &out, &errs); code != exitOK || errs.Len() != 0 {
+		t.Fatalf("code %d: %s", code, errs.String())
+	}
+	var g struct {
+		Switches, HCAs int
+		Links          []json.RawMessage
+	}
+	if err := json.Unmarshal(out.Bytes(), &g); err != nil || g.Switches != 6 || g.HCAs != 96 || len(g.Links) != 144 {
+		t.Fatalf("%v: %d switches %d HCAs %d links", err, g.Switches, g.HCAs, len(g.Links))
 	}
 }

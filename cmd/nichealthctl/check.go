@@ -3,21 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/config/countertable"
-
-	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/config"
+	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/dbusapi"
-	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/gpumeta"
 )
 
 // checkBusTimeout bounds the D-Bus round trips of check. Nagios kills a
@@ -109,10 +104,31 @@ func (e *checkEntry) add(s nagiosStatus, reason string) {
 type checkResult struct {
 	Status   nagiosStatus `json:"status"`
 	ExitCode int          `json:"exitCode"`
-	Source   string       `json:"source"` // "daemon" or "sysfs"
-	Notes    []string     `json:"notes,omitempty"`
-	Output   string       `json:"output"` // the plugin line as printed without --json
-	Ports    []checkEntry `json:"ports"`
+	// Source is "daemon" (its own verdict over D-Bus), "state" (judged
+	// here with the memory of its state file of this boot) or "sysfs"
+	// (judged here as at a first start).
+	Source string `json:"source"`
+	// Daemon says why the daemon's own verdict is missing ("" when it
+	// answered, or with --offline and --root, which do not ask it).
+	Daemon string `json:"daemon,omitempty"`
+	// State is what was made of the state file, when one was to be read.
+	State  *stateInfo   `json:"state,omitempty"`
+	Notes  []string     `json:"notes,omitempty"`
+	Output string       `json:"output"` // the plugin line as printed without --json
+	Ports  []checkEntry `json:"ports"`
+
+	// leadText opens the summary line (the daemon is down, the state file
+	// is unusable); floor is the least the status may be.
+	leadText string
+	floor    nagiosStatus
+}
+
+// lead puts what must be read first ahead of s on the summary line.
+func (r *checkResult) lead(s string) string {
+	if r.leadText == "" {
+		return s
+	}
+	return r.leadText + "; " + s
 }
 
 func entryName(device, netdev string, port int) string {
@@ -172,10 +188,10 @@ const (
 // first line and the ports' after the long output, and everything stops
 // within 8 KiB with a line saying what was left out.
 func (r *checkResult) finish(perf bool) {
-	r.Status = nagiosOK
+	r.Status = r.floor
 	if len(r.Ports) == 0 {
 		r.Status = nagiosUnknown
-		r.Output = "UNKNOWN - no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)"
+		r.Output = "UNKNOWN - " + r.lead("no monitored NIC port (no mlx5 device found, or all excluded by nicExclusionRegex or classified as management)")
 		r.ExitCode = int(r.Status)
 		return
 	}
@@ -195,7 +211,7 @@ func (r *checkResult) finish(perf bool) {
 		}
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "%s - %s", r.Status, summaryOf(counts, len(r.Ports)))
+	fmt.Fprintf(&head, "%s - %s", r.Status, r.lead(summaryOf(counts, len(r.Ports))))
 	var summaryPerf string
 	if perf {
 		summaryPerf = fmt.Sprintf(" | ports=%d;;;0 fatal_ports=%d;;;0;%d degraded_ports=%d;;;0;%d unknown_ports=%d;;;0;%d",
@@ -304,7 +320,7 @@ func summaryOf(counts map[nagiosStatus]int, total int) string {
 	return strings.Join(parts, ", ")
 }
 
-const checkUsage = `check [--offline] [--perfdata] [--json] [--config FILE] [--root H] [--bus-address ADDR]
+const checkUsage = `check [--offline] [--perfdata] [--json] [--config FILE] [--state-file FILE] [--root H] [--bus-address ADDR]
 
 A Nagios/Icinga plugin. The first line is a summary naming the ports that
 are not OK (within 1 KiB), then one line per port, e.g.
@@ -313,24 +329,42 @@ are not OK (within 1 KiB), then one line per port, e.g.
   mlx5_0-ibp12s0:OK ;;
   mlx5_2-ibp150s0:OK ;;
 all within 8 KiB, and the exit status 0 OK, 1 WARNING (degraded port,
-latched non-fatal counter, link sanity finding), 2 CRITICAL (fatal port,
-latched fatal counter), 3 UNKNOWN (nothing could be checked, or a bad
-command line).
+latched non-fatal counter, link sanity finding, nichealthd not running),
+2 CRITICAL (fatal port, latched fatal counter), 3 UNKNOWN (nothing could be
+checked, or a bad command line).
 
-It asks the running nichealthd over D-Bus. When the daemon is not running
-(or --offline), it reads sysfs itself with the daemon's configuration and
-judges as a freshly started daemon does (a port down since first sight on
-a card that matches its peers is unprovisioned; a card short of its peers
-is reported at once, there being no history to hold over): discovery,
-roles, port states, card homogeneity and link sanity; counters are then
-shown in perfdata but not judged (judging needs the daemon's history).`
+It asks the running nichealthd over D-Bus. When the daemon does not answer
+(not running, its bus unreachable, still starting), the first line says so
+and the result is at least WARNING: a node whose monitor is down is not OK.
+The verdict is then the one the daemon will give when it starts again: its
+state file (--state-file, the path nichealthd.service passes the daemon)
+and the expected NIC inventory beside it are read, never written, and the
+checks run once on sysfs with that memory, so latched counter breaches,
+NICs missing since the last boot and holds in progress count as they will
+for the daemon. A state file from an earlier boot is cleared as the daemon
+clears it (only the expected inventory survives a reboot); a missing,
+unreadable or corrupt one is said on the first line, and sysfs is judged
+as at a first start. Reading the state file needs the daemon's user or
+root (its directory is 0750 nichealthd).
+
+--offline skips the daemon and judges sysfs as a freshly started daemon
+does (with the state file only when --state-file is given): a port
+unhealthy since first sight on a card that matches its peers is
+unprovisioned; with no history to hold a shortfall over, a card short of
+its peers is reported at once; counters are shown in perfdata but not
+judged (judging needs the daemon's history).`
+
+// defaultStateFile is the packaged state file (nichealthd.service's
+// --state-file), where a stopped daemon's memory is.
+const defaultStateFile = "/var/lib/nichealthd/state.json"
 
 func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("check", checkUsage, stderr)
-	offline := fs.Bool("offline", false, "read sysfs directly even when nichealthd is running")
+	offline := fs.Bool("offline", false, "judge sysfs without asking nichealthd, even when it is running")
 	perf := fs.Bool("perfdata", false, "append Nagios performance data (counters, counter rates, link rates)")
-	cfgPath := fs.String("config", config.DefaultPath, "configuration for the sysfs mode (a missing default file means built-in defaults)")
-	root := fs.String("root", "", "sysfs mode on a host directory H (H/sys, H/proc, H/dev, H/var/lib/nvsentinel), e.g. a simulated host")
+	cfgPath := fs.String("config", config.DefaultPath, "the daemon's configuration, for judging without it (a missing default file means built-in defaults)")
+	stateFile := fs.String("state-file", defaultStateFile, "the daemon's state file, read (never written) when nichealthd does not answer; with --offline or --root only when given")
+	root := fs.String("root", "", "judge a host directory H (H/sys, H/proc, H/dev, H/var/lib/nvsentinel), e.g. a simulated host, without asking nichealthd")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		if code == exitOK {
@@ -346,20 +380,30 @@ func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return int(nagiosUnknown)
 	}
+	stateGiven := false
+	fs.Visit(func(f *flag.Flag) { stateGiven = stateGiven || f.Name == "state-file" })
 
 	var res checkResult
 	var err error
-	online := false
-	if !*offline && *root == "" {
-		res, online = checkDaemon(cf.busAddress, *perf)
+	asked := !*offline && *root == ""
+	online, why := false, unanswered{}
+	if asked {
+		res, online, why = checkDaemon(cf.busAddress, *perf)
 	}
 	if !online {
+		lo := localCheck{cfgPath: *cfgPath, root: *root, perf: *perf}
+		if asked || stateGiven {
+			lo.stateFile = *stateFile
+		}
+		if asked {
+			lo.daemon = why.describe(*stateFile)
+		}
 		notes := res.Notes
-		res, err = checkSysfs(*cfgPath, *root, *perf)
+		res, err = lo.run()
 		res.Notes = append(notes, res.Notes...)
 		if err != nil {
-			res = checkResult{Status: nagiosUnknown, ExitCode: int(nagiosUnknown), Source: "sysfs", Notes: res.Notes,
-				Output: "UNKNOWN - " + pluginText(err.Error()), Ports: []checkEntry{}}
+			res.Status, res.ExitCode, res.Ports = nagiosUnknown, int(nagiosUnknown), []checkEntry{}
+			res.Output = "UNKNOWN - " + res.lead(pluginText(err.Error()))
 		}
 	}
 	for _, n := range res.Notes {
@@ -376,40 +420,61 @@ func runCheck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return res.ExitCode
 }
 
-// checkDaemon asks a running daemon. ok is false when the sysfs mode must
-// take over; the result then carries only a note saying why.
-func checkDaemon(busAddress string, perf bool) (checkResult, bool) {
-	fallback := func(why string) (checkResult, bool) {
-		return checkResult{Notes: []string{why + "; checked sysfs directly"}}, false
+// unanswered is why the daemon's own verdict could not be had.
+type unanswered struct {
+	kind   unansweredKind
+	detail string
+}
+
+type unansweredKind int
+
+const (
+	notOnBus       unansweredKind = iota // the bus works, nobody owns the daemon's name
+	busUnreachable                       // the bus itself cannot be reached
+	noAnswer                             // the daemon did not answer in time, or answered an error
+	starting                             // its first poll is not complete yet
+)
+
+// checkDaemon asks a running daemon. ok is false when the check must judge
+// without it; why then says what happened and the result carries a note
+// saying it.
+func checkDaemon(busAddress string, perf bool) (res checkResult, ok bool, why unanswered) {
+	fallback := func(k unansweredKind, detail string) (checkResult, bool, unanswered) {
+		return checkResult{Notes: []string{detail}}, false, unanswered{kind: k, detail: detail}
 	}
 	c, err := dbusapi.Dial(busAddress)
 	if err != nil {
-		return fallback(err.Error())
+		return fallback(busUnreachable, err.Error())
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), checkBusTimeout)
 	defer cancel()
 	m, err := c.Manager(ctx)
 	if err == nil && !m.Ready {
-		return fallback("nichealthd has not completed its first poll yet")
+		return fallback(starting, "nichealthd has not completed its first poll yet")
 	}
 	var ports []dbusapi.PortView
 	if err == nil {
 		ports, err = c.Ports(ctx)
 	}
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return fallback(fmt.Sprintf("nichealthd did not answer within %v", checkBusTimeout))
-		}
-		return fallback(err.Error())
+	switch {
+	case err == nil:
+	case errors.Is(err, dbusapi.ErrDaemonNotRunning):
+		return fallback(notOnBus, err.Error())
+	case errors.Is(err, dbusapi.ErrBusUnreachable):
+		return fallback(busUnreachable, err.Error())
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return fallback(noAnswer, fmt.Sprintf("nichealthd did not answer within %v", checkBusTimeout))
+	default:
+		return fallback(noAnswer, err.Error())
 	}
-	res := checkResult{Source: "daemon", Ports: []checkEntry{}}
+	res = checkResult{Source: "daemon", Ports: []checkEntry{}}
 	for _, pv := range ports {
 		res.Ports = append(res.Ports, entryFromView(pv, perf))
 	}
 	res.Ports = append(res.Ports, offPortEntries(m.Conditions, ports)...)
 	res.finish(perf)
-	return res, true
+	return res, true, unanswered{}
 }
 
 // offPort is the conditions no port lists among its own.
@@ -511,47 +576,4 @@ func perfOf(pv dbusapi.PortView) []perfDatum {
 		out = append(out, perfDatum{Label: perfLabel(pv.Device, num, "link_gbps"), Value: perfNumber(pv.RateGbps), Min: "0"})
 	}
 	return out
-}
-
-// checkSysfs is the daemon-less check: the daemon's own checks over one
-// observation (checks/runner.Once), rendered exactly as the daemon's verdict
-// is. An error means nothing could be checked (UNKNOWN).
-func checkSysfs(cfgPath, root string, perf bool) (checkResult, error) {
-	res := checkResult{Source: "sysfs", Ports: []checkEntry{}}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return res, err
-	}
-	if root != "" {
-		if st, err := os.Stat(root); err != nil || !st.IsDir() {
-			return res, fmt.Errorf("--root %s is not a directory", root)
-		}
-		cfg.Paths = topology.Paths{SysfsRoot: filepath.Join(root, "sys"), ProcfsRoot: filepath.Join(root, "proc"),
-			DevRoot: filepath.Join(root, "dev")}.WithDefaults()
-		cfg.MetadataPath = filepath.Join(root, gpumeta.DefaultMetadataPath)
-	}
-	if !perf {
-		// Counters cannot be judged from one reading; read them only for
-		// perfdata.
-		cfg.CountersEnabled = false
-	}
-	snap, note, err := runner.Once(cfg, nil)
-	if err != nil {
-		return res, fmt.Errorf("cannot list the RDMA devices: %w (is nichealthd's sysfsRoot right, and is the mlx5_ib module loaded?)", err)
-	}
-	if note != "" {
-		res.Notes = append(res.Notes, note)
-	}
-	views := dbusapi.PortViewsOf(snap)
-	for _, pv := range views {
-		e := entryFromView(pv, perf)
-		if pv.State == "" && pv.PhysState == "" && len(pv.Conditions) == 0 {
-			e.Reasons = []string{fmt.Sprintf("Port %s port %d: cannot read state/phys_state in %s/%s/ports/%d/",
-				pv.Device, pv.Port, cfg.Paths.ClassInfiniBand, pv.Device, pv.Port)}
-		}
-		res.Ports = append(res.Ports, e)
-	}
-	res.Ports = append(res.Ports, offPortEntries(dbusapi.ManagerViewOf(snap, time.Time{}).Conditions, views)...)
-	res.finish(perf)
-	return res, nil
 }

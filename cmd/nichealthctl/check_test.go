@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+
 	healthmodel "github.com/nichealth/nichealthd/checks/health"
 
 	"bytes"
@@ -231,38 +232,41 @@ func TestCheck_PerfdataAndJSONFromDaemon(t *testing.T) {
 	}
 }
 
-// Without a daemon the check reads sysfs; when that is impossible too, the
-// answer is UNKNOWN (exit 3) and says why, on stdout where Nagios looks.
+// Without a daemon the check judges sysfs itself; when that is impossible
+// too, the answer is UNKNOWN (exit 3) and says why, on stdout where Nagios
+// looks, after saying that the daemon is not running.
 func TestCheck_NoDaemonNoSysfsIsUnknown(t *testing.T) {
 	bus := dbustest.Start(t, dbustest.Options{})
 	cfg := emptySysfsConfig(t)
+	state := filepath.Join(t.TempDir(), "state.json")
 	for _, c := range []struct {
-		name, addr, note string
+		name, addr, first, note string
 	}{
-		{"daemon not running", bus.Address, "nichealthd is not running on the system bus"},
-		{"no bus", "unix:path=/nonexistent/bus", "system bus unreachable"},
+		{"daemon not running", bus.Address, "UNKNOWN - nichealthd is not running (its state file " + state + " is missing: verdict from sysfs as at a first start); cannot list the RDMA devices: ",
+			"nichealthd is not running on the system bus"},
+		{"no bus", "unix:path=/nonexistent/bus", "UNKNOWN - nichealthd is not running and the system bus is unreachable (its state file " + state + " is missing",
+			"system bus unreachable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, errs, code := runIn("check", "--bus-address", c.addr, "--config", cfg)
-			if code != 3 || !strings.HasPrefix(out, "UNKNOWN - cannot list the RDMA devices: ") || strings.Count(out, "\n") != 1 ||
-				!strings.Contains(errs, c.note) || !strings.Contains(errs, "checked sysfs directly") {
+			out, errs, code := runIn("check", "--bus-address", c.addr, "--config", cfg, "--state-file", state)
+			if code != 3 || !strings.HasPrefix(out, c.first) || strings.Count(out, "\n") != 1 || !strings.Contains(errs, c.note) {
 				t.Errorf("code %d\nstdout %q\nstderr %q", code, out, errs)
 			}
 		})
 	}
-	out, _, code := runIn("check", "--bus-address", bus.Address, "--config", filepath.Join(t.TempDir(), "missing.toml"))
-	if code != 3 || !strings.Contains(out, "UNKNOWN - ") || !strings.Contains(out, "missing.toml: cannot read") {
+	out, _, code := runIn("check", "--bus-address", bus.Address, "--config", filepath.Join(t.TempDir(), "missing.toml"), "--state-file", state)
+	if code != 3 || !strings.HasPrefix(out, "UNKNOWN - nichealthd is not running; ") || !strings.Contains(out, "missing.toml: cannot read") {
 		t.Errorf("missing --config: code %d %q", code, out)
 	}
 }
 
 // A daemon that has not finished its first poll has nothing to say yet:
-// the check falls back to sysfs.
+// the check judges without it, and says so first.
 func TestCheck_DaemonStartingFallsBackToSysfs(t *testing.T) {
 	f := newFixture(t)
 	f.update(func(m *dbusapi.ManagerView, _ *[]dbusapi.PortView) { m.Ready = false })
-	out, errs, code := runIn("check", "--bus-address", f.bus.Address, "--config", emptySysfsConfig(t))
-	if code != 3 || !strings.Contains(errs, "has not completed its first poll") {
+	out, errs, code := runIn("check", "--bus-address", f.bus.Address, "--config", emptySysfsConfig(t), "--state-file", filepath.Join(t.TempDir(), "state.json"))
+	if code != 3 || !strings.HasPrefix(out, "UNKNOWN - nichealthd is starting (its first poll is not complete)") || !strings.Contains(errs, "has not completed its first poll") {
 		t.Errorf("code %d %q %q", code, out, errs)
 	}
 }

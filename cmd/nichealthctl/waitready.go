@@ -7,24 +7,42 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
 
 const waitReadyUsage = `wait-ready [--timeout 5m] [--json] [--bus-address ADDR]
 
-Waits, like systemd-networkd-wait-online, until nichealthd has completed its
-first poll, every compute and storage port is healthy in its verdict (a
-port slower than its role peers is not, while linkSanity.rateVsPeers is
-on), and no condition off the ports holds (a NIC
-function without its RDMA device or missing since the last boot, fewer
-compute ports than the node should have). Meant for ExecStartPre= of a job launcher or
-for node bring-up scripts. While waiting it says on stderr, every 10 s,
-what it is still waiting for.
+Waits, like systemd-networkd-wait-online, until the node can take work:
+nichealthd has completed its first poll, no condition off the ports holds
+(a NIC function without its RDMA device or missing since the last boot,
+fewer compute ports than the node should have), and no compute or storage
+port has a condition in its verdict other than a non-fatal counter one.
+So a port holds the gate while
+  - its link is not up (DOWN, INIT, ARMED, Polling) or its card lacks ports
+    against its peers;
+  - it runs below its role peers' rate (while linkSanity.rateVsPeers is
+    on), its PCIe link runs below its capability, or its fabric has no
+    subnet manager;
+  - any fatal condition covers it, a latched fatal counter breach
+    (link_downed, ...) included: the running workload would fail on that
+    link, so the node should not take work before someone has looked; once
+    it is remediated, nichealthctl ack DEVICE PORT COUNTER opens the gate.
+A latched non-fatal counter breach (an error rate above its threshold),
+congestion and a saturated counter do not hold it: they tell of traffic on
+a link that is up and usable, and a latch clears only when acknowledged, so
+a burst of symbol errors while the links trained would otherwise keep the
+gate shut for good. They are listed on stderr when the gate opens and stay
+WARNING in nichealthctl check.
+
+Meant for ExecStartPre= of a job launcher or for node bring-up scripts.
+While waiting it says on stderr, every 10 s, what it is still waiting for.
 
 Exit status: 0 ready, 1 timed out (the ports not ready are listed),
 2 usage error, 3 nichealthd never appeared on the system bus.`
@@ -44,6 +62,9 @@ type waitOutcome struct {
 	Ready   bool     `json:"ready"`
 	Waited  string   `json:"waited"`
 	Pending []string `json:"pending"`
+	// NotWaitedFor are the conditions that do not hold the gate (non-fatal
+	// counter conditions), as last seen.
+	NotWaitedFor []string `json:"notWaitedFor,omitempty"`
 	// Appeared is false when nichealthd was never seen on the bus.
 	Appeared bool   `json:"appeared"`
 	Error    string `json:"error,omitempty"`
@@ -69,6 +90,12 @@ func runWaitReady(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	code = exitOK
 	switch {
 	case out.Ready:
+		if len(out.NotWaitedFor) > 0 {
+			fmt.Fprintf(stderr, "nichealthctl wait-ready: ready; not waited for (non-fatal counter conditions, WARNING in nichealthctl check):\n")
+			for _, c := range out.NotWaitedFor {
+				fmt.Fprintf(stderr, "  %s\n", c)
+			}
+		}
 	case !out.Appeared:
 		code = exitUnreachable
 		fmt.Fprintf(stderr, "nichealthctl wait-ready: nichealthd did not appear on the system bus within %s: %s\n", out.Waited, out.Error)
@@ -113,11 +140,11 @@ func (w waiter) wait(ctx context.Context) waitOutcome {
 			c, err = dbusapi.Dial(w.busAddress)
 		}
 		if c != nil {
-			var pending []string
-			pending, err = readiness(ctx, c)
+			var pending, ignored []string
+			pending, ignored, err = readiness(ctx, c)
 			switch {
 			case err == nil:
-				out.Appeared, out.Pending, out.Error = true, pending, ""
+				out.Appeared, out.Pending, out.NotWaitedFor, out.Error = true, pending, ignored, ""
 				if len(pending) == 0 {
 					out.Ready = true
 					out.Waited = time.Since(start).Round(time.Millisecond).String()
@@ -156,41 +183,56 @@ func (w waiter) wait(ctx context.Context) waitOutcome {
 	}
 }
 
-// readiness lists what the node still lacks: the first poll, and each
-// compute or storage port the daemon does not call healthy. It judges
-// nothing itself: a port slower than its role peers is the daemon's link
-// sanity finding on that port (rateVsPeers), which makes it not healthy.
-func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
+// readiness lists what the node still lacks: the first poll, each
+// compute or storage port whose verdict has a condition that holds the
+// gate (holds), and the conditions off the ports. ignored are the
+// conditions that do not hold it. It judges nothing itself: every reason
+// is a condition of the daemon's verdict.
+func readiness(ctx context.Context, c *dbusapi.Client) (pending, ignored []string, err error) {
 	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	m, err := c.Manager(callCtx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !m.Ready {
-		return []string{"nichealthd to complete its first poll"}, nil
+		return []string{"nichealthd to complete its first poll"}, nil, nil
 	}
 	ports, err := c.Ports(callCtx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var pending []string
 	for _, pv := range ports {
 		if topology.Role(pv.Role) == topology.RoleManagement {
 			continue
 		}
-		switch {
-		case pv.State == "" && pv.PhysState == "":
+		if pv.State == "" && pv.PhysState == "" {
 			pending = append(pending, fmt.Sprintf("Port %s port %d: state not read yet", pv.Device, pv.Port))
-		case !pv.Healthy:
-			why := pv.Message
-			if why == "" {
-				why = fmt.Sprintf("Port %s port %d: state %s, phys_state %s", pv.Device, pv.Port, pv.State, pv.PhysState)
+			continue
+		}
+		var why []string
+		for _, cv := range pv.Conditions {
+			if !holds(cv) {
+				ignored = append(ignored, fmt.Sprintf("%s/%d: %s", pv.Device, pv.Port, cv.Message))
+				continue
 			}
-			if lb := pv.LatchedBreaches(); len(lb) > 0 {
-				why += " (latched: " + strings.Join(lb, ", ") + ")"
+			msg := cv.Message
+			if cv.Fatal && cv.Kind == string(event.KindCounterBreach) {
+				msg += fmt.Sprintf(" (held until acknowledged: once remediated, nichealthctl ack %s %d %s)", pv.Device, pv.Port, counterOf(cv.Entity))
 			}
-			pending = append(pending, why)
+			why = append(why, msg)
+		}
+		if len(pv.Conditions) == 0 && !pv.Healthy {
+			// A verdict without its conditions (a daemon older than the
+			// health model): its message is all there is.
+			msg := pv.Message
+			if msg == "" {
+				msg = fmt.Sprintf("Port %s port %d: state %s, phys_state %s", pv.Device, pv.Port, pv.State, pv.PhysState)
+			}
+			why = append(why, msg)
+		}
+		if len(why) > 0 {
+			pending = append(pending, strings.Join(why, " - "))
 		}
 	}
 	// What no port shows: a compute NIC function on the bus without an
@@ -199,5 +241,27 @@ func readiness(ctx context.Context, c *dbusapi.Client) ([]string, error) {
 	for _, c := range offPort(m.Conditions, ports) {
 		pending = append(pending, c.Message)
 	}
-	return pending, nil
+	return pending, ignored, nil
+}
+
+// trafficKinds are the counter conditions that tell of traffic on a link
+// rather than of whether it is usable: a latched breach of a rate or
+// delta threshold, congestion, a saturated counter.
+var trafficKinds = []event.Kind{event.KindCounterBreach, event.KindCongestion, event.KindCounterSaturated}
+
+// holds reports whether a condition keeps the gate shut: every fatal one,
+// and every non-fatal one but the counter conditions (see waitReadyUsage
+// for why).
+func holds(c dbusapi.ConditionView) bool {
+	return c.Fatal || !slices.Contains(trafficKinds, event.Kind(c.Kind))
+}
+
+// counterOf is the counter a counter condition's entity names
+// ("mlx5_1/1 link_downed").
+func counterOf(entity string) string {
+	f := strings.Fields(entity)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[len(f)-1]
 }

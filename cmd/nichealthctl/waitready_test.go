@@ -149,7 +149,7 @@ func TestWaitReady_TimeoutListsPorts(t *testing.T) {
 	})
 	out, errs, code := ctl(t, f.bus, nil, "wait-ready", "--timeout", "300ms")
 	if code != exitFailed || out != "" || !strings.Contains(errs, "not ready after") ||
-		!strings.Contains(errs, "  Port mlx5_0 port 1: healthy (ACTIVE, LinkUp) (latched: link_downed)\n") || strings.Contains(errs, "mlx5_bond_0") {
+		!strings.Contains(errs, "  link_downed latched (held until acknowledged: once remediated, nichealthctl ack mlx5_0 1 link_downed)\n") || strings.Contains(errs, "mlx5_bond_0") {
 		t.Errorf("code %d %q\n%s", code, out, errs)
 	}
 	o := fastWaiter(f.bus.Address, 200*time.Millisecond, newProgressLog()).wait(context.Background())
@@ -202,5 +202,80 @@ func TestWaitReady_Usage(t *testing.T) {
 	}
 	if _, _, code := runIn("wait-ready", "--help"); code != exitOK {
 		t.Errorf("--help: code %d", code)
+	}
+}
+
+// The gate's rule, in the words of its help: a latched fatal counter
+// breach holds it (the node should not take work), a latched non-fatal
+// one, congestion and a saturated counter do not (they tell of traffic on
+// a link that is up), and any other condition on the port holds it. What
+// is not waited for is said when the gate opens.
+func TestWaitReady_LatchedNonFatalCounterDoesNotHold(t *testing.T) {
+	f := newFixture(t)
+	const sym = "Port mlx5_0 port 1: symbol_error - 5000 errors (rate=5000.00/sec, threshold 10/sec)"
+	const cong = "Port mlx5_1 port 1: port_xmit_wait - 12% of the port rate lost to congestion"
+	nonFatal := func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[0].Healthy, (*p)[0].Verdict, (*p)[0].Message = false, "degraded", sym
+		(*p)[0].Counters[1].Breached = true
+		(*p)[0].Conditions = []dbusapi.ConditionView{{Check: "InfiniBandDegradationCheck", Entity: "mlx5_0/1 symbol_error", Kind: "counter-breach", Message: sym}}
+		(*p)[1].Healthy, (*p)[1].Verdict, (*p)[1].Message = false, "degraded", cong
+		(*p)[1].Conditions = []dbusapi.ConditionView{{Check: "InfiniBandDegradationCheck", Entity: "mlx5_1/1 port_xmit_wait", Kind: "congestion", Message: cong}}
+	}
+	f.update(nonFatal)
+	out, errs, code := ctl(t, f.bus, nil, "wait-ready", "--timeout", "20s")
+	if code != exitOK || out != "" || !strings.Contains(errs, "ready; not waited for") || !strings.Contains(errs, "  mlx5_0/1: "+sym+"\n") ||
+		!strings.Contains(errs, "  mlx5_1/1: "+cong+"\n") {
+		t.Errorf("non-fatal counter conditions: code %d\n%s", code, errs)
+	}
+
+	cases := []struct {
+		name string
+		cond dbusapi.ConditionView
+		want string
+	}{
+		{"a latched fatal counter", dbusapi.ConditionView{Check: "InfiniBandStateCheck", Entity: "mlx5_0/1 link_downed", Kind: "counter-breach", Fatal: true,
+			Message: "Port mlx5_0 port 1: link_downed - QP disconnect"}, "Port mlx5_0 port 1: link_downed - QP disconnect (held until acknowledged: once remediated, nichealthctl ack mlx5_0 1 link_downed)"},
+		{"a rate below its peers", dbusapi.ConditionView{Check: "InfiniBandDegradationCheck", Entity: "mlx5_0/1 rate", Kind: "link-sanity",
+			Message: "Port mlx5_0 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s"}, "Port mlx5_0 port 1 runs at 200 Gb/s, its Compute peers at 400 Gb/s"},
+		{"a port in INIT", dbusapi.ConditionView{Check: "InfiniBandStateCheck", Entity: "mlx5_0/1", Kind: "port-nonfatal",
+			Message: "Port mlx5_0 port 1: state INIT, phys_state LinkUp"}, "Port mlx5_0 port 1: state INIT, phys_state LinkUp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+				*m, *p = dbustest.SampleManager(), dbustest.SamplePorts()
+				nonFatal(m, p)
+				(*p)[0].Conditions = append((*p)[0].Conditions, c.cond)
+				if c.cond.Fatal {
+					(*p)[0].Verdict, (*p)[0].Fatal = "fatal", true
+				}
+			})
+			o := fastWaiter(f.bus.Address, 300*time.Millisecond, newProgressLog()).wait(context.Background())
+			if o.Ready || len(o.Pending) != 1 || o.Pending[0] != c.want || len(o.NotWaitedFor) != 2 {
+				t.Errorf("outcome %+v\nwant pending %q", o, c.want)
+			}
+		})
+	}
+}
+
+// The help says what the gate waits for, latched breaches included, and
+// the one-line summary agrees with it.
+func TestWaitReady_HelpSaysWhatHoldsTheGate(t *testing.T) {
+	out, errs, code := runIn("wait-ready", "--help")
+	help := strings.Join(strings.Fields(out+errs), " ")
+	for _, want := range []string{
+		"until the node can take work",
+		"a latched fatal counter breach (link_downed, ...) included",
+		"nichealthctl ack DEVICE PORT COUNTER opens the gate",
+		"A latched non-fatal counter breach (an error rate above its threshold), congestion and a saturated counter do not hold it",
+		"runs below its role peers' rate",
+	} {
+		if code != exitOK || !strings.Contains(help, want) {
+			t.Errorf("wait-ready --help lacks %q (exit %d):\n%s", want, code, out+errs)
+		}
+	}
+	summary := commands()["wait-ready"].summary
+	if !strings.Contains(summary, "no condition but non-fatal counter ones") || !strings.Contains(summary, "a latched fatal breach holds it") {
+		t.Errorf("nichealthctl --help's line for wait-ready: %q", summary)
 	}
 }

@@ -62,13 +62,51 @@ func Defaults() []Pattern {
 		row(Pattern{Name: "module_plugged", Regex: mlx5 + `.*Port module event: module \d+, Cable plugged`, Severity: Informational, Action: none,
 			Description: "a cable or transceiver was plugged in", Source: "mlx5 events.c port_module"}),
 
+		// cmd.c, what the driver prints when a command's completion came
+		// late: the completion interrupt was missed and the driver found it
+		// by polling the command EQ ("cmd[%d]: %s(0x%x) recovered after
+		// timeout", "... Async, recovered after timeout"). The command
+		// completed; a repeat points at interrupts (MSI-X, IRQ affinity).
+		row(Pattern{Name: "cmd_completion_recovered", Regex: mlx5 + `.*cmd\[\d+\]: \S+\(0x[0-9a-f]+\) (Async, )?recovered after timeout`,
+			Severity: NonFatal, Action: none,
+			Description: "the driver missed a firmware command's completion interrupt and found the completion by polling; the command completed. Fix: check the NIC's interrupts (MSI-X vectors, IRQ affinity, irqbalance) and update the firmware if it repeats",
+			Source:      "mlx5 cmd.c wait_func_handle_exec_timeout, cb_timeout_handler (5.15 to 7.2)"}),
 		// cmd.c wait_func and cb_timeout_handler: "%s(0x%x) timeout. Will
-		// cause a leak of a command resource"; NVSentinel cmd_exec_timeout
-		// (fatal, REPLACE_VM); Red Hat solution 6955682.
-		row(Pattern{Name: "cmd_exec_timeout", Regex: mlx5 + `.*timeout\. Will cause a leak of a command resource`,
+		// cause a leak of a command resource" (and its "cmd[%d]: ... Async,"
+		// form); wait_func_handle_exec_timeout's "cmd[%d]: %s(0x%x) No done
+		// completion", printed just before it when polling found nothing;
+		// mlx5_cmd_comp_handler's "Command completion arrived after timeout
+		// (entry idx = %d)." when the firmware answers a command the driver
+		// already gave up on (a timeout happened even if its line was lost
+		// to the ring). NVSentinel cmd_exec_timeout (fatal, REPLACE_VM);
+		// Red Hat solution 6955682.
+		row(Pattern{Name: "cmd_exec_timeout",
+			Regex:    mlx5 + `.*(timeout\. Will cause a leak of a command resource|cmd\[\d+\]: \S+\(0x[0-9a-f]+\) No done completion|Command completion arrived after timeout)`,
 			Severity: Fatal, Action: replace, Scope: ScopeNICOrNode,
 			Description: "the NIC firmware did not complete a driver command in time; the driver leaked the command's resources and can no longer manage the device reliably. Fix: reload the driver (or reboot) and update the NIC firmware; replace the card if it recurs",
-			Source:      "mlx5 cmd.c wait_func; NVSentinel cmd_exec_timeout"}),
+			Source:      "mlx5 cmd.c wait_func, cb_timeout_handler, wait_func_handle_exec_timeout, mlx5_cmd_comp_handler (5.15 to 7.2); NVSentinel cmd_exec_timeout"}),
+		// cmd.c, a command that never reached the firmware because the
+		// command interface did not move for the command timeout:
+		// cmd_work_handler's "%s(0x%x) timed out while waiting for a
+		// slot." (6.1 on), wait_func's "%s(0x%x) canceled on out of queue
+		// timeout." and "%s(0x%x) timeout while waiting for command
+		// semaphore.", mlx5_cmd_invoke's "All CMD slots are stalled,
+		// aborting command" (7.x). Every slot is held by a command the
+		// firmware does not finish: the interface is wedged.
+		row(Pattern{Name: "cmd_interface_stalled",
+			Regex:    mlx5 + `.*(\S+\(0x[0-9a-f]+\) (timed out while waiting for a slot|canceled on out of queue timeout|timeout while waiting for command semaphore)|All CMD slots are stalled, aborting command)`,
+			Severity: Fatal, Action: replace, Scope: ScopeNICOrNode,
+			Description: "the NIC's firmware command interface stopped moving: commands waited the whole command timeout for a slot the firmware never freed, so the driver can no longer configure or recover the device. Fix: reload the driver (or reboot) and update the NIC firmware; replace the card if it recurs",
+			Source:      "mlx5 cmd.c cmd_work_handler, wait_func, mlx5_cmd_invoke (5.15 to 7.2)"}),
+		// main.c wait_fw_init / mlx5_function_enable: "Firmware over %u MS
+		// in %s state, aborting" (the firmware never left initializing);
+		// fw_reset.c mlx5_pci_link_toggle: "Firmware is not responsive
+		// (0x%04x) after %llu ms" (after a firmware reset).
+		row(Pattern{Name: "fw_not_responding",
+			Regex:    mlx5 + `.*(Firmware over \d+ MS in \S+ state, aborting|Firmware is not responsive \(0x[0-9a-f]+\) after \d+ ms)`,
+			Severity: Fatal, Action: replace, Scope: ScopeNICOrNode,
+			Description: "the NIC firmware did not become ready (at probe, or after a firmware reset), so the function is not usable. Fix: cold-boot the host (power cycle), update the firmware, replace the card if it recurs",
+			Source:      "mlx5 main.c wait_fw_init, mlx5_function_enable; fw_reset.c mlx5_pci_link_toggle (5.15 to 7.2)"}),
 		// health.c poll_health: the health counter did not move for
 		// MAX_MISSES (3) polls; NVSentinel health_poll_failed.
 		row(Pattern{Name: "fw_health_compromised", Regex: mlx5 + `.*device's health compromised`,
@@ -82,16 +120,24 @@ func Defaults() []Pattern {
 			Description: "the driver's health poll found the device in a fatal state (PCI reads failing, NIC interface disabled or firmware reset requested) and put it in its error state. Fix: check the kernel log for the syndrome, reboot, update the firmware, replace the card if it recurs",
 			Source:      "mlx5 health.c poll_health"}),
 		// health.c print_health_info and hsynd_str: "Health issue observed,
-		// %s, severity(%d) %s:" and "synd 0x%x: %s" for the unrecoverable
-		// syndromes; NVSentinel unrecoverable_err.
+		// %s, severity(%d) %s:" (5.18 on) and "synd 0x%x: %s" (every
+		// version) for the unrecoverable syndromes ("HW fatal error" comes
+		// with a newline of its own, which /dev/kmsg escapes as \x0a),
+		// "Trust lockdown error" (7.x), and "Cold reset is required" when
+		// the firmware says only a power cycle brings it back (7.x);
+		// NVSentinel unrecoverable_err.
 		row(Pattern{Name: "fw_unrecoverable_error",
-			Regex:    mlx5 + `.*(Health issue observed, |synd 0x[0-9a-f]+: )(unrecoverable hardware error|HW fatal error|irisc not responding|firmware internal error|firmware CRC error|ICM fetch PCI (data poisoned )?error)`,
+			Regex:    mlx5 + `.*((Health issue observed, |synd 0x[0-9a-f]+: )(unrecoverable hardware error|HW fatal error|irisc not responding|firmware internal error|firmware CRC error|ICM fetch PCI (data poisoned )?error|Trust lockdown error)|Cold reset is required)`,
 			Severity: Fatal, Action: replace, Scope: ScopeNICOrNode,
 			Description: "the NIC firmware reported an unrecoverable hardware or firmware syndrome. Fix: drain the node, reboot (a cold reset if the log says \"Cold reset is required\"), update the firmware, replace the card if it recurs",
 			Source:      "mlx5 health.c print_health_info/hsynd_str; NVSentinel unrecoverable_err"}),
-		// health.c mlx5_health_try_recover: "health recovery failed",
-		// "health recovery flow aborted, PCI reads still not working".
-		row(Pattern{Name: "fw_health_recovery_failed", Regex: mlx5 + `.*health recovery (failed|flow aborted)`,
+		// health.c mlx5_health_try_recover and
+		// mlx5_fw_fatal_reporter_err_work: "health recovery failed",
+		// "health recovery flow aborted, PCI reads still not working",
+		// "Driver is in error state. Unloading"; fw_reset.c
+		// mlx5_fw_reset_complete_reload: "reset reload flow aborted, PCI
+		// reads still not working".
+		row(Pattern{Name: "fw_health_recovery_failed", Regex: mlx5 + `.*(health recovery (failed|flow aborted)|reset reload flow aborted|Driver is in error state\. Unloading)`,
 			Severity: Fatal, Action: replace, Scope: ScopeNICOrNode,
 			Description: "the driver could not recover the device after a firmware health event; the NIC stays unusable. Fix: reboot; replace the card if it recurs",
 			Source:      "mlx5 health.c mlx5_health_try_recover"}),
@@ -163,13 +209,40 @@ func Defaults() []Pattern {
 			Severity: NonFatal, Action: none,
 			Description: "the NIC's ASIC is overheating; it may throttle or shut down. Fix: check the airflow and fans over the card",
 			Source:      "mlx5 events.c temp_warn"}),
-		// en_main.c mlx5e_tx_timeout ("TX timeout detected") and
+		// en_main.c mlx5e_tx_timeout ("TX timeout detected"),
 		// en/reporter_tx.c mlx5e_reporter_tx_timeout ("TX timeout on queue:
-		// %d, SQ: ..."), both through netdev_err.
-		row(Pattern{Name: "tx_timeout", Regex: mlx5 + ` \S+ \S+: (TX timeout detected|TX timeout on queue: \d+)`,
+		// %d, SQ: ...", printed by en/health.c mlx5e_health_report) and
+		// mlx5e_tx_reporter_timeout_recover when the recovery failed
+		// ("mlx5e_safe_reopen_channels failed recovering from a
+		// tx_timeout, err(%d)."), all through netdev_err.
+		row(Pattern{Name: "tx_timeout", Regex: mlx5 + ` \S+ \S+: (TX timeout detected|TX timeout on queue: \d+|mlx5e_safe_reopen_channels failed recovering from a tx_timeout)`,
 			Severity: NonFatal, Action: none,
 			Description: "a transmit queue stopped making progress and the driver is recovering it (devlink health tx reporter). Fix: check the link and the peer; a recurring timeout needs a firmware update or a card replacement",
-			Source:      "mlx5 en_main.c mlx5e_tx_timeout, en/reporter_tx.c"}),
+			Source:      "mlx5 en_main.c mlx5e_tx_timeout, en/reporter_tx.c (5.15 to 7.2)"}),
+		// en/reporter_rx.c mlx5e_reporter_rx_timeout: "RX timeout on
+		// channel: %d, %s RQ: 0x%x, CQ: 0x%x" (printed by
+		// mlx5e_health_report).
+		row(Pattern{Name: "rx_timeout", Regex: mlx5 + ` \S+ \S+: RX timeout on channel: \d+`,
+			Severity: NonFatal, Action: none,
+			Description: "a receive queue stopped getting completions and the driver is recovering it (devlink health rx reporter). Fix: check the NIC's interrupts and the firmware; a recurring timeout needs a firmware update or a card replacement",
+			Source:      "mlx5 en/reporter_rx.c mlx5e_reporter_rx_timeout (5.15 to 7.2)"}),
+		// en/reporter_tx.c and en/reporter_rx.c: "ERR CQE on SQ: 0x%x",
+		// "ERR CQE on RQ: 0x%x", "ERR CQE on ICOSQ: 0x%x" (printed by
+		// mlx5e_health_report): a completion with an error status, after
+		// which the driver resets the queue.
+		row(Pattern{Name: "completion_error", Regex: mlx5 + ` \S+ \S+: ERR CQE on (SQ|RQ|ICOSQ): 0x[0-9a-f]+`,
+			Severity: NonFatal, Action: none,
+			Description: "the NIC completed work with an error status and the driver reset the queue (devlink health tx/rx reporter). Fix: read the devlink health report (devlink health show); recurring ones need a firmware update or a card replacement",
+			Source:      "mlx5 en/reporter_tx.c, en/reporter_rx.c (5.15 to 7.2)"}),
+		// drivers/infiniband/ulp/ipoib/ipoib_main.c ipoib_timeout:
+		// "transmit timeout: latency %d msecs" and ipoib_ib_tx_timeout_work
+		// "ipoib_open failed recovering from a tx_timeout, err(%d).",
+		// through ipoib_warn, whose prefix is the netdev's name alone (an
+		// mlx5 IPoIB netdev has no transmit-timeout handler of its own).
+		row(Pattern{Name: "ipoib_tx_timeout", Regex: `^(?P<dev>[^\s:]+): (transmit timeout: latency \d+ msecs|ipoib_open failed recovering from a tx_timeout)`,
+			Severity: NonFatal, Action: none,
+			Description: "an IPoIB interface's transmit queue stalled and the IPoIB driver reset it. Fix: check the port's link and the subnet manager; a recurring stall needs a firmware update or a card replacement",
+			Source:      "Linux drivers/infiniband/ulp/ipoib/ipoib_main.c ipoib_timeout (5.15 to 7.2)"}),
 		// net/sched/sch_generic.c dev_watchdog: "NETDEV WATCHDOG: %s (%s):
 		// transmit queue %u timed out" (through netdev_crit with the
 		// driver prefix on newer kernels); NVSentinel netdev_watchdog.
@@ -194,10 +267,11 @@ func Defaults() []Pattern {
 			Description: "the NIC firmware reported a health syndrome that is not unrecoverable by itself. Fix: read the syndrome in the kernel log, update the firmware, check cooling for a temperature syndrome",
 			Source:      "mlx5 health.c print_health_info"}),
 		// cmd.c mlx5_cmd_out_err: "%s(0x%x) op_mod(0x%x) failed, status
-		// %s(0x%x), syndrome (0x%x), err(%d)" for ACCESS_REG (0x805); GPUd
+		// %s(0x%x), syndrome (0x%x), err(%d)" (5.19 on; mlx5_cmd_check
+		// before, without err) for ACCESS_REG (0x805); GPUd
 		// access_reg_failed (issue 1164: restricted PFs flood it on every
 		// counter read) de-duplicated over 24 h; NVSentinel non-fatal.
-		row(Pattern{Name: "access_reg_failed", Regex: `mlx5_cmd_out_err.*ACCESS_REG\(0x805\).*failed`,
+		row(Pattern{Name: "access_reg_failed", Regex: `mlx5_cmd_(out_err|check):\d+:\(pid \d+\): ACCESS_REG\(0x805\) .*failed`,
 			Severity: NonFatal, Action: none, Dedupe: 24 * time.Hour,
 			Description: "the firmware refused a register access; on restricted functions (DGX, GB200 internal ports) every read of their counters does this. Fix: exclude the restricted function (nicExclusionRegex) so it is not read; elsewhere update the firmware",
 			Source:      "mlx5 cmd.c mlx5_cmd_out_err; GPUd access_reg_failed; NVSentinel access_reg_failed"}),

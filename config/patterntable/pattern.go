@@ -137,11 +137,29 @@ func (e *ValidationError) Error() string {
 
 // Words AcknowledgeReset takes instead of a counter name; no pattern may
 // be called so.
-var reservedNames = []string{AckAll, "pcie_aer"}
+var reservedNames = []string{AckAll, Overflow, "pcie_aer"}
+
+// Overflow is the name of the kernel-log condition that counts the
+// records past the check's bounds on conditions.
+const Overflow = "kernel_log_overflow"
 
 // AckAll is the counter name of AcknowledgeReset that clears every
 // kernel-log condition on the port.
 const AckAll = "kernel_log"
+
+// The table's cost budget: every record is tried against every enabled
+// pattern, so the count and the regexes' total size bound what judging
+// one record can cost (500 patterns once stalled the poll loop for 40 s on
+// 3,000 records). The judging itself also runs within a per-cycle work
+// budget (checks/kernellog), so even a table within these bounds cannot
+// lengthen a cycle; these keep it from falling ever further behind.
+const (
+	// MaxPatterns bounds the patterns, built-in and added.
+	MaxPatterns = 128
+	// MaxTableBytes bounds the total length of the enabled patterns'
+	// regex, followedBy and clearRegex.
+	MaxTableBytes = 32 << 10
+)
 
 // Bounds of what a pattern may say.
 const (
@@ -198,6 +216,20 @@ func Merge(defaults []Pattern, overrides []Override) ([]Pattern, error) {
 		if err := validate(&out[i]); err != nil {
 			err.Index, err.Name = origin[i], out[i].Name
 			return nil, err
+		}
+	}
+	if len(out) > MaxPatterns {
+		return nil, &ValidationError{Index: origin[MaxPatterns], Name: out[MaxPatterns].Name, Key: "name",
+			Reason: fmt.Sprintf("more than %d patterns (%d built in): every record is tried against each on the poll loop; join patterns into one regex with |, or disable (enabled = false) the ones not needed", MaxPatterns, len(defaults))}
+	}
+	size := 0
+	for i := range out {
+		if !out[i].Enabled {
+			continue
+		}
+		if size += len(out[i].Regex) + len(out[i].FollowedBy) + len(out[i].ClearRegex); size > MaxTableBytes {
+			return nil, &ValidationError{Index: origin[i], Name: out[i].Name, Key: "regex",
+				Reason: fmt.Sprintf("the enabled patterns' regexes add up to more than %d bytes here: every record is tried against each on the poll loop; shorten them or disable (enabled = false) the ones not needed", MaxTableBytes)}
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package patterntable
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,39 @@ func TestKernelLog_11_DefaultsCiteTheirSourceAndFix(t *testing.T) {
 		if p.Severity != Informational && !strings.Contains(p.Description, "Fix:") {
 			t.Errorf("%s: the description does not say the fix", p.Name)
 		}
+	}
+}
+
+// TestBounded_5_TableCostBudget: a table past 128 patterns, or whose
+// enabled regexes add up past 32 KiB, is refused naming the entry that
+// crossed the bound (500 patterns were accepted and 3,000 records stalled
+// the loop 40 s); disabling patterns makes room.
+func TestBounded_5_TableCostBudget(t *testing.T) {
+	var many []Override
+	for i := 0; i < 500; i++ {
+		many = append(many, Override{Name: sp(fmt.Sprintf("p%03d", i)), Regex: sp(fmt.Sprintf("word%03d", i)), Severity: sp("non-fatal")})
+	}
+	_, err := Merge(Defaults(), many)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(ve.Reason, "more than 128 patterns") || ve.Index != 128-len(Defaults()) {
+		t.Fatalf("500 patterns: %v", err)
+	}
+	if _, err := Merge(Defaults(), many[:128-len(Defaults())]); err != nil {
+		t.Fatalf("128 patterns refused: %v", err)
+	}
+	long := strings.Repeat("x", 1000)
+	var big []Override
+	for i := 0; i < 40; i++ {
+		big = append(big, Override{Name: sp(fmt.Sprintf("b%02d", i)), Regex: sp(long + fmt.Sprint(i)), Severity: sp("non-fatal")})
+	}
+	if _, err := Merge(Defaults(), big); !errors.As(err, &ve) || !strings.Contains(ve.Reason, "32768 bytes") || ve.Key != "regex" {
+		t.Fatalf("40 KiB of regexes: %v", err)
+	}
+	off := false
+	for i := range big[:20] {
+		big[i].Enabled = &off
+	}
+	if _, err := Merge(Defaults(), big); err != nil {
+		t.Fatalf("with 20 disabled: %v", err)
 	}
 }

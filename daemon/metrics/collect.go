@@ -145,6 +145,7 @@ const (
 	mKernelLogDropped
 	mKernelLogLost
 	mKernelLogIgnored
+	mKernelLogCarried
 	mNICInfo
 	mNICFunctionFatal
 	mModuleInfo
@@ -226,6 +227,8 @@ func descriptors() [numFamilies]desc {
 		mKernelLogMatches:          {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
 		mKernelLogDropped:          {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
 		mKernelLogLost:             {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
+		mKernelLogIgnored:          {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
+		mKernelLogCarried:          {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
 		mModuleInfo:                {p + "module_info", "Always 1 for each RoCE port's transceiver as the last once-a-minute pass read it: its type, vendor, part and serial number.", gauge},
 		mModuleTemperature:         {p + "module_temperature_celsius", "The transceiver's temperature as the module reports it.", gauge},
 		mModuleVoltage:             {p + "module_voltage_volts", "The transceiver's 3.3 V supply as the module reports it.", gauge},
@@ -236,7 +239,6 @@ func descriptors() [numFamilies]desc {
 		mDevlinkReporterErrors:     {p + "devlink_reporter_errors_total", "Errors a NIC function's devlink health reporter counted since the driver loaded.", counter},
 		mDevlinkReporterRecoveries: {p + "devlink_reporter_recoveries_total", "Recoveries a NIC function's devlink health reporter counted since the driver loaded.", counter},
 		mDevlinkActivationPending:  {p + "devlink_firmware_activation_pending", "1 when the firmware flashed on a NIC function (stored fw.version) is not the one running: a reset or reboot activates it.", gauge},
-		mKernelLogIgnored:          {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one).", counter},
 	}
 }
 

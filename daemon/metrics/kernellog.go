@@ -12,10 +12,12 @@ func fillKernelLog(e *encoder, s *snapshot) {
 	e.add(mKernelLogSequence, none, uval(k.Sequence))
 	e.add(mKernelLogDropped, none, uval(k.Dropped))
 	e.add(mKernelLogLost, none, uval(k.Lost))
+	e.add(mKernelLogCarried, none, uval(uint64(k.Carried)))
 	for _, r := range []struct {
 		reason string
 		n      uint64
-	}{{"facility", k.OtherFacility}, {"unmonitored", k.Unmonitored}, {"unattributed", k.Unattributed}} {
+	}{{"facility", k.OtherFacility}, {"unmonitored", k.Unmonitored}, {"unattributed", k.Unattributed},
+		{"overflow", k.Overflow}, {"over_budget", k.OverBudget}} {
 		e.add(mKernelLogIgnored, e.labels("reason", r.reason), uval(r.n))
 	}
 	for _, m := range k.Matches {

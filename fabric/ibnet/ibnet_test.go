@@ -16,8 +16,8 @@ func load(t *testing.T, name string) []byte {
 	return b
 }
 
-func degraded(g *Graph) []*Link {
-	var out []*Link
+func degraded(g *Graph) []Link {
+	var out []Link
 	for _, l := range g.Links {
 		if l.Degraded {
 			out = append(out, l)
@@ -25,6 +25,8 @@ func degraded(g *Graph) []*Link {
 	}
 	return out
 }
+
+func guid(g *Graph, e End) GUID { return g.Nodes[e.Node].GUID }
 
 // The samples of testdata/README.md, counted by hand from their text:
 // switches and HCAs are their Switch and Ca blocks, links the distinct
@@ -82,21 +84,22 @@ func TestFabric_12_EDRSampleDetails(t *testing.T) {
 		t.Fatalf("degraded %+v", d)
 	}
 	l := d[0]
-	if l.A.GUID != 0xec0d9a0300ec8200 || l.A.Port != 11 || l.B.GUID != 0xec0d9a0300ec8480 || l.B.Port != 11 ||
-		l.Width != "4x" || l.Speed != "DDR" || l.Expected != "4xEDR" || l.Gbps != 16 {
+	if guid(g, l.A) != 0xec0d9a0300ec8200 || l.A.Port != 11 || guid(g, l.B) != 0xec0d9a0300ec8480 || l.B.Port != 11 ||
+		l.Rate() != "4xDDR" || l.Expected() != "4xEDR" || l.Gbps() != 16 {
 		t.Errorf("degraded link %+v", l)
 	}
 	sw := g.Node(0xec0d9a0300ec8240)
 	if sw == nil || sw.Kind != Switch || sw.LID != 48 || sw.NumPorts != 36 || sw.Name != "SwitchIB Mellanox Technologies" ||
-		sw.VendorID != 0x2c9 || sw.DeviceID != 0xcb20 || sw.SysImageGUID != 0xec0d9a0300ec8240 || len(sw.Ports) != 36 {
+		sw.VendorID != 0x2c9 || sw.DeviceID != 0xcb20 || sw.SysImageGUID != 0xec0d9a0300ec8240 || len(g.PortsOf(g.Index(0xec0d9a0300ec8240))) != 36 {
 		t.Fatalf("switch ec8240: %+v", sw)
 	}
 	// A GUID printed without its leading zero (8c0eb0300ddc0f6) is the same
 	// HCA as "H-08c0eb0300ddc0f6".
 	h := g.Node(0x08c0eb0300ddc0f6)
-	if h == nil || h.Kind != HCA || h.Name != "node046 HCA-1" || h.LID != 103 || h.DeviceID != 0x1017 || len(h.Ports) != 1 ||
-		h.Ports[0].GUID != 0x08c0eb0300ddc0f6 || h.Ports[0].Remote.GUID != 0xec0d9a0300ec8240 || h.Ports[0].Remote.Port != 12 {
-		t.Fatalf("node046: %+v %+v", h, h.Ports)
+	hp := g.PortsOf(g.Index(0x08c0eb0300ddc0f6))
+	if h == nil || h.Kind != HCA || h.Name != "node046 HCA-1" || h.LID != 103 || h.DeviceID != 0x1017 || len(hp) != 1 ||
+		hp[0].GUID != 0x08c0eb0300ddc0f6 || guid(g, hp[0].Remote) != 0xec0d9a0300ec8240 || hp[0].Remote.Port != 12 {
+		t.Fatalf("node046: %+v %+v", h, hp)
 	}
 	// A description that is not "<host> HCA-1" stays whole.
 	if c := g.Node(0x506b4b030043f9e2); c == nil || c.Name != "controller mlx5_0" {
@@ -106,7 +109,7 @@ func TestFabric_12_EDRSampleDetails(t *testing.T) {
 		if l.Disagree {
 			t.Errorf("ends disagree on %+v", l)
 		}
-		if l.A.Name == "" || l.B.Name == "" {
+		if g.End(l.A).Name == "" || g.End(l.B).Name == "" {
 			t.Errorf("unnamed end %+v", l)
 		}
 	}
@@ -116,11 +119,11 @@ func TestFabric_12_ManPageEndsDisagree(t *testing.T) {
 	g := Parse(load(t, "rdma-core-manpage-example.topo"))
 	var found bool
 	for _, l := range g.Links {
-		if l.A.GUID == 0x0008f10403960558 && l.A.Port == 1 {
+		if guid(g, l.A) == 0x0008f10403960558 && l.A.Port == 1 {
 			found = true
 			// The switch printed 4xSDR, the HCA 1xSDR: the slower one is
 			// what the link carries.
-			if !l.Disagree || l.Width != "1x" || l.Speed != "SDR" || !l.Degraded || l.Expected != "4xSDR" {
+			if !l.Disagree || l.Rate() != "1xSDR" || !l.Degraded || l.Expected() != "4xSDR" {
 				t.Errorf("link %+v", l)
 			}
 			if l.A.PortGUID != 0x0008f10403960559 {
@@ -134,7 +137,7 @@ func TestFabric_12_ManPageEndsDisagree(t *testing.T) {
 	if sw := g.Node(0x0008f10400410015); sw == nil || sw.SysImageGUID != 0 || sw.LID != 3 {
 		t.Errorf("switch without sysimgguid: %+v", sw)
 	}
-	if h := g.Node(0x0008f10403960984); h == nil || h.LID != 16 || h.Ports[0].LMC != 1 {
+	if h := g.Node(0x0008f10403960984); h == nil || h.LID != 16 || g.PortsOf(g.Index(0x0008f10403960984))[0].LMC != 1 {
 		t.Errorf("HCA lid/lmc: %+v", h)
 	}
 }
@@ -162,7 +165,7 @@ func TestFabric_12_NodeNameMap(t *testing.T) {
 		t.Error("the description must stay what the dump said")
 	}
 	for _, l := range g.Links {
-		if l.B.GUID == 0x0002c9020046c588 && l.B.Name != "leaf-a01" || l.A.GUID == 0x0002c9020046c588 && l.A.Name != "leaf-a01" {
+		if guid(g, l.B) == 0x0002c9020046c588 && g.End(l.B).Name != "leaf-a01" || guid(g, l.A) == 0x0002c9020046c588 && g.End(l.A).Name != "leaf-a01" {
 			t.Errorf("link end not renamed: %+v", l)
 		}
 	}
@@ -214,14 +217,14 @@ func TestFabric_12_FormatVariants(t *testing.T) {
 	}
 	for _, l := range g.Links {
 		switch {
-		case l.A.GUID == 0x0002c90300000001:
+		case guid(g, l.A) == 0x0002c90300000001:
 			// The switch said ??NDR, the router 4x???: unknown either way.
-			if l.Gbps != 0 || l.Degraded {
+			if l.Gbps() != 0 || l.Degraded {
 				t.Errorf("router link %+v", l)
 			}
-		case l.A.GUID == 0xb83fd20300a0b020 && (l.Width != "2x" || !l.Degraded || l.Expected != "4xNDR"):
+		case guid(g, l.A) == 0xb83fd20300a0b020 && (l.Width != Width2x || !l.Degraded || l.Expected() != "4xNDR"):
 			t.Errorf("2x link among 4x: %+v", l)
-		case l.A.GUID == 0xb83fd20300a0b010 && (l.Gbps != 400 || l.Degraded || l.A.PortGUID != 0xb83fd20300a0b010):
+		case guid(g, l.A) == 0xb83fd20300a0b010 && (l.Gbps() != 400 || l.Degraded || l.A.PortGUID != 0xb83fd20300a0b010):
 			t.Errorf("NDR link %+v", l)
 		}
 	}

@@ -62,38 +62,40 @@ func ParseNodeNameMap(b []byte) (map[GUID]string, []Problem) {
 }
 
 // ApplyNames names every node the map knows, by node GUID or, for maps
-// written per port, by one of its port GUIDs. It returns how many nodes
-// it renamed.
+// written per port, by one of its port GUIDs (its own ports', or those
+// its links' far ends printed for it). It returns how many nodes it
+// renamed.
 func (g *Graph) ApplyNames(m map[GUID]string) int {
+	if len(m) == 0 {
+		return 0
+	}
+	named := make([]bool, len(g.Nodes))
 	n := 0
-	for _, nd := range g.Nodes {
-		name, ok := m[nd.GUID]
-		if !ok {
-			for _, pt := range nd.Ports {
-				if pt.GUID == 0 {
-					continue
-				}
-				if name, ok = m[pt.GUID]; ok {
-					break
-				}
-			}
-		}
-		if !ok {
-			for _, l := range g.Links {
-				for _, e := range []End{l.A, l.B} {
-					if e.GUID == nd.GUID && e.PortGUID != 0 {
-						if nm, found := m[e.PortGUID]; found && !ok {
-							name, ok = nm, true
-						}
-					}
-				}
-			}
-		}
-		if ok {
-			nd.Name = name
+	set := func(i int, name string) {
+		if !named[i] {
+			named[i] = true
+			g.Nodes[i].Name = name
 			n++
 		}
 	}
-	g.refreshNames()
+	for i := range g.Nodes {
+		if name, ok := m[g.Nodes[i].GUID]; ok {
+			set(i, name)
+			continue
+		}
+		for _, pt := range g.PortsOf(i) {
+			if name, ok := m[pt.GUID]; ok && pt.GUID != 0 {
+				set(i, name)
+				break
+			}
+		}
+	}
+	for _, l := range g.Links {
+		for _, e := range [2]End{l.A, l.B} {
+			if name, ok := m[e.PortGUID]; ok && e.PortGUID != 0 {
+				set(int(e.Node), name)
+			}
+		}
+	}
 	return n
 }

@@ -7,36 +7,6 @@ import (
 	"github.com/nichealth/nichealthd/fabric/ibnet"
 )
 
-// Verdict is a port's health as its daemon judged it.
-type Verdict string
-
-const (
-	Healthy  Verdict = "healthy"
-	Degraded Verdict = "degraded"
-	Fatal    Verdict = "fatal"
-)
-
-func (v Verdict) rank() int {
-	switch v {
-	case Fatal:
-		return 3
-	case Degraded:
-		return 2
-	case Healthy:
-		return 1
-	}
-	return 0
-}
-
-// Worse returns the worse of two verdicts ("" is unknown, better than
-// any).
-func Worse(a, b Verdict) Verdict {
-	if b.rank() > a.rank() {
-		return b
-	}
-	return a
-}
-
 // Port is one port as a daemon reported it.
 type Port struct {
 	// Node is where the report came from: the Prometheus instance or the

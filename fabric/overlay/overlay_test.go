@@ -2,6 +2,7 @@ package overlay
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,7 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/fabric/ibnet"
 )
+
+func ibnetGUID(v uint64) ibnet.GUID { return ibnet.GUID(v) }
 
 func TestFabric_12_StatusDumps(t *testing.T) {
 	dir := t.TempDir()
@@ -60,7 +65,7 @@ func TestFabric_12_WorseReportWins(t *testing.T) {
 	if p := o.Lookup(1, 1, 0); p.Verdict != Fatal || len(o.Ports) != 1 || len(p.Conditions) != 1 {
 		t.Errorf("%+v", o.Ports)
 	}
-	if Worse("", Healthy) != Healthy || Worse(Fatal, "") != Fatal {
+	if Worse(NotReported, Healthy) != Healthy || Worse(Fatal, NotReported) != Fatal || Worse(Unknown, Healthy) != Healthy || Worse(NotReported, Unknown) != Unknown {
 		t.Error("unknown is better than any verdict")
 	}
 }
@@ -99,5 +104,56 @@ func TestFabric_12_PrometheusErrors(t *testing.T) {
 	o, err := FromPrometheus(ctx, srv.Client(), srv.URL)
 	if err != nil || len(o.Ports) != 0 {
 		t.Errorf("empty fleet: %v %+v", err, o)
+	}
+}
+
+// Issue 32 row 1: a status dump whose verdict is markup reached the page's
+// innerHTML. The overlay keeps a closed vocabulary: anything but the three
+// words nichealthd prints is Unknown, and only the vocabulary's words
+// ever leave the overlay; names, devices and conditions stay data.
+func TestBounded_1_StatusVerdictIsAClosedVocabulary(t *testing.T) {
+	dir := t.TempDir()
+	hostile := `\"><img src=x onerror=alert(1)>`
+	body := `{"nodeName":"<script>n</script>","ports":[
+		{"device":"<b>mlx5_0</b>","port":1,"nodeGUID":"0x1","verdict":"` + hostile + `","conditions":[{"message":"<img src=y onerror=alert(2)>"}]},
+		{"device":"mlx5_1","port":1,"nodeGUID":"0x2","verdict":"FATAL"},
+		{"device":"mlx5_2","port":1,"nodeGUID":"0x3","verdict":"fatal"},
+		{"device":"mlx5_3","port":1,"nodeGUID":"0x4","verdict":"degraded"},
+		{"device":"mlx5_4","port":1,"nodeGUID":"0x5","verdict":"healthy"},
+		{"device":"mlx5_5","port":1,"nodeGUID":"0x6","verdict":""}]}`
+	if err := os.WriteFile(filepath.Join(dir, "n.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, probs, err := FromStatusDir(dir)
+	if err != nil || len(probs) != 0 {
+		t.Fatal(err, probs)
+	}
+	for guid, want := range map[uint64]Verdict{1: Unknown, 2: Unknown, 3: Fatal, 4: Degraded, 5: Healthy, 6: NotReported} {
+		p := o.Lookup(ibnetGUID(guid), 1, 0)
+		if p == nil || p.Verdict != want {
+			t.Errorf("port of node %#x: %+v, want verdict %v", guid, p, want)
+		}
+	}
+	out, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "onerror=alert(1)") {
+		t.Errorf("the hostile verdict left the overlay: %s", out)
+	}
+	if !strings.Contains(string(out), `"verdict":"unknown"`) {
+		t.Errorf("no unknown verdict in %s", out)
+	}
+	// The rest is data, kept as it was said: the views show it as text.
+	if p := o.Lookup(1, 1, 0); p.Node != "<script>n</script>" || p.Device != "<b>mlx5_0</b>" || p.Conditions[0] != "<img src=y onerror=alert(2)>" {
+		t.Errorf("%+v", p)
+	}
+	for _, w := range []string{"", "unknown", "healthy", "degraded", "fatal"} {
+		if v := ParseVerdict(w); v.String() != w {
+			t.Errorf("%q reads back as %q", w, v.String())
+		}
+	}
+	if Verdict(200).String() != "unknown" {
+		t.Error("a verdict outside the vocabulary must print as unknown")
 	}
 }

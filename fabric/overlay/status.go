@@ -88,7 +88,7 @@ func (o *Overlay) addDump(name string) error {
 	for _, dp := range d.Ports {
 		n, _ := ibnet.ParseGUID(dp.NodeGUID)
 		pg, _ := ibnet.ParseGUID(dp.PortGUID)
-		p := &Port{Node: node, Device: dp.Device, Port: dp.Port, NodeGUID: n, PortGUID: pg, Verdict: Verdict(dp.Verdict)}
+		p := &Port{Node: node, Device: dp.Device, Port: dp.Port, NodeGUID: n, PortGUID: pg, Verdict: ParseVerdict(dp.Verdict)}
 		if dp.State != "" {
 			p.State = dp.State + "/" + dp.PhysState
 		}

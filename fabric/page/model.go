@@ -7,119 +7,179 @@ import (
 	"github.com/nichealth/nichealthd/fabric/overlay"
 )
 
-// Model is what the page shows, in the form its script reads.
+// Model is what the page shows. It refers to nodes by index and to rates
+// and chassis by index into tables, so each string of the fabric is in
+// the page once: a fabric's page is smaller than its ibnetdiscover dump.
 type Model struct {
-	Title  string `json:"title"`
-	Source string `json:"source"`
+	Title  string
+	Source string
 	// Health says where the overlay came from ("" when there is none).
-	Health   string   `json:"health"`
-	Switches int      `json:"switches"`
-	HCAs     int      `json:"hcas"`
-	Routers  int      `json:"routers"`
-	Nodes    []Node   `json:"nodes"`
-	Links    []Link   `json:"links"`
-	Notes    []string `json:"notes,omitempty"`
+	Health                  string
+	Switches, HCAs, Routers int
+	Notes                   []string
+	Nodes                   []Node
+	Links                   []Link
+	// Rates are the distinct link rates (width and speed), Chassis the
+	// distinct chassis names; links and nodes refer to them by index.
+	Rates   []Rate
+	Chassis []string
+	// Ends are the link ends that carry more than their node and port:
+	// an HCA's port GUID and LID, a switch port's label.
+	Ends []End
+	// Reports are what the daemons said about their ports.
+	Reports []Report
 }
 
 // Node is a node as drawn.
 type Node struct {
-	ID   string `json:"id"` // node GUID
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	LID  int    `json:"lid,omitempty"`
+	GUID ibnet.GUID
+	Name string
+	LID  int32
 	// Tier: 0 for HCAs and routers, 1 for leaf switches (those with an
 	// HCA or router below), 2 for the spines above them, and so on.
-	Tier int `json:"tier"`
-	// Chassis groups the switch ASICs of one director (a shared system
-	// image GUID); "" for a standalone switch.
-	Chassis string `json:"chassis,omitempty"`
-	// Leaf is, for an HCA or router, the switch it hangs under when drawn
-	// (its first port's switch).
-	Leaf    string          `json:"leaf,omitempty"`
-	Verdict overlay.Verdict `json:"verdict,omitempty"`
-	Ports   []Port          `json:"ports"`
+	Tier int32
+	// Chassis is the index in Model.Chassis of the director this switch
+	// ASIC belongs to, or -1 for a standalone switch.
+	Chassis int32
+	// Leaf is, for an HCA or router, the index of the switch it hangs
+	// under when drawn (its first port's switch), or -1.
+	Leaf    int32
+	Kind    ibnet.Kind
+	Verdict overlay.Verdict
 }
 
-// Port is one connected port.
-type Port struct {
-	Num        int             `json:"num"`
-	GUID       string          `json:"guid,omitempty"`
-	LID        int             `json:"lid,omitempty"`
-	Width      string          `json:"width"`
-	Speed      string          `json:"speed"`
-	Remote     string          `json:"remote"`
-	RemotePort int             `json:"remotePort"`
-	RemoteName string          `json:"remoteName"`
-	Verdict    overlay.Verdict `json:"verdict,omitempty"`
-	// Reporter is the daemon that judged it: "node mlx5_3 port 1".
-	Reporter   string   `json:"reporter,omitempty"`
-	State      string   `json:"state,omitempty"`
-	Conditions []string `json:"conditions,omitempty"`
-}
-
-// Link is one link as drawn.
+// Link is one link as drawn: node indexes and ports, its rate's index in
+// Model.Rates and, when it trained below its peers, theirs.
 type Link struct {
-	A        string  `json:"a"`
-	AP       int     `json:"ap"`
-	B        string  `json:"b"`
-	BP       int     `json:"bp"`
-	Width    string  `json:"width"`
-	Speed    string  `json:"speed"`
-	Gbps     float64 `json:"gbps"`
-	Degraded bool    `json:"degraded,omitempty"`
-	Expected string  `json:"expected,omitempty"`
-	Disagree bool    `json:"disagree,omitempty"`
+	A, B     int32
+	AP, BP   uint8
+	Rate     int16
+	Expected int16 // -1 unless Degraded
+	Degraded bool
+	Disagree bool
 	// Verdict is the worse of its two ends' reported verdicts.
-	Verdict overlay.Verdict `json:"verdict,omitempty"`
+	Verdict overlay.Verdict
+}
+
+// Rate is a link rate as printed ("4x", "NDR") and its data rate.
+type Rate struct {
+	Width ibnet.Width
+	Speed ibnet.Speed
+}
+
+// End is a link end's own details.
+type End struct {
+	GUID  ibnet.GUID
+	Label string
+	Node  int32
+	LID   int32
+	Port  uint8
+}
+
+// Report is one port's report laid over the fabric.
+type Report struct {
+	Node, Port int
+	Verdict    overlay.Verdict
+	// Reporter is the daemon that judged it: "node mlx5_3 port 1".
+	Reporter   string
+	State      string
+	Conditions []string
 }
 
 // Build lays the overlay (nil for none) over the graph.
 func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 	m := &Model{Title: title, Source: source, Switches: g.Count(ibnet.Switch), HCAs: g.Count(ibnet.HCA),
-		Routers: g.Count(ibnet.Router), Nodes: []Node{}, Links: []Link{}}
+		Routers: g.Count(ibnet.Router), Nodes: make([]Node, len(g.Nodes)), Links: make([]Link, 0, len(g.Links))}
 	if o != nil {
 		m.Health = o.Source
 	}
 	tiers := Tiers(g)
 	chassis := Chassis(g)
-	verdictOf := map[[2]any]overlay.Verdict{}
-	matched := 0
-	for _, nd := range g.Nodes {
-		n := Node{ID: nd.GUID.String(), Kind: nd.Kind.String(), Name: nd.Name, LID: nd.LID, Tier: tiers[nd.GUID],
-			Chassis: chassis[nd.GUID], Ports: []Port{}}
-		for _, pt := range nd.Ports {
-			p := Port{Num: pt.Num, LID: pt.LID, Width: pt.Width, Speed: pt.Speed, Remote: pt.Remote.GUID.String(),
-				RemotePort: pt.Remote.Port, RemoteName: pt.Remote.Name}
-			if pt.GUID != 0 {
-				p.GUID = pt.GUID.String()
+	chassisIndex := map[string]int{}
+	for i := range g.Nodes {
+		nd := &g.Nodes[i]
+		n := Node{Kind: nd.Kind, GUID: nd.GUID, Name: nd.Name, LID: int32(nd.LID), Tier: int32(tiers[i]), Chassis: -1, Leaf: -1}
+		if c, ok := chassis[i]; ok {
+			k, seen := chassisIndex[c]
+			if !seen {
+				k = len(m.Chassis)
+				chassisIndex[c] = k
+				m.Chassis = append(m.Chassis, c)
 			}
-			if n.Leaf == "" && nd.Kind != ibnet.Switch && pt.Remote.Kind == ibnet.Switch {
-				n.Leaf = p.Remote
-			}
-			if r := o.Lookup(nd.GUID, pt.Num, pt.GUID); r != nil && nd.Kind != ibnet.Switch {
-				matched++
-				p.Verdict, p.State, p.Conditions = r.Verdict, r.State, r.Conditions
-				p.Reporter = fmt.Sprintf("%s %s port %d", r.Node, r.Device, r.Port)
-				n.Verdict = overlay.Worse(n.Verdict, r.Verdict)
-				verdictOf[[2]any{nd.GUID, pt.Num}] = r.Verdict
-			}
-			n.Ports = append(n.Ports, p)
+			n.Chassis = int32(k)
 		}
-		m.Nodes = append(m.Nodes, n)
-	}
-	// A port known only as a far end (its HCA has no block of its own in
-	// the dump) can still be judged through the link's port GUID.
-	for _, l := range g.Links {
-		for _, e := range []ibnet.End{l.A, l.B} {
-			if _, ok := verdictOf[[2]any{e.GUID, e.Port}]; !ok && e.Kind != ibnet.Switch {
-				if r := o.Lookup(e.GUID, e.Port, e.PortGUID); r != nil {
-					verdictOf[[2]any{e.GUID, e.Port}] = r.Verdict
+		if nd.Kind != ibnet.Switch {
+			for _, pt := range g.PortsOf(i) {
+				if g.Nodes[pt.Remote.Node].Kind == ibnet.Switch {
+					n.Leaf = pt.Remote.Node
+					break
 				}
 			}
 		}
-		m.Links = append(m.Links, Link{A: l.A.GUID.String(), AP: l.A.Port, B: l.B.GUID.String(), BP: l.B.Port,
-			Width: l.Width, Speed: l.Speed, Gbps: l.Gbps, Degraded: l.Degraded, Expected: l.Expected, Disagree: l.Disagree,
-			Verdict: overlay.Worse(verdictOf[[2]any{l.A.GUID, l.A.Port}], verdictOf[[2]any{l.B.GUID, l.B.Port}])})
+		m.Nodes[i] = n
+	}
+	rateIndex := map[Rate]int{}
+	rate := func(w ibnet.Width, s ibnet.Speed) int16 {
+		r := Rate{w, s}
+		k, ok := rateIndex[r]
+		if !ok {
+			k = len(m.Rates)
+			rateIndex[r] = k
+			m.Rates = append(m.Rates, r)
+		}
+		return int16(k)
+	}
+	// A port is judged by the daemon that owns it: HCA and router ports
+	// only, found by port GUID when the dump printed one, else by node
+	// GUID and port.
+	type key struct{ node, port int }
+	reported := map[key]overlay.Verdict{}
+	matched := 0
+	report := func(node, port int, portGUID ibnet.GUID) {
+		if o == nil || g.Nodes[node].Kind == ibnet.Switch {
+			return
+		}
+		if _, done := reported[key{node, port}]; done {
+			return
+		}
+		r := o.Lookup(g.Nodes[node].GUID, port, portGUID)
+		if r == nil {
+			return
+		}
+		matched++
+		reported[key{node, port}] = r.Verdict
+		m.Reports = append(m.Reports, Report{Node: node, Port: port, Verdict: r.Verdict,
+			Reporter: fmt.Sprintf("%s %s port %d", r.Node, r.Device, r.Port), State: r.State, Conditions: r.Conditions})
+		m.Nodes[node].Verdict = overlay.Worse(m.Nodes[node].Verdict, r.Verdict)
+	}
+	for i := range g.Nodes {
+		for _, pt := range g.PortsOf(i) {
+			report(i, int(pt.Num), pt.GUID)
+		}
+	}
+	for _, l := range g.Links {
+		for _, e := range [2]ibnet.End{l.A, l.B} {
+			// A port known only as a far end (its HCA has no block of its
+			// own in the dump) is judged through the link's port GUID.
+			report(int(e.Node), int(e.Port), e.PortGUID)
+			end := End{Node: e.Node, Port: e.Port, GUID: e.PortGUID}
+			if p := g.PortOf(int(e.Node), int(e.Port)); p != nil {
+				end.LID, end.Label = p.LID, p.Label
+				if end.GUID == 0 {
+					end.GUID = p.GUID
+				}
+			}
+			if end.GUID != 0 || end.LID != 0 || end.Label != "" {
+				m.Ends = append(m.Ends, end)
+			}
+		}
+		ml := Link{A: l.A.Node, AP: l.A.Port, B: l.B.Node, BP: l.B.Port, Rate: rate(l.Width, l.Speed),
+			Expected: -1, Degraded: l.Degraded, Disagree: l.Disagree,
+			Verdict: overlay.Worse(reported[key{int(l.A.Node), int(l.A.Port)}], reported[key{int(l.B.Node), int(l.B.Port)}])}
+		if l.Degraded {
+			ml.Expected = rate(l.ExpectedWidth, l.ExpectedSpeed)
+		}
+		m.Links = append(m.Links, ml)
 	}
 	if o != nil {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d of %d reported ports are on this fabric", matched, len(o.Ports)))
@@ -127,77 +187,86 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 	return m
 }
 
-// Tiers ranks every node: HCAs and routers 0, a switch with one of them
-// attached 1 (a leaf), any other switch one more than its nearest leaf
-// (spines 2, cores 3). A switch that reaches no leaf (an isolated switch
-// island) counts as a spine.
-func Tiers(g *ibnet.Graph) map[ibnet.GUID]int {
-	t := map[ibnet.GUID]int{}
-	adj := map[ibnet.GUID][]ibnet.GUID{}
-	for _, l := range g.Links {
-		adj[l.A.GUID] = append(adj[l.A.GUID], l.B.GUID)
-		adj[l.B.GUID] = append(adj[l.B.GUID], l.A.GUID)
+// Tiers ranks every node by index: HCAs and routers 0, a switch with one
+// of them attached 1 (a leaf), any other switch one more than its nearest
+// leaf (spines 2, cores 3). A switch that reaches no leaf (an isolated
+// switch island) counts as a spine.
+func Tiers(g *ibnet.Graph) []int {
+	t := make([]int, len(g.Nodes))
+	for i := range t {
+		t[i] = -1
 	}
-	var queue []ibnet.GUID
-	for _, nd := range g.Nodes {
-		if nd.Kind != ibnet.Switch {
-			t[nd.GUID] = 0
-			continue
+	var queue []int
+	for i := range g.Nodes {
+		if g.Nodes[i].Kind != ibnet.Switch {
+			t[i] = 0
 		}
-		for _, peer := range adj[nd.GUID] {
-			if p := g.Node(peer); p != nil && p.Kind != ibnet.Switch {
-				t[nd.GUID] = 1
-				queue = append(queue, nd.GUID)
-				break
+	}
+	// Leaves: switches cabled to an HCA or router, whichever end printed
+	// the cable.
+	for _, l := range g.Links {
+		a, b := int(l.A.Node), int(l.B.Node)
+		for _, pair := range [2][2]int{{a, b}, {b, a}} {
+			sw, peer := pair[0], pair[1]
+			if g.Nodes[sw].Kind == ibnet.Switch && g.Nodes[peer].Kind != ibnet.Switch && t[sw] != 1 {
+				t[sw] = 1
+				queue = append(queue, sw)
 			}
+		}
+	}
+	adj := make([][]int32, len(g.Nodes))
+	for _, l := range g.Links {
+		if g.Nodes[l.A.Node].Kind == ibnet.Switch && g.Nodes[l.B.Node].Kind == ibnet.Switch {
+			adj[l.A.Node] = append(adj[l.A.Node], l.B.Node)
+			adj[l.B.Node] = append(adj[l.B.Node], l.A.Node)
 		}
 	}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
 		for _, peer := range adj[cur] {
-			if p := g.Node(peer); p == nil || p.Kind != ibnet.Switch {
-				continue
-			}
-			if _, seen := t[peer]; !seen {
+			if t[peer] < 0 {
 				t[peer] = t[cur] + 1
-				queue = append(queue, peer)
+				queue = append(queue, int(peer))
 			}
 		}
 	}
-	for _, nd := range g.Nodes {
-		if _, ok := t[nd.GUID]; !ok {
-			t[nd.GUID] = 2
+	for i := range t {
+		if t[i] < 0 {
+			t[i] = 2
 		}
 	}
 	return t
 }
 
-// Chassis names the director each switch ASIC belongs to: switches that
-// share a system image GUID are one chassis (named by the chassis number
-// of a grouped dump when there is one, else by the GUID). A switch alone
-// in its system image is not in a chassis.
-func Chassis(g *ibnet.Graph) map[ibnet.GUID]string {
-	members := map[ibnet.GUID][]*ibnet.Node{}
-	for _, nd := range g.Nodes {
+// Chassis names the director each switch ASIC belongs to, by node index:
+// switches that share a system image GUID are one chassis (named by the
+// chassis number of a grouped dump when there is one, else by the GUID).
+// A switch alone in its system image is not in a chassis.
+func Chassis(g *ibnet.Graph) map[int]string {
+	members := map[ibnet.GUID][]int{}
+	for i := range g.Nodes {
+		nd := &g.Nodes[i]
 		if nd.Kind == ibnet.Switch && nd.SysImageGUID != 0 {
-			members[nd.SysImageGUID] = append(members[nd.SysImageGUID], nd)
+			members[nd.SysImageGUID] = append(members[nd.SysImageGUID], i)
 		}
 	}
-	out := map[ibnet.GUID]string{}
+	out := map[int]string{}
 	for sys, nds := range members {
 		if len(nds) < 2 {
 			continue
 		}
 		name := "chassis " + sys.String()
-		for _, nd := range nds {
-			if nd.Chassis != 0 {
-				name = fmt.Sprintf("chassis %d (%s)", nd.Chassis, sys)
+		for _, i := range nds {
+			if g.Nodes[i].Chassis != 0 {
+				name = fmt.Sprintf("chassis %d (%s)", g.Nodes[i].Chassis, sys)
 			}
 		}
-		for _, nd := range nds {
-			out[nd.GUID] = name
+		for _, i := range nds {
+			out[i] = name
 		}
 	}
 	return out
 }
+
+func ibnetRate(r Rate) float64 { return ibnet.Rate(r.Width, r.Speed) }

@@ -21,8 +21,8 @@ func TestFabric_12_TiersAndChassis(t *testing.T) {
 		0xec0d9a0300ec8240: 1, 0xec0d9a0300ec8480: 1, 0xec0d9a0300f548e0: 1, 0xec0d9a0300f548c0: 1,
 		0xec0d9a0300ec8200: 2, 0xec0d9a0300ec81e0: 2, 0x08c0eb0300ddc0f6: 0,
 	} {
-		if tiers[guid] != want {
-			t.Errorf("%s: tier %d, want %d", guid, tiers[guid], want)
+		if got := tiers[g.Index(guid)]; got != want {
+			t.Errorf("%s: tier %d, want %d", guid, got, want)
 		}
 	}
 	// Every switch has its own system image: no chassis.
@@ -34,7 +34,7 @@ func TestFabric_12_TiersAndChassis(t *testing.T) {
 		t.Errorf("model counts %d %d %d %q", m.Switches, m.HCAs, len(m.Links), m.Health)
 	}
 	for _, n := range m.Nodes {
-		if n.Kind == "hca" && n.Leaf == "" {
+		if n.Kind == ibnet.HCA && (n.Leaf < 0 || m.Nodes[n.Leaf].Kind != ibnet.Switch) {
 			t.Errorf("HCA %s has no leaf", n.Name)
 		}
 	}
@@ -51,10 +51,10 @@ func TestFabric_12_TiersAndChassis(t *testing.T) {
 		"[1]\t\"S-0000000000000001\"[1]\t\t# \"line 1\" lid 1 4xNDR",
 	}, "\n")))
 	c := Chassis(g)
-	if c[1] != "chassis 3 (0x00000000000000aa)" || c[2] != c[1] {
+	if c[g.Index(1)] != "chassis 3 (0x00000000000000aa)" || c[g.Index(2)] != c[g.Index(1)] {
 		t.Errorf("chassis %v", c)
 	}
-	if tt := Tiers(g); tt[1] != 1 || tt[2] != 2 {
+	if tt := Tiers(g); tt[g.Index(1)] != 1 || tt[g.Index(2)] != 2 {
 		t.Errorf("tiers %v", tt)
 	}
 }
@@ -69,5 +69,36 @@ func TestFabric_12_RenderEscapesNames(t *testing.T) {
 	out := b.String()
 	if strings.Count(out, "</script>") != 2 || strings.Contains(out, "<b>h</b>") || strings.Contains(out, "<title><t>") {
 		t.Errorf("unescaped markup in:\n%s", out[:min(len(out), 2000)])
+	}
+}
+
+// Issue 32 row 1, statically: the script has no way to turn text into
+// markup (the browser test shows it does not; this says where not to
+// start).
+func TestBounded_1_ScriptParsesNoMarkup(t *testing.T) {
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment", "DOMParser", "eval(", "Function("} {
+		if strings.Contains(script, sink) {
+			t.Errorf("page.js uses %s", sink)
+		}
+	}
+}
+
+// Quantum-2 port labels reach the page with their ports.
+func TestFabric_34_2_PortLabelsOnThePage(t *testing.T) {
+	g := ibnet.Parse([]byte("Switch\t129 \"S-00000000000000aa\"\t\t# \"leaf\" enhanced port 0 lid 1 lmc 0\n" +
+		"[1](1/1/1)\t\"H-00000000000000b1\"[1](b1) \t\t# \"h1 mlx5_0\" lid 2 2xNDR\n"))
+	m := Build("t", "s", g, nil)
+	found := false
+	for _, e := range m.Ends {
+		if e.Label == "1/1/1" && m.Nodes[e.Node].GUID == 0xaa && e.Port == 1 {
+			found = true
+		}
+	}
+	var b strings.Builder
+	if err := Render(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	if !found || !strings.Contains(b.String(), `"1/1/1"`) {
+		t.Errorf("label not on the page: %+v", m.Ends)
 	}
 }

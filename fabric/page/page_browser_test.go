@@ -1,6 +1,7 @@
 package page
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,4 +174,126 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// scriptFree lists what would let text become code in the drawn page:
+// elements and attributes outside the page's own vocabulary (so no on*
+// handler, no src or href), and whether a planted handler ran.
+const scriptFree = `(function(){
+	var allowed = {HTML:1,HEAD:1,BODY:1,META:1,TITLE:1,STYLE:1,SCRIPT:1,HEADER:1,H1:1,DIV:1,INPUT:1,SPAN:1,BUTTON:1,LABEL:1,I:1,
+		svg:1,g:1,rect:1,text:1,line:1,circle:1,title:1};
+	var attrs = {lang:1,charset:1,name:1,content:1,type:1,id:1,class:1,style:1,placeholder:1,"aria-label":1,xmlns:1,
+		x:1,y:1,x1:1,y1:1,x2:1,y2:1,cx:1,cy:1,r:1,rx:1,width:1,height:1};
+	var bad = [];
+	document.querySelectorAll("*").forEach(function(e){
+		if (!allowed[e.tagName]) bad.push("element " + e.tagName);
+		for (var i = 0; i < e.attributes.length; i++) {
+			var a = e.attributes[i].name;
+			if (!attrs[a] && a.indexOf("data-") !== 0) bad.push("attribute " + a + " on " + e.tagName);
+		}
+	});
+	if (document.querySelectorAll("script").length !== 2) bad.push(document.querySelectorAll("script").length + " script elements");
+	if (window.__pwned !== undefined) bad.push("a planted handler ran: " + window.__pwned);
+	return bad;
+})()`
+
+// Issue 32 row 1: a status dump whose port verdict was
+// `"><img src=x onerror=…>` ran its script when the page was opened (the
+// verdict went into innerHTML). Every input the page shows (node names
+// from the dump and the node-name map, the title, the dump's node name,
+// device, verdict, state and conditions) is hostile here; the page builds
+// its DOM from text and a closed vocabulary, so no element, attribute or
+// handler comes from them, before or after collapsing, searching and
+// hovering, and the tooltip shows the words as they were said.
+func TestBounded_1_HostileNamesAndVerdictsStayText(t *testing.T) {
+	b := browser.Start(t)
+	const (
+		leafName = `<img src=x onerror="window.__pwned='leaf'">`
+		hcaName  = `"><svg onload="window.__pwned='hca'"> mlx5_0`
+		verdict  = `"><img src=x onerror=window.__pwned='verdict'>`
+		cond     = `<img src=x onerror="window.__pwned='condition'">`
+		device   = `mlx5_0<script>window.__pwned='device'</script>`
+	)
+	topo := "Switch\t36 \"S-00000000000000aa\"\t\t# \"" + leafName + "\" base port 0 lid 1 lmc 0\n" +
+		"[1]\t\"H-00000000000000b1\"[1](b1) \t\t# \"" + hcaName + "\" lid 2 4xNDR\n" +
+		"[2]\t\"H-00000000000000b2\"[1](b2) \t\t# \"plain mlx5_0\" lid 3 4xNDR\n" +
+		"[3]\t\"S-00000000000000cc\"[1]\t\t# \"spine\" lid 4 4xNDR\n" +
+		"\nCa\t1 \"H-00000000000000b1\"\t\t# \"" + hcaName + "\"\n" +
+		"[1](b1) \t\"S-00000000000000aa\"[1]\t\t# lid 2 lmc 0 \"" + leafName + "\" lid 1 4xNDR\n" +
+		"\nSwitch\t36 \"S-00000000000000cc\"\t\t# \"spine\" base port 0 lid 4 lmc 0\n" +
+		"[1]\t\"S-00000000000000aa\"[3]\t\t# \"" + leafName + "\" lid 1 4xNDR\n"
+	g := ibnet.Parse([]byte(topo))
+	g.ApplyNames(map[ibnet.GUID]string{0xb2: `<iframe src="javascript:window.__pwned='map'"></iframe>`})
+	dir := t.TempDir()
+	dump := map[string]any{"nodeName": `<script>window.__pwned='node'</script>`, "ports": []map[string]any{{
+		"device": device, "port": 1, "nodeGUID": "0xb1", "portGUID": "0xb1", "state": `<b onmouseover="window.__pwned='state'">DOWN</b>`,
+		"physState": "Disabled", "verdict": verdict, "conditions": []map[string]any{{"fatal": true, "message": cond}},
+	}}}
+	raw, err := json.Marshal(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "n.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, probs, err := overlay.FromStatusDir(dir)
+	if err != nil || len(probs) != 0 {
+		t.Fatal(err, probs)
+	}
+	f, err := os.Create(filepath.Join(dir, "fabric.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(f, Build(`<img src=x onerror="window.__pwned='title'">`, "<b>source</b>", g, o)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.Navigate(t, "file://"+f.Name())
+
+	check := func(when string) {
+		t.Helper()
+		var bad []string
+		b.Eval(t, scriptFree, &bad)
+		if len(bad) != 0 {
+			t.Errorf("%s: %v", when, bad)
+		}
+	}
+	check("opened")
+	if n := count(t, b, ".node"); n != 4 {
+		t.Errorf("%d nodes drawn, want 4", n)
+	}
+	// The reported port is drawn with the vocabulary's word, not the dump's.
+	if v := attr(t, b, "#port-0x00000000000000b1-1", "data-verdict"); v != "unknown" {
+		t.Errorf("hostile verdict drawn as %q, want unknown", v)
+	}
+	if v := attr(t, b, "#port-0x00000000000000b1-1", "class"); v != "port v-unknown" {
+		t.Errorf("port class %q", v)
+	}
+	var label string
+	b.Eval(t, `document.querySelector("#node-0x00000000000000b1 text").textContent`, &label)
+	if label != hcaName[:23]+"\u2026" {
+		t.Errorf("HCA label %q", label)
+	}
+	var tip string
+	b.Eval(t, `(function(){var e=document.getElementById("port-0x00000000000000b1-1"); var r=e.getBoundingClientRect();
+		e.dispatchEvent(new MouseEvent("mousemove",{bubbles:true,clientX:r.left+2,clientY:r.top+2}));
+		return document.getElementById("tooltip").textContent})()`, &tip)
+	for _, want := range []string{hcaName + "  port 1", "health: UNKNOWN", device, cond, leafName} {
+		if !contains(tip, want) {
+			t.Errorf("tooltip lacks %q:\n%s", want, tip)
+		}
+	}
+	check("hovered")
+	b.Click(t, "#node-0x00000000000000aa")
+	check("collapsed")
+	b.Click(t, "#node-0x00000000000000aa")
+	b.Type(t, "#search", "<img")
+	check("searched")
+	var title string
+	b.Eval(t, `document.title + "|" + document.querySelector("h1").textContent`, &title)
+	if title != `<img src=x onerror="window.__pwned='title'">|<img src=x onerror="window.__pwned='title'">` {
+		t.Errorf("title %q", title)
+	}
 }

@@ -29,7 +29,8 @@ _nichealthctl() {
         out_of_sequence local_ack_timeout_err port_xmit_discards port_xmit_wait
         roce_slow_restart carrier_changes rx_corrected_bits_phy rx_symbol_err_phy
         rx_pcs_symbol_err_phy link_down_events_phy pcie_aer kernel_log
-        cmd_exec_timeout fw_health_compromised fw_fatal_error fw_unrecoverable_error
+        cmd_exec_timeout cmd_interface_stalled fw_not_responding fw_health_compromised
+        fw_fatal_error fw_unrecoverable_error
         fw_health_recovery_failed pci_slot_unavailable probe_load_failed probe_failed
         pcie_slot_power_ports_down"
     local ibclass=/sys/class/infiniband
@@ -39,7 +40,7 @@ _nichealthctl() {
     local -a args=()
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --since|--timeout|--bus-address|--config|--root) ((i++)) ;;
+            --since|--timeout|--bus-address|--config|--state-file|--root) ((i++)) ;;
             -*) ;;
             *) if [[ -z $cmd ]]; then cmd=${words[i]}; else args+=("${words[i]}"); fi ;;
         esac
@@ -47,7 +48,7 @@ _nichealthctl() {
 
     case $prev in
         --since|--timeout|--bus-address) return ;;
-        --config) _nichealthctl_reply -f; return ;;
+        --config|--state-file) _nichealthctl_reply -f; return ;;
         --root) _nichealthctl_reply -d; return ;;
     esac
 
@@ -73,7 +74,7 @@ _nichealthctl() {
             esac
             ;;
         events) _nichealthctl_reply -W "--since --follow -f --retry-rejected $common" ;;
-        check) _nichealthctl_reply -W "--perfdata --offline --config --root $common" ;;
+        check) _nichealthctl_reply -W "--perfdata --offline --config --state-file --root $common" ;;
         wait-ready) _nichealthctl_reply -W "--timeout $common" ;;
         validate) if [[ $cur == -* ]]; then _nichealthctl_reply -W "--help"; else _nichealthctl_reply -f; fi ;;
         topology)

@@ -55,7 +55,7 @@ func TestManPages_EveryPageRendersWithoutTroffWarnings(t *testing.T) {
 		names = append(names, p.FileName())
 	}
 	slices.Sort(names)
-	want := []string{"nichealth-fabric.1", "nichealthctl.1", "nichealthd.8", "nichealthd.toml.5"}
+	want := []string{"nichealth-fabric-plan.1", "nichealth-fabric.1", "nichealthctl.1", "nichealthd.8", "nichealthd.toml.5"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("pages = %v, want %v", names, want)
 	}

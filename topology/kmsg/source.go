@@ -59,15 +59,21 @@ func (l Loss) N() uint64 { return l.To - l.From + 1 }
 
 // Stats are the reader's totals since it started.
 type Stats struct {
-	Open      bool   // the source is open and being read
-	Read      uint64 // records parsed
+	Open bool // the source is open and being read
+	// Read are the records parsed past the resume point: a record the
+	// kernel hands out again after a restart (it was judged before) is
+	// Skipped, not read.
+	Read      uint64
 	Skipped   uint64 // at or before the resume point (judged before a restart)
 	Dropped   uint64 // not queued: the source was closed while the queue was full
 	Oversized uint64 // longer than MaxRecord
 	Malformed uint64 // not in the kernel's format
 	Lost      uint64 // overwritten by the ring before they were read
-	LastSeq   uint64 // the newest sequence number read
-	Err       string // why the source is not open, "" while it is
+	// LastSeq is the newest sequence number read, or the resume point
+	// until a record past it is: the position is the caller's state, so it
+	// is true from the start after a restart.
+	LastSeq uint64
+	Err     string // why the source is not open, "" while it is
 }
 
 // Source reads a kmsg device (or a FIFO or file in its format) on its own
@@ -113,6 +119,9 @@ func Open(opts Options) *Source {
 	s := &Source{opts: opts, log: log, done: make(chan struct{}), stop: make(chan struct{}),
 		q: make([]Record, opts.QueueRecords), hi: opts.After, haveHi: opts.Resume, monoBase: clocks}
 	s.space = sync.NewCond(&s.mu)
+	if opts.Resume {
+		s.stats.LastSeq = opts.After
+	}
 	go s.run()
 	return s
 }
@@ -330,11 +339,11 @@ func (s *Source) record(b []byte) {
 		s.stats.Malformed++
 		return
 	}
-	s.stats.Read++
 	if s.haveHi && r.Seq <= s.hi {
 		s.stats.Skipped++
 		return
 	}
+	s.stats.Read++
 	if s.haveHi && r.Seq > s.hi+1 {
 		l := Loss{From: s.hi + 1, To: r.Seq - 1, Overrun: s.overrun}
 		s.stats.Lost += l.N()

@@ -118,6 +118,24 @@ func TestKmsg_SourceResumesAfterTheCursorAndReportsGaps(t *testing.T) {
 	}
 }
 
+// TestBounded_8_ResumedReaderCountsTrueFromTheStart: after a restart the
+// reader says the position it resumed at before any record arrives (the
+// metric nichealth_kernel_log_sequence read 0), and the records the kernel
+// hands out again, judged before the restart, count as skipped, not read.
+func TestBounded_8_ResumedReaderCountsTrueFromTheStart(t *testing.T) {
+	p, write := fifo(t)
+	s := Open(Options{Path: p, Resume: true, After: 5})
+	defer s.Close()
+	if st := s.Stats(); st.LastSeq != 5 || st.Read != 0 {
+		t.Fatalf("before any record: %+v, want the resume point 5 and nothing read", st)
+	}
+	write(rec(1, "judged") + rec(2, "judged") + rec(3, "judged") + rec(4, "judged") + rec(5, "judged") + rec(6, "new"))
+	drainAll(t, s, 1)
+	if st := s.Stats(); st.Read != 1 || st.Skipped != 5 || st.LastSeq != 6 {
+		t.Fatalf("stats %+v, want 1 read, 5 skipped, last 6", st)
+	}
+}
+
 // A full queue holds the reader back, not the caller: nothing is dropped,
 // the records wait in the source (the kernel's ring, here the reader's
 // buffer) and come in order as the queue is drained.
