@@ -26,6 +26,7 @@ var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
 	event.KernelLogCheck,
+	event.TransceiverCheck, event.FirmwareHealthCheck,
 }
 
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and

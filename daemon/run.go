@@ -124,6 +124,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
+	d.run.StartLinkStory()
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -259,6 +260,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	snap.AER = d.run.AERTotals()
 	snap.Inventory = d.run.InventoryInfos()
 	snap.KernelLog = d.run.KernelLogTotals()
+	snap.Modules, snap.Devlink = d.run.LinkStoryReadings()
 	d.snap.Store(snap)
 	return snap
 }

@@ -46,6 +46,9 @@ type PortView struct {
 	// FirmwareVersion and BoardID are the NIC's fw_ver and board_id (PSID).
 	FirmwareVersion string `json:"firmwareVersion"`
 	BoardID         string `json:"boardID"`
+	// LinkDownReason is why a RoCE port's link is down, as its driver said
+	// ("" while up or when the driver said nothing).
+	LinkDownReason string `json:"linkDownReason"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

@@ -14,6 +14,12 @@ const (
 	// KernelLogCheck is the kernel-log check's, a check of its own in
 	// --checks and on the wire.
 	KernelLogCheck = "NICKernelLogCheck"
+	// TransceiverCheck judges the RoCE ports' transceivers against their
+	// own thresholds; FirmwareHealthCheck the NIC functions' devlink
+	// health reporters and firmware activation (DESIGN.md section 7).
+	// Checks of their own in --checks and on the wire.
+	TransceiverCheck    = "NICTransceiverCheck"
+	FirmwareHealthCheck = "NICFirmwareHealthCheck"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

@@ -117,6 +117,16 @@ const (
 	KindDriftOK        Kind = "nic-drift-ok"
 	KindPortsShort     Kind = "compute-ports-short"
 	KindPortsOK        Kind = "compute-ports-ok"
+	// The link's own story (DESIGN.md section 7): a RoCE port's transceiver
+	// past its own thresholds, or with a latched loss of signal or lock
+	// (metadata "finding", "lane", "value", "threshold", "serial"), and its
+	// clear; a NIC function's devlink health reporter in error or reporting
+	// errors, or firmware flashed but not activated (metadata "pci",
+	// "finding"), and its clear.
+	KindTransceiver      Kind = "transceiver"
+	KindTransceiverOK    Kind = "transceiver-ok"
+	KindFirmwareHealth   Kind = "firmware-health"
+	KindFirmwareHealthOK Kind = "firmware-health-ok"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -131,6 +141,7 @@ var Kinds = []Kind{
 	KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindNoSubnetManager, KindSubnetManagerFound,
 	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 	KindKernelLog, KindKernelLogCleared,
+	KindTransceiver, KindTransceiverOK, KindFirmwareHealth, KindFirmwareHealthOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -78,6 +78,11 @@ type Observation struct {
 	// KernelLog is what the kernel log gave this cycle.
 	KernelLog KernelLog
 
+	// LinkStory is what the last pass read of the RoCE ports'
+	// transceivers and of devlink (LinkStory.New: a pass finished since
+	// the last cycle).
+	LinkStory LinkStory
+
 	// Inventory is the PCI inventory's last scan (state polls only;
 	// Inventory.Scanned says it is this poll's).
 	Inventory *Inventory
@@ -119,6 +124,9 @@ type Port struct {
 	Operstate string
 	Observed  bool
 	Readable  bool
+	// LinkDown is why the port's link went down, as its driver said when
+	// it left ACTIVE (RoCE only; empty while up or when nothing was said).
+	LinkDown LinkDown
 	// RateGbps is the port's rate and RateText as sysfs printed it ("" when
 	// never read).
 	RateGbps float64

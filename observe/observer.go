@@ -103,6 +103,16 @@ type Observer struct {
 	inv inventory
 	// kl is the kernel log's reader (kernellog.go).
 	kl kernelLogReader
+	// nlLinks asks ethtool netlink for link-down reasons (linkdown.go);
+	// linkStateUnsupported: the kernel has none, said once.
+	nlLinks              *netlinkLinkStates
+	linkStateUnsupported bool
+	// story is the link story's pass (linkstory.go): storyGen the pass
+	// last handed on, storyPlan the plan its targets came from.
+	story         *storyReader
+	storyGen      uint64
+	storyPlan     uint64
+	storySlowSaid bool
 
 	obs   Observation
 	steps cycleSteps
@@ -403,6 +413,13 @@ func (o *Observer) Close() {
 	o.closeAER()
 	o.CloseKernelLog()
 	o.rd.Close()
+	if o.nlLinks != nil {
+		o.nlLinks.close()
+	}
+	if o.story != nil {
+		o.story.close()
+		o.story = nil
+	}
 	if o.lister != nil {
 		o.lister.Close()
 	}

@@ -83,6 +83,10 @@ type PortInfo struct {
 	// model), which the inventory's drift finding compares.
 	FWVer   string
 	BoardID string
+	// LinkDownReason is why a RoCE port's link is down, as its driver
+	// said when it left ACTIVE ("cable issue: unsupported cable"; "" while
+	// up or when nothing was said).
+	LinkDownReason string
 }
 
 // Port is a port with its verdict.
@@ -119,6 +123,46 @@ type Snapshot struct {
 	// KernelLog is what the kernel-log check read and matched since the
 	// daemon started (nil when it is off).
 	KernelLog *KernelLogTotals `json:"kernelLog,omitempty"`
+	// Modules are the RoCE ports' transceivers as the last pass read
+	// them, and Devlink the NIC functions' health reporters and firmware
+	// (readings, not verdicts: the verdict is in the conditions).
+	Modules []ModuleReading  `json:"modules,omitempty"`
+	Devlink []DevlinkReading `json:"devlink,omitempty"`
+}
+
+// ModuleReading is one port's transceiver as read, in base units.
+type ModuleReading struct {
+	Device       string       `json:"device"`
+	Port         int          `json:"port"`
+	NetDev       string       `json:"netDev"`
+	Type         string       `json:"type"`
+	Vendor       string       `json:"vendor"`
+	PartNumber   string       `json:"partNumber"`
+	Serial       string       `json:"serial"`
+	TemperatureC *float64     `json:"temperatureC,omitempty"`
+	VoltageV     *float64     `json:"voltageV,omitempty"`
+	Lanes        []ModuleLane `json:"lanes,omitempty"`
+}
+
+// ModuleLane is one lane's monitors (nil: not monitored).
+type ModuleLane struct {
+	Lane     int      `json:"lane"`
+	TxBiasA  *float64 `json:"txBiasA,omitempty"`
+	TxPowerW *float64 `json:"txPowerW,omitempty"`
+	RxPowerW *float64 `json:"rxPowerW,omitempty"`
+	Unused   bool     `json:"unused,omitempty"`
+}
+
+// DevlinkReading is one health reporter of a NIC function, or (Reporter
+// "") the function's firmware versions.
+type DevlinkReading struct {
+	PCI          string `json:"pci"`
+	Reporter     string `json:"reporter,omitempty"`
+	Error        bool   `json:"error,omitempty"`
+	ErrorCount   uint64 `json:"errorCount,omitempty"`
+	RecoverCount uint64 `json:"recoverCount,omitempty"`
+	Running      string `json:"running,omitempty"`
+	Stored       string `json:"stored,omitempty"`
 }
 
 // KernelLogTotals are the kernel-log reader's and check's totals since

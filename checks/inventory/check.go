@@ -10,6 +10,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
 )
 
@@ -142,7 +143,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 		ports = true
 		c.expect = c.expectation(obs)
 		ss, ch, ech := JudgeFunctions(mem, c.exp, Scan{Functions: inv.Functions, Complete: inv.Complete, Boot: c.boot, Now: obs.Now})
-		ds, dch := JudgeDrift(mem, c.driftCards(obs.Devices), c.cfg.FirmwareDrift)
+		ds, dch := JudgeDrift(mem, c.driftCards(obs.Devices, obs.LinkStory.Infos), c.cfg.FirmwareDrift)
 		cy.Emit(ss...)
 		cy.Emit(ds...)
 		if ch || dch {
@@ -178,9 +179,11 @@ func (c *Check) clearAll(why string) []event.Spec {
 	return append(out, ps...)
 }
 
-// driftCards are the monitored cards whose state check is on (--checks).
-func (c *Check) driftCards(devs []*topology.Device) []Card {
-	cards := CardsOf(devs)
+// driftCards are the monitored cards whose state check is on (--checks),
+// with what sysfs did not say taken from devlink (fw.psid, the running
+// fw.version).
+func (c *Check) driftCards(devs []*topology.Device, infos []devlink.Info) []Card {
+	cards := FillFromDevlink(CardsOf(devs), devs, infos)
 	out := cards[:0]
 	for _, cd := range cards {
 		if c.cfg.Checks[event.StateCheckFor(cd.LinkLayer)] {

@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 )
 
 // What drifted, as drift events' metadata "drift" names it.
@@ -65,6 +66,47 @@ func CardsOf(devs []*topology.Device) []Card {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Card < out[j].Card })
 	return out
+}
+
+// FillFromDevlink completes what sysfs left empty of each card (board_id,
+// fw_ver: a function whose RDMA device never registered them) with
+// devlink's fw.psid and running fw.version for the card's lowest function
+// that devlink knows. mlx5 answers both from the same firmware query, so
+// where sysfs has a value it stands. It fills cards in place.
+func FillFromDevlink(cards []Card, devs []*topology.Device, infos []devlink.Info) []Card {
+	if len(infos) == 0 {
+		return cards
+	}
+	byPCI := map[string]devlink.Info{}
+	for _, in := range infos {
+		if in.Device.Bus == "pci" {
+			byPCI[strings.ToLower(in.Device.Name)] = in
+		}
+	}
+	lowest := map[string]devlink.Info{}
+	lowestAt := map[string]string{}
+	for _, d := range devs {
+		in, ok := byPCI[strings.ToLower(d.PCIAddress)]
+		if !ok || d.Card == "" {
+			continue
+		}
+		if at, seen := lowestAt[d.Card]; !seen || d.PCIAddress < at {
+			lowest[d.Card], lowestAt[d.Card] = in, d.PCIAddress
+		}
+	}
+	for i := range cards {
+		in, ok := lowest[cards[i].Card]
+		if !ok {
+			continue
+		}
+		if cards[i].BoardID == "" {
+			cards[i].BoardID = in.Fixed["fw.psid"]
+		}
+		if cards[i].FWVer == "" {
+			cards[i].FWVer = in.Running["fw.version"]
+		}
+	}
+	return cards
 }
 
 // JudgeDrift compares the cards of each role group (DESIGN.md field facts:

@@ -12,6 +12,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
 )
@@ -512,5 +513,46 @@ func TestInventory_MemoryValidateAndReplay(t *testing.T) {
 	e.Functions["bad"] = ExpectedFunction{Role: "Compute"}
 	if d := e.Validate(); len(d) != 2 || len(e.Functions) != 1 {
 		t.Fatalf("expected validate %v %+v", d, e)
+	}
+}
+
+// DESIGN.md section 7: devlink's fw.psid and running fw.version feed the
+// drift finding where sysfs left them empty (sysfs's values stand where it
+// has them), so a card whose RDMA device never registered them is still
+// compared with its peers.
+func TestDesign_7_DevlinkFeedsDrift(t *testing.T) {
+	const fw, old, psid = "28.39.1002", "28.36.1010", "MT_0000000838"
+	var devs []*topology.Device
+	var cards []Card
+	var infos []devlink.Info
+	for i := 0; i < 4; i++ {
+		cardAddr := "0000:" + string(rune('1'+i)) + "5:00"
+		pci := cardAddr + ".0"
+		name := "mlx5_" + string(rune('0'+i))
+		c := card(cardAddr, "Compute", "MT4129", fw, psid, name)
+		running := fw
+		if i == 2 {
+			c.FWVer, c.BoardID = "", "" // sysfs said nothing
+			running = old
+		}
+		if i == 3 {
+			running = old // devlink disagrees with sysfs: sysfs stands
+		}
+		cards = append(cards, c)
+		devs = append(devs, &topology.Device{Name: name, PCIAddress: pci, Card: cardAddr})
+		infos = append(infos, devlink.Info{Device: devlink.Device{Bus: "pci", Name: pci}, Fixed: map[string]string{"fw.psid": psid},
+			Running: map[string]string{"fw.version": running}})
+	}
+	filled := FillFromDevlink(slices.Clone(cards), devs, infos)
+	if filled[2].FWVer != old || filled[2].BoardID != psid || filled[3].FWVer != fw {
+		t.Fatalf("filled %+v", filled)
+	}
+	specs, _ := JudgeDrift(NewMemory(), filled, true)
+	if len(specs) != 1 || specs[0].Card != "0000:35:00" || specs[0].Metadata["drift"] != "fw_ver" {
+		t.Fatalf("drift %+v", specs)
+	}
+	// Without devlink nothing changes: the card without values is not judged.
+	if specs, _ := JudgeDrift(NewMemory(), FillFromDevlink(cards, devs, nil), true); len(specs) != 0 {
+		t.Fatalf("drift without devlink %+v", specs)
 	}
 }

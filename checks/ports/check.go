@@ -159,7 +159,8 @@ func (s state) Run(cy *checks.Cycle) {
 		if !p.Observed || !c.cfg.Checks[check] || cy.Failed(check) || !p.Readable {
 			continue
 		}
-		o := Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: ll, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+		o := Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: ll, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate,
+			LinkDownReason: p.LinkDown.Reason, LinkDownSubReason: p.LinkDown.SubReason, LinkDownWords: p.LinkDown.Words}
 		if !obs.First && c.judged[i].ok && o == c.judged[i].o {
 			continue
 		}

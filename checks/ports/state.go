@@ -25,6 +25,11 @@ type Observation struct {
 	// could not be read). IPoIB operstate is never put here: an IPoIB netdev
 	// is often administratively down while its IB port is ACTIVE.
 	Operstate string
+	// LinkDown is why a RoCE port's link went down, as its driver said
+	// (ethtool's extended link state): machine names for the metadata
+	// (linkDownReason, linkDownSubReason) and the sentence for the message;
+	// empty when the driver said nothing.
+	LinkDownReason, LinkDownSubReason, LinkDownWords string
 }
 
 // Link is the observation's state and phys_state as one reading.
@@ -93,6 +98,9 @@ func Message(o Observation, v Verdict) string {
 	fmt.Fprintf(&sb, "state %s, phys_state %s", o.State.Name, o.Phys.Name)
 	if roce(o) && o.Operstate != "" {
 		fmt.Fprintf(&sb, ", operstate %s", o.Operstate)
+	}
+	if roce(o) && o.LinkDownWords != "" {
+		fmt.Fprintf(&sb, "; link down: %s", o.LinkDownWords)
 	}
 	return sb.String()
 }
@@ -271,6 +279,12 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 	}
 	if o.Operstate != "" {
 		md["operstate"] = o.Operstate
+	}
+	if v != Healthy && roce(o) && o.LinkDownReason != "" {
+		md["linkDownReason"] = o.LinkDownReason
+		if o.LinkDownSubReason != "" {
+			md["linkDownSubReason"] = o.LinkDownSubReason
+		}
 	}
 	return &event.Spec{
 		Kind: k, CheckName: event.StateCheckFor(o.LinkLayer),

@@ -243,6 +243,11 @@ func (r *Runner) StartKernelLog(now time.Time) {
 	r.syncKernelLog()
 }
 
+// StartLinkStory starts the once-a-minute pass over the RoCE ports'
+// transceivers and devlink (the daemon's run; a one-shot check reads
+// none of it), on a goroutine of its own.
+func (r *Runner) StartLinkStory() { r.obs.OpenLinkStory() }
+
 // syncKernelLog reads the kernel log while the check is on, from the file
 // the configuration names: a new devRoot reopens it at the check's cursor.
 func (r *Runner) syncKernelLog() {

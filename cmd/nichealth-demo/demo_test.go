@@ -74,7 +74,7 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"roles: 8 Compute, 4 Storage ports watched; mlx5_12 not",
 		"InfiniBandStateCheck        8 ports healthy at first start",
 		"EthernetStateCheck          4 ports healthy at first start",
-		"no state file yet, so 8 checks started clean",
+		"no state file yet, so 10 checks started clean",
 		"fatal     InfiniBandStateCheck        mlx5_3/1  Port mlx5_3 port 1: state DOWN",
 		"fatal     InfiniBandDegradationCheck  mlx5_3/1  Port mlx5_3 port 1: link_downed",
 		"healthy   InfiniBandStateCheck        mlx5_3/1",

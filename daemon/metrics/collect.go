@@ -153,6 +153,16 @@ const (
 	mKernelLogCarried
 	mNICInfo
 	mNICFunctionFatal
+	mModuleInfo
+	mModuleTemperature
+	mModuleVoltage
+	mModuleTxBias
+	mModuleTxPower
+	mModuleRxPower
+	mDevlinkReporterError
+	mDevlinkReporterErrors
+	mDevlinkReporterRecoveries
+	mDevlinkActivationPending
 	numFamilies
 )
 
@@ -216,15 +226,25 @@ func descriptors() [numFamilies]desc {
 		mPCIeAERRootPort:  {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
 			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
-		mNICFunctionFatal:  {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
-		mKernelLogReading:  {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
-		mKernelLogRecords:  {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
-		mKernelLogSequence: {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
-		mKernelLogMatches:  {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
-		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
-		mKernelLogLost:     {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
-		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
-		mKernelLogCarried:  {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
+		mNICFunctionFatal:          {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
+		mKernelLogReading:          {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
+		mKernelLogRecords:          {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
+		mKernelLogSequence:         {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
+		mKernelLogMatches:          {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
+		mKernelLogDropped:          {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
+		mKernelLogLost:             {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
+		mKernelLogIgnored:          {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
+		mKernelLogCarried:          {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
+		mModuleInfo:                {p + "module_info", "Always 1 for each RoCE port's transceiver as the last once-a-minute pass read it: its type, vendor, part and serial number.", gauge},
+		mModuleTemperature:         {p + "module_temperature_celsius", "The transceiver's temperature as the module reports it.", gauge},
+		mModuleVoltage:             {p + "module_voltage_volts", "The transceiver's 3.3 V supply as the module reports it.", gauge},
+		mModuleTxBias:              {p + "module_tx_bias_amperes", "A lane's laser bias current as the module reports it.", gauge},
+		mModuleTxPower:             {p + "module_tx_power_watts", "A lane's transmitted optical power as the module reports it (0: dark).", gauge},
+		mModuleRxPower:             {p + "module_rx_power_watts", "A lane's received optical power as the module reports it (0: no light; at or below 1e-6 W, -30 dBm, on an unused lane it is no fault).", gauge},
+		mDevlinkReporterError:      {p + "devlink_reporter_error", "1 while a NIC function's devlink health reporter (fw, fw_fatal, vnic) is in error state.", gauge},
+		mDevlinkReporterErrors:     {p + "devlink_reporter_errors_total", "Errors a NIC function's devlink health reporter counted since the driver loaded.", counter},
+		mDevlinkReporterRecoveries: {p + "devlink_reporter_recoveries_total", "Recoveries a NIC function's devlink health reporter counted since the driver loaded.", counter},
+		mDevlinkActivationPending:  {p + "devlink_firmware_activation_pending", "1 when the firmware flashed on a NIC function (stored fw.version) is not the one running: a reset or reboot activates it.", gauge},
 	}
 }
 
@@ -239,6 +259,7 @@ func fill(e *encoder, s *snapshot) {
 	fillAER(e, s)
 	fillKernelLog(e, s)
 	fillInventory(e, s)
+	fillLinkStory(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

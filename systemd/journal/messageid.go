@@ -46,6 +46,10 @@ const (
 	MessageIDPortsOK            = "842489fd711d485b9cc0ea0e99309140"
 	MessageIDKernelLog          = "7c2e6c418d804840b05ef941d9c46bbc"
 	MessageIDKernelLogCleared   = "5d9538bb2d59445fbc9c79cad234117f"
+	MessageIDTransceiver        = "85c13033aa964e2db3c97ec81ab42e9f"
+	MessageIDTransceiverOK      = "e74dc0ff65d04b06be9511e907792127"
+	MessageIDFirmwareHealth     = "43cb978fc4314fc29c33efb55addd714"
+	MessageIDFirmwareHealthOK   = "1fe0111b794d47caa60211c208176fee"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -130,6 +134,14 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDKernelLog, true
 	case event.KindKernelLogCleared:
 		return MessageIDKernelLogCleared, true
+	case event.KindTransceiver:
+		return MessageIDTransceiver, true
+	case event.KindTransceiverOK:
+		return MessageIDTransceiverOK, true
+	case event.KindFirmwareHealth:
+		return MessageIDFirmwareHealth, true
+	case event.KindFirmwareHealthOK:
+		return MessageIDFirmwareHealthOK, true
 	}
 	return "", false
 }
