@@ -195,12 +195,14 @@ func (c *Check) clearAll(why string) []event.Spec {
 	return append(out, ps...)
 }
 
-// driftCards are the monitored cards whose state check is on (--checks).
+// driftCards are the monitored cards whose state check is on (--checks),
+// each with the PSID its slot held before a swap this boot.
 func (c *Check) driftCards(devs []*topology.Device) []Card {
 	cards := CardsOf(devs)
 	out := cards[:0]
 	for _, cd := range cards {
 		if c.cfg.Checks[event.StateCheckFor(cd.LinkLayer)] {
+			cd.SwappedFrom = c.exp.Swapped(cd.Address, c.boot)
 			out = append(out, cd)
 		}
 	}
@@ -285,6 +287,10 @@ func (c *Check) portsInput(obs *observe.Observation) PortsInput {
 // was removed on purpose (Acknowledge); the expected inventory is saved
 // with SaveExpected once the clear is durable.
 func (c *Check) AcknowledgeFunction(addr, who string) ([]event.Spec, error) {
+	if specs, ok := AcknowledgeSwap(c.mem, c.exp, addr, c.boot, who); ok {
+		c.expDirty = true
+		return specs, nil
+	}
 	specs, err := Acknowledge(c.mem, c.exp, addr, who)
 	if err == nil {
 		c.expDirty = true

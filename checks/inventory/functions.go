@@ -194,13 +194,24 @@ func lostText(ports []event.PortRef, device string) string {
 // changed the expected inventory.
 func learn(exp *Expected, f *pci.Function, e ExpectedFunction, known bool, role, reason, gpus, boot string) bool {
 	nw := ExpectedFunction{Device: f.Device, Role: role, Reason: reason, GPUs: gpus, LinkLayer: f.LinkLayer(),
-		Serial: f.Serial, NodeGUID: f.NodeGUID, Boot: boot}
-	if f.Device == "" {
+		Serial: f.Serial, NodeGUID: f.NodeGUID, BoardID: f.BoardID, Boot: boot}
+	if f.Device == "" || nw.BoardID == "" {
 		// Keep what only the RDMA device could say.
+		nw.BoardID = e.BoardID
+	}
+	if f.Device == "" {
 		nw.Device, nw.NodeGUID = e.Device, e.NodeGUID
 		if nw.Serial == "" {
 			nw.Serial = e.Serial
 		}
+	}
+	switch {
+	case known && e.BoardID != "" && nw.BoardID != e.BoardID:
+		// Another model in the slot than the last one seen: a swapped
+		// card, a finding for the rest of this boot.
+		nw.SwappedFrom, nw.SwappedBoot = e.BoardID, boot
+	case e.SwappedBoot == boot:
+		nw.SwappedFrom, nw.SwappedBoot = e.SwappedFrom, e.SwappedBoot
 	}
 	if known && nw == e {
 		return false
