@@ -168,3 +168,36 @@ func gpuDesc(t *testing.T, h *sim.Host, id int) string {
 	t.Fatalf("no GPU%d", id)
 	return ""
 }
+
+// DESIGN.md difference 20 on every real shape the simulator builds (the
+// scale shapes xl and xxl are benchmarks, not products): the first poll
+// of a healthy node raises no drift finding, nor anything else. The
+// DGX H100 carries two PSIDs (its dual-port cards, MT_0000000834, beside
+// the compute cards, MT_0000000838), in one role when the dual-port cards
+// run InfiniBand (dgx-h100-ib).
+func TestDesign_20_FirstPollOfEveryRealShapeHasNoFinding(t *testing.T) {
+	for _, shape := range sim.Shapes() {
+		if desc, _ := sim.Describe(shape); strings.HasPrefix(desc, "scale:") {
+			continue
+		}
+		t.Run(shape, func(t *testing.T) {
+			h := simtest.Build(t, shape)
+			m := simMonitor(t, h, "")
+			specs, _ := m.Cycle(time.Unix(1_700_000_000, 0))
+			for _, s := range specs {
+				if !s.IsHealthy {
+					t.Errorf("first poll: %s %s: %s", s.Kind, s.CheckName, s.Message)
+				}
+			}
+			psids := map[string]bool{}
+			for _, d := range m.Devices() {
+				if d.Monitored() {
+					psids[d.BoardID] = true
+				}
+			}
+			if strings.HasPrefix(shape, "dgx-h100") && (!psids["MT_0000000834"] || !psids["MT_0000000838"]) {
+				t.Fatalf("%s monitors PSIDs %v, want MT_0000000834 and MT_0000000838", shape, psids)
+			}
+		})
+	}
+}
