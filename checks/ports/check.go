@@ -76,6 +76,18 @@ func New(log *slog.Logger, onRename func(old, nw string)) *Checks {
 // enumerations, and at every enumeration after that.
 func (c *Checks) ClaimLossesWith(claimed func(device, addr string) bool) { c.chk.Claimed = claimed }
 
+// GoneByCard counts, per card, the ports of its NICs missing from the last
+// enumeration: reported gone (PortMemory.GoneByCard), and those still
+// within their DisappearAfter enumerations. A missing NIC's ports are the
+// presence judgement's: its loss is one condition once it counts as gone
+// (the port check's or the claiming check's), and a driver reload that
+// brings it back is none; card homogeneity reports neither a second time,
+// whatever its hold (DESIGN.md differences 4 and 18).
+func (c *Checks) GoneByCard() map[string]int { return c.mem.goneByCard(c.chk.misses) }
+
+// FatalOnItsOwn is PortMemory.FatalOnItsOwn.
+func (c *Checks) FatalOnItsOwn(device string, port int) bool { return c.mem.FatalOnItsOwn(device, port) }
+
 // Identity is what the last discovery said of a known device (its role
 // and GPUs), kept while it is missing; ok is false for a device never
 // seen this boot.

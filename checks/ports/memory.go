@@ -265,12 +265,21 @@ func (m *PortMemory) Replay(e *event.Event) {
 // gone: each is fatal on its own (device-disappeared, or the condition of
 // the check that claimed the loss), so card homogeneity does not report
 // them a second time.
-func (m *PortMemory) GoneByCard() map[string]int {
-	if len(m.Disappeared)+len(m.Claimed) == 0 {
+func (m *PortMemory) GoneByCard() map[string]int { return m.goneByCard(nil) }
+
+// goneByCard is GoneByCard with the devices of missing counted too.
+func (m *PortMemory) goneByCard(missing map[string]int) map[string]int {
+	if len(m.Disappeared)+len(m.Claimed)+len(missing) == 0 {
 		return nil
 	}
+	gone := slices.Concat(m.Disappeared, m.Claimed)
+	for dev := range missing {
+		if !slices.Contains(gone, dev) {
+			gone = append(gone, dev)
+		}
+	}
 	out := map[string]int{}
-	for _, dev := range slices.Concat(m.Disappeared, m.Claimed) {
+	for _, dev := range gone {
 		card := CardOfAddress(m.DeviceAddrs[dev])
 		if card == "" {
 			continue

@@ -60,6 +60,17 @@ func TestDesign_18_ReloadWithinTheEnumerationsIsSilent(t *testing.T) {
 // homogeneity does not report its card, and a restart in the same boot
 // keeps it one condition.
 func TestDesign_18_RealLossIsOneFatalCondition(t *testing.T) {
+	// A compute NIC alone on its card, and a storage RoCE function whose
+	// card keeps its other function (card homogeneity sees that card one
+	// port short of its peer).
+	for _, tc := range []struct {
+		dev, gpus, check string
+	}{{"mlx5_5", "GPU5", event.InfiniBandStateCheck}, {"mlx5_9", "", event.EthernetStateCheck}} {
+		t.Run(tc.dev, func(t *testing.T) { realLoss(t, tc.dev, tc.gpus, tc.check) })
+	}
+}
+
+func realLoss(t *testing.T, dev, gpus, check string) {
 	h := simtest.Build(t, "dgx-h100")
 	// A short hold: a card anomaly would have had its chance.
 	m := simMonitor(t, h, "cardAnomalyHold = \"1s\"\n")
@@ -73,7 +84,7 @@ func TestDesign_18_RealLossIsOneFatalCondition(t *testing.T) {
 	}
 	specs, _ := m.Cycle(now)
 	fold(specs)
-	if err := h.DetachFunction("mlx5_5", sim.DetachNoRDMA); err != nil {
+	if err := h.DetachFunction(dev, sim.DetachNoRDMA); err != nil {
 		t.Fatal(err)
 	}
 	var raised []event.Spec
@@ -91,13 +102,17 @@ func TestDesign_18_RealLossIsOneFatalCondition(t *testing.T) {
 		t.Fatalf("fatal events for one loss: %+v", raised)
 	}
 	e := event.New(m.Annotate(raised[0]), event.Stamp{NodeName: "t", Now: now})
-	if e.Metadata["gpus"] != gpuDesc(t, h, 5) || e.Metadata["lastDevice"] != "mlx5_5" || e.Device() != "mlx5_5" || e.Port() != "1" ||
+	wantGPUs := "no GPU affinity"
+	if gpus != "" {
+		wantGPUs = gpuDesc(t, h, int(gpus[3]-'0'))
+	}
+	if e.Metadata["gpus"] != wantGPUs || e.Metadata["lastDevice"] != dev || e.Device() != dev || e.Port() != "1" || e.CheckName != check ||
 		!strings.Contains(e.Message, "modprobe mlx5_ib") || !strings.Contains(e.Message, "one condition") {
 		t.Fatalf("event %+v", e)
 	}
 	snap := health.Build(health.Node{}, m.PortInfos(), model.Conditions())
-	p := snap.Port("mlx5_5", 1)
-	if p == nil || !p.Missing || p.Verdict != health.Fatal || p.Role != "Compute" || p.GPUs != gpuDesc(t, h, 5) || len(p.Conditions) != 1 {
+	p := snap.Port(dev, 1)
+	if p == nil || !p.Missing || p.Verdict != health.Fatal || p.Role == "" || p.GPUs != wantGPUs || len(p.Conditions) != 1 {
 		t.Fatalf("the missing port in the snapshot: %+v", p)
 	}
 	if n := len(model.Conditions()); n != 1 {
@@ -118,12 +133,12 @@ func TestDesign_18_RealLossIsOneFatalCondition(t *testing.T) {
 	}
 	// Back: the one condition clears, and nothing reappears that was
 	// never said.
-	if err := h.RestoreDevice("mlx5_5"); err != nil {
+	if err := h.RestoreDevice(dev); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Second)
 	specs, _ = m2.Cycle(now)
-	if len(specs) != 1 || specs[0].Kind != event.KindFunctionOK || fmt.Sprint(specs[0].Ports) != "[{mlx5_5 1}]" {
+	if len(specs) != 1 || specs[0].Kind != event.KindFunctionOK || fmt.Sprint(specs[0].Ports) != fmt.Sprintf("[{%s 1}]", dev) {
 		t.Fatalf("back: %+v", specs)
 	}
 }

@@ -69,7 +69,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		sanity:     sanity.NewCheck(),
 		rules:      rules.NewCheck(boot, bootID, conds),
 	}
-	s.cards = cards.NewCheck(s.ports.Memory())
+	s.cards = cards.NewCheck(s.ports)
 	s.inventory.UseKnown(func(addr string) inventory.KnownNIC {
 		dev, ports, reported := s.ports.Memory().NICAt(addr)
 		return inventory.KnownNIC{Device: dev, Ports: ports, Reported: reported}
