@@ -2,8 +2,8 @@ package inventory
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"

@@ -86,7 +86,9 @@ func (c *Checks) ClaimLossesWith(claimed func(device, addr string) bool) { c.chk
 func (c *Checks) GoneByCard() map[string]int { return c.mem.goneByCard(c.chk.misses) }
 
 // FatalOnItsOwn is PortMemory.FatalOnItsOwn.
-func (c *Checks) FatalOnItsOwn(device string, port int) bool { return c.mem.FatalOnItsOwn(device, port) }
+func (c *Checks) FatalOnItsOwn(device string, port int) bool {
+	return c.mem.FatalOnItsOwn(device, port)
+}
 
 // Identity is what the last discovery said of a known device (its role
 // and GPUs), kept while it is missing; ok is false for a device never
