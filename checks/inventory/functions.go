@@ -187,7 +187,7 @@ func lostText(ports []event.PortRef, device string) string {
 	if len(ports) == 0 || device == "" {
 		return ""
 	}
-	return fmt.Sprintf(". Its RDMA device %s (monitored until now) is gone from class/infiniband with it; this is the loss's one condition", device)
+	return fmt.Sprintf(". Its RDMA device %s (monitored until now) left class/infiniband with it: one condition for both", device)
 }
 
 // learn records f as expected from now on; it reports whether that
