@@ -107,9 +107,9 @@ const (
 	// The PCI inventory (checks/inventory, metadata "pci"): a NIC function
 	// present without a usable RDMA device (unbound, another driver, no
 	// RDMA device), one monitored last boot and gone from the bus now, and
-	// the clear of either; firmware or model drift in a role group (on the
-	// odd card) and its clear; fewer active compute ports than expected
-	// and its clear.
+	// the clear of either; firmware drift among the cards of one PSID, or
+	// a card swapped for another PSID (on the card), and its clear; fewer
+	// active compute ports than expected and its clear.
 	KindFunctionFailed Kind = "nic-function-failed"
 	KindFunctionAbsent Kind = "nic-function-absent"
 	KindFunctionOK     Kind = "nic-function-ok"

@@ -104,10 +104,16 @@ func (o *Observation) Planned(path string) bool { return o.planned[path] }
 // waits for a subnet manager.
 func (o *Observation) ReadFile(path string) ([]byte, error) { return o.read(path) }
 
-// Presence is what presence judging needs of a device seen now.
+// Presence is what presence judging needs of a device seen now, and what
+// a NIC that disappears keeps in every event and view: its role and the
+// GPUs behind it.
 type Presence struct {
 	LinkLayer  string
 	PCIAddress string
+	Role       topology.Role
+	RoleReason string
+	// GPUs describes the GPUs behind it (Observer.GPUs).
+	GPUs string
 }
 
 // Port is one monitored port as the cycle saw it.

@@ -279,7 +279,8 @@ func (o *Observer) Discover() error {
 	clear(o.present)
 	for _, d := range devs {
 		if d.Monitored() {
-			o.present[d.Name] = Presence{LinkLayer: d.LinkLayer(), PCIAddress: d.PCIAddress}
+			o.present[d.Name] = Presence{LinkLayer: d.LinkLayer(), PCIAddress: d.PCIAddress, Role: d.Role,
+				RoleReason: event.Clean(d.RoleReason), GPUs: o.gpusOf[d.Name]}
 		}
 	}
 	o.buildPlan()

@@ -77,7 +77,11 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		firmware:    firmware.NewCheck(),
 		rules:       rules.NewCheck(boot, bootID, conds),
 	}
-	s.cards = cards.NewCheck(s.ports.Memory())
+	s.cards = cards.NewCheck(s.ports)
+	s.inventory.UseKnown(func(addr string) inventory.KnownNIC {
+		dev, ports, reported := s.ports.Memory().NICAt(addr)
+		return inventory.KnownNIC{Device: dev, Ports: ports, Reported: reported}
+	})
 	s.kernelLog = kernellog.NewWatch(log, bootID, func() []kernellog.Function { return goneFunctions(s.ports.Memory()) })
 	return s, []entry{
 		{s.readFaults, one(s.readFaults), false, func(c *config.Config) []event.Spec { s.readFaults.Configure(readFaultsConfig(c)); return nil }},

@@ -69,6 +69,12 @@ func New(cfg *config.Config, boot observe.Boot, bootID string, log *slog.Logger,
 	r := &Runner{cfg: cfg, log: log, boot: boot}
 	r.g = newGuard(log, seams.Step, &r.pending)
 	r.set, r.list = newSet(log, boot, bootID, conds, r.rename)
+	// One loss, one condition (DESIGN.md difference 18): a NIC whose
+	// function stays on the bus without its RDMA device is the PCI
+	// inventory's to report, while that check runs.
+	r.set.ports.ClaimLossesWith(func(_, addr string) bool {
+		return !r.g.Failed(event.NICInventoryCheck) && r.set.inventory.Reports(addr)
+	})
 	for _, e := range r.list {
 		r.configure(e, cfg) // memory is empty: nothing to say yet
 	}
@@ -358,7 +364,15 @@ func (r *Runner) Annotate(s event.Spec) event.Spec {
 	}
 	var parts []string
 	for _, n := range names {
-		if g, ok := r.obs.GPUs(n); ok && g != observe.NoGPUAffinity && !slices.Contains(parts, g) {
+		g, ok := r.obs.GPUs(n)
+		if !ok {
+			// A NIC missing from the last discovery keeps the GPUs its
+			// last discovery put behind it: its disappearance is the
+			// event a scheduler drains them for.
+			id, known := r.set.ports.Identity(n)
+			g, ok = id.GPUs, known
+		}
+		if ok && g != "" && g != observe.NoGPUAffinity && !slices.Contains(parts, g) {
 			parts = append(parts, g)
 		}
 	}

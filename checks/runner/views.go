@@ -58,10 +58,15 @@ func (r *Runner) PortInfos() []health.PortInfo {
 		if seen[dev] {
 			continue
 		}
+		// What its last discovery said: a NIC that disappeared keeps its
+		// role and GPUs (what to drain) until it returns or the host
+		// reboots.
+		id := mem.Identity[dev]
 		for _, ps := range missingPorts(mem, dev) {
 			pi := health.PortInfo{
 				Device: event.Clean(dev), Port: ps.Port, LinkLayer: ps.LinkLayer, State: "MISSING", Missing: true,
 				PCIAddress: mem.DeviceAddrs[dev], Card: ports.CardOfAddress(mem.DeviceAddrs[dev]),
+				Role: event.Clean(id.Role), RoleReason: event.Clean(id.RoleReason), GPUs: event.Clean(id.GPUs),
 				HealthyMessage: fmt.Sprintf("NIC %s is not in the last enumeration of %s/", event.Clean(dev), r.cfg.Paths.ClassInfiniBand),
 			}
 			if r.set.rules.Engine() != nil {

@@ -85,6 +85,9 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"→ drain GPU3 (0000:5b:00.0",
 		"GPUS  FIRMWARE",
 		"fatal     InfiniBandStateCheck        mlx5_6    NIC mlx5_6 disappeared",
+		// A NIC gone from the bus keeps the GPUs its last discovery saw.
+		"→ drain GPU6 (",
+		": behind mlx5_6",
 		"Acknowledged the latched breach of link_downed on mlx5_3 port 1.",
 		"healthy   InfiniBandDegradationCheck  mlx5_3/1  Counter link_downed recovered",
 		"Summary: 4 faults injected, 4 detected (5 events); 2 recoveries reported; 1 change on the management NIC correctly not alarmed on.",

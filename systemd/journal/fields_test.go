@@ -169,7 +169,7 @@ func TestJournal_3_CatalogDocumentsEveryMessageID(t *testing.T) {
 			if !isEventField(m[1]) && !map[string]bool{"COUNTER": true, "VALUE": true, "DELTA": true, "RATE": true, "THRESHOLD": true,
 				// The inventory's metadata (checks/inventory).
 				"PCI": true, "ROLE": true, "FAULT": true, "GPUS": true, "LASTDEVICE": true, "SERIAL": true, "CARD": true,
-				"DRIFT": true, "MAJORITY": true, "ACTIVEPORTS": true, "EXPECTEDPORTS": true, "EXPECTEDRATEGBPS": true,
+				"DRIFT": true, "MAJORITY": true, "PREVIOUS": true, "ACTIVEPORTS": true, "EXPECTEDPORTS": true, "EXPECTEDRATEGBPS": true,
 				// The kernel log's (checks/kernellog).
 				"PATTERN": true,
 				// The link story's (checks/transceiver, checks/firmware).
