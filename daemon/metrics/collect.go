@@ -185,7 +185,7 @@ func descriptors() [numFamilies]desc {
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
 		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
-			"Link-down episodes of the port this boot (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once), counted as the node's flap rule counts them.", counter},
+			"Link-down episodes of the port this boot (a link_downed or link_down_events_phy step or a fall from ACTIVE to DOWN, each episode counted once; carrier_changes is a netdev event, not one), counted as the node's flap rule counts them.", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
 		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
