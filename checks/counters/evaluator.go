@@ -377,7 +377,7 @@ func (ev *evaluation) recoverOnReset(breached bool) {
 		return
 	}
 	if breached {
-		ev.specs = append(ev.specs, resetRecoverySpec(s.Def.Name, s.Device, s.Port, ev.flag, ev.check, prev, s.Value))
+		ev.specs = append(ev.specs, resetRecoverySpec(s.Def.Name, s.Device, s.Port, ev.flag, s.LinkLayer, prev, s.Value))
 	}
 	delete(ev.st.BreachFlags, ent.key)
 	ev.flag, ev.hasFlag = BreachFlag{}, false
@@ -449,7 +449,7 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 		// One link down, one condition: its twin's latch holds it.
 		return nil, true
 	}
-	check := event.DegradationCheckFor(s.LinkLayer)
+	check := event.CounterCheckFor(s.LinkLayer, d.IsFatal)
 	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,
 		CheckName:  check,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/topology"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one
@@ -53,18 +54,20 @@ func baselineSpec(name, device string, port int, check string, value uint64, fre
 }
 
 // recoveryCheck is the check a recovery must carry: the one the breach was
-// reported under (seed 11.1), so it clears the right condition.
-func recoveryCheck(flag BreachFlag, fallback string) string {
+// reported under (seed 11.1), so it clears the right condition. A latch
+// that does not say (a hand-edited state file) is taken as reported where
+// this build reports it, under linkLayer's checks.
+func recoveryCheck(flag BreachFlag, linkLayer string) string {
 	if flag.CheckName != "" {
 		return flag.CheckName
 	}
-	return fallback
+	return event.CounterCheckFor(linkLayer, flag.IsFatal)
 }
 
-func resetRecoverySpec(name, device string, port int, flag BreachFlag, check string, from, to uint64) event.Spec {
+func resetRecoverySpec(name, device string, port int, flag BreachFlag, linkLayer string, from, to uint64) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
-		CheckName: recoveryCheck(flag, check),
+		CheckName: recoveryCheck(flag, linkLayer),
 		IsHealthy: true,
 		Message: fmt.Sprintf("Counter %s recovered on port %s port %d (counter reset from %d to %d)",
 			name, device, port, from, to),
@@ -85,7 +88,7 @@ func resetRecoverySpec(name, device string, port int, flag BreachFlag, check str
 func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message, reason string) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
-		CheckName: recoveryCheck(flag, event.InfiniBandDegradationCheck),
+		CheckName: recoveryCheck(flag, topology.LinkLayerInfiniBand),
 		IsHealthy: true,
 		Message:   message,
 		ErrorCode: []string{name},

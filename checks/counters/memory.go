@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -210,8 +209,7 @@ func (m *Memory) checkOf(key string) string {
 // crash in between leaves the outbox ahead of the memory. defs names the
 // definitions, for a replayed latch's fingerprint.
 func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
-	dev := e.Device()
-	port, _ := strconv.Atoi(e.Port())
+	dev, port := e.Device(), portOf(e)
 	name := e.Metadata["counter"]
 	if name == "" && len(e.ErrorCode) == 1 {
 		name = e.ErrorCode[0]
@@ -226,8 +224,13 @@ func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
 		if i := slices.IndexFunc(defs, func(d countertable.Definition) bool { return d.Name == name }); i >= 0 {
 			fp = defs[i].Fingerprint()
 		}
-		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: e.GeneratedTimestamp, Definition: fp}
+		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: breachedSince(e), Definition: fp}
 	case event.KindCounterRecovered:
+		if e.Metadata["reason"] == ReasonCheckRenamed {
+			// The latch moved to another check, it did not end: the
+			// breach raised under the new name follows.
+			return
+		}
 		// Reset, acknowledgement or removal: the latch is gone, and the
 		// snapshot is dropped so the counter re-baselines at its current
 		// value instead of re-breaching against the old one.
