@@ -412,7 +412,7 @@ func TestIntegration_DBus_AcknowledgeResetEndToEnd(t *testing.T) {
 	breach := b.waitEvent("link_downed breach", func(e event.Event) bool {
 		return e.Device() == "mlx5_0" && e.Kind == event.KindCounterBreach && slices.Contains(e.ErrorCode, "link_downed")
 	})
-	if !breach.IsFatal || breach.CheckName != event.InfiniBandDegradationCheck {
+	if !breach.IsFatal || breach.CheckName != event.InfiniBandStateCheck {
 		t.Fatalf("breach %+v", breach)
 	}
 	pv := b.waitPort("mlx5_0", 1, "latched link_downed", func(p dbusapi.PortView) bool {
