@@ -144,7 +144,9 @@ func (c *Check) judge(cy *checks.Cycle) {
 					// A delta counter whose value did not move since the
 					// last tick has delta 0, which cannot breach (threshold
 					// >= 0), reset, or change a latch: seed 10.4 would do
-					// nothing with it, so neither do we.
+					// nothing with it, so neither do we. Its rate over the
+					// tick is 0, which the views show.
+					c.eval.Quiet(p.Device.Name, p.Port.Num, c.defs[di].Name)
 					continue
 				}
 				ss, ch := c.eval.Evaluate(c.mem, Sample{

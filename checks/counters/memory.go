@@ -55,6 +55,10 @@ type BreachFlag struct {
 	// Definition is the fingerprint of the counter definition that
 	// latched, so a reload can tell whether the definition changed.
 	Definition string `json:"definition,omitempty"`
+	// Reading is what the counter read at the breach, as its event said
+	// it ("value=5000, delta=5000, rate=5000.00/sec"): what latched, which
+	// the views show beside the live rate.
+	Reading string `json:"reading,omitempty"`
 }
 
 // NewMemory returns an empty memory.
@@ -224,7 +228,8 @@ func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
 		if i := slices.IndexFunc(defs, func(d countertable.Definition) bool { return d.Name == name }); i >= 0 {
 			fp = defs[i].Fingerprint()
 		}
-		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: breachedSince(e), Definition: fp}
+		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: breachedSince(e), Definition: fp,
+			Reading: e.Metadata["reading"]}
 	case event.KindCounterRecovered:
 		if e.Metadata["reason"] == ReasonCheckRenamed {
 			// The latch moved to another check, it did not end: the

@@ -188,7 +188,7 @@ func descriptors() [numFamilies]desc {
 			"Link-down episodes of the port this boot (a link_downed or link_down_events_phy step or a fall from ACTIVE to DOWN, each episode counted once; carrier_changes is a netdev event, not one), counted as the node's flap rule counts them.", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
-		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
+		mCounterRate:      {p + "hwcounter_rate", "Rate of a velocity counter over its last full window, per unit (second, minute or hour), latched or not (the breach's own rate is in the latched condition's message); for a ber counter, its bit error rate (unit \"ber\").", gauge},
 		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
 		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
 		mOutboxRecords:    {p + "outbox_records", "Events retained in the outbox.", gauge},
