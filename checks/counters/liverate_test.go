@@ -37,7 +37,7 @@ func TestCounters_Issue31_6_LatchedVelocityRateIsLive(t *testing.T) {
 		t.Fatalf("at the breach: %+v", v)
 	}
 	for s := 2; s <= 73; s++ {
-		r.at(time.Duration(s) * time.Second).none(se, 5000)
+		r.at(time.Duration(s)*time.Second).none(se, 5000)
 	}
 	v := viewOf(t, r, "symbol_error")
 	if !v.HasRate || v.Rate != 0 || !v.Breached {

@@ -26,8 +26,8 @@ type CounterView struct {
 	// Latched is what a latched breach says while it holds (LatchedMessage:
 	// what latched, when, its reading at the breach); "" when not latched,
 	// and for a ber counter, whose condition is judged again every window.
-	Latched string
-	Saturated      bool
+	Latched   string
+	Saturated bool
 	// LostGbps and LostPercent estimate the bandwidth port_xmit_wait says
 	// the port lost over the last counter tick, recomputed every tick
 	// whatever the counter's threshold type or latch (0 for other

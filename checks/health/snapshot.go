@@ -36,10 +36,10 @@ type Counter struct {
 	// Latched is what the counter's latched breach says while it holds:
 	// what latched, when, and its reading at the breach (Rate is the live
 	// one). Build gives it to the breach's condition.
-	Latched   string `json:"latched,omitempty"`
-	Saturated bool   `json:"saturated"`
-	LostGbps      float64   `json:"lostGbps"`
-	LostPercent   float64   `json:"lostPercent"`
+	Latched     string  `json:"latched,omitempty"`
+	Saturated   bool    `json:"saturated"`
+	LostGbps    float64 `json:"lostGbps"`
+	LostPercent float64 `json:"lostPercent"`
 }
 
 // PortInfo is what the daemon observed of a port: identity and the last
