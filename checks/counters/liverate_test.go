@@ -120,3 +120,17 @@ func TestCounters_Issue31_6_LatchedReadingSurvivesRestartAndReplay(t *testing.T)
 		t.Fatalf("replayed flag %+v", fl)
 	}
 }
+
+// A latch's reading from a hand-edited state file that no evaluator wrote
+// (too long, control characters) costs the reading, never the latch.
+func TestCounters_Issue31_6_BadReadingDropped(t *testing.T) {
+	m := NewMemory()
+	k := Key("mlx5_0", 1, "link_downed")
+	m.BreachFlags[k] = BreachFlag{Breached: true, IsFatal: true, Since: t0, Reading: "value=1\x1b[2J"}
+	m.BreachFlags[Key("mlx5_0", 1, "symbol_error")] = BreachFlag{Breached: true, Since: t0, Reading: "value=5000, delta=5000, rate=5000.00/sec"}
+	dropped := m.Validate()
+	if len(dropped) != 1 || m.BreachFlags[k].Reading != "" || !m.BreachFlags[k].Breached ||
+		m.BreachFlags[Key("mlx5_0", 1, "symbol_error")].Reading == "" {
+		t.Fatalf("dropped %v, flags %+v", dropped, m.BreachFlags)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/config/countertable"
 
@@ -90,10 +92,17 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.BreachFlags == nil {
 		m.BreachFlags = map[string]BreachFlag{}
 	}
-	for k := range m.BreachFlags {
+	for k, fl := range m.BreachFlags {
 		if why := checkKey(k); why != "" {
 			drop("breach_flags[%q]: %s", k, why)
 			delete(m.BreachFlags, k)
+			continue
+		}
+		if fl.Reading != "" && !validReading(fl.Reading) {
+			// Views print it: a hand edit costs the reading, not the latch.
+			drop("breach_flags[%q].reading: longer than %d bytes or not printable text", k, maxReading)
+			fl.Reading = ""
+			m.BreachFlags[k] = fl
 		}
 	}
 	if m.Saturated == nil {
@@ -122,6 +131,22 @@ func (m *Memory) Validate() (dropped []string) {
 	}
 	sort.Strings(dropped)
 	return dropped
+}
+
+// maxReading bounds a latch's reading ("value=..., delta=..., rate=...",
+// under 100 bytes as the evaluator writes it).
+const maxReading = 256
+
+func validReading(r string) bool {
+	if len(r) > maxReading || !utf8.ValidString(r) {
+		return false
+	}
+	for _, c := range r {
+		if unicode.IsControl(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkKey validates "<device>:<port>:<counter>" (seed 6.6).
