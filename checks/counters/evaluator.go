@@ -216,7 +216,8 @@ func ensureMaps(st *Memory) {
 //     breach yields one KindCounterRecovered spec and is cleared; the
 //     snapshot restarts from the reading;
 //   - no snapshot yet: the snapshot is initialised, no event;
-//   - a latched breach: nothing is evaluated (step 4);
+//   - a latched breach: nothing is judged (step 4); only the rate the
+//     views show is measured, from a window of its own;
 //   - a reload changed the definition's path or threshold type: the
 //     snapshot restarts from the reading, no event — the old snapshot
 //     measured something else (another file, or a window held for
@@ -373,9 +374,9 @@ func (ev *evaluation) step(rebootDetected bool) {
 	}
 }
 
-// latchedRate keeps a latched counter's rate live (issue: a burst of
-// 5000/sec latched symbol_error, and the views said 5000/sec a minute
-// later): measured as an unlatched counter of its type would be (a delta
+// latchedRate keeps a latched counter's rate live (a burst of 5000/sec
+// latched symbol_error, and the views said 5000/sec a minute later, after
+// the burst had ended): measured as an unlatched counter of its type would be (a delta
 // counter over the last tick, a velocity counter over its full window,
 // never extrapolated) from a window of its own, judging nothing.
 func (ev *evaluation) latchedRate() {
