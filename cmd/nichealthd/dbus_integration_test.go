@@ -450,7 +450,7 @@ func TestIntegration_DBus_AcknowledgeResetEndToEnd(t *testing.T) {
 	rec := b.waitEventAfter(before, "acknowledged recovery", func(e event.Event) bool {
 		return e.Device() == "mlx5_0" && e.Kind == event.KindCounterRecovered && slices.Contains(e.ErrorCode, "link_downed")
 	})
-	if !strings.Contains(rec.Message, "uid 0") || !rec.IsHealthy || rec.CheckName != event.InfiniBandDegradationCheck {
+	if !strings.Contains(rec.Message, "uid 0") || !rec.IsHealthy || rec.CheckName != event.InfiniBandStateCheck {
 		t.Fatalf("recovery event %+v", rec)
 	}
 	b.waitPort("mlx5_0", 1, "latch cleared", func(p dbusapi.PortView) bool {
