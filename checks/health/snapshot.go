@@ -247,18 +247,22 @@ func latchedMessages(ports []PortInfo, conds []Condition) []Condition {
 	if latched == nil {
 		return conds
 	}
-	out, cloned := conds, false
+	var out []Condition // a copy, made at the first message it changes
 	for i := range conds {
 		c := &conds[i]
 		if c.Kind != event.KindCounterBreach || c.Entity.Kind != condition.Counter {
 			continue
 		}
 		if msg, ok := latched[key{c.Entity.Device, c.Entity.Port, c.Entity.Name}]; ok && msg != c.Message {
-			if !cloned {
-				out, cloned = slices.Clone(conds), true
+			if out == nil {
+				out = make([]Condition, len(conds))
+				copy(out, conds)
 			}
 			out[i].Message = msg
 		}
+	}
+	if out == nil {
+		return conds
 	}
 	return out
 }
