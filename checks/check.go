@@ -139,3 +139,12 @@ func ClearedSpec(checkName, why string) event.Spec {
 		Condition: condition.OfNode(""),
 	}
 }
+
+// LostAfter is how many consecutive complete enumerations of
+// class/infiniband must miss a monitored NIC before its loss is a
+// condition (DESIGN.md difference 3): a driver or devlink reload takes its
+// RDMA device away for a second or two, and is not a failure. The port
+// check counts it for a NIC gone from the bus, the PCI inventory for a
+// function that stays on the bus without its RDMA device (difference 18);
+// one number, so the two never disagree on when a loss is one.
+const LostAfter = 3

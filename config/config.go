@@ -25,7 +25,9 @@ const DefaultPath = "/etc/nichealthd/config.toml"
 var AllChecks = []string{
 	event.InfiniBandStateCheck, event.InfiniBandDegradationCheck,
 	event.EthernetStateCheck, event.EthernetDegradationCheck,
-	event.KernelLogCheck, event.FarEndCheck,
+	event.KernelLogCheck,
+	event.TransceiverCheck, event.FirmwareHealthCheck,
+	event.FarEndCheck,
 }
 
 // RuleChecks are the node-local analyzer rules ([rules]); --checks and

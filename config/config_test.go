@@ -20,7 +20,7 @@ func TestEmptyFileIsTheDefaults(t *testing.T) {
 	}
 	if c.Paths.SysfsRoot != "/sys" || c.Paths.ClassInfiniBand != "/sys/class/infiniband" || c.Paths.ClassNet != "/sys/class/net" ||
 		c.PollInterval != time.Second || c.ReadTimeout != time.Second || c.MaxStuckReads != 4 ||
-		c.TopologySource != "auto" || c.Strategy != event.StrategyExecuteRemediation || len(c.Checks) != 9 ||
+		c.TopologySource != "auto" || c.Strategy != event.StrategyExecuteRemediation || len(c.Checks) != 11 ||
 		!c.CountersEnabled || c.XmitWaitBytesPerTick != 8 || !c.DBusEnabled || c.AdminGroup != "nichealth-admin" ||
 		c.OutboxMaxBytes != 64<<20 || c.ConnectorSocket != "" || c.MetricsAddress != "" || !c.JournalEnabled ||
 		c.MetadataPath != "/var/lib/nvsentinel/gpu_metadata.json" || c.ExclusionRaw != DefaultExclusion {

@@ -91,7 +91,8 @@ func (b backend) AcknowledgeReset(device string, port int, counter string, uid u
 }
 
 // acknowledgeFunction is AcknowledgeReset with a PCI address: the NIC
-// function reported gone was removed on purpose, and is forgotten.
+// function reported gone was removed on purpose, and is forgotten, or its
+// card was swapped for another model on purpose.
 func (d *Daemon) acknowledgeFunction(addr string, uid uint32) error {
 	d.mu.Lock()
 	specs, err := d.run.AcknowledgeFunction(addr, fmt.Sprintf("uid %d", uid))
@@ -112,13 +113,13 @@ func (d *Daemon) acknowledgeFunction(addr string, uid uint32) error {
 	// expected and raises it again, rather than forgetting it silently.
 	// While the outbox refuses the clear, the file is left for the next
 	// inventory judgement.
-	if len(d.held.evs) == 0 {
+	if d.durableLocked() {
 		d.run.SaveExpectedInventory()
 	}
 	d.publishSnapshotLocked()
 	d.mu.Unlock()
 	d.publish(evs)
-	d.log.Info("NIC function removal acknowledged", "pci", addr, "uid", uid)
+	d.log.Info("NIC function removal or card swap acknowledged", "pci", addr, "uid", uid)
 	return nil
 }
 

@@ -13,11 +13,19 @@ import (
 // published snapshot D-Bus exports, so both always agree.
 type metricsSource struct{ d *Daemon }
 
-func (s metricsSource) Snapshot() *health.Snapshot  { return s.d.Snapshot() }
-func (s metricsSource) LastPoll() time.Time         { return s.d.LastPoll() }
-func (s metricsSource) Outbox() metrics.OutboxStats { return outboxStats(s.d.ob.Stats()) }
-func (s metricsSource) Stalled() bool               { return s.d.wd != nil && s.d.wd.Stalled() }
-func (s metricsSource) Undeliverable() string       { return undeliverable(s.d.Snapshot()) }
+func (s metricsSource) Snapshot() *health.Snapshot { return s.d.Snapshot() }
+func (s metricsSource) LastPoll() time.Time        { return s.d.LastPoll() }
+
+// Outbox reads the outbox's published statistics and the daemon's held
+// count, both without a lock: an append hung in the kernel holds the
+// outbox's, and the endpoint must show that stall, not wait in it.
+func (s metricsSource) Outbox() metrics.OutboxStats {
+	st := outboxStats(s.d.ob.Stats())
+	st.Held = int(s.d.heldCount.Load())
+	return st
+}
+func (s metricsSource) Stalled() bool         { return s.d.wd != nil && s.d.wd.Stalled() }
+func (s metricsSource) Undeliverable() string { return undeliverable(s.d.Snapshot()) }
 
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats

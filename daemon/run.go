@@ -58,8 +58,10 @@ type Daemon struct {
 	// reloadLogs collapses repeated reload outcomes in the log.
 	reloadLogs repeats.Limiter
 	// held are events the checks emitted that the outbox has not taken
-	// yet (daemon/commit.go).
-	held heldEvents
+	// yet (daemon/commit.go); heldCount is their number for /metrics,
+	// which reads it without d.mu.
+	held      heldEvents
+	heldCount atomic.Int64
 
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
@@ -127,6 +129,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
 	d.syncFarEndLocked(d.cfg)
+	d.run.StartLinkStory()
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
 	if d.cfg.DBusEnabled {
@@ -262,6 +265,7 @@ func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	snap.AER = d.run.AERTotals()
 	snap.Inventory = d.run.InventoryInfos()
 	snap.KernelLog = d.run.KernelLogTotals()
+	snap.Modules, snap.Devlink = d.run.LinkStoryReadings()
 	d.snap.Store(snap)
 	return snap
 }
@@ -303,26 +307,17 @@ func (d *Daemon) publish(evs []emitted) {
 	}
 }
 
-// saveIfChanged stores every check's memory into the state and saves it
-// when the bytes differ from the last save. Caller holds d.mu.
-func (d *Daemon) saveIfChanged() (bool, error) {
-	if err := d.run.Store(func(s string, b []byte) { d.st.SetSection(s, b) }); err != nil {
-		return false, err
-	}
-	return d.store.SaveIfChanged(d.st)
-}
-
 func (d *Daemon) statusLocked() string { return statusOf(d.publishSnapshotLocked()) }
 
 func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) error {
 	d.nt.Stopping()
 	d.mu.Lock()
-	d.commitAtShutdownLocked()
+	answers := d.commitAtShutdownLocked()
 	d.mu.Unlock()
 	// Give drainers a moment to flush what is queued; anything left stays
 	// in the outbox for the next start.
 	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) && d.pending() > 0 {
+	for answers && time.Now().Before(deadline) && d.pending() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
 	d.stopSinksWithin(sinkStopTimeout)
@@ -340,5 +335,20 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 	d.mu.Unlock()
 	d.awaitFarEnd(3 * time.Second)
 	d.run.Close()
-	return d.ob.Close()
+	return d.closeOutbox()
+}
+
+// closeOutbox closes the outbox unless a write to the state directory
+// (an append, a cursor save) still holds it after a second: the process
+// exits without it then, and the kernel releases its files and lock.
+func (d *Daemon) closeOutbox() error {
+	done := make(chan error, 1)
+	go func() { done <- d.ob.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Second):
+		d.log.Error("the outbox did not close: a write to the state directory is still hung; exiting without it", "dir", d.ob.Dir())
+		return nil
+	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/nichealth/nichealthd/checks/runner"
+	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
 )
@@ -21,6 +22,13 @@ type Seams struct {
 	// SIOCETHTOOL ioctl (topology/sim.PHYStatsOpener). It must return a
 	// plain nil Source with every error, as ethtool.OpenSource does.
 	OpenStats func(netdev string, want []string) (ethtool.Source, error)
+	// LinkStates answers the link-down reason instead of ethtool netlink
+	// (topology/sim.LinkStates).
+	LinkStates observe.LinkStates
+	// Modules and Devlink read transceivers and devlink instead of
+	// netlink (topology/sim.Modules, topology/sim.Devlink).
+	Modules observe.Modules
+	Devlink observe.Devlink
 	// Step is called inside a check's boundary each time a step starts
 	// working for a check (per port for the state and counter checks),
 	// with the check and the step ("plan", "observe", "judge", "counters",
@@ -30,5 +38,5 @@ type Seams struct {
 }
 
 func (s Seams) runner() runner.Seams {
-	return runner.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, Step: s.Step}
+	return runner.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, LinkStates: s.LinkStates, Modules: s.Modules, Devlink: s.Devlink, Step: s.Step}
 }

@@ -321,6 +321,7 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		NodeGUID:        get[string](m, "NodeGUID"),
 		PortGUID:        get[string](m, "PortGUID"),
 		GPUs:            get[string](m, "GPUs"),
+		LinkDownReason:  get[string](m, "LinkDownReason"),
 		Rate:            get[string](m, "Rate"),
 		State:           get[string](m, "State"),
 		PhysState:       get[string](m, "PhysState"),

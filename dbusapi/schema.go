@@ -132,6 +132,7 @@ func portProps() []propDef[PortView] {
 		{"Verdict", "s", true, func(p *PortView) any { return p.Verdict }},
 		{"Conditions", conditionSig, true, func(p *PortView) any { return conditionList(p.Conditions) }},
 		{"Message", "s", true, func(p *PortView) any { return p.Message }},
+		{"LinkDownReason", "s", true, func(p *PortView) any { return p.LinkDownReason }},
 		{"LastChangeUSec", "t", true, func(p *PortView) any { return p.LastChangeUSec }},
 		{"Counters", "a{sa{sv}}", false, func(p *PortView) any { return counterList(p.Counters) }},
 		{"LatchedBreaches", "as", true, func(p *PortView) any { return p.LatchedBreaches() }},

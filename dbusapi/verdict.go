@@ -110,7 +110,7 @@ func PortViewOf(p *health.Port) PortView {
 		State: p.State, PhysState: p.PhysState, Up: p.Link.Up(), RateGbps: p.RateGbps, Healthy: p.Verdict == health.Healthy, Fatal: p.Verdict == health.Fatal,
 		Verdict: p.Verdict.String(), Conditions: conditionViews(p.Conditions), Message: p.Message,
 		Counters: make([]CounterView, 0, len(p.Counters)), Sanity: []string{},
-		FirmwareVersion: p.FWVer, BoardID: p.BoardID,
+		FirmwareVersion: p.FWVer, BoardID: p.BoardID, LinkDownReason: p.LinkDownReason,
 	}
 	if !p.LastChange.IsZero() {
 		pv.LastChangeUSec = uint64(p.LastChange.UnixMicro())

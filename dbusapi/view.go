@@ -56,6 +56,9 @@ type PortView struct {
 	// PeerCounters are the peer port's PortCounters fields by PMA name,
 	// as last read (empty when not read).
 	PeerCounters map[string]uint64 `json:"peerCounters,omitempty"`
+	// LinkDownReason is why a RoCE port's link is down, as its driver said
+	// ("" while up or when the driver said nothing).
+	LinkDownReason string `json:"linkDownReason"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

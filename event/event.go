@@ -107,9 +107,9 @@ const (
 	// The PCI inventory (checks/inventory, metadata "pci"): a NIC function
 	// present without a usable RDMA device (unbound, another driver, no
 	// RDMA device), one monitored last boot and gone from the bus now, and
-	// the clear of either; firmware or model drift in a role group (on the
-	// odd card) and its clear; fewer active compute ports than expected
-	// and its clear.
+	// the clear of either; firmware drift among the cards of one PSID, or
+	// a card swapped for another PSID (on the card), and its clear; fewer
+	// active compute ports than expected and its clear.
 	KindFunctionFailed Kind = "nic-function-failed"
 	KindFunctionAbsent Kind = "nic-function-absent"
 	KindFunctionOK     Kind = "nic-function-ok"
@@ -128,6 +128,16 @@ const (
 	KindPeerUnsaturated Kind = "peer-unsaturated"
 	KindFarEndLost      Kind = "far-end-lost"
 	KindFarEndRestored  Kind = "far-end-restored"
+	// The link's own story (DESIGN.md section 7): a RoCE port's transceiver
+	// past its own thresholds, or with a latched loss of signal or lock
+	// (metadata "finding", "lane", "value", "threshold", "serial"), and its
+	// clear; a NIC function's devlink health reporter in error or reporting
+	// errors, or firmware flashed but not activated (metadata "pci",
+	// "finding"), and its clear.
+	KindTransceiver      Kind = "transceiver"
+	KindTransceiverOK    Kind = "transceiver-ok"
+	KindFirmwareHealth   Kind = "firmware-health"
+	KindFirmwareHealthOK Kind = "firmware-health-ok"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -143,6 +153,7 @@ var Kinds = []Kind{
 	KindFunctionFailed, KindFunctionAbsent, KindFunctionOK, KindDrift, KindDriftOK, KindPortsShort, KindPortsOK,
 	KindKernelLog, KindKernelLogCleared,
 	KindPeerBreach, KindPeerRecovered, KindPeerSaturated, KindPeerUnsaturated, KindFarEndLost, KindFarEndRestored,
+	KindTransceiver, KindTransceiverOK, KindFirmwareHealth, KindFirmwareHealthOK,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -117,6 +117,16 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 			return condition.Entity{}, false
 		}
 		return condition.OfFinding(dev, port, e.ErrorCode[0]), true
+	case KindTransceiver, KindTransceiverOK:
+		if len(e.ErrorCode) != 1 || dev == "" {
+			return condition.Entity{}, false
+		}
+		return condition.OfFinding(dev, port, e.ErrorCode[0]), true
+	case KindFirmwareHealth, KindFirmwareHealthOK:
+		if e.Metadata["pci"] == "" || e.Metadata["finding"] == "" {
+			return condition.Entity{}, false
+		}
+		return condition.OfPCI(e.Metadata["pci"], e.Metadata["finding"]), true
 	case KindDeviceDisappeared, KindDeviceReappeared:
 		if dev == "" {
 			return condition.Entity{}, false

@@ -83,6 +83,13 @@ type Seams struct {
 	// KeepOpen keeps descriptors open whatever the tree is, as real
 	// sysfs gets them (benchmarks of a simulated tree).
 	KeepOpen bool
+	// LinkStates answers the link-down reason instead of ethtool netlink
+	// (topology/sim.LinkStates).
+	LinkStates LinkStates
+	// Modules and Devlink read transceivers and devlink instead of
+	// netlink (topology/sim.Modules, topology/sim.Devlink).
+	Modules Modules
+	Devlink Devlink
 }
 
 // openStats is how driver statistics are opened: the ioctl unless a test

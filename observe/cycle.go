@@ -60,6 +60,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	obs.CounterTick, obs.FirstTick, obs.AERTick, obs.SanityDue = false, false, false, false
 	o.inv.last.Scanned = false
 	obs.KernelLog.Records, obs.KernelLog.StatsChanged = nil, false
+	obs.LinkStory.New = false
 	if obs.StatePoll {
 		o.b.Run("presence", stateChecks, o.steps.presence)
 		o.read(&o.state)
@@ -73,6 +74,9 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 	o.b.Run("pcie-aer", aerChecks, o.steps.aer)
 	o.b.Run("kernel-log", kernelLogChecks, o.steps.kernelLog)
 	o.b.Run("far-end", farEndChecks, o.steps.farEnd)
+	if obs.StatePoll {
+		o.b.Run("link-story", linkStoryChecks, o.steps.linkStory)
+	}
 	if obs.StatePoll && o.cfg.Sanity && (o.cycles == 0 || o.devicesSetChanged || o.rateChanged || now.Sub(o.lastSanity) >= sanityEvery) {
 		obs.SanityDue = true
 		if !o.b.Failed(event.LinkSanityCheck) {
@@ -86,7 +90,7 @@ func (o *Observer) Cycle(now time.Time) *Observation {
 // cycleSteps are the cycle's steps, made once: a closure made at every
 // cycle and handed to the boundary would allocate at every cycle.
 type cycleSteps struct {
-	presence, observe, inventory, counters, aer, kernelLog, farEnd func()
+	presence, observe, inventory, counters, aer, kernelLog, linkStory, farEnd func()
 }
 
 func (o *Observer) makeSteps() {
@@ -120,6 +124,7 @@ func (o *Observer) makeSteps() {
 			o.b.Enter(event.FarEndCheck)
 			o.farEndStep()
 		},
+		linkStory: o.linkStoryStep,
 	}
 }
 
@@ -310,13 +315,16 @@ func (o *Observer) observe(p *portPlan) {
 			}
 		}
 	}
-	wasUp := p.Up()
+	wasUp, seen := p.Up(), p.Observed
 	if !p.Observed || link != p.Link || oper != p.Operstate {
 		o.viewChanged = true
 	}
 	p.Link, p.Operstate, p.Observed, p.Readable = link, oper, true, true
 	if p.Up() != wasUp {
 		o.activeChanged = true
+	}
+	if p.Up() != wasUp || !seen {
+		o.linkDown(p)
 	}
 }
 

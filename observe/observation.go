@@ -82,6 +82,10 @@ type Observation struct {
 	// FarEnd is the far end's latest reading (nil when it is not read:
 	// the one-shot check, [farEnd] off). It is shared and immutable.
 	FarEnd *farend.Reading
+	// LinkStory is what the last pass read of the RoCE ports'
+	// transceivers and of devlink (LinkStory.New: a pass finished since
+	// the last cycle).
+	LinkStory LinkStory
 
 	// Inventory is the PCI inventory's last scan (state polls only;
 	// Inventory.Scanned says it is this poll's).
@@ -104,10 +108,16 @@ func (o *Observation) Planned(path string) bool { return o.planned[path] }
 // waits for a subnet manager.
 func (o *Observation) ReadFile(path string) ([]byte, error) { return o.read(path) }
 
-// Presence is what presence judging needs of a device seen now.
+// Presence is what presence judging needs of a device seen now, and what
+// a NIC that disappears keeps in every event and view: its role and the
+// GPUs behind it.
 type Presence struct {
 	LinkLayer  string
 	PCIAddress string
+	Role       topology.Role
+	RoleReason string
+	// GPUs describes the GPUs behind it (Observer.GPUs).
+	GPUs string
 }
 
 // Port is one monitored port as the cycle saw it.
@@ -124,6 +134,9 @@ type Port struct {
 	Operstate string
 	Observed  bool
 	Readable  bool
+	// LinkDown is why the port's link went down, as its driver said when
+	// it left ACTIVE (RoCE only; empty while up or when nothing was said).
+	LinkDown LinkDown
 	// RateGbps is the port's rate and RateText as sysfs printed it ("" when
 	// never read).
 	RateGbps float64

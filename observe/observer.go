@@ -105,6 +105,16 @@ type Observer struct {
 	kl kernelLogReader
 	// fe is what the far end's reader is told and what it read (farend.go).
 	fe farEndWatch
+	// nlLinks asks ethtool netlink for link-down reasons (linkdown.go);
+	// linkStateUnsupported: the kernel has none, said once.
+	nlLinks              *netlinkLinkStates
+	linkStateUnsupported bool
+	// story is the link story's pass (linkstory.go): storyGen the pass
+	// last handed on, storyPlan the plan its targets came from.
+	story         *storyReader
+	storyGen      uint64
+	storyPlan     uint64
+	storySlowSaid bool
 
 	obs   Observation
 	steps cycleSteps
@@ -271,7 +281,8 @@ func (o *Observer) Discover() error {
 	clear(o.present)
 	for _, d := range devs {
 		if d.Monitored() {
-			o.present[d.Name] = Presence{LinkLayer: d.LinkLayer(), PCIAddress: d.PCIAddress}
+			o.present[d.Name] = Presence{LinkLayer: d.LinkLayer(), PCIAddress: d.PCIAddress, Role: d.Role,
+				RoleReason: event.Clean(d.RoleReason), GPUs: o.gpusOf[d.Name]}
 		}
 	}
 	o.buildPlan()
@@ -405,6 +416,13 @@ func (o *Observer) Close() {
 	o.closeAER()
 	o.CloseKernelLog()
 	o.rd.Close()
+	if o.nlLinks != nil {
+		o.nlLinks.close()
+	}
+	if o.story != nil {
+		o.story.close()
+		o.story = nil
+	}
 	if o.lister != nil {
 		o.lister.Close()
 	}

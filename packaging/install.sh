@@ -116,6 +116,7 @@ done
 inst 0644 "$PKG/config/config.toml" "$d$DOCDIR/config.toml"
 inst 0644 "$PKG/examples/metrics.conf" "$d$DOCDIR/examples/metrics.conf"
 inst 0644 "$PKG/examples/metrics-remote.conf" "$d$DOCDIR/examples/metrics-remote.conf"
+inst 0644 "$PKG/examples/transceivers.conf" "$d$DOCDIR/examples/transceivers.conf"
 inst 0644 "$PKG/examples/slurmd-after-nichealthd.conf" "$d$DOCDIR/examples/slurmd-after-nichealthd.conf"
 inst 0644 "$PKG/examples/fabric-dgx-h100.topo" "$d$DOCDIR/examples/fabric-dgx-h100.topo"
 [ ! -f "$ROOT/README.md" ] || inst 0644 "$ROOT/README.md" "$d$DOCDIR/README.md"

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/nichealth/nichealthd/internal/regularfile"
 )
@@ -21,17 +22,31 @@ import (
 // returns). It is safe for concurrent use.
 type CrossBootFile struct {
 	path string
+	wait time.Duration // how long SaveIfChanged waits for its write
 
 	mu   sync.Mutex
 	last []byte
+	// writing is closed when the write in progress returns; nil when
+	// none is. One write at a time: a hung filesystem holds one
+	// goroutine, not one per judgement.
+	writing chan struct{}
+	werr    error
 }
+
+// crossBootWriteWait is how long SaveIfChanged waits for its write. Its
+// caller judges on the poll loop, which must not wait on a file outside
+// sysfs: a write that takes longer goes on in the background, and the
+// caller hears about it at its next save.
+const crossBootWriteWait = 250 * time.Millisecond
 
 // maxCrossBootBytes bounds a read: the expected inventory of the largest
 // node is a few tens of kilobytes.
 const maxCrossBootBytes = 4 << 20
 
 // NewCrossBootFile returns the file at path; nothing is read yet.
-func NewCrossBootFile(path string) *CrossBootFile { return &CrossBootFile{path: path} }
+func NewCrossBootFile(path string) *CrossBootFile {
+	return &CrossBootFile{path: path, wait: crossBootWriteWait}
+}
 
 // Path is the file's path.
 func (f *CrossBootFile) Path() string { return f.path }
@@ -71,16 +86,51 @@ func (f *CrossBootFile) Quarantine() string {
 //   - (false, nil): unchanged, nothing written;
 //   - (true, nil): written and durable;
 //   - (false, err): not written, the previous file intact; the caller
-//     retries later.
+//     retries later. This includes a write that has not returned within
+//     a quarter of a second (a hung filesystem): it goes on in the
+//     background, later calls return at once while it does, and the
+//     first call after it returns writes b if it still differs.
 func (f *CrossBootFile) SaveIfChanged(b []byte) (bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	if w := f.writing; w != nil {
+		f.mu.Unlock()
+		return false, f.stillWriting()
+	}
 	if f.last != nil && bytes.Equal(b, f.last) {
+		f.mu.Unlock()
 		return false, nil
 	}
-	if err := WriteFileAtomic(f.path, b, 0o600); err != nil {
+	data := append([]byte(nil), b...)
+	done := make(chan struct{})
+	f.writing = done
+	f.mu.Unlock()
+	go func() {
+		err := WriteFileAtomic(f.path, data, 0o600)
+		f.mu.Lock()
+		if err == nil {
+			f.last = data
+		}
+		f.werr = err
+		f.writing = nil
+		f.mu.Unlock()
+		close(done)
+	}()
+	t := time.NewTimer(f.wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		return false, f.stillWriting()
+	}
+	f.mu.Lock()
+	err := f.werr
+	f.mu.Unlock()
+	if err != nil {
 		return false, saveError("save", f.path, err)
 	}
-	f.last = append([]byte(nil), b...)
 	return true, nil
+}
+
+func (f *CrossBootFile) stillWriting() error {
+	return fmt.Errorf("save %s: the previous write has not returned (is the filesystem hung?); the file is saved when it answers", f.path)
 }

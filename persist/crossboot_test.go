@@ -6,6 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/hangfs"
 )
 
 // The expected inventory outlives a reboot in a file of its own: written
@@ -15,6 +18,7 @@ func TestCrossBootFile_SaveLoadQuarantine(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "inventory.json")
 	f := NewCrossBootFile(p)
+	f.wait = time.Minute // a loaded machine's fsync is not what this tests
 	if b, err := f.Load(); b != nil || err != nil {
 		t.Fatalf("no file: %q %v", b, err)
 	}
@@ -56,5 +60,45 @@ func TestCrossBootFile_FailedSaveKeepsThePrevious(t *testing.T) {
 	p := filepath.Join(dir, "sub", "inventory.json")
 	if _, err := NewCrossBootFile(p).SaveIfChanged([]byte("{}")); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("save into a missing directory: %v", err)
+	}
+}
+
+// Issue 32 row 4: the expected inventory is saved by a check on the poll
+// loop, and a write to a hung state directory held the loop with it. A
+// save that does not return in time goes on in the background: the
+// caller gets an error at once, later saves too while the write hangs
+// (no second write is started), and once the filesystem answers the
+// file holds what was asked and the next save of it writes nothing.
+func TestBounded_4_CrossBootSaveDoesNotWaitOnAHungWrite(t *testing.T) {
+	fs := hangfs.Mount(t)
+	p := filepath.Join(fs.Dir, "inventory.json")
+	f := NewCrossBootFile(p)
+	f.wait = time.Minute
+	if w, err := f.SaveIfChanged([]byte("one\n")); !w || err != nil {
+		t.Fatalf("first save %v %v", w, err)
+	}
+	f.wait = crossBootWriteWait
+	fs.Hang(false, true)
+	for i := 0; i < 3; i++ {
+		if w, err := f.SaveIfChanged([]byte("two\n")); w || err == nil || !strings.Contains(err.Error(), "has not returned") {
+			t.Fatalf("save %d on a hung filesystem: %v %v", i, w, err)
+		}
+	}
+	if n := fs.Hung(); n != 1 {
+		t.Fatalf("%d writes hang, want the one", n)
+	}
+	fs.Release()
+	for {
+		w, err := f.SaveIfChanged([]byte("two\n"))
+		if err == nil {
+			if w {
+				t.Fatal("the write that hung was made again")
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // until the released write returns
+	}
+	if b, err := os.ReadFile(filepath.Join(fs.Backing, "inventory.json")); err != nil || string(b) != "two\n" {
+		t.Fatalf("file %q %v", b, err)
 	}
 }

@@ -66,3 +66,16 @@ func (s *State) SetSection(name string, raw json.RawMessage) {
 	}
 	s.Checks[name] = raw
 }
+
+// Clone returns a copy of s that later SetSection calls on s do not
+// change: a save can then run off the goroutine that keeps changing s.
+// Sections are shared, not copied: each is replaced whole, never
+// modified in place.
+func (s *State) Clone() *State {
+	c := *s
+	c.Checks = make(map[string]json.RawMessage, len(s.Checks))
+	for k, v := range s.Checks {
+		c.Checks[k] = v
+	}
+	return &c
+}

@@ -33,7 +33,8 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				event.KindCounterUnsaturated, event.KindDeviceReappeared, event.KindCardRecovered, event.KindCheckCleared,
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
 				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK,
-				event.KindKernelLogCleared, event.KindPeerRecovered, event.KindPeerUnsaturated, event.KindFarEndRestored:
+				event.KindKernelLogCleared, event.KindPeerRecovered, event.KindPeerUnsaturated, event.KindFarEndRestored,
+				event.KindTransceiverOK, event.KindFirmwareHealthOK:
 				continue
 			}
 			if !raised[k] {
@@ -111,6 +112,14 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 			event.Spec{Kind: event.KindKernelLog, CheckName: "NICKernelLogCheck", IsFatal: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
 			event.Spec{Kind: event.KindKernelLogCleared, CheckName: "NICKernelLogCheck", IsHealthy: true, ErrorCode: []string{"cmd_exec_timeout"}, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, Metadata: map[string]string{"pattern": "cmd_exec_timeout", "pci": "0000:3b:00.0"}},
 			Fatal, condition.KernelLog, false},
+		{"transceiver past its alarm threshold on the port",
+			event.Spec{Kind: event.KindTransceiver, CheckName: event.TransceiverCheck, IsFatal: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"module:rxPower:lane3"}, Condition: condition.OfFinding("mlx5_0", 1, "module:rxPower:lane3")},
+			event.Spec{Kind: event.KindTransceiverOK, CheckName: event.TransceiverCheck, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"module:rxPower:lane3"}, Condition: condition.OfFinding("mlx5_0", 1, "module:rxPower:lane3")},
+			Fatal, condition.Finding, false},
+		{"fw_fatal on the port's NIC function",
+			event.Spec{Kind: event.KindFirmwareHealth, CheckName: event.FirmwareHealthCheck, IsFatal: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"devlink:fw_fatal"}, Metadata: map[string]string{"pci": "0000:3b:00.0", "finding": "devlink:fw_fatal"}, Condition: condition.OfPCI("0000:3b:00.0", "devlink:fw_fatal")},
+			event.Spec{Kind: event.KindFirmwareHealthOK, CheckName: event.FirmwareHealthCheck, IsHealthy: true, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"devlink:fw_fatal"}, Metadata: map[string]string{"pci": "0000:3b:00.0", "finding": "devlink:fw_fatal"}, Condition: condition.OfPCI("0000:3b:00.0", "devlink:fw_fatal")},
+			Fatal, condition.PCI, false},
 		{"fleet rule on the port",
 			event.Spec{Kind: event.KindRuleRaised, CheckName: "RepeatedNICLinkFlap", Device: "mlx5_0", Port: 1, Message: "flapping"},
 			event.Spec{Kind: event.KindRuleCleared, CheckName: "RepeatedNICLinkFlap", IsHealthy: true, Device: "mlx5_0", Port: 1},

@@ -10,6 +10,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
 )
 
@@ -67,6 +68,9 @@ type Check struct {
 	// functions (it moves only with the configuration or the matrix).
 	lastGood int
 	expect   Expectation
+	// known says what the port checks remember of a NIC by PCI address
+	// (nil: nothing).
+	known func(addr string) KnownNIC
 }
 
 // NewCheck returns the check with empty memory and no expectations;
@@ -77,6 +81,16 @@ func NewCheck(log *slog.Logger, bootID string) *Check {
 
 // Configure applies [inventory].
 func (c *Check) Configure(cfg Config) { c.cfg = cfg }
+
+// UseKnown says where the check learns what the port checks remember of
+// the NIC a function had this boot: its name and last known ports, which
+// the one condition of its loss names, and whether they already reported
+// it disappeared.
+func (c *Check) UseKnown(f func(addr string) KnownNIC) { c.known = f }
+
+// Reports says whether the loss of the NIC function at addr is this
+// check's to report (Memory.Reports), while the check is on.
+func (c *Check) Reports(addr string) bool { return c.cfg.Enabled && c.mem.Reports(addr) }
 
 // Memory is what the check remembers within the boot; Expected what it
 // expects across boots.
@@ -138,11 +152,15 @@ func (c *Check) Run(cy *checks.Cycle) {
 		return
 	}
 	ports := false
-	if inv := obs.Inventory; inv != nil && inv.Scanned {
+	if inv := obs.Inventory; inv != nil && (inv.Scanned || len(mem.pending) > 0) {
+		// A failure waiting for its enumerations is judged again at every
+		// poll on the last scan: a device that came back made discovery
+		// scan again.
 		ports = true
 		c.expect = c.expectation(obs)
-		ss, ch, ech := JudgeFunctions(mem, c.exp, Scan{Functions: inv.Functions, Complete: inv.Complete, Boot: c.boot, Now: obs.Now})
-		ds, dch := JudgeDrift(mem, c.driftCards(obs.Devices), c.cfg.FirmwareDrift)
+		ss, ch, ech := JudgeFunctions(mem, c.exp, Scan{Functions: inv.Functions, Complete: inv.Complete, Enumerated: obs.Enumerated,
+			Boot: c.boot, Now: obs.Now, Known: c.known})
+		ds, dch := JudgeDrift(mem, c.driftCards(obs.Devices, obs.LinkStory.Infos), c.cfg.FirmwareDrift)
 		cy.Emit(ss...)
 		cy.Emit(ds...)
 		if ch || dch {
@@ -178,12 +196,15 @@ func (c *Check) clearAll(why string) []event.Spec {
 	return append(out, ps...)
 }
 
-// driftCards are the monitored cards whose state check is on (--checks).
-func (c *Check) driftCards(devs []*topology.Device) []Card {
-	cards := CardsOf(devs)
+// driftCards are the monitored cards whose state check is on (--checks),
+// each with the PSID its slot held before a swap this boot and with what
+// sysfs did not say taken from devlink (fw.psid, the running fw.version).
+func (c *Check) driftCards(devs []*topology.Device, infos []devlink.Info) []Card {
+	cards := FillFromDevlink(CardsOf(devs), devs, infos)
 	out := cards[:0]
 	for _, cd := range cards {
 		if c.cfg.Checks[event.StateCheckFor(cd.LinkLayer)] {
+			cd.SwappedFrom = c.exp.Swapped(cd.Address, c.boot)
 			out = append(out, cd)
 		}
 	}
@@ -268,6 +289,10 @@ func (c *Check) portsInput(obs *observe.Observation) PortsInput {
 // was removed on purpose (Acknowledge); the expected inventory is saved
 // with SaveExpected once the clear is durable.
 func (c *Check) AcknowledgeFunction(addr, who string) ([]event.Spec, error) {
+	if specs, ok := AcknowledgeSwap(c.mem, c.exp, addr, c.boot, who); ok {
+		c.expDirty = true
+		return specs, nil
+	}
 	specs, err := Acknowledge(c.mem, c.exp, addr, who)
 	if err == nil {
 		c.expDirty = true

@@ -9,6 +9,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 )
 
 // What drifted, as drift events' metadata "drift" names it.
@@ -24,9 +25,10 @@ const (
 )
 
 // Card is one monitored card as drift compares it: the identity of its
-// lowest monitored function, and its monitored ports.
+// lowest monitored function (Address), and its monitored ports.
 type Card struct {
 	Card      string
+	Address   string
 	Role      topology.Role
 	HCAType   string
 	FWVer     string
@@ -34,6 +36,10 @@ type Card struct {
 	LinkLayer string
 	Devices   []string
 	Ports     []event.PortRef
+	// SwappedFrom is the PSID its slot held before this boot's card, when
+	// the expected inventory saw it change this boot (a swapped card);
+	// "" otherwise.
+	SwappedFrom string
 }
 
 // CardsOf folds monitored devices into cards.
@@ -51,7 +57,7 @@ func CardsOf(devs []*topology.Device) []Card {
 		}
 		if first[d.Card] == "" || d.PCIAddress < first[d.Card] {
 			first[d.Card] = d.PCIAddress
-			c.Role, c.HCAType, c.FWVer, c.BoardID, c.LinkLayer = d.Role, d.HCAType, d.FWVer, d.BoardID, d.LinkLayer()
+			c.Address, c.Role, c.HCAType, c.FWVer, c.BoardID, c.LinkLayer = d.PCIAddress, d.Role, d.HCAType, d.FWVer, d.BoardID, d.LinkLayer()
 		}
 		c.Devices = append(c.Devices, d.Name)
 		for _, p := range d.Ports {
@@ -67,24 +73,77 @@ func CardsOf(devs []*topology.Device) []Card {
 	return out
 }
 
-// JudgeDrift compares the cards of each role group (DESIGN.md field facts:
-// like with like): board_id (the PSID, the card model) among cards of one
-// role and hca_type, fw_ver among cards of one role, hca_type and
-// board_id (firmware versions belong to a model). The reference is the
-// value most cards hold; on a tie, the newest firmware (a card replaced in
-// service and never flashed is the older one), while a tie of models names
-// no card (nothing says which model is the intended one). A card off the
-// reference is a non-fatal finding naming it and the reference; it clears
-// when the card matches again or leaves the group. Groups of one card are
-// not judged. enabled false clears every finding.
+// FillFromDevlink completes what sysfs left empty of each card (board_id,
+// fw_ver: a function whose RDMA device never registered them) with
+// devlink's fw.psid and running fw.version for the card's lowest function
+// that devlink knows. mlx5 answers both from the same firmware query, so
+// where sysfs has a value it stands. It fills cards in place.
+func FillFromDevlink(cards []Card, devs []*topology.Device, infos []devlink.Info) []Card {
+	if len(infos) == 0 {
+		return cards
+	}
+	byPCI := map[string]devlink.Info{}
+	for _, in := range infos {
+		if in.Device.Bus == "pci" {
+			byPCI[strings.ToLower(in.Device.Name)] = in
+		}
+	}
+	lowest := map[string]devlink.Info{}
+	lowestAt := map[string]string{}
+	for _, d := range devs {
+		in, ok := byPCI[strings.ToLower(d.PCIAddress)]
+		if !ok || d.Card == "" {
+			continue
+		}
+		if at, seen := lowestAt[d.Card]; !seen || d.PCIAddress < at {
+			lowest[d.Card], lowestAt[d.Card] = in, d.PCIAddress
+		}
+	}
+	for i := range cards {
+		in, ok := lowest[cards[i].Card]
+		if !ok {
+			continue
+		}
+		if cards[i].BoardID == "" {
+			cards[i].BoardID = in.Fixed["fw.psid"]
+		}
+		if cards[i].FWVer == "" {
+			cards[i].FWVer = in.Running["fw.version"]
+		}
+	}
+	return cards
+}
+
+// JudgeDrift judges firmware among the cards of one PSID (board_id, the
+// card model) and model changes slot by slot (DESIGN.md difference 20):
+//   - fw_ver is compared among the cards of one hca_type and PSID,
+//     whatever their role: firmware belongs to a product, and one product
+//     flashed two ways behaves two ways. The reference is the version most
+//     cards run; on a tie, the newest (a card replaced in service and
+//     never flashed is the older one). Cards of an unknown PSID or
+//     firmware are not judged, groups of one card neither;
+//   - different PSIDs side by side are different products, never drift: a
+//     DGX H100 ships dual-port cards (MT_0000000834) beside its compute
+//     cards (MT_0000000838), in one role when both run InfiniBand;
+//   - a card whose slot held another PSID before this boot's card
+//     (Card.SwappedFrom: a swapped card) is a finding naming both.
+//
+// A finding is non-fatal, on the card; it clears when the card matches
+// again or leaves. enabled false clears every finding.
 func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, changed bool) {
 	odd := map[string]oddCard{}
 	if enabled {
-		for _, g := range group(cards, func(c Card) string { return string(c.Role) + " " + c.HCAType }) {
-			findOdd(g, DriftModel, func(c Card) string { return c.BoardID }, false, odd)
+		var known []Card
+		for _, c := range cards {
+			if c.BoardID != "" {
+				known = append(known, c)
+			}
+			if c.SwappedFrom != "" && c.SwappedFrom != c.BoardID {
+				odd[DriftKey(c.Card, DriftModel)] = oddCard{card: c, what: DriftModel, value: c.BoardID, ref: c.SwappedFrom}
+			}
 		}
-		for _, g := range group(cards, func(c Card) string { return string(c.Role) + " " + c.HCAType + " " + c.BoardID }) {
-			findOdd(g, DriftFirmware, func(c Card) string { return c.FWVer }, true, odd)
+		for _, g := range group(known, func(c Card) string { return c.HCAType + " " + c.BoardID }) {
+			findOdd(g, DriftFirmware, func(c Card) string { return c.FWVer }, odd)
 		}
 	}
 	keys := make([]string, 0, len(odd))
@@ -104,7 +163,7 @@ func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, ch
 			Kind: event.KindDrift, CheckName: check, Card: o.card.Card, Ports: o.card.Ports,
 			Message:   o.message(),
 			ErrorCode: []string{driftCode(o.what)},
-			Metadata:  map[string]string{"drift": o.what, "value": o.value, "majority": o.ref, "role": string(o.card.Role)},
+			Metadata:  o.metadata(),
 			Condition: condition.OfCardFinding(o.card.Card, o.what),
 		})
 	}
@@ -119,13 +178,16 @@ func JudgeDrift(mem *Memory, cards []Card, enabled bool) (specs []event.Spec, ch
 		r := mem.Drift[k]
 		delete(mem.Drift, k)
 		changed = true
-		why := "it matches its role group again"
+		why := "its firmware matches the other cards of its model again"
+		if r.Fault == DriftModel {
+			why = "it is no longer reported as a swapped card (acknowledged, or its slot holds the earlier model again)"
+		}
 		if !enabled {
 			why = "drift detection was switched off (inventory.firmwareDrift = false)"
 		}
 		specs = append(specs, event.Spec{
 			Kind: event.KindDriftOK, CheckName: r.Check, IsHealthy: true, Card: r.Card, Ports: r.Ports,
-			Message:   fmt.Sprintf("Card %s: %s drift cleared: %s", r.Card, r.Fault, why),
+			Message:   fmt.Sprintf("Card %s: %s finding cleared: %s", r.Card, r.Fault, why),
 			ErrorCode: []string{driftCode(r.Fault)},
 			Metadata:  map[string]string{"drift": r.Fault},
 			Condition: condition.OfCardFinding(r.Card, r.Fault),
@@ -153,13 +215,24 @@ type oddCard struct {
 func (o oddCard) message() string {
 	devs := strings.Join(o.card.Devices, ", ")
 	if o.what == DriftModel {
-		return fmt.Sprintf("Card %s (%s, %s) is board %s, while %d of the %d %s %s cards are %s: another card model in a group of identical ones "+
-			"(a replacement of another part number?). Check the part against the node's bill of materials (mlxfwmanager -d %s.0 --query)",
-			o.card.Card, o.card.Role, devs, orDefault(o.value, "unknown"), o.peers, o.group, o.card.Role, o.card.HCAType, o.ref, o.card.Card)
+		return fmt.Sprintf("Card %s (%s, %s) is board %s; before this boot its slot held board %s: the card was swapped for another model "+
+			"(a replacement of another part number?). Check the part against the node's bill of materials (mlxfwmanager -d %s.0 --query); "+
+			"if the new model is intended, `nichealthctl ack %s` says so (the finding also ends at the next boot)",
+			o.card.Card, o.card.Role, devs, o.value, o.ref, o.card.Card, o.card.Address)
 	}
-	return fmt.Sprintf("Card %s (%s, %s) runs firmware %s, while %d of the %d %s %s %s cards run %s: a card replaced in service and never flashed? "+
-		"Flash it to the group's version (mlxfwmanager -d %s.0 -u, then mlxfwreset) so every rail behaves alike",
-		o.card.Card, o.card.Role, devs, orDefault(o.value, "unknown"), o.peers, o.group, o.card.Role, o.card.HCAType, o.card.BoardID, o.ref, o.card.Card)
+	return fmt.Sprintf("Card %s (%s, %s) runs firmware %s, while %d of the %d %s %s cards run %s: a card replaced in service and never flashed? "+
+		"Flash it to its model's version (mlxfwmanager -d %s.0 -u, then mlxfwreset) so every rail behaves alike",
+		o.card.Card, o.card.Role, devs, orDefault(o.value, "unknown"), o.peers, o.group, o.card.BoardID, o.card.HCAType, o.ref, o.card.Card)
+}
+
+func (o oddCard) metadata() map[string]string {
+	md := map[string]string{"drift": o.what, "value": o.value, "role": string(o.card.Role), "boardID": o.card.BoardID}
+	if o.what == DriftModel {
+		md["previous"] = o.ref
+	} else {
+		md["majority"] = o.ref
+	}
+	return md
 }
 
 func group(cards []Card, key func(Card) string) [][]Card {
@@ -180,8 +253,9 @@ func group(cards []Card, key func(Card) string) [][]Card {
 }
 
 // findOdd records the cards of g whose value is not the group's
-// reference. A card whose value is unknown ("") is not judged.
-func findOdd(g []Card, what string, value func(Card) string, newestWins bool, odd map[string]oddCard) {
+// reference (the most common; on a tie the newest version). A card whose
+// value is unknown ("") is not judged.
+func findOdd(g []Card, what string, value func(Card) string, odd map[string]oddCard) {
 	if len(g) < 2 {
 		return
 	}
@@ -191,19 +265,18 @@ func findOdd(g []Card, what string, value func(Card) string, newestWins bool, od
 			count[v]++
 		}
 	}
-	ref, best, tie := "", 0, false
+	ref, best := "", 0
 	for v, n := range count {
 		switch {
 		case n > best:
-			ref, best, tie = v, n, false
+			ref, best = v, n
 		case n == best:
-			tie = true
-			if newestWins && newerVersion(v, ref) || !newestWins && v < ref {
+			if newerVersion(v, ref) {
 				ref = v
 			}
 		}
 	}
-	if len(count) < 2 || tie && !newestWins {
+	if len(count) < 2 {
 		return
 	}
 	for _, c := range g {
@@ -228,4 +301,35 @@ func newerVersion(a, b string) bool {
 		}
 	}
 	return len(pa) > len(pb)
+}
+
+// AcknowledgeSwap is the operator's word that the card at addr (any of its
+// functions) was swapped for another model on purpose: the swap is
+// forgotten and its finding cleared. ok is false when no swap of this
+// boot is known for that card.
+func AcknowledgeSwap(mem *Memory, exp *Expected, addr, boot, who string) (specs []event.Spec, ok bool) {
+	card := topology.CardOf(addr)
+	for a, f := range exp.Functions {
+		if topology.CardOf(a) != card || exp.Swapped(a, boot) == "" {
+			continue
+		}
+		f.SwappedFrom, f.SwappedBoot = "", ""
+		exp.Functions[a] = f
+		ok = true
+	}
+	if !ok {
+		return nil, false
+	}
+	k := DriftKey(card, DriftModel)
+	if r, raised := mem.Drift[k]; raised {
+		delete(mem.Drift, k)
+		specs = append(specs, event.Spec{
+			Kind: event.KindDriftOK, CheckName: r.Check, IsHealthy: true, Card: r.Card, Ports: r.Ports,
+			Message:   fmt.Sprintf("Card %s: %s finding cleared: the swap for another model was acknowledged by %s", r.Card, r.Fault, who),
+			ErrorCode: []string{driftCode(r.Fault)},
+			Metadata:  map[string]string{"drift": r.Fault},
+			Condition: condition.OfCardFinding(r.Card, r.Fault),
+		})
+	}
+	return specs, true
 }

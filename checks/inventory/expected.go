@@ -32,8 +32,25 @@ type ExpectedFunction struct {
 	LinkLayer string `json:"linkLayer,omitempty"`
 	Serial    string `json:"serial,omitempty"`
 	NodeGUID  string `json:"nodeGUID,omitempty"`
+	// BoardID is the PSID (the card model) the slot held when its RDMA
+	// device was last seen. SwappedFrom is the PSID it held before, when
+	// that changed under SwappedBoot (a swapped card: a finding for that
+	// boot, DESIGN.md difference 20); both "" otherwise.
+	BoardID     string `json:"boardID,omitempty"`
+	SwappedFrom string `json:"swappedFrom,omitempty"`
+	SwappedBoot string `json:"swappedBoot,omitempty"`
 	// Boot is the boot ID under which it was last seen on the bus.
 	Boot string `json:"boot,omitempty"`
+}
+
+// Swapped is the PSID the slot at addr held before its card of this boot,
+// when the card was swapped for another model this boot ("" otherwise).
+func (e *Expected) Swapped(addr, boot string) string {
+	f := e.Functions[addr]
+	if f.SwappedBoot != boot || boot == "" || f.SwappedFrom == f.BoardID {
+		return ""
+	}
+	return f.SwappedFrom
 }
 
 // NewExpected returns an empty expected inventory.

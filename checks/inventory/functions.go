@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
@@ -33,8 +34,30 @@ type Scan struct {
 	// Complete: bus/pci/devices was listed. When it was not, nothing is
 	// judged absent (an incomplete listing is not evidence).
 	Complete bool
-	Boot     string
-	Now      time.Time
+	// Enumerated: the poll listed class/infiniband completely, one of the
+	// checks.LostAfter enumerations a run-time loss waits for.
+	Enumerated bool
+	Boot       string
+	Now        time.Time
+	// Known says what the port checks remember of the NIC that had a PCI
+	// address this boot (nil: nothing).
+	Known func(addr string) KnownNIC
+}
+
+// KnownNIC is what the port checks remember of a NIC monitored this boot:
+// its name, its last known ports, and whether they already reported it
+// disappeared.
+type KnownNIC struct {
+	Device   string
+	Ports    []event.PortRef
+	Reported bool
+}
+
+func (s Scan) known(addr string) KnownNIC {
+	if s.Known == nil {
+		return KnownNIC{}
+	}
+	return s.Known(addr)
 }
 
 // JudgeFunctions judges every function of the scan, and every function
@@ -42,12 +65,23 @@ type Scan struct {
 //   - a compute or storage function present without a usable RDMA device
 //     (unbound, another driver, bound without infiniband/) is fatal on
 //     that function (seed 7.3's device disappearance, for the devices
-//     that never appeared): KindFunctionFailed;
+//     that never appeared): KindFunctionFailed. One that was not
+//     monitored this boot (gone across a reboot, a failed probe) is known
+//     at once; one that lost its driver or RDMA device at run time is
+//     raised only after checks.LostAfter complete enumerations without it
+//     (DESIGN.md difference 18: a driver or devlink reload comes back
+//     within them and says nothing), and then it is the loss's one
+//     condition: it names the NIC's last known ports, and the port check,
+//     asking Check.Reports, does not report the NIC disappeared as well.
+//     If the port check already did (the scan came too late), that stays
+//     the one condition;
 //   - a function expected (a compute or storage NIC of an earlier boot)
 //     and absent from the bus is fatal, unless its RDMA device was
 //     monitored this boot (the port check's disappearance owns that) or
 //     its serial number or node GUID shows up at another address (moved:
-//     the expectation follows it): KindFunctionAbsent;
+//     the expectation follows it): KindFunctionAbsent. A function whose
+//     failure was raised here and which then leaves the bus is re-graded:
+//     the same condition;
 //   - a raised condition clears when the function is healthy again,
 //     returns, is left alone (excluded, management) or is no longer
 //     expected: KindFunctionOK.
@@ -57,6 +91,9 @@ type Scan struct {
 // exp learns every function judged as a compute or storage NIC; changed
 // and expChanged say whether mem and exp moved.
 func JudgeFunctions(mem *Memory, exp *Expected, s Scan) (specs []event.Spec, changed, expChanged bool) {
+	if mem.pending == nil {
+		mem.pending = map[string]int{}
+	}
 	present := make(map[string]*pci.Function, len(s.Functions))
 	for i := range s.Functions {
 		f := &s.Functions[i]
@@ -94,6 +131,8 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 	state := f.State()
 	switch {
 	case !judged || state == pci.Healthy:
+		// Back within the enumerations (a driver reload): nothing to say.
+		delete(mem.pending, f.Address)
 		if !raised {
 			return nil, false, expChanged
 		}
@@ -102,37 +141,77 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 	case raised && r.Fault == string(state):
 		return nil, false, expChanged
 	}
+	var nic KnownNIC
+	if !raised && mem.Seen[f.Address] {
+		// Lost at run time: difference 3's enumerations first.
+		nic = s.known(f.Address)
+		if nic.Reported {
+			// The port check already reported the NIC disappeared (this
+			// scan came after its enumerations): that is the one condition.
+			delete(mem.pending, f.Address)
+			return nil, false, expChanged
+		}
+		n := mem.pending[f.Address]
+		if s.Enumerated {
+			n++
+		}
+		mem.pending[f.Address] = n
+		if n < checks.LostAfter {
+			return nil, false, expChanged
+		}
+	}
+	delete(mem.pending, f.Address)
 	check := event.StateCheckFor(f.LinkLayer())
+	since, ports := s.Now, nic.Ports
 	if raised {
-		check = r.Check // a re-grade stays under the check that raised it
+		// A re-grade stays under the check that raised it, since then,
+		// naming the same ports.
+		check, since, ports = r.Check, r.Since, r.Ports
 	}
-	since := s.Now
-	if raised {
-		since = r.Since
-	}
-	mem.Functions[f.Address] = Raised{Check: check, Fault: string(state), Since: since}
-	label := describe(f.Address, role, reason, e.Device, f.Serial)
+	mem.Functions[f.Address] = Raised{Check: check, Fault: string(state), Since: since, Ports: ports}
+	label := describe(f.Address, role, reason, orDefault(e.Device, nic.Device), f.Serial)
 	return []event.Spec{{
 		Kind: event.KindFunctionFailed, CheckName: check, IsFatal: true,
-		Message:   label + " " + failedText(f, state) + gpusText(gpus),
+		Message:   label + " " + failedText(f, state) + lostText(ports, nic.Device) + gpusText(gpus),
 		ErrorCode: []string{ErrorCode},
+		Ports:     ports,
 		Entities:  []event.Entity{{Type: event.EntityPCI, Value: f.Address}},
-		Metadata:  metadata(f.Address, string(state), role, gpus, orDefault(f.Device, e.Device), f.Serial),
+		Metadata:  metadata(f.Address, string(state), role, gpus, orDefault(f.Device, orDefault(e.Device, nic.Device)), f.Serial),
 		Condition: condition.OfPCI(f.Address, condition.InventoryName),
 	}}, true, expChanged
+}
+
+// lostText says that the NIC the function had this boot is gone with it,
+// so the event is the loss's one condition ("" when it had none).
+func lostText(ports []event.PortRef, device string) string {
+	if len(ports) == 0 || device == "" {
+		return ""
+	}
+	return fmt.Sprintf(". Its RDMA device %s (monitored until now) left class/infiniband with it: one condition for both", device)
 }
 
 // learn records f as expected from now on; it reports whether that
 // changed the expected inventory.
 func learn(exp *Expected, f *pci.Function, e ExpectedFunction, known bool, role, reason, gpus, boot string) bool {
 	nw := ExpectedFunction{Device: f.Device, Role: role, Reason: reason, GPUs: gpus, LinkLayer: f.LinkLayer(),
-		Serial: f.Serial, NodeGUID: f.NodeGUID, Boot: boot}
-	if f.Device == "" {
+		Serial: f.Serial, NodeGUID: f.NodeGUID, BoardID: f.BoardID, Boot: boot}
+	if f.Device == "" || nw.BoardID == "" {
 		// Keep what only the RDMA device could say.
+		nw.BoardID = e.BoardID
+	}
+	if f.Device == "" {
 		nw.Device, nw.NodeGUID = e.Device, e.NodeGUID
 		if nw.Serial == "" {
 			nw.Serial = e.Serial
 		}
+	}
+	switch {
+	case known && e.BoardID != "" && nw.BoardID != e.BoardID:
+		// Another model in the slot than the last one seen: a swapped
+		// card, a finding for the rest of this boot.
+		nw.SwappedFrom, nw.SwappedBoot = e.BoardID, boot
+	case e.SwappedBoot == boot:
+		nw.SwappedFrom, nw.SwappedBoot = e.SwappedFrom, e.SwappedBoot
 	}
 	if known && nw == e {
 		return false
@@ -192,20 +271,25 @@ func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s
 			}
 			continue
 		}
-		monitored, seen := mem.Seen[addr]
-		if seen && monitored {
-			continue // the port check reports its RDMA device disappeared
-		}
 		r, raised := mem.Functions[addr]
+		monitored, seen := mem.Seen[addr]
+		if seen && monitored && !raised {
+			// The port check reports its RDMA device disappeared; a
+			// failure still waiting for its enumerations is no longer
+			// this check's to report.
+			delete(mem.pending, addr)
+			continue
+		}
 		if raised && r.Fault == FaultAbsent {
 			continue
 		}
 		check := event.StateCheckFor(e.LinkLayer)
 		since := s.Now
+		var ports []event.PortRef
 		if raised {
-			check, since = r.Check, r.Since
+			check, since, ports = r.Check, r.Since, r.Ports
 		}
-		mem.Functions[addr] = Raised{Check: check, Fault: FaultAbsent, Since: since}
+		mem.Functions[addr] = Raised{Check: check, Fault: FaultAbsent, Since: since, Ports: ports}
 		changed = true
 		when := "present last boot"
 		if seen || e.Boot == s.Boot {
@@ -217,10 +301,16 @@ func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s
 				"Reseat or replace it (slot, riser, power; `dmesg | grep %s`, `lspci -s %s`). If it was removed on purpose, "+
 				"`nichealthctl ack %s` forgets it", describe(addr, e.Role, e.Reason, e.Device, e.Serial), when, addr, addr, addr, addr) + gpusText(e.GPUs),
 			ErrorCode: []string{ErrorCode},
+			Ports:     ports,
 			Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
 			Metadata:  metadata(addr, FaultAbsent, e.Role, e.GPUs, e.Device, e.Serial),
 			Condition: condition.OfPCI(addr, condition.InventoryName),
 		})
+	}
+	for addr := range mem.pending {
+		if present[addr] == nil {
+			delete(mem.pending, addr) // gone from the bus: handled above
+		}
 	}
 	// A raised condition of a function that is neither on the bus nor
 	// expected (acknowledged, or never a NIC after all) has nothing left
@@ -281,6 +371,7 @@ func Acknowledge(mem *Memory, exp *Expected, addr, who string) ([]event.Spec, er
 // ClearAll clears every function condition (the inventory check was
 // switched off).
 func ClearAll(mem *Memory, why string) []event.Spec {
+	clear(mem.pending)
 	var out []event.Spec
 	for addr, r := range mem.Functions {
 		out = append(out, clearSpec(mem, addr, r, why))
@@ -295,6 +386,7 @@ func clearSpec(mem *Memory, addr string, r Raised, why string) event.Spec {
 		Kind: event.KindFunctionOK, CheckName: r.Check, IsHealthy: true,
 		Message:   fmt.Sprintf("NIC function %s: condition cleared (%s): %s", addr, r.Fault, why),
 		ErrorCode: []string{ErrorCode},
+		Ports:     r.Ports,
 		Entities:  []event.Entity{{Type: event.EntityPCI, Value: addr}},
 		Metadata:  map[string]string{"pci": addr, "fault": r.Fault},
 		Condition: condition.OfPCI(addr, condition.InventoryName),
@@ -346,3 +438,16 @@ func orDefault(s, d string) string {
 }
 
 func orUnknown(s string) string { return orDefault(s, "unknown role") }
+
+// Reports says whether the loss of the NIC function at addr is this
+// check's to report: a failure raised, or one waiting for its
+// enumerations. The port check asks before it reports the NIC's RDMA
+// device disappeared, so that one loss is one condition (DESIGN.md
+// difference 18).
+func (m *Memory) Reports(addr string) bool {
+	if _, ok := m.Functions[addr]; ok {
+		return true
+	}
+	_, ok := m.pending[addr]
+	return ok
+}

@@ -3,6 +3,7 @@ package inventory
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
+	"github.com/nichealth/nichealthd/topology/devlink"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	pci "github.com/nichealth/nichealthd/topology/inventory"
 )
@@ -264,13 +266,16 @@ func card(c, role, hca, fw, board string, devs ...string) Card {
 	return cd
 }
 
-// Seed link-state 4.3 compares cards of one role group; DESIGN.md's field
-// facts say like with like (role, hca_type, board_id). Firmware drift is
-// judged among cards of one model, model drift among cards of one ASIC;
-// the reference is the majority (a tie: the newest firmware, and no model
-// named); the odd card is a non-fatal finding naming it and the majority.
-func TestLinkState_4_3_FirmwareAndModelDriftInARoleGroup(t *testing.T) {
-	const fw, old, psid = "28.39.1002", "28.36.1010", "MT_0000000838"
+// DESIGN.md difference 20: firmware drift is judged among the cards of one
+// PSID (board_id), whatever their role: the reference is the majority (a
+// tie: the newest), the odd card a non-fatal finding naming it and the
+// majority. Different PSIDs side by side are different products, never
+// drift (a DGX H100's dual-port MT_0000000834 cards beside its
+// MT_0000000838 compute cards, in one role when both run InfiniBand); a
+// card whose slot held another PSID before this boot's card is the
+// finding instead.
+func TestDesign_20_FirmwareDriftAmongCardsOfOnePSID(t *testing.T) {
+	const fw, old, psid, dual = "28.39.1002", "28.36.1010", "MT_0000000838", "MT_0000000834"
 	eight := func(mod func(i int, c *Card)) []Card {
 		var out []Card
 		for i := 0; i < 8; i++ {
@@ -279,6 +284,13 @@ func TestLinkState_4_3_FirmwareAndModelDriftInARoleGroup(t *testing.T) {
 				mod(i, &c)
 			}
 			out = append(out, c)
+		}
+		return out
+	}
+	dgx := func(dualFW ...string) []Card {
+		out := eight(nil)
+		for i, f := range dualFW {
+			out = append(out, card(fmt.Sprintf("0000:%x0:00", 0xa+i), "Compute", "MT4129", f, dual, fmt.Sprintf("mlx5_%d", 8+i)))
 		}
 		return out
 	}
@@ -293,23 +305,35 @@ func TestLinkState_4_3_FirmwareAndModelDriftInARoleGroup(t *testing.T) {
 			if i == 3 {
 				c.FWVer = old
 			}
-		}), []string{"0000:45:00 fw_ver"}, []string{"Card 0000:45:00", "runs firmware 28.36.1010", "7 of the 8", "run 28.39.1002", "mlxfwmanager"}},
-		{"another model", eight(func(i int, c *Card) {
+		}), []string{"0000:45:00 fw_ver"}, []string{"Card 0000:45:00", "runs firmware 28.36.1010", "7 of the 8 MT_0000000838 MT4129 cards", "run 28.39.1002", "mlxfwmanager"}},
+		{"another PSID in the role is another product", eight(func(i int, c *Card) {
 			if i == 5 {
 				c.BoardID, c.FWVer = "MT_0000000999", "28.99.0001"
 			}
-		}), []string{"0000:65:00 board_id"}, []string{"is board MT_0000000999", "7 of the 8", "are MT_0000000838"}},
+		}), nil, nil},
+		{"DGX H100 in InfiniBand: two PSIDs, each uniform", dgx(fw, fw), nil, nil},
+		{"DGX H100: the dual-port cards run their own firmware", dgx("28.40.1000", "28.40.1000"), nil, nil},
+		{"DGX H100: one dual-port card never flashed", dgx("28.40.1000", old), []string{"0000:b0:00 fw_ver"}, []string{"1 of the 2 MT_0000000834 MT4129 cards run 28.40.1000"}},
+		{"one PSID across roles", []Card{card("0000:15:00", "Compute", "MT4129", fw, psid, "mlx5_0"), card("0000:25:00", "Compute", "MT4129", fw, psid, "mlx5_1"),
+			card("0000:35:00", "Storage", "MT4129", old, psid, "mlx5_8")}, []string{"0000:35:00 fw_ver"}, []string{"(Storage, mlx5_8) runs firmware 28.36.1010, while 2 of the 3"}},
 		{"two cards, two firmwares: the older is odd", []Card{card("0000:15:00", "Storage", "MT4129", fw, psid, "mlx5_8"), card("0000:25:00", "Storage", "MT4129", old, psid, "mlx5_9")},
 			[]string{"0000:25:00 fw_ver"}, []string{"runs firmware 28.36.1010"}},
-		{"two cards, two models: nothing says which is intended", []Card{card("0000:15:00", "Storage", "MT4129", fw, psid, "mlx5_8"), card("0000:25:00", "Storage", "MT4129", fw, "MT_0000000999", "mlx5_9")},
-			nil, nil},
-		{"roles and ASICs are not compared", []Card{card("0000:15:00", "Compute", "MT4129", fw, psid, "mlx5_0"), card("0000:25:00", "Storage", "MT4129", old, psid, "mlx5_8"),
-			card("0000:35:00", "Compute", "MT4123", "20.39.1002", "MT_0000000223", "mlx5_1")}, nil, nil},
+		{"ASICs are not compared", []Card{card("0000:15:00", "Compute", "MT4129", fw, psid, "mlx5_0"), card("0000:35:00", "Compute", "MT4123", "20.39.1002", psid, "mlx5_1")}, nil, nil},
 		{"unknown firmware is not judged", eight(func(i int, c *Card) {
 			if i == 2 {
 				c.FWVer = ""
 			}
 		}), nil, nil},
+		{"unknown PSID is not judged", eight(func(i int, c *Card) {
+			if i == 2 {
+				c.BoardID, c.FWVer = "", old
+			}
+		}), nil, nil},
+		{"a swapped card", eight(func(i int, c *Card) {
+			if i == 6 {
+				c.BoardID, c.SwappedFrom, c.Address = "MT_0000000999", psid, "0000:75:00.0"
+			}
+		}), []string{"0000:75:00 board_id"}, []string{"is board MT_0000000999; before this boot its slot held board MT_0000000838", "nichealthctl ack 0000:75:00.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := NewMemory()
@@ -351,6 +375,62 @@ func TestLinkState_4_3_FirmwareAndModelDriftInARoleGroup(t *testing.T) {
 	}), true)
 	if sp, _ := JudgeDrift(mem, nil, false); len(sp) != 1 || !strings.Contains(sp[0].Message, "switched off") {
 		t.Fatalf("switched off: %+v", sp)
+	}
+}
+
+// DESIGN.md difference 20: the expected inventory remembers the PSID each
+// slot held; another PSID in the slot after a reboot is a swapped card,
+// a finding for that boot (the slot then held the new model, so the next
+// boot says nothing) until acknowledged. A PSID that cannot be read keeps
+// the one remembered.
+func TestDesign_20_SwappedCardIsAFindingForThatBoot(t *testing.T) {
+	exp := NewExpected()
+	withPSID := func(f pci.Function, psid string) pci.Function { f.BoardID = psid; return f }
+	a := withPSID(fn("0000:3b:00.0", "mlx5_3", pci.Healthy), "MT_0000000838")
+	JudgeFunctions(NewMemory(), exp, scan(bootA, t0, a))
+	if exp.Swapped("0000:3b:00.0", bootA) != "" || exp.Functions["0000:3b:00.0"].BoardID != "MT_0000000838" {
+		t.Fatalf("first boot: %+v", exp.Functions)
+	}
+	swapped := withPSID(fn("0000:3b:00.0", "mlx5_3", pci.Healthy), "MT_0000000999")
+	swapped.Serial = "SN-other"
+	mem := NewMemory()
+	_, _, ech := JudgeFunctions(mem, exp, scan(bootB, t0.Add(time.Hour), swapped))
+	if !ech || exp.Swapped("0000:3b:00.0", bootB) != "MT_0000000838" {
+		t.Fatalf("after the swap: %+v", exp.Functions)
+	}
+	// Judged again this boot (the minute's scan, a restart), and once
+	// with its PSID unreadable: still the swap of this boot.
+	JudgeFunctions(mem, exp, scan(bootB, t0.Add(2*time.Hour), swapped))
+	JudgeFunctions(mem, exp, scan(bootB, t0.Add(3*time.Hour), withPSID(swapped, "")))
+	if exp.Swapped("0000:3b:00.0", bootB) != "MT_0000000838" || exp.Functions["0000:3b:00.0"].BoardID != "MT_0000000999" {
+		t.Fatalf("later this boot: %+v", exp.Functions)
+	}
+	cards := []Card{{Card: "0000:3b:00", Address: "0000:3b:00.0", Role: topology.RoleCompute, HCAType: "MT4129", FWVer: "28.39.1002", BoardID: "MT_0000000999",
+		Devices: []string{"mlx5_3"}, Ports: []event.PortRef{{Device: "mlx5_3", Port: 1}}, SwappedFrom: exp.Swapped("0000:3b:00.0", bootB)}}
+	sp, _ := JudgeDrift(mem, cards, true)
+	if len(sp) != 1 || sp[0].Metadata["drift"] != DriftModel || sp[0].Metadata["previous"] != "MT_0000000838" || sp[0].Metadata["value"] != "MT_0000000999" {
+		t.Fatalf("finding %+v", sp)
+	}
+	// Acknowledged (by any function of the card): cleared and forgotten.
+	ack, ok := AcknowledgeSwap(mem, exp, "0000:3b:00.1", bootB, "uid 0")
+	if !ok || len(ack) != 1 || ack[0].Kind != event.KindDriftOK || !strings.Contains(ack[0].Message, "acknowledged by uid 0") || exp.Swapped("0000:3b:00.0", bootB) != "" {
+		t.Fatalf("ack %+v %v", ack, ok)
+	}
+	cards[0].SwappedFrom = exp.Swapped("0000:3b:00.0", bootB)
+	if sp, _ := JudgeDrift(mem, cards, true); len(sp) != 0 {
+		t.Fatalf("after the ack: %+v", sp)
+	}
+	if _, ok := AcknowledgeSwap(mem, exp, "0000:3b:00.0", bootB, "uid 0"); ok {
+		t.Fatal("acknowledged twice")
+	}
+	// Unacknowledged, the next boot's judgement says nothing: last boot the
+	// slot held the new model.
+	exp2 := NewExpected()
+	JudgeFunctions(NewMemory(), exp2, scan(bootA, t0, a))
+	JudgeFunctions(NewMemory(), exp2, scan(bootB, t0.Add(time.Hour), swapped))
+	JudgeFunctions(NewMemory(), exp2, scan("33333333-3333-4333-8333-333333333333", t0.Add(48*time.Hour), swapped))
+	if s := exp2.Swapped("0000:3b:00.0", "33333333-3333-4333-8333-333333333333"); s != "" {
+		t.Fatalf("the boot after the swap still reports it: %q", s)
 	}
 }
 
@@ -512,5 +592,46 @@ func TestInventory_MemoryValidateAndReplay(t *testing.T) {
 	e.Functions["bad"] = ExpectedFunction{Role: "Compute"}
 	if d := e.Validate(); len(d) != 2 || len(e.Functions) != 1 {
 		t.Fatalf("expected validate %v %+v", d, e)
+	}
+}
+
+// DESIGN.md section 7: devlink's fw.psid and running fw.version feed the
+// drift finding where sysfs left them empty (sysfs's values stand where it
+// has them), so a card whose RDMA device never registered them is still
+// compared with its peers.
+func TestDesign_7_DevlinkFeedsDrift(t *testing.T) {
+	const fw, old, psid = "28.39.1002", "28.36.1010", "MT_0000000838"
+	var devs []*topology.Device
+	var cards []Card
+	var infos []devlink.Info
+	for i := 0; i < 4; i++ {
+		cardAddr := "0000:" + string(rune('1'+i)) + "5:00"
+		pci := cardAddr + ".0"
+		name := "mlx5_" + string(rune('0'+i))
+		c := card(cardAddr, "Compute", "MT4129", fw, psid, name)
+		running := fw
+		if i == 2 {
+			c.FWVer, c.BoardID = "", "" // sysfs said nothing
+			running = old
+		}
+		if i == 3 {
+			running = old // devlink disagrees with sysfs: sysfs stands
+		}
+		cards = append(cards, c)
+		devs = append(devs, &topology.Device{Name: name, PCIAddress: pci, Card: cardAddr})
+		infos = append(infos, devlink.Info{Device: devlink.Device{Bus: "pci", Name: pci}, Fixed: map[string]string{"fw.psid": psid},
+			Running: map[string]string{"fw.version": running}})
+	}
+	filled := FillFromDevlink(slices.Clone(cards), devs, infos)
+	if filled[2].FWVer != old || filled[2].BoardID != psid || filled[3].FWVer != fw {
+		t.Fatalf("filled %+v", filled)
+	}
+	specs, _ := JudgeDrift(NewMemory(), filled, true)
+	if len(specs) != 1 || specs[0].Card != "0000:35:00" || specs[0].Metadata["drift"] != "fw_ver" {
+		t.Fatalf("drift %+v", specs)
+	}
+	// Without devlink nothing changes: the card without values is not judged.
+	if specs, _ := JudgeDrift(NewMemory(), FillFromDevlink(cards, devs, nil), true); len(specs) != 0 {
+		t.Fatalf("drift without devlink %+v", specs)
 	}
 }

@@ -29,6 +29,13 @@ type Memory struct {
 	Drift map[string]Raised `json:"drift,omitempty"`
 	// Ports is the expected compute ports' condition.
 	Ports PortsMemory `json:"ports"`
+
+	// pending counts, by address, the complete enumerations a function
+	// monitored this boot has been seen without a usable RDMA device and
+	// not yet raised (DESIGN.md difference 18): a driver or devlink reload
+	// comes back within them and says nothing. It lives in the process
+	// only, as the port check's misses do: a restart counts again.
+	pending map[string]int
 }
 
 // Raised is one raised condition: under which check, for what, since when.
@@ -36,7 +43,8 @@ type Raised struct {
 	Check string    `json:"check"`
 	Fault string    `json:"fault"` // unbound, other-driver, no-rdma, absent; fw_ver, board_id
 	Since time.Time `json:"since"`
-	// Card and Ports of a drift finding: its clear names the same.
+	// Card and Ports of a drift finding, Ports of a function whose NIC
+	// was monitored this boot: its clear names the same.
 	Card  string          `json:"card,omitempty"`
 	Ports []event.PortRef `json:"ports,omitempty"`
 }
@@ -109,7 +117,7 @@ func (m *Memory) Replay(e *event.Event) {
 			if r.Since.IsZero() {
 				r.Since = e.GeneratedTimestamp
 			}
-			r.Check, r.Fault = e.CheckName, e.Metadata["fault"]
+			r.Check, r.Fault, r.Ports = e.CheckName, e.Metadata["fault"], e.Ports()
 			m.Functions[pci] = r
 		}
 	case event.KindFunctionOK:

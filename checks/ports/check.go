@@ -10,6 +10,7 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/observe"
 )
 
@@ -48,6 +49,9 @@ type Checks struct {
 	// the plan presentPlan.
 	present     map[string]Presence
 	presentPlan uint64
+	// backLogs collapses the "came back" line of a driver that reloads
+	// again and again.
+	backLogs repeats.Limiter
 }
 
 type judged struct {
@@ -59,9 +63,39 @@ type judged struct {
 // device is recognised under a new name, so every check moves what it
 // remembers of it.
 func New(log *slog.Logger, onRename func(old, nw string)) *Checks {
-	c := &Checks{log: log, mem: NewPortMemory(), chk: NewPortStateCheck(log), lastChange: map[string]time.Time{}}
+	c := &Checks{log: log, mem: NewPortMemory(), chk: NewPortStateCheck(log), lastChange: map[string]time.Time{},
+		backLogs: repeats.Limiter{Window: time.Hour}}
 	c.chk.OnRename = onRename
 	return c
+}
+
+// ClaimLossesWith says which check reports the loss of a NIC as its own
+// one condition instead of this check's disappearance (the PCI
+// inventory, DESIGN.md difference 18): claimed is asked with the
+// device's name and last PCI address once it has missed DisappearAfter
+// enumerations, and at every enumeration after that.
+func (c *Checks) ClaimLossesWith(claimed func(device, addr string) bool) { c.chk.Claimed = claimed }
+
+// GoneByCard counts, per card, the ports of its NICs missing from the last
+// enumeration: reported gone (PortMemory.GoneByCard), and those still
+// within their DisappearAfter enumerations. A missing NIC's ports are the
+// presence judgement's: its loss is one condition once it counts as gone
+// (the port check's or the claiming check's), and a driver reload that
+// brings it back is none; card homogeneity reports neither a second time,
+// whatever its hold (DESIGN.md differences 4 and 18).
+func (c *Checks) GoneByCard() map[string]int { return c.mem.goneByCard(c.chk.misses) }
+
+// FatalOnItsOwn is PortMemory.FatalOnItsOwn.
+func (c *Checks) FatalOnItsOwn(device string, port int) bool {
+	return c.mem.FatalOnItsOwn(device, port)
+}
+
+// Identity is what the last discovery said of a known device (its role
+// and GPUs), kept while it is missing; ok is false for a device never
+// seen this boot.
+func (c *Checks) Identity(device string) (Identity, bool) {
+	id, ok := c.mem.Identity[device]
+	return id, ok
 }
 
 // Configure applies the configuration.
@@ -105,16 +139,47 @@ func (p presence) Run(cy *checks.Cycle) {
 	if !obs.Enumerated {
 		return
 	}
+	learned := false
 	if c.present == nil || c.presentPlan != obs.Plan {
 		// Rebuilt with the plan (every discovery builds one), so a steady
 		// poll allocates nothing.
 		c.present, c.presentPlan = presentOf(obs), obs.Plan
+		learned = c.mem.learnIdentity(obs.Present)
 	}
 	ss, ch := c.chk.Enumerated(c.mem, c.present, obs.Paths.ClassInfiniBand)
 	cy.Emit(ss...)
-	if ch {
+	if ch || learned {
 		cy.Changed()
 	}
+	for _, b := range c.chk.TakeBack() {
+		// DESIGN.md difference 18: a reload shorter than the enumerations
+		// is no condition, only a line (a non-fatal event would degrade
+		// the node and count toward RepeatedNICDegradation for a
+		// maintenance step, and clear a second later).
+		if ok, n := c.backLogs.Note(b.Device, obs.Now); ok {
+			c.log.Info("NIC left class/infiniband and came back before it counted as gone (a driver or devlink reload?): not a failure; its counters start from a fresh baseline",
+				"device", b.Device, "missed_enumerations", b.Missed, "gone_after", DisappearAfter, "repeats", n)
+		}
+	}
+}
+
+// learnIdentity records the role and GPUs of every monitored device seen
+// now, and reports whether that changed the memory. A device missing now
+// keeps what its last discovery said.
+func (m *PortMemory) learnIdentity(present map[string]observe.Presence) bool {
+	changed := false
+	for name, p := range present {
+		id := Identity{Role: string(p.Role), RoleReason: p.RoleReason, GPUs: p.GPUs}
+		if old, ok := m.Identity[name]; ok && old == id {
+			continue
+		}
+		if m.Identity == nil {
+			m.Identity = map[string]Identity{}
+		}
+		m.Identity[name] = id
+		changed = true
+	}
+	return changed
 }
 
 // presentOf is what Enumerated needs of the devices seen now.
@@ -159,7 +224,8 @@ func (s state) Run(cy *checks.Cycle) {
 		if !p.Observed || !c.cfg.Checks[check] || cy.Failed(check) || !p.Readable {
 			continue
 		}
-		o := Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: ll, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+		o := Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: ll, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate,
+			LinkDownReason: p.LinkDown.Reason, LinkDownSubReason: p.LinkDown.SubReason, LinkDownWords: p.LinkDown.Words}
 		if !obs.First && c.judged[i].ok && o == c.judged[i].o {
 			continue
 		}

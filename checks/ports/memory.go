@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
@@ -31,7 +32,29 @@ type PortMemory struct {
 	// renamed under the same address (rdma dev set … name …, udev naming
 	// changes) is recognised as the same NIC rather than a disappearance.
 	DeviceAddrs map[string]string `json:"device_addrs,omitempty"`
+	// Claimed lists the devices missing for DisappearAfter enumerations
+	// whose loss another check reports as its one condition (the PCI
+	// inventory, for a function still on the bus without its RDMA device:
+	// DESIGN.md difference 18).
+	Claimed []string `json:"claimed,omitempty"`
+	// Identity is what the last discovery said of each known device, so
+	// that a NIC that disappeared keeps its role and GPUs in every event
+	// and view until it returns or the host reboots, across restarts.
+	Identity map[string]Identity `json:"identity,omitempty"`
 }
+
+// Identity is a device's role and the GPUs behind it, as its last
+// discovery classified it.
+type Identity struct {
+	Role       string `json:"role"`
+	RoleReason string `json:"roleReason,omitempty"`
+	GPUs       string `json:"gpus,omitempty"`
+}
+
+// maxIdentityBytes bounds each text of an Identity read back: a role
+// reason and a GPU list are a few hundred bytes; more was not written
+// by this daemon.
+const maxIdentityBytes = 4096
 
 // PortState is the last known state of a port (seed 6.6).
 type PortState struct {
@@ -77,6 +100,20 @@ func (m *PortMemory) Validate() (dropped []string) {
 		if !topology.ValidDeviceName(d) {
 			drop("device_addrs[%q]: not a device name", d)
 			delete(m.DeviceAddrs, d)
+		}
+	}
+	if len(m.Claimed) > 0 {
+		m.Claimed = cleanDevices(m.Claimed, "claimed", drop)
+	}
+	for d, id := range m.Identity {
+		switch {
+		case !slices.Contains(m.KnownDevices, d):
+			drop("identity[%q]: not a known device", d)
+			delete(m.Identity, d)
+		case len(id.Role) > maxIdentityBytes || len(id.RoleReason) > maxIdentityBytes || len(id.GPUs) > maxIdentityBytes ||
+			!utf8.ValidString(id.Role+id.RoleReason+id.GPUs):
+			drop("identity[%q]: not text this daemon writes", d)
+			delete(m.Identity, d)
 		}
 	}
 	sort.Strings(dropped)
@@ -142,15 +179,52 @@ func (m *PortMemory) Rename(old, nw string) {
 			m.PortStates[PortKey(nw, v.Port)] = v
 		}
 	}
-	for i, d := range m.Disappeared {
-		if d == old {
-			m.Disappeared[i] = nw
+	for _, list := range [][]string{m.Disappeared, m.Claimed} {
+		for i, d := range list {
+			if d == old {
+				list[i] = nw
+			}
 		}
 	}
 	if a, ok := m.DeviceAddrs[old]; ok {
 		delete(m.DeviceAddrs, old)
 		m.DeviceAddrs[nw] = a
 	}
+	if id, ok := m.Identity[old]; ok {
+		delete(m.Identity, old)
+		m.Identity[nw] = id
+	}
+}
+
+// Gone reports whether device is missing and its loss reported, by the
+// port check (Disappeared) or by the check that claimed it (Claimed).
+func (m *PortMemory) Gone(device string) bool {
+	return slices.Contains(m.Disappeared, device) || slices.Contains(m.Claimed, device)
+}
+
+// NICAt is the known device that had PCI address addr this boot ("" when
+// none), its last known ports, and whether the port check reported it
+// disappeared.
+func (m *PortMemory) NICAt(addr string) (device string, ports []event.PortRef, reported bool) {
+	if addr == "" {
+		return "", nil, false
+	}
+	for _, d := range m.KnownDevices {
+		if m.DeviceAddrs[d] == addr {
+			device = d
+			break
+		}
+	}
+	if device == "" {
+		return "", nil, false
+	}
+	for _, ps := range m.PortStates {
+		if ps.Device == device {
+			ports = append(ports, event.PortRef{Device: device, Port: ps.Port})
+		}
+	}
+	slices.SortFunc(ports, func(a, b event.PortRef) int { return a.Port - b.Port })
+	return device, ports, slices.Contains(m.Disappeared, device)
 }
 
 // Replay applies an event the state checks emitted but whose effect the
@@ -188,14 +262,24 @@ func (m *PortMemory) Replay(e *event.Event) {
 }
 
 // GoneByCard counts, per card, the ports of its NICs that are reported
-// disappeared: each is fatal on its own (device-disappeared), so card
-// homogeneity does not report them a second time.
-func (m *PortMemory) GoneByCard() map[string]int {
-	if len(m.Disappeared) == 0 {
+// gone: each is fatal on its own (device-disappeared, or the condition of
+// the check that claimed the loss), so card homogeneity does not report
+// them a second time.
+func (m *PortMemory) GoneByCard() map[string]int { return m.goneByCard(nil) }
+
+// goneByCard is GoneByCard with the devices of missing counted too.
+func (m *PortMemory) goneByCard(missing map[string]int) map[string]int {
+	if len(m.Disappeared)+len(m.Claimed)+len(missing) == 0 {
 		return nil
 	}
+	gone := slices.Concat(m.Disappeared, m.Claimed)
+	for dev := range missing {
+		if !slices.Contains(gone, dev) {
+			gone = append(gone, dev)
+		}
+	}
 	out := map[string]int{}
-	for _, dev := range m.Disappeared {
+	for _, dev := range gone {
 		card := CardOfAddress(m.DeviceAddrs[dev])
 		if card == "" {
 			continue

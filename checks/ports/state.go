@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
@@ -25,6 +26,11 @@ type Observation struct {
 	// could not be read). IPoIB operstate is never put here: an IPoIB netdev
 	// is often administratively down while its IB port is ACTIVE.
 	Operstate string
+	// LinkDown is why a RoCE port's link went down, as its driver said
+	// (ethtool's extended link state): machine names for the metadata
+	// (linkDownReason, linkDownSubReason) and the sentence for the message;
+	// empty when the driver said nothing.
+	LinkDownReason, LinkDownSubReason, LinkDownWords string
 }
 
 // Link is the observation's state and phys_state as one reading.
@@ -94,6 +100,9 @@ func Message(o Observation, v Verdict) string {
 	if roce(o) && o.Operstate != "" {
 		fmt.Fprintf(&sb, ", operstate %s", o.Operstate)
 	}
+	if roce(o) && o.LinkDownWords != "" {
+		fmt.Fprintf(&sb, "; link down: %s", o.LinkDownWords)
+	}
 	return sb.String()
 }
 
@@ -135,9 +144,18 @@ type PortStateCheck struct {
 	// OnRename is told when a device is recognised under a new name, so
 	// the other checks move what they remember of it.
 	OnRename func(old, nw string)
+	// Claimed says whether another check reports the loss of a device
+	// (its name and last PCI address) as its own one condition: the PCI
+	// inventory, for a function still on the bus without its RDMA device
+	// (DESIGN.md difference 18). nil: none does.
+	Claimed func(device, addr string) bool
 	// misses counts consecutive complete enumerations without a known
 	// device (DESIGN.md difference 3).
 	misses map[string]int
+	// back lists the devices that came back before they counted as gone
+	// (a driver or devlink reload), with how many enumerations missed
+	// them, since the last TakeBack.
+	back []Back
 	// torn holds the ports whose last observation was a torn pair that
 	// has not been judged yet (see Torn).
 	torn map[string]Observation
@@ -272,6 +290,12 @@ func (c *PortStateCheck) spec(o Observation, v Verdict, k event.Kind) *event.Spe
 	if o.Operstate != "" {
 		md["operstate"] = o.Operstate
 	}
+	if v != Healthy && roce(o) && o.LinkDownReason != "" {
+		md["linkDownReason"] = o.LinkDownReason
+		if o.LinkDownSubReason != "" {
+			md["linkDownSubReason"] = o.LinkDownSubReason
+		}
+	}
 	return &event.Spec{
 		Kind: k, CheckName: event.StateCheckFor(o.LinkLayer),
 		IsFatal: v == Fatal, IsHealthy: v == Healthy,
@@ -293,12 +317,34 @@ const (
 
 // DisappearAfter is how many consecutive complete enumerations must miss a
 // device before it is declared gone (DESIGN.md difference 3).
-const DisappearAfter = 3
+const DisappearAfter = checks.LostAfter
 
 // Presence is what Enumerated needs to know of a device seen now.
 type Presence struct {
 	LinkLayer  string
 	PCIAddress string
+}
+
+// Back is a device that came back before it counted as gone.
+type Back struct {
+	Device string
+	Missed int
+}
+
+// TakeBack returns the devices that came back before they counted as
+// gone since the last call (the caller logs them: a driver reload is
+// worth a line, not a condition).
+func (c *PortStateCheck) TakeBack() []Back {
+	b := c.back
+	c.back = nil
+	return b
+}
+
+// goneSets are the devices reported gone, by whom.
+type goneSets struct {
+	// reported: the port check said "disappeared"; claimed: another check
+	// reports the loss (PortStateCheck.Claimed).
+	reported, claimed map[string]bool
 }
 
 // Enumerated updates device presence after a complete enumeration of
@@ -309,24 +355,31 @@ func (c *PortStateCheck) Enumerated(st *PortMemory, present map[string]Presence,
 		return nil, false
 	}
 	out, changed := c.renames(st, present, nil)
-	gone := map[string]bool{}
+	gone := goneSets{reported: map[string]bool{}, claimed: map[string]bool{}}
 	for _, d := range st.Disappeared {
-		gone[d] = true
+		gone.reported[d] = true
+	}
+	for _, d := range st.Claimed {
+		gone.claimed[d] = true
 	}
 	for _, name := range st.KnownDevices {
-		if s, ok := c.presenceOf(st, name, present, gone, classDir); ok {
+		s, ok, ch := c.presenceOf(st, name, present, gone, classDir)
+		if ok {
 			out = append(out, s)
-			changed = true
 		}
+		changed = changed || ok || ch
 	}
 	if c.learn(st, present) {
 		changed = true
 	}
 	if changed {
-		st.Disappeared = st.Disappeared[:0]
+		st.Disappeared, st.Claimed = st.Disappeared[:0], st.Claimed[:0]
 		for _, n := range st.KnownDevices {
-			if gone[n] {
+			switch {
+			case gone.reported[n]:
 				st.Disappeared = append(st.Disappeared, n)
+			case gone.claimed[n]:
+				st.Claimed = append(st.Claimed, n)
 			}
 		}
 	}
@@ -337,7 +390,7 @@ func (c *PortStateCheck) Enumerated(st *PortMemory, present map[string]Presence,
 // missing. Equal sizes plus "every known one is present" means the sets
 // are equal.
 func (c *PortStateCheck) steady(st *PortMemory, present map[string]Presence) bool {
-	if len(st.Disappeared) != 0 || len(present) != len(st.KnownDevices) || len(c.misses) != 0 {
+	if len(st.Disappeared) != 0 || len(st.Claimed) != 0 || len(present) != len(st.KnownDevices) || len(c.misses) != 0 {
 		return false
 	}
 	for _, n := range st.KnownDevices {
@@ -350,35 +403,67 @@ func (c *PortStateCheck) steady(st *PortMemory, present map[string]Presence) boo
 
 // presenceOf judges one known device: back after being reported gone
 // (reappeared), or missing for the DisappearAfter-th complete enumeration
-// in a row (disappeared). gone is updated; ok says a spec was made.
-func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[string]Presence, gone map[string]bool, classDir string) (event.Spec, bool) {
+// in a row (disappeared). A loss that another check claims (Claimed) is
+// that check's one condition: the device counts as gone here, silently,
+// for as long as the claim holds; if it ends while the device is still
+// missing, the disappearance is reported here after all, since nothing
+// else says it. gone is updated; ok says a spec was made, changed that
+// the memory moved without one.
+func (c *PortStateCheck) presenceOf(st *PortMemory, name string, present map[string]Presence, gone goneSets, classDir string) (spec event.Spec, ok, changed bool) {
 	if _, here := present[name]; here {
+		missed := c.misses[name]
 		delete(c.misses, name)
-		if !gone[name] {
-			return event.Spec{}, false
+		switch {
+		case gone.claimed[name]:
+			// The claiming check clears its own condition.
+			delete(gone.claimed, name)
+			return event.Spec{}, false, true
+		case !gone.reported[name]:
+			if missed > 0 {
+				c.back = append(c.back, Back{Device: name, Missed: missed})
+			}
+			return event.Spec{}, false, false
 		}
-		delete(gone, name)
+		delete(gone.reported, name)
 		return event.Spec{
 			Kind: event.KindDeviceReappeared, CheckName: event.StateCheckFor(c.linkLayerOf(st, name, present)),
 			IsHealthy: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 			Message:   fmt.Sprintf("NIC %s reappeared in %s/", name, classDir),
 			Condition: condition.OfNIC(name),
-		}, true
+		}, true, false
 	}
-	if gone[name] {
-		return event.Spec{}, false
+	if gone.reported[name] {
+		return event.Spec{}, false, false
+	}
+	claimed := c.Claimed != nil && c.Claimed(name, st.DeviceAddrs[name])
+	if gone.claimed[name] {
+		if claimed {
+			return event.Spec{}, false, false
+		}
+		delete(gone.claimed, name)
+		gone.reported[name] = true
+		return c.disappeared(st, name, present, classDir), true, false
 	}
 	c.misses[name]++
 	if c.misses[name] < DisappearAfter {
-		return event.Spec{}, false
+		return event.Spec{}, false, false
 	}
-	gone[name] = true
+	if claimed {
+		gone.claimed[name] = true
+		return event.Spec{}, false, true
+	}
+	gone.reported[name] = true
+	return c.disappeared(st, name, present, classDir), true, false
+}
+
+// disappeared is the event of a NIC gone from class/infiniband (seed 7.3).
+func (c *PortStateCheck) disappeared(st *PortMemory, name string, present map[string]Presence, classDir string) event.Spec {
 	return event.Spec{
 		Kind: event.KindDeviceDisappeared, CheckName: event.StateCheckFor(c.linkLayerOf(st, name, present)),
 		IsFatal: true, Device: name, ErrorCode: []string{DisappearedErrorCode},
 		Message:   fmt.Sprintf("NIC %s disappeared from %s/ - hardware failure", name, classDir),
 		Condition: condition.OfNIC(name),
-	}, true
+	}
 }
 
 // learn records devices seen for the first time and each device's PCI

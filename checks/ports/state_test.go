@@ -258,3 +258,44 @@ func TestLinkState_7_2_RenameIsNotADisappearance(t *testing.T) {
 		t.Fatalf("known %v disappeared %v", st.KnownDevices, st.Disappeared)
 	}
 }
+
+// DESIGN.md section 7 (the link's own story): a RoCE port-down event says
+// why the link went down where the driver said (ethtool's extended link
+// state), in its message and its metadata; the recovery does not carry a
+// stale reason, an IB port never one, and a port whose driver said
+// nothing reads as before.
+func TestDesign_7_RoCEPortDownSaysWhy(t *testing.T) {
+	withWhy := func(o Observation, reason, sub, words string) Observation {
+		o.LinkDownReason, o.LinkDownSubReason, o.LinkDownWords = reason, sub, words
+		return o
+	}
+	up := obs(eth, "4: ACTIVE", "5: LinkUp", "up")
+	down := withWhy(obs(eth, "1: DOWN", "3: Disabled", "down"), "cable_issue", "unsupported_cable", "cable issue: unsupported cable")
+	st := NewPortMemory()
+	c := newCheck()
+	if sp, _ := c.Evaluate(st, up, Baseline); sp == nil {
+		t.Fatal("no baseline")
+	}
+	sp, _ := c.Evaluate(st, down, Steady)
+	if sp == nil || !sp.IsFatal {
+		t.Fatalf("port-down: %+v", sp)
+	}
+	if want := "RoCE port mlx5_0 port 1: state DOWN, phys_state Disabled, operstate down; link down: cable issue: unsupported cable"; sp.Message != want {
+		t.Errorf("message %q\nwant    %q", sp.Message, want)
+	}
+	if sp.Metadata["linkDownReason"] != "cable_issue" || sp.Metadata["linkDownSubReason"] != "unsupported_cable" {
+		t.Errorf("metadata %v", sp.Metadata)
+	}
+	rec, _ := c.Evaluate(st, withWhy(up, "cable_issue", "unsupported_cable", "x"), Steady)
+	if rec == nil || rec.Metadata["linkDownReason"] != "" {
+		t.Errorf("recovery %+v: carries a reason", rec)
+	}
+	noSub, _ := c.Evaluate(st, withWhy(obs(eth, "1: DOWN", "3: Disabled", "down"), "no_cable", "", "no cable"), Steady)
+	if noSub == nil || noSub.Metadata["linkDownReason"] != "no_cable" || noSub.Metadata["linkDownSubReason"] != "" {
+		t.Errorf("no substate: %+v", noSub)
+	}
+	ibDown := withWhy(obs(ib, "1: DOWN", "3: Disabled", ""), "no_cable", "", "no cable")
+	if got := Message(ibDown, Fatal); got != "Port mlx5_0 port 1: state DOWN, phys_state Disabled" {
+		t.Errorf("IB message %q: an IPoIB netdev gives no reason, and none is shown", got)
+	}
+}

@@ -88,6 +88,11 @@ type Seams struct {
 	ReadFaults reader.Faults
 	// OpenStats opens a netdev's driver statistics instead of the ioctl.
 	OpenStats func(netdev string, want []string) (ethtool.Source, error)
+	// LinkStates answers the link-down reason instead of ethtool netlink;
+	// Modules and Devlink the transceivers and devlink.
+	LinkStates observe.LinkStates
+	Modules    observe.Modules
+	Devlink    observe.Devlink
 	// Step is called inside a check's boundary each time a step starts
 	// working for a check (per port for the state and counter checks),
 	// with the check and the step ("plan", "observe", "judge",
@@ -100,5 +105,6 @@ type Seams struct {
 }
 
 func (s Seams) observe() observe.Seams {
-	return observe.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, KeepOpen: s.KeepOpen}
+	return observe.Seams{ReadFaults: s.ReadFaults, OpenStats: s.OpenStats, KeepOpen: s.KeepOpen, LinkStates: s.LinkStates,
+		Modules: s.Modules, Devlink: s.Devlink}
 }

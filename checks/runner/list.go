@@ -9,12 +9,14 @@ import (
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/farend"
+	"github.com/nichealth/nichealthd/checks/firmware"
 	"github.com/nichealth/nichealthd/checks/inventory"
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/checks/sanity"
+	"github.com/nichealth/nichealthd/checks/transceiver"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
@@ -32,8 +34,14 @@ type set struct {
 	kernelLog  *kernellog.Watch
 	inventory  *inventory.Check
 	sanity     *sanity.Check
-	farEnd     *farend.Check
-	rules      *rules.Check
+	// transceiver and firmware are the link's own story (DESIGN.md
+	// section 7): the RoCE ports' modules and the functions' devlink.
+	transceiver *transceiver.Check
+	firmware    *firmware.Check
+	// farEnd is the switch port at the far end of every IB cable
+	// (DESIGN.md section 13).
+	farEnd *farend.Check
+	rules  *rules.Check
 }
 
 // entry is one check of the list: the value that keeps its memory (a
@@ -58,21 +66,28 @@ type entry struct {
 //     cycle is fatal on its own before homogeneity looks at its card,
 //     which then does not report it a second time;
 //   - then the counters, PCIe AER, the kernel log, the PCI inventory, the
-//     link sanity pass and the far end of every IB cable;
+//     link sanity pass, the link's own story (transceivers, devlink), and
+//     the far end of every IB cable;
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
 	s := &set{
-		readFaults: readfaults.NewCheck(log),
-		ports:      ports.New(log, rename),
-		counters:   counters.NewCheck(log, boot == observe.BootFresh),
-		aer:        aer.NewCheck(),
-		inventory:  inventory.NewCheck(log, bootID),
-		sanity:     sanity.NewCheck(),
-		farEnd:     farend.NewCheck(),
-		rules:      rules.NewCheck(boot, bootID, conds),
+		readFaults:  readfaults.NewCheck(log),
+		ports:       ports.New(log, rename),
+		counters:    counters.NewCheck(log, boot == observe.BootFresh),
+		aer:         aer.NewCheck(),
+		inventory:   inventory.NewCheck(log, bootID),
+		sanity:      sanity.NewCheck(),
+		transceiver: transceiver.NewCheck(),
+		firmware:    firmware.NewCheck(),
+		farEnd:      farend.NewCheck(),
+		rules:       rules.NewCheck(boot, bootID, conds),
 	}
-	s.cards = cards.NewCheck(s.ports.Memory())
+	s.cards = cards.NewCheck(s.ports)
+	s.inventory.UseKnown(func(addr string) inventory.KnownNIC {
+		dev, ports, reported := s.ports.Memory().NICAt(addr)
+		return inventory.KnownNIC{Device: dev, Ports: ports, Reported: reported}
+	})
 	s.kernelLog = kernellog.NewWatch(log, bootID, func() []kernellog.Function { return goneFunctions(s.ports.Memory()) })
 	return s, []entry{
 		{s.readFaults, one(s.readFaults), false, func(c *config.Config) []event.Spec { s.readFaults.Configure(readFaultsConfig(c)); return nil }},
@@ -83,6 +98,14 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		{s.kernelLog, one(s.kernelLog), false, func(c *config.Config) []event.Spec { return s.kernelLog.Configure(kernelLogConfig(c)) }},
 		{s.inventory, one(s.inventory), false, func(c *config.Config) []event.Spec { s.inventory.Configure(inventoryConfig(c)); return nil }},
 		{s.sanity, one(s.sanity), false, func(c *config.Config) []event.Spec { s.sanity.Configure(sanityConfig(c)); return nil }},
+		{s.transceiver, one(s.transceiver), false, func(c *config.Config) []event.Spec {
+			s.transceiver.Configure(c.Checks[event.TransceiverCheck])
+			return nil
+		}},
+		{s.firmware, one(s.firmware), false, func(c *config.Config) []event.Spec {
+			s.firmware.Configure(c.Checks[event.FirmwareHealthCheck])
+			return nil
+		}},
 		{s.farEnd, one(s.farEnd), false, func(c *config.Config) []event.Spec { return s.farEnd.Configure(farEndConfig(c)) }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}

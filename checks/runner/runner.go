@@ -70,6 +70,12 @@ func New(cfg *config.Config, boot observe.Boot, bootID string, log *slog.Logger,
 	r := &Runner{cfg: cfg, log: log, boot: boot}
 	r.g = newGuard(log, seams.Step, &r.pending)
 	r.set, r.list = newSet(log, boot, bootID, conds, r.rename)
+	// One loss, one condition (DESIGN.md difference 18): a NIC whose
+	// function stays on the bus without its RDMA device is the PCI
+	// inventory's to report, while that check runs.
+	r.set.ports.ClaimLossesWith(func(_, addr string) bool {
+		return !r.g.Failed(event.NICInventoryCheck) && r.set.inventory.Reports(addr)
+	})
 	for _, e := range r.list {
 		r.configure(e, cfg) // memory is empty: nothing to say yet
 	}
@@ -171,11 +177,27 @@ func (r *Runner) openingClears(specs []event.Spec) []event.Spec {
 		if c == event.FarEndCheck && !r.cfg.FarEnd.Enabled {
 			continue
 		}
-		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
+		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) || r.countersSpeakAs(c) {
 			specs = append(specs, checks.ClearedSpec(c, why))
 		}
 	}
 	return specs
+}
+
+// countersSpeakAs reports whether the counter checks raise conditions
+// under state check c with its own check switched off: fatal counter
+// breaches are reported under the state check of their NIC type (seed
+// 11.1), whose opening clear they need too.
+func (r *Runner) countersSpeakAs(c string) bool {
+	if !r.cfg.CountersEnabled || r.cfg.Checks[c] {
+		return false
+	}
+	for _, ll := range []string{topology.LinkLayerInfiniBand, topology.LinkLayerEthernet} {
+		if event.StateCheckFor(ll) == c && r.cfg.Checks[event.DegradationCheckFor(ll)] {
+			return true
+		}
+	}
+	return false
 }
 
 // After runs the checks that read the health model (the rules) once the
@@ -246,6 +268,11 @@ func (r *Runner) StartKernelLog(now time.Time) {
 	r.pending = append(r.pending, r.set.kernelLog.Start(now)...)
 	r.syncKernelLog()
 }
+
+// StartLinkStory starts the once-a-minute pass over the RoCE ports'
+// transceivers and devlink (the daemon's run; a one-shot check reads
+// none of it), on a goroutine of its own.
+func (r *Runner) StartLinkStory() { r.obs.OpenLinkStory() }
 
 // syncKernelLog reads the kernel log while the check is on, from the file
 // the configuration names: a new devRoot reopens it at the check's cursor.
@@ -385,7 +412,15 @@ func (r *Runner) Annotate(s event.Spec) event.Spec {
 	}
 	var parts []string
 	for _, n := range names {
-		if g, ok := r.obs.GPUs(n); ok && g != observe.NoGPUAffinity && !slices.Contains(parts, g) {
+		g, ok := r.obs.GPUs(n)
+		if !ok {
+			// A NIC missing from the last discovery keeps the GPUs its
+			// last discovery put behind it: its disappearance is the
+			// event a scheduler drains them for.
+			id, known := r.set.ports.Identity(n)
+			g, ok = id.GPUs, known
+		}
+		if ok && g != "" && g != observe.NoGPUAffinity && !slices.Contains(parts, g) {
 			parts = append(parts, g)
 		}
 	}

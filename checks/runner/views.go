@@ -37,6 +37,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 			pi.Rate = event.Clean(p.RateText)
 		}
 		pi.RateGbps = p.RateGbps
+		pi.LinkDownReason = event.Clean(p.LinkDown.Words)
 		if p.Observed {
 			pi.Link = p.Link
 			pi.State, pi.PhysState = event.Clean(p.Link.State.Name), event.Clean(p.Link.Phys.Name)
@@ -59,10 +60,15 @@ func (r *Runner) PortInfos() []health.PortInfo {
 		if seen[dev] {
 			continue
 		}
+		// What its last discovery said: a NIC that disappeared keeps its
+		// role and GPUs (what to drain) until it returns or the host
+		// reboots.
+		id := mem.Identity[dev]
 		for _, ps := range missingPorts(mem, dev) {
 			pi := health.PortInfo{
 				Device: event.Clean(dev), Port: ps.Port, LinkLayer: ps.LinkLayer, State: "MISSING", Missing: true,
 				PCIAddress: mem.DeviceAddrs[dev], Card: ports.CardOfAddress(mem.DeviceAddrs[dev]),
+				Role: event.Clean(id.Role), RoleReason: event.Clean(id.RoleReason), GPUs: event.Clean(id.GPUs),
 				HealthyMessage: fmt.Sprintf("NIC %s is not in the last enumeration of %s/", event.Clean(dev), r.cfg.Paths.ClassInfiniBand),
 			}
 			if r.set.rules.Engine() != nil {
@@ -84,7 +90,8 @@ func (r *Runner) PortInfos() []health.PortInfo {
 // port check's own wording; an unhealthy reading with no condition is one
 // the rules deliberately did not report, and the text says why.
 func healthyMessage(p *observe.Port) string {
-	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate}
+	o := ports.Observation{Device: p.Device.Name, Port: p.Port.Num, LinkLayer: p.Port.LinkLayer, State: p.Link.State, Phys: p.Link.Phys, Operstate: p.Operstate,
+		LinkDownReason: p.LinkDown.Reason, LinkDownSubReason: p.LinkDown.SubReason, LinkDownWords: p.LinkDown.Words}
 	switch v := ports.Judge(o); v {
 	case ports.Healthy:
 		return ports.Message(o, v)
@@ -115,7 +122,7 @@ func (r *Runner) counterInfos(p *observe.Port) []health.Counter {
 		out = append(out, health.Counter{
 			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"),
 			ThresholdType: cv.ThresholdType, Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached,
-			BreachedSince: cv.BreachedSince, Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
+			BreachedSince: cv.BreachedSince, Latched: event.Clean(cv.Latched), Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
 		})
 	}
 	return out
@@ -132,6 +139,56 @@ func (r *Runner) AERTotals() []health.AERTotal {
 		out = append(out, health.AERTotal{PCI: t.PCI, Severity: t.Severity, Total: t.Total, RootPort: t.RootPort})
 	}
 	return out
+}
+
+// LinkStoryReadings are the last pass's transceivers and devlink, as the
+// snapshot shows them (/metrics).
+func (r *Runner) LinkStoryReadings() ([]health.ModuleReading, []health.DevlinkReading) {
+	if r.last == nil {
+		return nil, nil
+	}
+	ls := &r.last.LinkStory
+	var mods []health.ModuleReading
+	scale := func(v *float64, k float64) *float64 {
+		if v == nil {
+			return nil
+		}
+		s := *v * k
+		return &s
+	}
+	for _, m := range ls.Modules {
+		if m.Err != nil {
+			continue
+		}
+		mr := health.ModuleReading{Device: event.Clean(m.Device), Port: m.Port, NetDev: event.Clean(m.NetDev), Type: m.Module.Type,
+			Vendor: event.Clean(m.Module.Vendor), PartNumber: event.Clean(m.Module.PartNumber), Serial: event.Clean(m.Module.Serial),
+			TemperatureC: m.Module.TemperatureC, VoltageV: m.Module.VoltageV}
+		for _, l := range m.Module.Lanes {
+			if l.Unsupported {
+				continue
+			}
+			mr.Lanes = append(mr.Lanes, health.ModuleLane{Lane: l.Lane, TxBiasA: scale(l.TxBiasMA, 1e-3),
+				TxPowerW: scale(l.TxPowerM, 1e-3), RxPowerW: scale(l.RxPowerM, 1e-3), Unused: l.Unused()})
+		}
+		mods = append(mods, mr)
+	}
+	var dl []health.DevlinkReading
+	if ls.DevlinkErr == nil {
+		for _, rp := range ls.Reporters {
+			if rp.Device.Bus != "pci" || rp.HasPort {
+				continue
+			}
+			dl = append(dl, health.DevlinkReading{PCI: event.Clean(rp.Device.Name), Reporter: event.Clean(rp.Name), Error: rp.Error,
+				ErrorCount: rp.ErrorCount, RecoverCount: rp.RecoverCount})
+		}
+		for _, in := range ls.Infos {
+			running, stored, _ := in.ActivationPending()
+			if in.Device.Bus == "pci" && running != "" {
+				dl = append(dl, health.DevlinkReading{PCI: event.Clean(in.Device.Name), Running: event.Clean(running), Stored: event.Clean(stored)})
+			}
+		}
+	}
+	return mods, dl
 }
 
 // InventoryInfos is the PCI inventory the snapshot shows: every NIC

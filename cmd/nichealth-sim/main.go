@@ -47,6 +47,16 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
   phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
+  link-down NETDEV REASON [SUB]|off       why the driver says the link is down (ethtool's
+                                          extended link state), e.g. eth2 cable_issue
+                                          unsupported_cable, eth2 no_cable (*)
+  module NETDEV install|remove           a healthy 400G OSFP optic in NETDEV's cage / none (*)
+  module NETDEV temperature C            the module's temperature, e.g. 77
+  module NETDEV rx LANE DBM              a lane's received power, e.g. 3 -- -12
+  module NETDEV los LANE on|off          a lane's latched Rx loss of signal
+  devlink DEV report|recover REPORTER    DEV's devlink health reporter (fw, fw_fatal, vnic)
+                                         reports an error (stays in error) / recovers (*)
+  devlink DEV firmware RUNNING STORED    DEV's running and stored fw.version (*)
   default-route NETDEV|none               IPv4 default route (proc/net/route)
   default-route6 NETDEV|none              IPv6 default route (proc/net/ipv6_route)
   boot-id [ID]                            set (or randomize) the boot id; prints it
@@ -88,15 +98,24 @@ func usageErr(format string, a ...any) error {
 
 // parseInterleaved lets flags appear before, between or after positional
 // arguments (the flag package alone stops at the first positional).
+// Everything after "--" is positional, so a value may start with a dash
+// (module NETDEV rx 3 -- -12).
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos := []string{}
+	after := []string{}
+	for i, a := range args {
+		if a == "--" {
+			args, after = args[:i], args[i+1:]
+			break
+		}
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, usageErr("%v", err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, nil
+			return append(pos, after...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
@@ -370,6 +389,22 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return phy(h, pos[0], pos[1], pos[2])
+	case "link-down":
+		if len(pos) < 2 || len(pos) > 3 {
+			return usageErr("link-down wants NETDEV REASON [SUBREASON] or NETDEV off")
+		}
+		reason, sub := pos[1], ""
+		if len(pos) == 3 {
+			sub = pos[2]
+		}
+		if reason == "off" {
+			reason = ""
+		}
+		return h.SetLinkDownReason(pos[0], reason, sub)
+	case "module":
+		return moduleCommand(h, pos)
+	case "devlink":
+		return devlinkCommand(h, pos)
 	case "metadata":
 		if err := want(1, "write or remove"); err != nil {
 			return err

@@ -95,6 +95,6 @@ func ackFunction(cf *clientFlags, addr string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "Acknowledged the removal of NIC function %s; it is no longer expected on this node.\n", addr)
+	fmt.Fprintf(stdout, "Acknowledged NIC function %s: if it was removed, it is no longer expected on this node; if its card was swapped for another model, that is no longer a finding.\n", addr)
 	return exitOK
 }

@@ -15,7 +15,7 @@ func TestCtl_HelpListsOptionsWithDoubleDash(t *testing.T) {
 	for name := range commands() {
 		cmds = append(cmds, []string{name, "--help"})
 	}
-	cmds = append(cmds, []string{"topology", "parse", "--help"}, []string{"topology", "collect", "--help"}, []string{"topology", "show", "--help"})
+	cmds = append(cmds, []string{"topology", "parse", "--help"}, []string{"topology", "collect", "--help"}, []string{"topology", "show", "--help"}, []string{"module", "decode", "--help"})
 	for _, args := range cmds {
 		var out, errOut strings.Builder
 		run(args, strings.NewReader(""), &out, &errOut)

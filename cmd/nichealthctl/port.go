@@ -68,6 +68,9 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 		row("Message", pv.Message)
 	}
 	row("State", orDash(pv.State)+" / "+orDash(pv.PhysState))
+	if pv.LinkDownReason != "" {
+		row("Link down", pv.LinkDownReason)
+	}
 	row("Link layer", orDash(pv.LinkLayer))
 	row("Rate", orDash(pv.Rate))
 	role := orDash(pv.Role)

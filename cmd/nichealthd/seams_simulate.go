@@ -31,6 +31,7 @@ func seamFlags(fs *flag.FlagSet) func() (daemon.Seams, error) {
 		if _, err := os.Stat(filepath.Join(abs, sim.ManifestName)); err != nil {
 			return daemon.Seams{}, fmt.Errorf("--simulate-root %s: not a simulated host (build one with nichealth-sim build --root %s): %w", abs, abs, err)
 		}
-		return daemon.Seams{ReadFaults: sim.NewErrnoTable(abs), OpenStats: sim.PHYStatsOpener(abs)}, nil
+		return daemon.Seams{ReadFaults: sim.NewErrnoTable(abs), OpenStats: sim.PHYStatsOpener(abs), LinkStates: sim.LinkStates{Root: abs},
+			Modules: sim.Modules{Root: abs}, Devlink: sim.Devlink{Root: abs}}, nil
 	}
 }

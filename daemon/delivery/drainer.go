@@ -34,6 +34,84 @@ type Drainer struct {
 	// panicked is told once when the sink's own code panics: the drainer
 	// then stops until the next reload or restart.
 	panicked func(sink string, p *Panic)
+	// sizes is what the drainer has learned of the batch sizes the sink
+	// takes (Run's goroutine only).
+	sizes batchSizes
+	// sleep waits between attempts (backoff.Sleep); a test passes one
+	// that counts the waits instead of sleeping them.
+	sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// batchSizes is the drainer's memory of what the sink takes at once.
+// A destination refuses a batch with ResourceExhausted both when it is
+// above a message size limit and when it sheds load (sink.TooLarge):
+// splitting helps the first, and only slows the second down. So a batch
+// larger than any that went through is split, while one no larger than
+// a batch that went through is taken for load shedding and retried
+// whole, split only after refusalsToSplit refusals in a row (events can
+// be larger than the ones that fitted). The size read from the outbox
+// follows: halved by a split, doubled again after growAfter full batches
+// went through without one (refusals taken for load shedding do not
+// count against it), so one refused call does not send every later batch
+// back to drainBatch events, nor does a size limit cost a refused call
+// per batch.
+type batchSizes struct {
+	limit  int // how many records to read (0: drainBatch)
+	fits   int // the largest batch the sink took; 0 before any
+	streak int // full batches that went through since the last split
+	// refused is the first seq of the batch refused last and how many
+	// times in a row.
+	refusedSeq uint64
+	refusals   int
+}
+
+const (
+	growAfter       = 4
+	refusalsToSplit = 4
+)
+
+// read is how many records the next batch may hold.
+func (b *batchSizes) read() int {
+	if b.limit <= 0 {
+		return drainBatch
+	}
+	return b.limit
+}
+
+// took records a batch of n the sink took.
+func (b *batchSizes) took(n int) {
+	b.fits = max(b.fits, n)
+	b.refusals = 0
+	if n < b.read() {
+		return // the outbox had no more: says nothing of the limit
+	}
+	b.streak++
+	if b.streak >= growAfter && b.read() < drainBatch {
+		b.limit = min(2*b.read(), drainBatch)
+		b.streak = 0
+	}
+}
+
+// split reports whether a batch of recs refused as too large is to be
+// halved (and then reads half as many from now on), or retried whole.
+func (b *batchSizes) split(recs []outbox.Record) bool {
+	if recs[0].Seq == b.refusedSeq {
+		b.refusals++
+	} else {
+		b.refusedSeq, b.refusals = recs[0].Seq, 1
+	}
+	n := len(recs)
+	if n <= b.fits && b.refusals < refusalsToSplit {
+		return false
+	}
+	if n <= b.fits {
+		// Refused again and again at a size that went through: the
+		// events grew, or the limit shrank.
+		b.fits = n / 2
+	}
+	b.refusals, b.streak = 0, 0
+	b.limit = min(b.read(), max(n/2, 1))
+	return true
 }
 
 // New returns the drainer of sink s; batch is how long non-urgent events
@@ -41,7 +119,7 @@ type Drainer struct {
 // sink's own code panics, which stops the drainer.
 func New(ob *outbox.Outbox, s sink.Sink, log *slog.Logger, batch time.Duration, panicked func(sink string, p *Panic)) *Drainer {
 	return &Drainer{ob: ob, sink: s, log: log, batch: batch, retry: make(chan struct{}, 1), errLogs: repeats.Limiter{Window: time.Minute},
-		panicked: panicked}
+		panicked: panicked, sleep: backoff.Sleep}
 }
 
 // Sink is the sink the drainer delivers to.
@@ -100,13 +178,14 @@ func (d *Drainer) next(ctx context.Context, readEp *backoff.Episode) ([]outbox.R
 	default:
 	}
 	wake := d.ob.Wait()
-	recs, err := d.ob.Read(name, drainBatch)
+	limit := d.sizes.read()
+	recs, err := d.ob.Read(name, limit)
 	if err != nil {
 		first, wait := readEp.Fail()
 		if first {
 			d.log.Error("cannot read the outbox; retrying with backoff", "sink", name, "err", err)
 		}
-		return nil, backoff.Sleep(ctx, wait)
+		return nil, d.sleep(ctx, wait)
 	}
 	if n, lasted := readEp.Recovered(); n > 0 {
 		d.log.Info("outbox readable again", "sink", name, "failures", n, "lasted", lasted)
@@ -121,13 +200,13 @@ func (d *Drainer) next(ctx context.Context, readEp *backoff.Episode) ([]outbox.R
 		}
 		return nil, true
 	}
-	if d.batch > 0 && !anyUrgent(recs) && len(recs) < drainBatch {
+	if d.batch > 0 && !anyUrgent(recs) && len(recs) < limit {
 		// Seed 11.2: fatal and recovery events go at once; non-fatal
 		// ones may share a call within a short interval.
-		if !backoff.Sleep(ctx, d.batch) {
+		if !d.sleep(ctx, d.batch) {
 			return nil, false
 		}
-		if more, err := d.ob.Read(name, drainBatch); err == nil && len(more) > 0 {
+		if more, err := d.ob.Read(name, limit); err == nil && len(more) > 0 {
 			recs = more
 		}
 	}
@@ -136,8 +215,10 @@ func (d *Drainer) next(ctx context.Context, readEp *backoff.Episode) ([]outbox.R
 
 // deliver sends one batch and settles it: delivered events are
 // acknowledged, events the sink rejects as invalid are isolated and
-// parked, anything else backs off and stays queued. It returns false when
-// ctx is done.
+// parked, anything else backs off and stays queued. A batch of which some
+// events went through is progress, not an outage: the backoff starts
+// again from its minimum, so a destination that sheds part of the load
+// keeps draining at the pace it takes. It returns false when ctx is done.
 func (d *Drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *backoff.Episode) bool {
 	name := d.sink.Name()
 	n, err := d.sendSplit(ctx, recs)
@@ -182,24 +263,32 @@ func (d *Drainer) deliver(ctx context.Context, recs []outbox.Record, sendEp *bac
 		}
 		return false
 	}
+	if n > 0 {
+		// Progress: the episode (if any) ends, and the next one starts
+		// from the shortest wait.
+		sendEp.Recovered()
+	}
 	first, wait := sendEp.Fail()
 	// The outage's first error is logged, and then each different one
 	// (a socket that appears but refuses, a size limit), at most once a
 	// minute each: the log shows what is wrong now, not only what was.
 	kind := errKind(err)
 	if first || kind != d.lastErr {
-		if ok, n := d.errLogs.Note(kind, time.Now()); ok {
+		if ok, k := d.errLogs.Note(kind, time.Now()); ok {
 			d.log.Warn("sink unavailable; events stay queued in the outbox and are retried with backoff",
-				"sink", name, "pending_from_seq", pendingFrom, "err", err, "failed_attempts", sendEp.Fails(), "repeats", n)
+				"sink", name, "pending_from_seq", pendingFrom, "delivered", n, "err", err, "failed_attempts", sendEp.Fails(), "repeats", k)
 		}
 	}
 	d.lastErr = kind
-	return backoff.Sleep(ctx, wait)
+	return d.sleep(ctx, wait)
 }
 
 // sendSplit sends recs, in order, halving a batch the sink finds too
-// large (sink.TooLarge) until the halves fit. It returns how many leading
-// records were delivered and the error that stopped it.
+// large (sink.TooLarge) until the halves fit, unless batchSizes takes the
+// refusal for load shedding (the batch is no larger than one the sink
+// took): then it stops, and the batch is retried whole after a pause. It
+// returns how many leading records were delivered and the error that
+// stopped it: those n, and only those, may be acknowledged.
 func (d *Drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, error) {
 	evs := make([]event.Event, len(recs))
 	for i, r := range recs {
@@ -209,9 +298,10 @@ func (d *Drainer) sendSplit(ctx context.Context, recs []outbox.Record) (int, err
 	err := d.send(sctx, evs)
 	cancel()
 	if err == nil {
+		d.sizes.took(len(recs))
 		return len(recs), nil
 	}
-	if !sink.IsTooLarge(err) || len(recs) == 1 || ctx.Err() != nil {
+	if !sink.IsTooLarge(err) || len(recs) == 1 || ctx.Err() != nil || !d.sizes.split(recs) {
 		return 0, err
 	}
 	if ok, _ := d.errLogs.Note("split", time.Now()); ok {
@@ -270,7 +360,7 @@ func (d *Drainer) ack(ctx context.Context, seq uint64) bool {
 			d.log.Error("cannot save the sink's delivery position; delivery pauses and the save is retried with backoff",
 				"sink", name, "err", err)
 		}
-		if !backoff.Sleep(ctx, wait) {
+		if !d.sleep(ctx, wait) {
 			return false
 		}
 	}
@@ -371,7 +461,7 @@ func (d *Drainer) retryParked(ctx context.Context) bool {
 	if transient != nil {
 		d.log.Warn("sink unavailable while retrying rejected events; retrying again with backoff", "sink", name, "err", transient)
 		d.RequestRetry()
-		return backoff.Sleep(ctx, BackoffMax/4)
+		return d.sleep(ctx, BackoffMax/4)
 	}
 	return ctx.Err() == nil
 }

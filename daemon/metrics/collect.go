@@ -48,6 +48,10 @@ type OutboxStats struct {
 	// each condition remains undelivered.
 	OverBound bool
 	Sinks     map[string]OutboxSink
+	// Held is the number of events detected but not yet in the outbox
+	// (the daemon's, not the outbox's: held in memory while appends are
+	// refused or hang).
+	Held int
 }
 
 // OutboxSink is one sink's queue in the outbox: the records after its
@@ -136,6 +140,7 @@ const (
 	mEventsSent
 	mEventsFailed
 	mOutboxFolded
+	mOutboxHeld
 	mEventsRejected
 	mParkedFiles
 	mParkedFile
@@ -151,6 +156,16 @@ const (
 	mKernelLogCarried
 	mNICInfo
 	mNICFunctionFatal
+	mModuleInfo
+	mModuleTemperature
+	mModuleVoltage
+	mModuleTxBias
+	mModuleTxPower
+	mModuleRxPower
+	mDevlinkReporterError
+	mDevlinkReporterErrors
+	mDevlinkReporterRecoveries
+	mDevlinkActivationPending
 	numFamilies
 )
 
@@ -189,10 +204,10 @@ func descriptors() [numFamilies]desc {
 		mPortXmitWaitLostPercent: {p + "port_xmit_wait_lost_percent",
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
 		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
-			"Link-down episodes of the port this boot (a link_downed step, a carrier_changes down+up pair or a fall from ACTIVE to DOWN, each episode counted once), counted as the node's flap rule counts them.", counter},
+			"Link-down episodes of the port this boot (a link_downed or link_down_events_phy step or a fall from ACTIVE to DOWN, each episode counted once; carrier_changes is a netdev event, not one), counted as the node's flap rule counts them.", counter},
 		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
-		mCounterRate:      {p + "hwcounter_rate", "Last computed velocity of a velocity counter, per unit (second, minute or hour); for a ber counter, its bit error rate (unit \"ber\").", gauge},
+		mCounterRate:      {p + "hwcounter_rate", "Rate of a velocity counter over its last full window, per unit (second, minute or hour), latched or not (the breach's own rate is in the latched condition's message); for a ber counter, its bit error rate (unit \"ber\").", gauge},
 		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
 		mCounterSaturated: {p + "hwcounter_saturated", "1 when the counter is stuck at its maximum and its rate is a lower bound.", gauge},
 		mPeerCounter: {p + "peer_port_counter",
@@ -211,6 +226,7 @@ func descriptors() [numFamilies]desc {
 		mOutboxDepth:     {p + "outbox_depth", "Events in the outbox that the sink has not acknowledged yet.", gauge},
 		mEventsSent:      {p + "events_sent_total", "Events delivered by the sink since start.", counter},
 		mOutboxFolded:    {p + "outbox_folded_total", "Undelivered events removed by the outbox size bound since start because a newer event of the same check and entity superseded them.", counter},
+		mOutboxHeld:      {p + "outbox_held_events", "Events detected but not yet durable in the outbox: held in memory while it refuses appends or a write to the state directory has not returned (the NICHealthOutbox condition says which).", gauge},
 		mEventsRejected:  {p + "events_rejected", "Events the sink rejected as invalid, parked until nichealthctl events --retry-rejected or a reload offers them again.", gauge},
 		mEventsFailed:    {p + "events_failed_total", "Events in delivery attempts that failed since start (retries count again).", counter},
 		mParkedFiles:     {p + "parked_files", "Files parked after failing with EINVAL, EIO, EOPNOTSUPP, EACCES or EPERM three times in a row: not read each poll, re-probed every parkReprobeInterval.", gauge},
@@ -219,15 +235,25 @@ func descriptors() [numFamilies]desc {
 		mPCIeAERRootPort: {p + "pcie_aer_rootport_errors_total", "PCIe AER errors a root port above a monitored NIC received from every device below it this boot (aer_rootport_total_err_*), by severity; shown, not judged.", counter},
 		mNICInfo: {p + "nic_info", "Always 1 for each NVIDIA/Mellanox NIC function on the PCI bus (VFs left out): its identity (fw_ver, board_id: the PSID, serial), " +
 			"its RDMA device and driver, and state (ok, unbound, other-driver, no-rdma). Group by fw_ver or board_id to see drift across a fleet.", gauge},
-		mNICFunctionFatal:  {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
-		mKernelLogReading:  {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
-		mKernelLogRecords:  {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
-		mKernelLogSequence: {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
-		mKernelLogMatches:  {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
-		mKernelLogDropped:  {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
-		mKernelLogLost:     {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
-		mKernelLogIgnored:  {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
-		mKernelLogCarried:  {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
+		mNICFunctionFatal:          {p + "nic_function_fatal", "1 for each NIC function with a fatal inventory condition: on the bus without a usable RDMA device, or gone since the last boot (nichealthctl status names it).", gauge},
+		mKernelLogReading:          {p + "kernel_log_reading", "1 while the kernel log (<devRoot>/kmsg) is open and read; 0 when it cannot be (the log says why: CAP_SYSLOG, no /dev/kmsg).", gauge},
+		mKernelLogRecords:          {p + "kernel_log_records_total", "Kernel log records read since start.", counter},
+		mKernelLogSequence:         {p + "kernel_log_sequence", "The kernel's sequence number of the newest kernel log record read (dmesg -r shows them).", gauge},
+		mKernelLogMatches:          {p + "kernel_log_matches_total", "Kernel log records matched by each pattern since start, by the device they named (the NIC, else the PCI address, else none); records the kernel's rate limiter suppressed count too.", counter},
+		mKernelLogDropped:          {p + "kernel_log_dropped_total", "Kernel log records dropped since start: longer than the kernel's 8 KiB bound, or not in its format. (A full queue holds the reader back instead; records the ring overwrote meanwhile count as lost.)", counter},
+		mKernelLogLost:             {p + "kernel_log_lost_total", "Kernel log records the kernel's ring overwrote before they were read (overruns, and records gone while the daemon was down), since start.", counter},
+		mKernelLogIgnored:          {p + "kernel_log_ignored_total", "Kernel log records not judged or not raised since start, by reason: facility (written from user space), unmonitored (about a function not monitored), unattributed (naming no function where the pattern needs one), overflow (past the check's bounds on conditions: counted on its kernel_log_overflow condition, not raised one by one), over_budget (more waited than a cycle's batch).", counter},
+		mKernelLogCarried:          {p + "kernel_log_carried", "Kernel log records read and waiting for the next cycle: a cycle judges within a work budget and carries the rest (the reader's queue and the kernel's ring hold more).", gauge},
+		mModuleInfo:                {p + "module_info", "Always 1 for each RoCE port's transceiver as the last once-a-minute pass read it: its type, vendor, part and serial number.", gauge},
+		mModuleTemperature:         {p + "module_temperature_celsius", "The transceiver's temperature as the module reports it.", gauge},
+		mModuleVoltage:             {p + "module_voltage_volts", "The transceiver's 3.3 V supply as the module reports it.", gauge},
+		mModuleTxBias:              {p + "module_tx_bias_amperes", "A lane's laser bias current as the module reports it.", gauge},
+		mModuleTxPower:             {p + "module_tx_power_watts", "A lane's transmitted optical power as the module reports it (0: dark).", gauge},
+		mModuleRxPower:             {p + "module_rx_power_watts", "A lane's received optical power as the module reports it (0: no light; at or below 1e-6 W, -30 dBm, on an unused lane it is no fault).", gauge},
+		mDevlinkReporterError:      {p + "devlink_reporter_error", "1 while a NIC function's devlink health reporter (fw, fw_fatal, vnic) is in error state.", gauge},
+		mDevlinkReporterErrors:     {p + "devlink_reporter_errors_total", "Errors a NIC function's devlink health reporter counted since the driver loaded.", counter},
+		mDevlinkReporterRecoveries: {p + "devlink_reporter_recoveries_total", "Recoveries a NIC function's devlink health reporter counted since the driver loaded.", counter},
+		mDevlinkActivationPending:  {p + "devlink_firmware_activation_pending", "1 when the firmware flashed on a NIC function (stored fw.version) is not the one running: a reset or reboot activates it.", gauge},
 	}
 }
 
@@ -242,6 +268,7 @@ func fill(e *encoder, s *snapshot) {
 	fillAER(e, s)
 	fillKernelLog(e, s)
 	fillInventory(e, s)
+	fillLinkStory(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

@@ -17,7 +17,7 @@ _nichealthctl() {
         cword=$COMP_CWORD
     fi
 
-    local commands="status ports port events ack reload check wait-ready validate topology"
+    local commands="status ports port events ack reload check wait-ready validate topology module"
     # Options of the daemon commands; every command takes them after its
     # name, none before it (nichealthctl --json status is refused).
     local common="--json --bus-address --help"
@@ -86,6 +86,15 @@ _nichealthctl() {
                     show) _nichealthctl_reply -W "--root --sysfs-root --procfs-root --config --metadata --source --all --json" ;;
                 esac
             elif [[ ${args[0]} == parse ]]; then
+                _nichealthctl_reply -f
+            fi
+            ;;
+        module)
+            if [[ ${#args[@]} -eq 0 ]]; then
+                _nichealthctl_reply -W "decode"
+            elif [[ $cur == -* ]]; then
+                _nichealthctl_reply -W "--json --port-down --help"
+            else
                 _nichealthctl_reply -f
             fi
             ;;

@@ -103,10 +103,11 @@ $(printf '%s\n' "$out" | grep '✗')"
     fi
 done
 
-# The shipped metrics drop-ins must verify as they are, and the daemon's unit
-# with one of them must still be hardened: they widen the network, nothing
+# The shipped drop-ins must verify as they are, and the daemon's unit with
+# one of them must still be hardened: the metrics ones widen the network,
+# the transceivers one grants CAP_NET_ADMIN for the modules' EEPROM, nothing
 # else.
-for dropin in "$PKG"/examples/metrics*.conf; do
+for dropin in "$PKG"/examples/metrics*.conf "$PKG"/examples/transceivers.conf; do
     name=$(basename "$dropin")
     D=$W/dropin-$name
     cp -a "$R" "$D"

@@ -105,6 +105,7 @@ func (o *Outbox) Park(sink string, recs []Record, reasons []string) error {
 	if o.closed {
 		return ErrClosed
 	}
+	defer o.publishLocked()
 	ps := make([]Parked, len(recs))
 	for i, r := range recs {
 		ps[i] = Parked{Seq: r.Seq, Reason: reasons[i], Event: r.Event}
@@ -159,6 +160,7 @@ func (o *Outbox) Unpark(sink string, ids []string) error {
 	if o.closed {
 		return ErrClosed
 	}
+	defer o.publishLocked()
 	list := slices.DeleteFunc(slices.Clone(o.parked[sink]), func(p Parked) bool { return slices.Contains(ids, p.Event.ID) })
 	if err := o.saveParked(sink, list); err != nil {
 		return err
@@ -171,12 +173,9 @@ func (o *Outbox) Unpark(sink string, ids []string) error {
 	return nil
 }
 
-// Rejected is the number of parked events of every sink.
-func (o *Outbox) Rejected() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.rejectedCount()
-}
+// Rejected is the number of parked events of every sink, as of the last
+// change (lock-free, like Stats).
+func (o *Outbox) Rejected() int { return o.Stats().Rejected }
 
 // rejectedCount is the number of parked events of every sink; o.mu held.
 func (o *Outbox) rejectedCount() int {

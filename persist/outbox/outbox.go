@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nichealth/nichealthd/event"
@@ -57,9 +58,15 @@ type Options struct {
 	// Logger receives the warnings about damaged segments and the bound;
 	// nil discards them.
 	Logger *slog.Logger
+
+	// files opens the segments Append writes to (nil: the real files).
+	// Only the package's own tests set it, to record the order of the
+	// writes and data syncs that makes an append durable.
+	files segmentOpener
 }
 
-// Stats is a snapshot of the outbox for status output and metrics.
+// Stats is a snapshot of the outbox for status output and metrics. Its
+// Sinks map is shared by every caller of Stats: read it, never write it.
 type Stats struct {
 	LastSeq  uint64 // highest sequence number assigned; 0 before any
 	Records  int    // records retained on disk
@@ -114,18 +121,29 @@ type Outbox struct {
 	closed    bool
 	lock      *os.File
 	segs      []*segment // oldest first; the last is the one appended to
-	active    *os.File
+	active    segmentFile
 	bytes     int64
 	nextSeq   uint64
 	cursors   map[string]uint64 // registered sinks only
 	unsaved   map[string]bool   // sinks whose cursor file lags behind cursors
 	parked    map[string][]Parked
 	notify    chan struct{}
-	recent    []Record
 	dropped   uint64
 	folded    uint64
 	corrupt   uint64
 	overBound bool
+
+	// The views read these without o.mu, which an Append holds for as
+	// long as its write and data sync take: on a filesystem whose writes
+	// hang, that is for ever, and the metrics endpoint, D-Bus and the
+	// poll loop must go on answering. stats is published under o.mu at
+	// the end of every change; recent has its own lock, held only to copy
+	// records; maxBytes is a bound asked for by a reload, taken by the
+	// next Append.
+	stats    atomic.Pointer[Stats]
+	recentMu sync.Mutex
+	recent   []Record
+	maxBytes atomic.Int64
 }
 
 // Open opens (creating it if needed) the outbox in dir. It truncates a torn
@@ -149,6 +167,9 @@ func Open(dir string, opts Options) (*Outbox, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.files == nil {
+		opts.files = osSegments{}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create outbox directory %s: %w (%s)", dir, err, persist.FixHint(dir, err))
@@ -252,6 +273,7 @@ func (o *Outbox) load() error {
 	}
 	o.collect()
 	o.loadRecent()
+	o.publishLocked()
 	return nil
 }
 
@@ -383,6 +405,7 @@ func (o *Outbox) SetSinks(names []string) error {
 	if o.closed {
 		return ErrClosed
 	}
+	defer o.publishLocked()
 	if err := o.setSinks(names); err != nil {
 		return err
 	}
@@ -438,7 +461,7 @@ func (o *Outbox) ensureActive() error {
 		return nil
 	}
 	s := o.segs[len(o.segs)-1]
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := o.opts.files.OpenAppend(s.path, false)
 	if err != nil {
 		return fmt.Errorf("open outbox segment %s: %w (%s)", s.path, err, persist.FixHint(o.dir, err))
 	}
@@ -451,7 +474,7 @@ func (o *Outbox) ensureActive() error {
 // after a restart when every older record has been deleted.
 func (o *Outbox) newSegment() error {
 	p := filepath.Join(o.dir, segmentName(o.nextSeq))
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := o.opts.files.OpenAppend(p, true)
 	if err != nil {
 		return fmt.Errorf("create outbox segment %s: %w (%s)", p, err, persist.FixHint(o.dir, err))
 	}
@@ -491,6 +514,11 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	defer o.mu.Unlock()
 	if o.closed {
 		return nil, ErrClosed
+	}
+	defer o.publishLocked()
+	if n := o.maxBytes.Swap(0); n > 0 {
+		o.opts.MaxBytes = n
+		o.opts.SegmentBytes = min(o.opts.SegmentBytes, n)
 	}
 	if o.nextSeq+uint64(len(evs)) >= maxSeq {
 		// Unreachable after Open's checks (a million events a second
@@ -567,12 +595,13 @@ func (o *Outbox) Append(evs []event.Event) ([]uint64, error) {
 	return seqs, nil
 }
 
-// write appends buf to the active segment and syncs it, or leaves the
-// segment as it was.
+// write appends buf to the active segment and syncs its data, or leaves
+// the segment as it was: Append returns only after both, so a caller that
+// saves its state next never saves it ahead of these records.
 func (o *Outbox) write(s *segment, buf []byte) error {
 	_, err := o.active.Write(buf)
 	if err == nil {
-		err = datasync(o.active)
+		err = o.active.Datasync()
 	}
 	if err == nil {
 		return nil
@@ -590,6 +619,8 @@ func (o *Outbox) write(s *segment, buf []byte) error {
 }
 
 func (o *Outbox) remember(r Record) {
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
 	o.recent = append(o.recent, r)
 	if len(o.recent) >= 2*o.opts.RecentSize {
 		n := copy(o.recent, o.recent[len(o.recent)-o.opts.RecentSize:])
@@ -704,6 +735,7 @@ func (o *Outbox) readRange(s *segment, i, j int) ([]Record, error) {
 	}
 	if len(bad) > 0 {
 		s.ents = removeSeqs(s.ents, bad)
+		o.publishLocked()
 	}
 	return out, nil
 }
@@ -757,6 +789,9 @@ func (o *Outbox) Ack(sink string, seq uint64) error {
 	o.cursors[sink] = seq
 	o.collect()
 	o.settleBound()
+	// Published before the cursor file is written: the delivery itself
+	// is recorded, and a write that hangs must not hide it.
+	o.publishLocked()
 	p := o.cursorPath(sink)
 	if err := persist.WriteFileAtomic(p, []byte(strconv.FormatUint(seq, 10)+"\n"), 0o600); err != nil {
 		o.unsaved[sink] = true
@@ -805,10 +840,10 @@ func (o *Outbox) collect() {
 
 // Recent returns up to the n latest records, oldest first, from memory
 // (for D-Bus ListEvents). Records dropped from disk by the bound still
-// show here.
+// show here. It never waits for an Append in progress.
 func (o *Outbox) Recent(n int) []Record {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
 	n = min(n, len(o.recent), o.opts.RecentSize)
 	if n <= 0 {
 		return nil
@@ -818,10 +853,10 @@ func (o *Outbox) Recent(n int) []Record {
 
 // Since returns up to max remembered records with Seq > seq, oldest
 // first (max <= 0: all remembered). Records older than the memory holds
-// are not returned.
+// are not returned. It never waits for an Append in progress.
 func (o *Outbox) Since(seq uint64, max int) []Record {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
 	win := o.recent
 	if len(win) > o.opts.RecentSize {
 		win = win[len(win)-o.opts.RecentSize:]
@@ -852,16 +887,27 @@ func (o *Outbox) loadRecent() {
 		parts = append(parts, recs)
 		want -= len(recs)
 	}
+	o.recentMu.Lock()
+	defer o.recentMu.Unlock()
 	for _, recs := range slices.Backward(parts) {
 		o.recent = append(o.recent, recs...)
 	}
 }
 
-// Stats reports sizes, positions and counters.
+// Stats reports sizes, positions and counters as of the last change. It
+// takes no lock: an Append whose write hangs in the kernel holds the
+// outbox's lock, and the views that show the outbox (the metrics
+// endpoint, D-Bus, the daemon's conditions) must not hang with it.
 func (o *Outbox) Stats() Stats {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	st := Stats{
+	if st := o.stats.Load(); st != nil {
+		return *st
+	}
+	return Stats{}
+}
+
+// publishLocked publishes the statistics Stats returns; o.mu held.
+func (o *Outbox) publishLocked() {
+	st := &Stats{
 		LastSeq:   o.nextSeq - 1,
 		Bytes:     o.bytes,
 		Segments:  len(o.segs),
@@ -878,7 +924,7 @@ func (o *Outbox) Stats() Stats {
 	for name, c := range o.cursors {
 		st.Sinks[name] = SinkStats{Cursor: c, Depth: o.depth(c), Rejected: len(o.parked[name])}
 	}
-	return st
+	o.stats.Store(st)
 }
 
 func (o *Outbox) depth(cur uint64) int {
@@ -894,15 +940,13 @@ func (o *Outbox) depth(cur uint64) int {
 func (o *Outbox) Dir() string { return o.dir }
 
 // SetMaxBytes changes the size bound (configuration reload); it applies
-// from the next Append. <= 0 is the default.
+// from the next Append. <= 0 is the default. It never waits: a reload
+// runs on the poll loop, and an Append may be hung in the kernel.
 func (o *Outbox) SetMaxBytes(n int64) {
 	if n <= 0 {
 		n = DefaultMaxBytes
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.opts.MaxBytes = n
-	o.opts.SegmentBytes = min(o.opts.SegmentBytes, n)
+	o.maxBytes.Store(n)
 }
 
 // Close releases the files and the lock and wakes every Wait. Records are

@@ -169,11 +169,13 @@ func TestJournal_3_CatalogDocumentsEveryMessageID(t *testing.T) {
 			if !isEventField(m[1]) && !map[string]bool{"COUNTER": true, "VALUE": true, "DELTA": true, "RATE": true, "THRESHOLD": true,
 				// The inventory's metadata (checks/inventory).
 				"PCI": true, "ROLE": true, "FAULT": true, "GPUS": true, "LASTDEVICE": true, "SERIAL": true, "CARD": true,
-				"DRIFT": true, "MAJORITY": true, "ACTIVEPORTS": true, "EXPECTEDPORTS": true, "EXPECTEDRATEGBPS": true,
+				"DRIFT": true, "MAJORITY": true, "PREVIOUS": true, "ACTIVEPORTS": true, "EXPECTEDPORTS": true, "EXPECTEDRATEGBPS": true,
 				// The kernel log's (checks/kernellog).
 				"PATTERN": true,
 				// The far end's (checks/farend).
-				"PEERNAME": true, "PEERPORT": true, "PEERGUID": true, "FIELD": true}[m[1]] {
+				"PEERNAME": true, "PEERPORT": true, "PEERGUID": true, "FIELD": true,
+				// The link story's (checks/transceiver, checks/firmware).
+				"FINDING": true}[m[1]] {
 				t.Errorf("kind %q: catalog substitutes @%s@, which no event carries", k, m[1])
 			}
 		}

@@ -52,6 +52,10 @@ const (
 	MessageIDPeerUnsaturated    = "4e039e71f9f54829919ef39c7096cafe"
 	MessageIDFarEndLost         = "329579ac411047f79a5764f2c976a1f5"
 	MessageIDFarEndRestored     = "2c181056e45a4028b073a4ef446cee22"
+	MessageIDTransceiver        = "85c13033aa964e2db3c97ec81ab42e9f"
+	MessageIDTransceiverOK      = "e74dc0ff65d04b06be9511e907792127"
+	MessageIDFirmwareHealth     = "43cb978fc4314fc29c33efb55addd714"
+	MessageIDFirmwareHealthOK   = "1fe0111b794d47caa60211c208176fee"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -148,6 +152,14 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDFarEndLost, true
 	case event.KindFarEndRestored:
 		return MessageIDFarEndRestored, true
+	case event.KindTransceiver:
+		return MessageIDTransceiver, true
+	case event.KindTransceiverOK:
+		return MessageIDTransceiverOK, true
+	case event.KindFirmwareHealth:
+		return MessageIDFirmwareHealth, true
+	case event.KindFirmwareHealthOK:
+		return MessageIDFirmwareHealthOK, true
 	}
 	return "", false
 }

@@ -66,6 +66,10 @@ func (m hcaModel) pciDriver() string {
 var (
 	cx6 = hcaModel{hcaType: "MT4123", deviceID: "0x101b", vfID: "0x101c", fwVer: "20.39.1002", boardID: "MT_0000000223", pciSpeed: "16.0 GT/s PCIe", name: "ConnectX-6"}
 	cx7 = hcaModel{hcaType: "MT4129", deviceID: "0x1021", vfID: "0x101e", fwVer: "28.39.1002", boardID: "MT_0000000838", pciSpeed: "32.0 GT/s PCIe", name: "ConnectX-7"}
+	// The dual-port ConnectX-7 a DGX H100 ships beside its eight compute
+	// cards: the same ASIC and firmware line, another product (PSID), so
+	// never compared with them for drift (DESIGN.md difference 20).
+	cx7Dual = hcaModel{hcaType: "MT4129", deviceID: "0x1021", vfID: "0x101e", fwVer: "28.39.1002", boardID: "MT_0000000834", pciSpeed: "32.0 GT/s PCIe", name: "ConnectX-7 dual-port"}
 	// An Intel E810 with irdma: a non-mlx5 RDMA device that shows up in
 	// class/infiniband and must never be monitored (DESIGN.md section 2).
 	e810 = hcaModel{hcaType: "E810", deviceID: "0x1593", vfID: "0x1889", fwVer: "1.70", boardID: "E810-C", pciSpeed: "16.0 GT/s PCIe", name: "E810", vendor: "0x8086", driver: "ice"}

@@ -27,7 +27,8 @@ type shapeDef struct {
 
 func shapeTable() map[string]shapeDef {
 	return map[string]shapeDef{
-		"dgx-h100":    {"DGX H100: 2 NUMA, 8 H100 SXM, 8 IB CX-7 compute (PIX, 2 VFs each), 2 dual-function RoCE storage cards, 1 RoCE management NIC with the default route", dgxH100},
+		"dgx-h100":    {"DGX H100: 2 NUMA, 8 H100 SXM, 8 IB CX-7 compute (PIX, 2 VFs each, PSID MT_0000000838), 2 dual-port RoCE storage cards (PSID MT_0000000834), 1 RoCE management NIC with the default route", dgxH100},
+		"dgx-h100-ib": {"DGX H100 with its 2 dual-port cards (PSID MT_0000000834) on InfiniBand: compute NICs by link layer beside the 8 PIX compute cards (PSID MT_0000000838), 1 RoCE management NIC with the default route", func() *layout { return dgxH100With(ib) }},
 		"gb200":       {"GB200 NVL4: 2 Grace NUMA, 4 GPUs on NVLink-C2C (all SYS), 4 IB CX-7 (ibp3s0 ...), 2 BlueField-3 RoCE, default route on a non-RDMA NIC", gb200},
 		"l40s-onprem": {"on-prem L40S: 2 NUMA, 8 PCIe GPUs, 1 Ethernet management NIC with the default route, 4 IB compute NICs (NODE)", l40sOnprem},
 		"minimal":     {"1 H100 GPU and 1 single-port IB CX-7 mlx5_0 under the same PCIe switch (PIX), NUMA 0", minimal},
@@ -65,7 +66,13 @@ func (l *layout) freshRootPort(domain, bus, numa int) *pciNode {
 	return l.hostBridge(domain, bus, numa).rootPort(1, 0)
 }
 
-func dgxH100() *layout {
+func dgxH100() *layout { return dgxH100With(eth) }
+
+// dgxH100With is a DGX H100 whose two dual-port cards run link layer ll:
+// Ethernet, storage beside the compute fabric; or InfiniBand, where the
+// link layer makes them compute NICs too, in one role with cards of
+// another PSID.
+func dgxH100With(ll string) *layout {
 	l := &layout{}
 	buses := []int{0x15, 0x26, 0x37, 0x58, 0x97, 0xa8, 0xb7, 0xd8}
 	for g, bus := range buses {
@@ -75,8 +82,13 @@ func dgxH100() *layout {
 			totalVFs: 16, numVFs: 2, role: topology.RoleCompute, reason: fmt.Sprintf("PIX to GPU %d (shares its PCIe switch)", g)})
 	}
 	for s, bus := range []int{0x40, 0xc0} {
-		l.card(l.freshRootPort(0, bus, s), cardSpec{names: []string{mlx(8 + 2*s), mlx(9 + 2*s)}, model: cx7, linkLayer: eth, rate: rateEth200,
-			totalVFs: 8, role: topology.RoleStorage, reason: fmt.Sprintf("Ethernet, NODE to the GPUs of NUMA %d, no PIX/PXB", s)})
+		spec := cardSpec{names: []string{mlx(8 + 2*s), mlx(9 + 2*s)}, model: cx7Dual, linkLayer: eth, rate: rateEth200,
+			totalVFs: 8, role: topology.RoleStorage, reason: fmt.Sprintf("Ethernet, NODE to the GPUs of NUMA %d, no PIX/PXB", s)}
+		if ll == ib {
+			spec.linkLayer, spec.rate, spec.role = ib, rateNDR, topology.RoleCompute
+			spec.reason = "InfiniBand, NODE to local GPUs, no PIX/PXB: link layer decides"
+		}
+		l.card(l.freshRootPort(0, bus, s), spec)
 	}
 	mg := l.card(l.freshRootPort(0, 0x0c, 0), cardSpec{names: []string{mlx(12)}, model: cx7, linkLayer: eth, rate: rateEth100,
 		role: topology.RoleManagement, reason: "carries the default route"})

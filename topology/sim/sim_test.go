@@ -19,6 +19,7 @@ import (
 // step) and the design's shapes.
 var seedRoles = map[string]map[topology.Role]int{
 	"dgx-h100":    {topology.RoleCompute: 8, topology.RoleStorage: 4, topology.RoleManagement: 1},
+	"dgx-h100-ib": {topology.RoleCompute: 12, topology.RoleManagement: 1},
 	"gb200":       {topology.RoleCompute: 4, topology.RoleManagement: 2},
 	"l40s-onprem": {topology.RoleCompute: 4, topology.RoleManagement: 1},
 	"minimal":     {topology.RoleCompute: 1},
