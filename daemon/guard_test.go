@@ -174,7 +174,7 @@ var (
 	portDownWitness = witness{"mlx5_0 port 1 DOWN (InfiniBandStateCheck)",
 		func(h *sim.Host) error { return h.SetPortState("mlx5_0", 1, "DOWN", "Disabled") },
 		func(e event.Event) bool { return e.Kind == event.KindPortFatal && e.Device() == "mlx5_0" }}
-	linkDownedWitness = witness{"mlx5_0 link_downed +1 (InfiniBandDegradationCheck)",
+	linkDownedWitness = witness{"mlx5_0 link_downed +1 (the counter check, reported under InfiniBandStateCheck)",
 		func(h *sim.Host) error { return h.AddCounter("mlx5_0", 1, "counters/link_downed", 1) },
 		func(e event.Event) bool {
 			return e.Kind == event.KindCounterBreach && e.Device() == "mlx5_0" && e.Metadata["counter"] == "link_downed"

@@ -227,6 +227,34 @@ func nvsEvent(e event.Event) nodecondition.Event {
 	return out
 }
 
+// last is the newest event replayed that f matches (the zero event when
+// none).
+func (r *replayRig) last(f func(e event.Event) bool) event.Event {
+	r.t.Helper()
+	recs, err := r.d.ob.ReadAfter(0, 1<<20)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out event.Event
+	for _, rec := range recs {
+		if rec.Seq <= r.seq && f(rec.Event) {
+			out = rec.Event
+		}
+	}
+	return out
+}
+
+// nvsHolds reports whether NVSentinel's condition for check holds a
+// message containing s.
+func (r *replayRig) nvsHolds(check, s string) bool {
+	for _, m := range r.nvs.Messages(check) {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func kindOn(dev string, k event.Kind) func(e event.Event) bool {
 	return func(e event.Event) bool { return e.Kind == k && (dev == "" || e.Device() == dev) }
 }
@@ -236,7 +264,8 @@ func kindOn(dev string, k event.Kind) func(e event.Event) bool {
 // requires, after every event, that the fatal conditions NVSentinel would
 // hold equal the daemon's: findings, stuck reads, parked files, one-counter
 // and all-counter acknowledgements, resets on a latched port (with
-// link-downs since), card anomalies (raised, re-raised, cleared by the
+// link-downs since), a latched fatal counter whose port flaps and is then
+// acknowledged (both under the state check), card anomalies (raised, re-raised, cleared by the
 // port's own fatal), a no-subnet-manager condition, the flap and drop
 // rules, a disappearance, saturation, congestion and a reboot.
 func TestConditions_DESIGN_13_NVSentinelAgreesWithTheDaemon(t *testing.T) {
@@ -307,6 +336,29 @@ func TestConditions_DESIGN_13_NVSentinelAgreesWithTheDaemon(t *testing.T) {
 	r.do("storage ports back", h.SetPortState("mlx5_8", 1, "ACTIVE", "LinkUp"))
 	r.do("storage ports back", h.SetPortState("mlx5_9", 1, "ACTIVE", "LinkUp"))
 	r.run(2*time.Second, tick)
+
+	// Seed 11.1 puts a fatal counter breach under the state check, beside
+	// the port's own condition: the port's flap and its clear must leave
+	// the latched breach in NVSentinel, and the acknowledgement must clear
+	// the breach alone (DESIGN.md differences 2 and 13).
+	r.do("a latched link_downed on mlx5_3", h.AddCounter("mlx5_3", 1, "counters/link_downed", 1))
+	r.run(2*time.Second, tick)
+	if b := r.last(kindOn("mlx5_3", event.KindCounterBreach)); b.CheckName != event.InfiniBandStateCheck || !b.IsFatal {
+		t.Fatalf("the latched link_downed %+v, want it fatal under %s", b, event.InfiniBandStateCheck)
+	}
+	r.do("mlx5_3 flaps while latched: DOWN", h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"))
+	r.do("mlx5_3 flaps while latched: link_downed counts it", h.AddCounter("mlx5_3", 1, "counters/link_downed", 1))
+	r.run(2*time.Second, tick)
+	r.do("mlx5_3 back ACTIVE: its port clear keeps the latch", h.SetPortState("mlx5_3", 1, "ACTIVE", "LinkUp"))
+	r.run(2*time.Second, tick)
+	if !r.nvsHolds(event.InfiniBandStateCheck, "ErrorCode:link_downed NIC:mlx5_3 NICPort:1 ") {
+		t.Fatalf("%s: NVSentinel dropped the latched link_downed with the port's clear: %q", r.step, r.nvs.Messages(event.InfiniBandStateCheck))
+	}
+	r.ack("mlx5_3", "link_downed")
+	r.run(time.Second, tick)
+	if r.nvsHolds(event.InfiniBandStateCheck, "NIC:mlx5_3 ") {
+		t.Fatalf("%s: NVSentinel still holds %q", r.step, r.nvs.Messages(event.InfiniBandStateCheck))
+	}
 
 	r.do("cable pull on mlx5_3: one fatal condition", h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"))
 	r.run(4*time.Second, tick)

@@ -3,8 +3,8 @@ package event
 import "github.com/nichealth/nichealthd/topology"
 
 // The daemon's own checks, which disable alone when their code panics
-// (check-failed): their events carry the degradation checks' names, so the
-// boundary names them apart (a bug in the AER reader must not stop the
+// (check-failed): their events carry the degradation or state checks'
+// names, so the boundary names them apart (a bug in the AER reader must not stop the
 // counters; a bug in the PCI inventory must not stop the state checks
 // its events are named after).
 const (
@@ -32,15 +32,41 @@ func StateCheckFor(linkLayer string) string {
 }
 
 // DegradationCheckFor names the counter check that speaks for a port of a
-// link layer. Fatal counter breaches stay under it rather than the state
-// check (DESIGN.md difference 2): a consumer keying conditions by check
-// name would otherwise let the port's healthy state event clear a latched
-// counter breach.
+// link layer: the name of its non-fatal counter events (and of the
+// monitoring conditions beside them), and the name the panic boundary
+// gives the counter check.
 func DegradationCheckFor(linkLayer string) string {
 	if linkLayer == topology.LinkLayerEthernet {
 		return EthernetDegradationCheck
 	}
 	return InfiniBandDegradationCheck
+}
+
+// CounterCheckFor names the check a counter breach of a port of a link
+// layer is reported under (seed counter 11.1, DESIGN.md difference 2):
+// a fatal breach under the state check, so every fatal signal of a NIC
+// type is one node condition (quarantine rules written for
+// InfiniBandStateCheck catch a latched link_downed), a non-fatal one under
+// the degradation check. A state event never clears a counter breach: every
+// clear carries its condition's error code (difference 13).
+func CounterCheckFor(linkLayer string, fatal bool) string {
+	if fatal {
+		return StateCheckFor(linkLayer)
+	}
+	return DegradationCheckFor(linkLayer)
+}
+
+// FormerCounterCheck reports the state check a fatal counter breach raised
+// under check belongs to now, when check is the degradation check builds
+// before seed 11.1's naming raised it under ("", false otherwise).
+func FormerCounterCheck(check string) (string, bool) {
+	switch check {
+	case InfiniBandDegradationCheck:
+		return InfiniBandStateCheck, true
+	case EthernetDegradationCheck:
+		return EthernetStateCheck, true
+	}
+	return "", false
 }
 
 // Check names of the rules' conditions: the seeds' analyzer rule names

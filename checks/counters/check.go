@@ -39,9 +39,12 @@ func (c Config) Plan() []countertable.Definition {
 }
 
 // Check is the counter checks (InfiniBandDegradationCheck,
-// EthernetDegradationCheck): every counter sampled on the 1 s tick,
-// judged by its row's threshold (seed 10.4), with its latches, windows
-// and snapshots remembered across restarts.
+// EthernetDegradationCheck, as --checks and the panic boundary name
+// them): every counter sampled on the 1 s tick, judged by its row's
+// threshold (seed 10.4), with its latches, windows and snapshots
+// remembered across restarts. Fatal breaches are reported under the state
+// check of the port's link layer (seed 11.1), the rest under the
+// degradation check.
 type Check struct {
 	cfg  Config
 	defs []countertable.Definition // Config.Plan()
@@ -68,10 +71,13 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 	return c.eval.Reconcile(c.mem, c.all())
 }
 
-// Resume reconciles the restored memory with the table: a counter
+// Resume reconciles the restored memory with the table (a counter
 // disabled or removed while the daemon was down must not keep its latch
-// forever.
-func (c *Check) Resume() []event.Spec { return c.eval.Reconcile(c.mem, c.all()) }
+// forever), then moves the fatal latches an older build raised under a
+// degradation check to the state check (seed 11.1, DESIGN.md difference 2).
+func (c *Check) Resume() []event.Spec {
+	return append(c.eval.Reconcile(c.mem, c.all()), c.moveFatalLatches()...)
+}
 
 // all is the table latches are reconciled against: none when counter
 // detection is off.
@@ -138,7 +144,9 @@ func (c *Check) judge(cy *checks.Cycle) {
 					// A delta counter whose value did not move since the
 					// last tick has delta 0, which cannot breach (threshold
 					// >= 0), reset, or change a latch: seed 10.4 would do
-					// nothing with it, so neither do we.
+					// nothing with it, so neither do we. Its rate over the
+					// tick is 0, which the views show.
+					c.eval.Quiet(p.Device.Name, p.Port.Num, c.defs[di].Name)
 					continue
 				}
 				ss, ch := c.eval.Evaluate(c.mem, Sample{

@@ -132,6 +132,12 @@ type memEntry struct {
 	perSec     float64
 	portGbps   float64
 	lowerBound bool
+
+	// latchBase is where the live rate of a latched counter is measured
+	// from (its own window, never the latched snapshot, which stays at
+	// the breach): a latch ends events, not the rate the views show.
+	latchBase    CounterSnapshot
+	hasLatchBase bool
 }
 
 // SetXmitWaitBytesPerTick changes the port_xmit_wait conversion on a
@@ -210,7 +216,8 @@ func ensureMaps(st *Memory) {
 //     breach yields one KindCounterRecovered spec and is cleared; the
 //     snapshot restarts from the reading;
 //   - no snapshot yet: the snapshot is initialised, no event;
-//   - a latched breach: nothing is evaluated (step 4);
+//   - a latched breach: nothing is judged (step 4); only the rate the
+//     views show is measured, from a window of its own;
 //   - a reload changed the definition's path or threshold type: the
 //     snapshot restarts from the reading, no event — the old snapshot
 //     measured something else (another file, or a window held for
@@ -352,7 +359,9 @@ func (ev *evaluation) step(rebootDetected bool) {
 		ev.berHeld()
 	case breached:
 		// Latched (seed 6.3): only a counter reset, a reboot, an
-		// acknowledgement or disabling the counter ends it.
+		// acknowledgement or disabling the counter ends it. Its rate stays
+		// live in the views all the same.
+		ev.latchedRate()
 	case ent.seen && ent.typ != d.ThresholdType:
 		ev.setSnap()
 		ent.hasRate = false
@@ -365,10 +374,73 @@ func (ev *evaluation) step(rebootDetected bool) {
 	}
 }
 
+// latchedRate keeps a latched counter's rate live (a burst of 5000/sec
+// latched symbol_error, and the views said 5000/sec a minute later, after
+// the burst had ended): measured as an unlatched counter of its type would be (a delta
+// counter over the last tick, a velocity counter over its full window,
+// never extrapolated) from a window of its own, judging nothing.
+func (ev *evaluation) latchedRate() {
+	s, ent, d := &ev.s, ev.ent, ev.s.Def
+	if d.ThresholdType != countertable.TypeDelta && d.ThresholdType != countertable.TypeVelocity {
+		return // ber is judged while breached (berHeld); congestion never latches
+	}
+	if !ent.hasLatchBase {
+		ent.latchBase, ent.hasLatchBase = CounterSnapshot{Value: s.Value, Timestamp: s.Now}, true
+		if ent.hasLast && ent.last <= s.Value && !ent.lastAt.After(s.Now) {
+			ent.latchBase = CounterSnapshot{Value: ent.last, Timestamp: ent.lastAt}
+		}
+		if !ent.latchBase.Timestamp.Before(s.Now) {
+			return // nothing to measure yet
+		}
+	}
+	base := ent.latchBase
+	var m measure
+	if d.ThresholdType == countertable.TypeVelocity {
+		var w windowState
+		m, w = velocity(d, ent, base, s.Now, s.Value-base.Value)
+		switch w {
+		case windowHeld:
+			return
+		case windowRestarted:
+			ent.latchBase = CounterSnapshot{Value: s.Value, Timestamp: s.Now}
+			return
+		}
+	} else {
+		m = deltaOver(d, s, base, s.Now, s.Value-base.Value)
+	}
+	ent.latchBase = CounterSnapshot{Value: s.Value, Timestamp: s.Now}
+	limit, _, hasLimit := SaturationLimit(d.Path)
+	ev.e.setRate(ent, m, s.PortRateGbps, hasLimit && s.Value == limit)
+}
+
+// setRate records the rate the views show, counting the changes.
+func (e *Evaluator) setRate(ent *memEntry, m measure, portGbps float64, lowerBound bool) {
+	if !ent.hasRate || ent.rate != m.rate {
+		e.rateChanges++
+	}
+	ent.hasRate, ent.rate, ent.perSec, ent.portGbps, ent.lowerBound = true, m.rate, m.perSec, portGbps, lowerBound
+}
+
+// Quiet is a delta counter's reading that did not move since the tick
+// before (the caller skips Evaluate for it): its rate over the last tick
+// is 0, latched or not, and the views must not keep showing the last
+// step's.
+func (e *Evaluator) Quiet(device string, port int, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ent, ok := e.mem[memKey{device, port, name}]
+	if !ok || !ent.hasRate || ent.rate == 0 && ent.perSec == 0 {
+		return
+	}
+	ent.rate, ent.perSec = 0, 0
+	e.rateChanges++
+}
+
 // recoverOnReset ends a latched breach whose counter went down (seed 6.3
 // step 1): a recovery event when it was breached, and the flag goes.
 func (ev *evaluation) recoverOnReset(breached bool) {
 	s, ent := &ev.s, ev.ent
+	ent.hasLatchBase = false
 	prev := ev.snap.Value
 	if ent.hasLast && s.Value < ent.last {
 		prev = ent.last
@@ -377,7 +449,7 @@ func (ev *evaluation) recoverOnReset(breached bool) {
 		return
 	}
 	if breached {
-		ev.specs = append(ev.specs, resetRecoverySpec(s.Def.Name, s.Device, s.Port, ev.flag, ev.check, prev, s.Value))
+		ev.specs = append(ev.specs, resetRecoverySpec(s.Def.Name, s.Device, s.Port, ev.flag, s.LinkLayer, prev, s.Value))
 	}
 	delete(ev.st.BreachFlags, ent.key)
 	ev.flag, ev.hasFlag = BreachFlag{}, false
@@ -408,6 +480,7 @@ const PersistWindowFrom = time.Minute
 // judge is step 5 and 6 for a counter that is neither reset nor latched.
 func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnapshot) (*event.Spec, bool) {
 	d := s.Def
+	ent.hasLatchBase = false
 	if d.ThresholdType == countertable.TypeCongestion {
 		return e.congestion(st, s, ent, snap)
 	}
@@ -437,11 +510,7 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 	st.CounterSnapshots[ent.key] = next
 
 	limit, _, hasLimit := SaturationLimit(d.Path)
-	if !ent.hasRate || ent.rate != m.rate {
-		e.rateChanges++
-	}
-	ent.hasRate, ent.rate, ent.perSec, ent.portGbps = true, m.rate, m.perSec, s.PortRateGbps
-	ent.lowerBound = hasLimit && cur == limit
+	e.setRate(ent, m, s.PortRateGbps, hasLimit && cur == limit)
 	if !m.breach {
 		return nil, changed
 	}
@@ -449,13 +518,20 @@ func (e *Evaluator) judge(st *Memory, s *Sample, ent *memEntry, snap CounterSnap
 		// One link down, one condition: its twin's latch holds it.
 		return nil, true
 	}
-	check := event.DegradationCheckFor(s.LinkLayer)
+	check := event.CounterCheckFor(s.LinkLayer, d.IsFatal)
 	st.BreachFlags[ent.key] = BreachFlag{
 		Breached:   true,
 		CheckName:  check,
 		IsFatal:    d.IsFatal,
 		Since:      now,
 		Definition: d.Fingerprint(),
+	}
+	if d.ThresholdType != countertable.TypeBER {
+		// A bit error rate is judged again while breached and its
+		// condition says its last window; latches say what latched.
+		fl := st.BreachFlags[ent.key]
+		fl.Reading = breachReading(d, cur, m.delta, m.rate, ent.lowerBound)
+		st.BreachFlags[ent.key] = fl
 	}
 	sp := e.breachSpec(s, check, m.delta, m.rate, m.perSec, m.elapsed, ent.lowerBound)
 	return &sp, true

@@ -29,10 +29,12 @@ func TestCounters_10_2_EveryRowJudged(t *testing.T) {
 			d := d
 			below := uint64(d.Threshold) // rate == threshold is not "> threshold"
 			r := newRig(t)
-			wantCheck := event.InfiniBandDegradationCheck
+			// Seed 11.1 (DESIGN.md difference 2): fatal breaches under the
+			// state check, non-fatal ones under the degradation check.
+			wantCheck := map[bool]string{true: "InfiniBandStateCheck", false: "InfiniBandDegradationCheck"}[d.IsFatal]
 			if d.IsNetdev() {
 				r.ll = topology.LinkLayerEthernet
-				wantCheck = event.EthernetDegradationCheck
+				wantCheck = map[bool]string{true: "EthernetStateCheck", false: "EthernetDegradationCheck"}[d.IsFatal]
 			}
 			step := time.Second
 			if d.ThresholdType == countertable.TypeVelocity {
@@ -179,7 +181,7 @@ func TestCounters_10_4_Step3a_ResetInMemory(t *testing.T) {
 	sp := r.at(20*time.Second).one(ld, 0)
 	want := "Counter link_downed recovered on port mlx5_0 port 1 (counter reset from 1 to 0)"
 	if sp.Message != want || !sp.IsHealthy || sp.IsFatal || sp.Kind != event.KindCounterRecovered ||
-		sp.CheckName != event.InfiniBandDegradationCheck || sp.ErrorCode[0] != "link_downed" {
+		sp.CheckName != "InfiniBandStateCheck" || sp.ErrorCode[0] != "link_downed" {
 		t.Fatalf("recovery = %+v", sp)
 	}
 	if _, ok := r.st.BreachFlags[r.key(ld)]; ok {
@@ -389,7 +391,7 @@ func TestCounters_6_4_PodRestartBetweenBreachAndReset(t *testing.T) {
 	r.at(10*time.Second).none(ld, 1)
 	r.restart() // between T=15s (admin reset) and T=20s
 	sp := r.at(20*time.Second).one(ld, 0)
-	if sp.Kind != event.KindCounterRecovered || sp.CheckName != event.InfiniBandDegradationCheck {
+	if sp.Kind != event.KindCounterRecovered || sp.CheckName != "InfiniBandStateCheck" {
 		t.Fatalf("%+v", sp)
 	}
 	r.at(25*time.Second).none(ld, 0)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
+	"github.com/nichealth/nichealthd/topology"
 )
 
 // CheckClearedSpec is the first event of a check after a host reboot: one
@@ -53,18 +54,20 @@ func baselineSpec(name, device string, port int, check string, value uint64, fre
 }
 
 // recoveryCheck is the check a recovery must carry: the one the breach was
-// reported under (seed 11.1), so it clears the right condition.
-func recoveryCheck(flag BreachFlag, fallback string) string {
+// reported under (seed 11.1), so it clears the right condition. A latch
+// that does not say (a hand-edited state file) is taken as reported where
+// this build reports it, under linkLayer's checks.
+func recoveryCheck(flag BreachFlag, linkLayer string) string {
 	if flag.CheckName != "" {
 		return flag.CheckName
 	}
-	return fallback
+	return event.CounterCheckFor(linkLayer, flag.IsFatal)
 }
 
-func resetRecoverySpec(name, device string, port int, flag BreachFlag, check string, from, to uint64) event.Spec {
+func resetRecoverySpec(name, device string, port int, flag BreachFlag, linkLayer string, from, to uint64) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
-		CheckName: recoveryCheck(flag, check),
+		CheckName: recoveryCheck(flag, linkLayer),
 		IsHealthy: true,
 		Message: fmt.Sprintf("Counter %s recovered on port %s port %d (counter reset from %d to %d)",
 			name, device, port, from, to),
@@ -85,7 +88,7 @@ func resetRecoverySpec(name, device string, port int, flag BreachFlag, check str
 func reasonRecoverySpec(name, device string, port int, flag BreachFlag, message, reason string) event.Spec {
 	return event.Spec{
 		Kind:      event.KindCounterRecovered,
-		CheckName: recoveryCheck(flag, event.InfiniBandDegradationCheck),
+		CheckName: recoveryCheck(flag, topology.LinkLayerInfiniBand),
 		IsHealthy: true,
 		Message:   message,
 		ErrorCode: []string{name},
@@ -147,15 +150,9 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	if d.ThresholdType != countertable.TypeVelocity {
 		unit = countertable.UnitSecond
 	}
-	cmp := "="
-	if lowerBound {
-		cmp = ">="
-	}
-	head := fmt.Sprintf("Port %s port %d: %s", s.Device, s.Port, d.Name)
-	if d.Description != "" {
-		head += " - " + d.Description
-	}
-	msg := fmt.Sprintf("%s (value=%d, delta%s%d, rate%s%.2f%s)", head, s.Value, cmp, delta, cmp, rate, unitSuffix(unit))
+	head := breachHead(s.Device, s.Port, d)
+	reading := breachReading(d, s.Value, delta, rate, lowerBound)
+	msg := head + " (" + reading + ")"
 
 	md := map[string]string{
 		"counter":       d.Name,
@@ -174,6 +171,8 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 	}
 	if d.ThresholdType == countertable.TypeBER {
 		msg = berBreach(head, s, delta, rate, elapsed, md)
+	} else {
+		md["reading"] = reading
 	}
 	if twin := e.twinWitnesses(d.Name, s.LinkLayer); twin != "" {
 		md["witness"] = twin
@@ -203,6 +202,41 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 		Metadata:  md,
 		Condition: condition.OfCounter(s.Device, s.Port, d.Name),
 	}
+}
+
+// breachHead is "Port mlx5_0 port 1: symbol_error - <description>".
+func breachHead(device string, port int, d *countertable.Definition) string {
+	head := fmt.Sprintf("Port %s port %d: %s", device, port, d.Name)
+	if d.Description != "" {
+		head += " - " + d.Description
+	}
+	return head
+}
+
+// breachReading is what a breach read, as its message says it:
+// "value=100, delta=100, rate=20.00/sec" (seed 11.1). A reading at the
+// counter's saturation value makes delta and rate lower bounds (">=").
+func breachReading(d *countertable.Definition, value, delta uint64, rate float64, lowerBound bool) string {
+	unit := d.VelocityUnit
+	if d.ThresholdType != countertable.TypeVelocity {
+		unit = countertable.UnitSecond
+	}
+	cmp := "="
+	if lowerBound {
+		cmp = ">="
+	}
+	return fmt.Sprintf("value=%d, delta%s%d, rate%s%.2f%s", value, cmp, delta, cmp, rate, unitSuffix(unit))
+}
+
+// LatchedMessage is what a latched breach says while it holds: what
+// latched, when, and what the counter read at the breach; never a rate
+// that is no longer true (the live rate is the counter's own).
+func LatchedMessage(device string, port int, d *countertable.Definition, fl BreachFlag) string {
+	msg := breachHead(device, port, d) + ": latched since " + fl.Since.UTC().Format(time.RFC3339)
+	if fl.Reading != "" {
+		msg += " (at the breach: " + fl.Reading + ")"
+	}
+	return msg
 }
 
 func lowerPrefix(lowerBound bool) string {

@@ -63,6 +63,6 @@ func Example() {
 	write("0\n") // perfquery -x
 	poll(t0.Add(10 * time.Second))
 	// Output:
-	// InfiniBandDegradationCheck true Port mlx5_0 port 1: link_downed - Port Training State Machine failed - QP disconnect (value=1, delta=1, rate=0.20/sec)
-	// InfiniBandDegradationCheck false Counter link_downed recovered on port mlx5_0 port 1 (counter reset from 1 to 0)
+	// InfiniBandStateCheck true Port mlx5_0 port 1: link_downed - Port Training State Machine failed - QP disconnect (value=1, delta=1, rate=0.20/sec)
+	// InfiniBandStateCheck false Counter link_downed recovered on port mlx5_0 port 1 (counter reset from 1 to 0)
 }

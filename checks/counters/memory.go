@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/config/countertable"
 
@@ -56,6 +57,10 @@ type BreachFlag struct {
 	// Definition is the fingerprint of the counter definition that
 	// latched, so a reload can tell whether the definition changed.
 	Definition string `json:"definition,omitempty"`
+	// Reading is what the counter read at the breach, as its event said
+	// it ("value=5000, delta=5000, rate=5000.00/sec"): what latched, which
+	// the views show beside the live rate.
+	Reading string `json:"reading,omitempty"`
 }
 
 // NewMemory returns an empty memory.
@@ -87,10 +92,17 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.BreachFlags == nil {
 		m.BreachFlags = map[string]BreachFlag{}
 	}
-	for k := range m.BreachFlags {
+	for k, fl := range m.BreachFlags {
 		if why := checkKey(k); why != "" {
 			drop("breach_flags[%q]: %s", k, why)
 			delete(m.BreachFlags, k)
+			continue
+		}
+		if fl.Reading != "" && !validReading(fl.Reading) {
+			// Views print it: a hand edit costs the reading, not the latch.
+			drop("breach_flags[%q].reading: longer than %d bytes or not printable text", k, maxReading)
+			fl.Reading = ""
+			m.BreachFlags[k] = fl
 		}
 	}
 	if m.Saturated == nil {
@@ -119,6 +131,22 @@ func (m *Memory) Validate() (dropped []string) {
 	}
 	sort.Strings(dropped)
 	return dropped
+}
+
+// maxReading bounds a latch's reading ("value=..., delta=..., rate=...",
+// under 100 bytes as the evaluator writes it).
+const maxReading = 256
+
+func validReading(r string) bool {
+	if len(r) > maxReading || !utf8.ValidString(r) {
+		return false
+	}
+	for _, c := range r {
+		if unicode.IsControl(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkKey validates "<device>:<port>:<counter>" (seed 6.6).
@@ -210,8 +238,7 @@ func (m *Memory) checkOf(key string) string {
 // crash in between leaves the outbox ahead of the memory. defs names the
 // definitions, for a replayed latch's fingerprint.
 func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
-	dev := e.Device()
-	port, _ := strconv.Atoi(e.Port())
+	dev, port := e.Device(), portOf(e)
 	name := e.Metadata["counter"]
 	if name == "" && len(e.ErrorCode) == 1 {
 		name = e.ErrorCode[0]
@@ -226,8 +253,14 @@ func (m *Memory) Replay(e *event.Event, defs []countertable.Definition) {
 		if i := slices.IndexFunc(defs, func(d countertable.Definition) bool { return d.Name == name }); i >= 0 {
 			fp = defs[i].Fingerprint()
 		}
-		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: e.GeneratedTimestamp, Definition: fp}
+		m.BreachFlags[key] = BreachFlag{Breached: true, CheckName: e.CheckName, IsFatal: e.IsFatal, Since: breachedSince(e), Definition: fp,
+			Reading: e.Metadata["reading"]}
 	case event.KindCounterRecovered:
+		if e.Metadata["reason"] == ReasonCheckRenamed {
+			// The latch moved to another check, it did not end: the
+			// breach raised under the new name follows.
+			return
+		}
 		// Reset, acknowledgement or removal: the latch is gone, and the
 		// snapshot is dropped so the counter re-baselines at its current
 		// value instead of re-breaching against the old one.

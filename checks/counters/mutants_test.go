@@ -28,15 +28,23 @@ func TestCounters_6_3_ResetRecoveryReportsLastValueRead(t *testing.T) {
 
 // TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName: a breach flag
 // persisted without its check name (an older state file) is recovered
-// under the degradation check of the port's link layer, never under "".
+// where this build reports the breach (seed 11.1: a fatal one under the
+// state check, a non-fatal one under the degradation check of the port's
+// link layer), never under "".
 func TestCounters_DESIGN2_RecoveryOfAFlagWithoutCheckName(t *testing.T) {
 	r := newRig(t)
 	ld := def("link_downed")
 	r.st.CounterSnapshots[r.key(ld)] = CounterSnapshot{Value: 5, Timestamp: t0}
 	r.st.BreachFlags[r.key(ld)] = BreachFlag{Breached: true, IsFatal: true, Since: t0}
 	sp := r.at(time.Second).one(ld, 0)
-	if sp.Kind != event.KindCounterRecovered || sp.CheckName != event.InfiniBandDegradationCheck {
+	if sp.Kind != event.KindCounterRecovered || sp.CheckName != "InfiniBandStateCheck" {
 		t.Fatalf("recovery = %+v", sp)
+	}
+	se := def("symbol_error")
+	r.st.CounterSnapshots[r.key(se)] = CounterSnapshot{Value: 5, Timestamp: t0}
+	r.st.BreachFlags[r.key(se)] = BreachFlag{Breached: true, Since: t0}
+	if sp := r.at(2*time.Second).one(se, 0); sp.Kind != event.KindCounterRecovered || sp.CheckName != "InfiniBandDegradationCheck" {
+		t.Fatalf("non-fatal recovery = %+v", sp)
 	}
 	// A flag that has its check name keeps it.
 	r2 := newRig(t)

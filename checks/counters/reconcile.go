@@ -209,7 +209,7 @@ func (e *Evaluator) Acknowledge(st *Memory, device string, port int, counter str
 			// window is one tick later, not one tick after the
 			// acknowledgement (DESIGN.md difference 14).
 			base = CounterSnapshot{Value: ent.last, Timestamp: ent.lastAt}
-			ent.hasRate = false
+			ent.hasRate, ent.hasLatchBase = false, false
 		}
 		if st.CounterSnapshots == nil {
 			st.CounterSnapshots = map[string]CounterSnapshot{}

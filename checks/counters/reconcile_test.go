@@ -220,9 +220,12 @@ func TestCounters_DBus_View(t *testing.T) {
 		ld.ThresholdType != countertable.TypeDelta || ld.RateUnit != "/sec" || !ld.HasRate || ld.Rate != 1 {
 		t.Errorf("link_downed view %+v", ld)
 	}
+	// Latched at 50000/sec; the next tick read 10000 more: the rate is
+	// live, the latch says what it latched at.
 	pr := by["port_rcv_errors"]
-	if !pr.Breached || pr.Rate != 50000 || pr.LostGbps != 0 {
-		t.Errorf("port_rcv_errors view %+v (rate from the breach; latched since)", pr)
+	if !pr.Breached || pr.Rate != 10000 || pr.LostGbps != 0 ||
+		pr.Latched != "Port mlx5_0 port 1: port_rcv_errors - Malformed packets received: latched since 2025-06-15T10:00:01Z (at the breach: value=50000, delta=50000, rate=50000.00/sec)" {
+		t.Errorf("port_rcv_errors view %+v (live rate; latched at the breach's)", pr)
 	}
 	sef := by["symbol_error_fatal"]
 	if sef.HasRate || sef.Value != 60 || sef.RateUnit != "/hour" || sef.Window != time.Hour || sef.Breached {

@@ -23,7 +23,11 @@ type CounterView struct {
 	Fatal          bool
 	Breached       bool
 	BreachedSince  time.Time
-	Saturated      bool
+	// Latched is what a latched breach says while it holds (LatchedMessage:
+	// what latched, when, its reading at the breach); "" when not latched,
+	// and for a ber counter, whose condition is judged again every window.
+	Latched   string
+	Saturated bool
 	// LostGbps and LostPercent estimate the bandwidth port_xmit_wait says
 	// the port lost over the last counter tick, recomputed every tick
 	// whatever the counter's threshold type or latch (0 for other
@@ -69,6 +73,9 @@ func (e *Evaluator) View(st *Memory, device string, port int, defs []countertabl
 			}
 			if f, ok := st.BreachFlags[key]; ok && f.Breached {
 				v.Breached, v.BreachedSince = true, f.Since
+				if d.ThresholdType == countertable.TypeDelta || d.ThresholdType == countertable.TypeVelocity {
+					v.Latched = LatchedMessage(device, port, d, f)
+				}
 			}
 			if _, ok := st.Saturated[Key(device, port, countertable.FileName(d.Path))]; ok {
 				v.Saturated = true

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -32,9 +33,13 @@ type Counter struct {
 	Fatal         bool      `json:"fatal"`
 	Breached      bool      `json:"breached"`
 	BreachedSince time.Time `json:"breachedSince"`
-	Saturated     bool      `json:"saturated"`
-	LostGbps      float64   `json:"lostGbps"`
-	LostPercent   float64   `json:"lostPercent"`
+	// Latched is what the counter's latched breach says while it holds:
+	// what latched, when, and its reading at the breach (Rate is the live
+	// one). Build gives it to the breach's condition.
+	Latched     string  `json:"latched,omitempty"`
+	Saturated   bool    `json:"saturated"`
+	LostGbps    float64 `json:"lostGbps"`
+	LostPercent float64 `json:"lostPercent"`
 }
 
 // PortInfo is what the daemon observed of a port: identity and the last
@@ -233,6 +238,7 @@ type AERTotal struct {
 // caller did not list still count for the node and name their port in
 // FatalPorts/DegradedPorts.
 func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
+	conds = latchedMessages(ports, conds)
 	s := &Snapshot{Node: node, Ports: make([]Port, 0, len(ports)), Conditions: conds,
 		FatalPorts: []string{}, DegradedPorts: []string{}}
 	nics := map[string]bool{}
@@ -266,6 +272,50 @@ func Build(node Node, ports []PortInfo, conds []Condition) *Snapshot {
 	}
 	s.NICs = len(nics)
 	return s
+}
+
+// latchedMessages gives each latched counter breach the counter's latched
+// message in place of its event's: the event said the reading of the tick
+// that breached ("rate=5000.00/sec"), which a view showing it minutes
+// later would present as the rate now. conds is not modified.
+func latchedMessages(ports []PortInfo, conds []Condition) []Condition {
+	type key struct {
+		device string
+		port   int
+		name   string
+	}
+	var latched map[key]string
+	for i := range ports {
+		for _, c := range ports[i].Counters {
+			if c.Breached && c.Latched != "" {
+				if latched == nil {
+					latched = map[key]string{}
+				}
+				latched[key{ports[i].Device, ports[i].Port, c.Name}] = c.Latched
+			}
+		}
+	}
+	if latched == nil {
+		return conds
+	}
+	var out []Condition // a copy, made at the first message it changes
+	for i := range conds {
+		c := &conds[i]
+		if c.Kind != event.KindCounterBreach || c.Entity.Kind != condition.Counter {
+			continue
+		}
+		if msg, ok := latched[key{c.Entity.Device, c.Entity.Port, c.Entity.Name}]; ok && msg != c.Message {
+			if out == nil {
+				out = make([]Condition, len(conds))
+				copy(out, conds)
+			}
+			out[i].Message = msg
+		}
+	}
+	if out == nil {
+		return conds
+	}
+	return out
 }
 
 func (s *Snapshot) addPort(key string, v Severity) {

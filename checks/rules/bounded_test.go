@@ -44,8 +44,6 @@ func TestBounded_1_CounterJumpIsANumberNotALoop(t *testing.T) {
 		jump     Port
 	}{
 		{"link_downed 0 to 2e6", ib("ACTIVE", 0), ib("ACTIVE", 2_000_000)},
-		{"carrier_changes 2 to 4e6", Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), CarrierChanges: Reading{2, true}},
-			Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), CarrierChanges: Reading{4_000_000, true}}},
 		{"link_down_events_phy 0 to 2e6", Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), LinkDownEvents: Reading{0, true}},
 			Port{Device: "mlx5_9", Port: 1, Link: linkOf("ACTIVE"), LinkDownEvents: Reading{2_000_000, true}}},
 	} {
@@ -135,7 +133,7 @@ func driveRules(t *testing.T, b []byte, check func(e *Engine, step int)) {
 		s := b[i : i+4]
 		dev := []string{"mlx5_0", "mlx5_1", "mlx5_2"}[s[0]%3]
 		pt := Port{Device: dev, Port: 1 + int(s[0]/3)%2, Link: linkOf(states[int(s[1])%len(states)]),
-			LinkDowned: pick(dev+"ld", s[2]), CarrierChanges: pick(dev+"cc", s[3]), LinkDownEvents: pick(dev+"le", s[2]^s[3])}
+			LinkDowned: pick(dev+"ld", s[2]), LinkDownEvents: pick(dev+"le", s[2]^s[3])}
 		switch d := int8(s[1]) / 8; {
 		case d < -12:
 			now = now.Add(-time.Hour) // the clock stepped back

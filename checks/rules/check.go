@@ -137,8 +137,6 @@ func (c *Check) readings(obs *observe.Observation, buf []Port) []Port {
 				switch obs.Counters[row].Name {
 				case "link_downed":
 					dst = &rp.LinkDowned
-				case "carrier_changes":
-					dst = &rp.CarrierChanges
 				case PHYLinkDownEvents:
 					dst = &rp.LinkDownEvents
 				default:
@@ -189,9 +187,13 @@ func Specs(changes []Change) []event.Spec {
 			out = append(out, RaiseSpec(c))
 			continue
 		}
+		msg := c.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check)
+		}
 		out = append(out, event.Spec{Kind: event.KindRuleCleared, CheckName: c.Check, IsHealthy: true, Device: c.Device, Port: c.Port,
 			ErrorCode: []string{c.Check},
-			Message:   fmt.Sprintf("Port %s port %d: %s no longer holds", c.Device, c.Port, c.Check),
+			Message:   msg,
 			Metadata:  map[string]string{"rule": c.Check},
 			Condition: condition.OfPort(c.Device, c.Port)})
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,15 +20,18 @@ type Reading struct {
 	OK    bool
 }
 
-// Port is one monitored port as a poll cycle read it.
+// Port is one monitored port as a poll cycle read it: its state and its
+// link-down witnesses. carrier_changes is not one (DESIGN.md difference
+// 19): an MTU change, an admin down/up or a NetworkManager restart bumps
+// it on a healthy port, so it is a netdev event, judged by its own
+// non-fatal counter row, never a link flap.
 type Port struct {
 	Device string
 	Port   int
 	// Link is the port's state as the poll read it; the zero Link when it
 	// could not be read (or is deliberately not known: an uncabled port).
-	Link           sysfs.Link
-	LinkDowned     Reading
-	CarrierChanges Reading
+	Link       sysfs.Link
+	LinkDowned Reading
 	// LinkDownEvents is mlx5's link_down_events_phy (Ethernet ports): the
 	// PHY's 64-bit count of the same link downs, which keeps counting
 	// after link_downed (8 bits) is stuck at 255.
@@ -74,11 +78,8 @@ type State struct {
 // PortState is one port's windows.
 type PortState struct {
 	// Episode witnesses as last read.
-	LinkDowned     uint64 `json:"linkDowned"`
-	HasLinkDowned  bool   `json:"hasLinkDowned"`
-	Carrier        uint64 `json:"carrier"`
-	HasCarrier     bool   `json:"hasCarrier"`
-	CarrierChanges uint64 `json:"carrierChanges"` // since the baseline
+	LinkDowned    uint64 `json:"linkDowned"`
+	HasLinkDowned bool   `json:"hasLinkDowned"`
 	// Episodes each witness saw since the baseline, and the port's total
 	// (the largest of them; never decreases).
 	ByLinkDowned uint64 `json:"byLinkDowned"`
@@ -86,9 +87,12 @@ type PortState struct {
 	LinkDownEvents    uint64 `json:"linkDownEvents,omitempty"`
 	HasLinkDownEvents bool   `json:"hasLinkDownEvents,omitempty"`
 	ByLinkDownEvents  uint64 `json:"byLinkDownEvents,omitempty"`
-	ByCarrier         uint64 `json:"byCarrier"`
 	ByState           uint64 `json:"byState"`
 	Total             uint64 `json:"total"`
+	// LegacyByCarrier is what a state file of a build that counted
+	// carrier_changes as link-downs says that witness saw; read once, to
+	// take its episodes back out (restore), never written.
+	LegacyByCarrier uint64 `json:"byCarrier,omitempty"`
 	// Up: the port was up (sysfs.Link.Up) since the last DOWN; Known: a
 	// state was read.
 	Up    bool `json:"up"`
@@ -120,6 +124,9 @@ type PortState struct {
 type Engine struct {
 	cfg config.Rules
 	st  State
+	// pending are the changes a restore decided (a flap a former build
+	// raised on carrier_changes alone), returned by the next Cycle.
+	pending []Change
 }
 
 // New returns an engine with cfg (which must Validate) that resumes from
@@ -129,20 +136,30 @@ func New(cfg config.Rules, st State, bootID string) *Engine {
 	if st.BootID != bootID || st.Ports == nil {
 		st = State{BootID: bootID, Ports: map[string]*PortState{}}
 	}
-	for k, p := range st.Ports {
+	e := &Engine{cfg: cfg, st: st}
+	for _, k := range e.sortedKeys() {
+		p := st.Ports[k]
 		if p == nil {
 			delete(st.Ports, k)
 			continue
 		}
-		p.bound(cfg)
+		if p.bound(cfg) {
+			dev, port := splitKey(k)
+			e.pending = append(e.pending, Change{Condition: Condition{Check: event.FlapCheck, Device: dev, Port: port,
+				Message: fmt.Sprintf("Port %s port %d: %s no longer holds: carrier_changes is a netdev event (MTU change, admin down/up, NetworkManager restart), not a link-down, and fewer than %d link-downs remain in the window",
+					dev, port, event.FlapCheck, cfg.Flap.Episodes)}})
+		}
 	}
-	return &Engine{cfg: cfg, st: st}
+	return e
 }
 
 // bound brings a restored port's windows to what the engine itself would
 // have kept: a state file written by an older version (one timestamp per
-// episode) or edited by hand must not size the engine's memory.
-func (p *PortState) bound(cfg config.Rules) {
+// episode) or edited by hand must not size the engine's memory. It
+// reports whether the port's flap condition no longer holds once the
+// episodes only carrier_changes witnessed are taken out (DESIGN.md
+// difference 19).
+func (p *PortState) bound(cfg config.Rules) (unflapped bool) {
 	for _, t := range p.Episodes {
 		p.FlapWindow.Add(t, 1)
 	}
@@ -152,10 +169,24 @@ func (p *PortState) bound(cfg config.Rules) {
 		newest := p.FlapWindow[len(p.FlapWindow)-1].At
 		p.FlapWindow.Trim(newest, cfg.Flap.Window, cfg.Flap.Episodes)
 	}
+	// A former build took the largest of four witnesses, carrier_changes
+	// among them: the link-down witnesses' total is what is left. The
+	// window cannot say which witness saw each of its episodes, so it
+	// keeps at most that many (the newest: a real link-down is never
+	// forgotten), and a flap that no longer reaches the threshold ends.
+	if real := max(p.ByLinkDowned, p.ByLinkDownEvents, p.ByState); p.Total > real || p.LegacyByCarrier > real {
+		p.Total = real
+		p.FlapWindow.Cap(real)
+		if p.Flapping && p.FlapWindow.Count() < uint64(max(cfg.Flap.Episodes, 1)) {
+			p.Flapping, unflapped = false, true
+		}
+	}
+	p.LegacyByCarrier = 0
 	p.NonFatal = newestTimes(p.NonFatal, cfg.Degradation.Events)
 	if p.Seen == nil {
 		p.Seen = map[string]time.Time{}
 	}
+	return unflapped
 }
 
 // newestTimes keeps the newest n of ts (in time order): "at least n within
@@ -249,7 +280,8 @@ func (e *Engine) SetConfig(cfg config.Rules) []Change {
 // returns the rule conditions raised and cleared, ports in order. A port
 // missing from ports is forgotten, and its rule conditions are cleared.
 func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Change {
-	var out []Change
+	out := e.pending
+	e.pending = nil
 	seen := make(map[string]bool, len(ports))
 	for i := range ports {
 		pt := &ports[i]
@@ -292,14 +324,14 @@ func (e *Engine) Cycle(now time.Time, ports []Port, degraded []Degraded) []Chang
 
 // episodes counts the link-down episodes pt shows since the previous
 // cycle. Each witness (link_downed steps, link_down_events_phy steps,
-// carrier_changes down+up pairs counted at their first half, falls from
-// ACTIVE to DOWN) keeps its own
-// running count since the baseline, and the port's total is the largest
-// of them: one episode seen by several witnesses counts once, also when
-// they see it in different cycles (the counters are sampled on a 1 s
-// tick, the state on every poll, so a fall into DOWN usually reaches the
-// state witness a poll before link_downed steps). A counter that went
-// down was reset: its value is what happened since.
+// falls from ACTIVE to DOWN; never carrier_changes, DESIGN.md difference
+// 19) keeps its own running count since the baseline, and the port's
+// total is the largest of them: one episode seen by several witnesses
+// counts once, also when they see it in different cycles (the counters
+// are sampled on a 1 s tick, the state on every poll, so a fall into
+// DOWN usually reaches the state witness a poll before link_downed
+// steps). A counter that went down was reset: its value is what happened
+// since.
 func (p *PortState) episodes(pt *Port, old bool) uint64 {
 	if pt.LinkDowned.OK {
 		if old && p.HasLinkDowned {
@@ -313,16 +345,6 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		}
 		p.LinkDownEvents, p.HasLinkDownEvents = pt.LinkDownEvents.Value, true
 	}
-	if pt.CarrierChanges.OK {
-		if old && p.HasCarrier {
-			before := pairs(p.CarrierChanges)
-			p.CarrierChanges = addSat(p.CarrierChanges, delta(p.Carrier, pt.CarrierChanges.Value))
-			p.ByCarrier = addSat(p.ByCarrier, pairs(p.CarrierChanges)-before)
-		} else if pt.Link.Down() {
-			p.CarrierChanges = 1 // down at the baseline: its return completes a pair
-		}
-		p.Carrier, p.HasCarrier = pt.CarrierChanges.Value, true
-	}
 	switch {
 	case pt.Link.Up():
 		p.Up, p.Known = true, true
@@ -332,7 +354,7 @@ func (p *PortState) episodes(pt *Port, old bool) uint64 {
 		}
 		p.Up, p.Known = false, true
 	}
-	total := max(p.ByLinkDowned, p.ByLinkDownEvents, p.ByCarrier, p.ByState)
+	total := max(p.ByLinkDowned, p.ByLinkDownEvents, p.ByState)
 	n := total - min(total, p.Total)
 	p.Total = max(total, p.Total)
 	return n
@@ -348,10 +370,6 @@ func (e *Engine) Episodes(device string, port int) (uint64, bool) {
 	}
 	return p.Total, true
 }
-
-// pairs is how many carrier down+up pairs n changes start: n/2 rounded
-// up, without overflowing at 2^64-1.
-func pairs(n uint64) uint64 { return n/2 + n%2 }
 
 func delta(prev, cur uint64) uint64 {
 	if cur >= prev {

@@ -100,21 +100,6 @@ func TestRules_6_3_EpisodeCountedOnceAndWindowed(t *testing.T) {
 	only(t, e.Cycle(at(11, 30), []Port{ib("ACTIVE", 4)}, nil), true, event.FlapCheck)
 }
 
-func TestRules_6_3_RoCECarrierChanges(t *testing.T) {
-	e := New(config.DefaultRules(), State{}, "b")
-	roce := func(cc uint64) Port {
-		return Port{Device: "mlx5_8", Port: 1, Link: linkOf("ACTIVE"), CarrierChanges: Reading{cc, true}}
-	}
-	none(t, "baseline", e.Cycle(at(0, 0), []Port{roce(10)}, nil))
-	none(t, "down", e.Cycle(at(1, 0), []Port{roce(11)}, nil))                     // 1st episode (carrier lost)
-	none(t, "up", e.Cycle(at(1, 10), []Port{roce(12)}, nil))                      // same episode
-	none(t, "2nd", e.Cycle(at(2, 0), []Port{roce(14)}, nil))                      // down and up between polls
-	c := only(t, e.Cycle(at(3, 0), []Port{roce(15)}, nil), true, event.FlapCheck) // 3rd
-	if c.Device != "mlx5_8" {
-		t.Fatalf("%+v", c)
-	}
-}
-
 // Seed state 6.2, NICPortDrop: DOWN for at least 4 minutes with no
 // link_downed change is fatal "port dropped"; a port that keeps retrying
 // is not dropped; back ACTIVE clears it.

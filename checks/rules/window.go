@@ -54,6 +54,27 @@ func (w *Window) Trim(now time.Time, window time.Duration, threshold int) {
 	*w = b
 }
 
+// Cap keeps at most n events, the newest: the oldest buckets go first,
+// and the oldest one kept is cut to what is left.
+func (w *Window) Cap(n uint64) {
+	b := *w
+	var kept uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		if kept >= n {
+			b = slices.Delete(b, 0, i+1)
+			break
+		}
+		if room := n - kept; b[i].N > room {
+			b[i].N = room
+		}
+		kept += b[i].N
+	}
+	if len(b) == 0 {
+		b = nil
+	}
+	*w = b
+}
+
 // Count is the number of events in the window (saturating at 2^64-1).
 func (w Window) Count() uint64 {
 	var n uint64

@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"log/slog"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/persist"
 )
 
@@ -34,5 +39,39 @@ func TestRules_15_FormerCheckNamesMigrate(t *testing.T) {
 	}
 	if again := r.migrateRuleChecks(m); len(again) != 0 {
 		t.Fatalf("migrated twice: %+v", again)
+	}
+}
+
+// Seed 11.1 reports fatal counter breaches under the state check of their
+// NIC type (DESIGN.md difference 2), so with the state checks switched
+// off and the counter checks on (checks = the degradation checks), the
+// first poll after a reboot still clears the state check's name, where
+// the previous boot's fatal counter breaches were raised (difference 5).
+func TestDesign_2_OpeningClearsCoverTheStateCheckTheCountersSpeakAs(t *testing.T) {
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "config.toml"),
+		[]byte("nodeName = \"t\"\nchecks = [\"InfiniBandDegradationCheck\", \"EthernetDegradationCheck\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(cfg, observe.BootRebooted, "boot", slog.New(slog.DiscardHandler), Seams{}, health.NewModel())
+	t.Cleanup(r.Close)
+	var cleared []string
+	for _, s := range r.openingClears(nil) {
+		cleared = append(cleared, s.CheckName)
+	}
+	for _, want := range []string{"InfiniBandStateCheck", "EthernetStateCheck", "InfiniBandDegradationCheck", "EthernetDegradationCheck"} {
+		if !slices.Contains(cleared, want) {
+			t.Errorf("opening clears %v lack %s", cleared, want)
+		}
+	}
+	// Counter detection off: the state checks stay switched off, and so
+	// does their clear.
+	cfg.CountersEnabled = false
+	cleared = cleared[:0]
+	for _, s := range r.openingClears(nil) {
+		cleared = append(cleared, s.CheckName)
+	}
+	if slices.Contains(cleared, "InfiniBandStateCheck") {
+		t.Errorf("with counter detection off: %v", cleared)
 	}
 }

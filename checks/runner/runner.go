@@ -173,11 +173,27 @@ func (r *Runner) openingClears(specs []event.Spec) []event.Spec {
 		why = "host rebooted (boot ID changed)"
 	}
 	for _, c := range config.AllChecks {
-		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) {
+		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) || r.countersSpeakAs(c) {
 			specs = append(specs, checks.ClearedSpec(c, why))
 		}
 	}
 	return specs
+}
+
+// countersSpeakAs reports whether the counter checks raise conditions
+// under state check c with its own check switched off: fatal counter
+// breaches are reported under the state check of their NIC type (seed
+// 11.1), whose opening clear they need too.
+func (r *Runner) countersSpeakAs(c string) bool {
+	if !r.cfg.CountersEnabled || r.cfg.Checks[c] {
+		return false
+	}
+	for _, ll := range []string{topology.LinkLayerInfiniBand, topology.LinkLayerEthernet} {
+		if event.StateCheckFor(ll) == c && r.cfg.Checks[event.DegradationCheckFor(ll)] {
+			return true
+		}
+	}
+	return false
 }
 
 // After runs the checks that read the health model (the rules) once the

@@ -120,7 +120,7 @@ func (r *Runner) counterInfos(p *observe.Port) []health.Counter {
 		out = append(out, health.Counter{
 			Name: cv.Name, Value: cv.Value, Rate: cv.Rate, Unit: strings.TrimPrefix(cv.RateUnit, "/"),
 			ThresholdType: cv.ThresholdType, Threshold: cv.Threshold, Fatal: cv.Fatal, Breached: cv.Breached,
-			BreachedSince: cv.BreachedSince, Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
+			BreachedSince: cv.BreachedSince, Latched: event.Clean(cv.Latched), Saturated: cv.Saturated, LostGbps: cv.LostGbps, LostPercent: cv.LostPercent,
 		})
 	}
 	return out

@@ -76,7 +76,7 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"EthernetStateCheck          4 ports healthy at first start",
 		"no state file yet, so 10 checks started clean",
 		"fatal     InfiniBandStateCheck        mlx5_3/1  Port mlx5_3 port 1: state DOWN",
-		"fatal     InfiniBandDegradationCheck  mlx5_3/1  Port mlx5_3 port 1: link_downed",
+		"fatal     InfiniBandStateCheck        mlx5_3/1  Port mlx5_3 port 1: link_downed",
 		"healthy   InfiniBandStateCheck        mlx5_3/1",
 		"fatal     EthernetStateCheck          mlx5_8/1",
 		"degraded  InfiniBandDegradationCheck  mlx5_5/1  Port mlx5_5 port 1: symbol_error",
@@ -89,7 +89,7 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"→ drain GPU6 (",
 		": behind mlx5_6",
 		"Acknowledged the latched breach of link_downed on mlx5_3 port 1.",
-		"healthy   InfiniBandDegradationCheck  mlx5_3/1  Counter link_downed recovered",
+		"healthy   InfiniBandStateCheck        mlx5_3/1  Counter link_downed recovered",
 		"Summary: 4 faults injected, 4 detected (5 events); 2 recoveries reported; 1 change on the management NIC correctly not alarmed on.",
 		"make try",
 	} {

@@ -422,7 +422,7 @@ func (s *story) summary() {
 		at := time.Now()
 		s.ctl("ack", "mlx5_3", "1", "link_downed")
 		_, _ = s.await(at, stepRecovery, []expectation{
-			{check: event.InfiniBandDegradationCheck, device: "mlx5_3", port: "1", verdict: "healthy", mentions: "link_downed"},
+			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "healthy", mentions: "link_downed"},
 		})
 	}
 	lat := append([]time.Duration(nil), s.latencies...)

@@ -54,7 +54,7 @@ func (s *story) steps() []step {
 			return s.h.AddCounter("mlx5_3", 1, "counters/link_downed", 1)
 		}, []expectation{
 			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "DOWN"},
-			{check: event.InfiniBandDegradationCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "link_downed"},
+			{check: event.InfiniBandStateCheck, device: "mlx5_3", port: "1", verdict: "fatal", mentions: "link_downed"},
 			// No card anomaly besides: the DOWN port is its own fatal
 			// condition, and one cable pull is one (DESIGN.md difference 4).
 		}},

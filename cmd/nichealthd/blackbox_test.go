@@ -563,7 +563,7 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 
 	n.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1)
 	e := n.waitEvent("link_downed breach", portEvent("mlx5_1", event.KindCounterBreach))
-	if !e.IsFatal || e.CheckName != event.InfiniBandDegradationCheck || len(e.ErrorCode) != 1 || e.ErrorCode[0] != "link_downed" ||
+	if !e.IsFatal || e.CheckName != event.InfiniBandStateCheck || len(e.ErrorCode) != 1 || e.ErrorCode[0] != "link_downed" ||
 		e.RecommendedAction != event.ActionReplaceVM || !strings.HasPrefix(e.Message, "Port mlx5_1 port 1: link_downed - ") {
 		t.Fatalf("link_downed event %+v", e)
 	}
@@ -575,7 +575,7 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 	n.waitCounterValue("mlx5_1", 1, "link_downed", float64(latched))
 	n.h.ResetCounters("mlx5_1", 1)
 	r := n.waitEvent("recovery on reset", portEvent("mlx5_1", event.KindCounterRecovered))
-	if !r.IsHealthy || r.CheckName != event.InfiniBandDegradationCheck || !strings.Contains(r.Message, "link_downed") ||
+	if !r.IsHealthy || r.CheckName != event.InfiniBandStateCheck || !strings.Contains(r.Message, "link_downed") ||
 		r.Metadata["previousValue"] != strconv.FormatUint(latched, 10) {
 		t.Fatalf("recovery %+v", r)
 	}

@@ -412,7 +412,7 @@ func TestIntegration_DBus_AcknowledgeResetEndToEnd(t *testing.T) {
 	breach := b.waitEvent("link_downed breach", func(e event.Event) bool {
 		return e.Device() == "mlx5_0" && e.Kind == event.KindCounterBreach && slices.Contains(e.ErrorCode, "link_downed")
 	})
-	if !breach.IsFatal || breach.CheckName != event.InfiniBandDegradationCheck {
+	if !breach.IsFatal || breach.CheckName != event.InfiniBandStateCheck {
 		t.Fatalf("breach %+v", breach)
 	}
 	pv := b.waitPort("mlx5_0", 1, "latched link_downed", func(p dbusapi.PortView) bool {
@@ -450,7 +450,7 @@ func TestIntegration_DBus_AcknowledgeResetEndToEnd(t *testing.T) {
 	rec := b.waitEventAfter(before, "acknowledged recovery", func(e event.Event) bool {
 		return e.Device() == "mlx5_0" && e.Kind == event.KindCounterRecovered && slices.Contains(e.ErrorCode, "link_downed")
 	})
-	if !strings.Contains(rec.Message, "uid 0") || !rec.IsHealthy || rec.CheckName != event.InfiniBandDegradationCheck {
+	if !strings.Contains(rec.Message, "uid 0") || !rec.IsHealthy || rec.CheckName != event.InfiniBandStateCheck {
 		t.Fatalf("recovery event %+v", rec)
 	}
 	b.waitPort("mlx5_0", 1, "latch cleared", func(p dbusapi.PortView) bool {

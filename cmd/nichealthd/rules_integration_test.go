@@ -141,3 +141,49 @@ func TestRules_Counters_1_4_RepeatedNICDegradationIsFatal(t *testing.T) {
 	}
 	n.stop()
 }
+
+// DESIGN.md difference 19 (issue 31 row 3) on the built daemon:
+// carrier_changes 2 → 4 → 7 and on on an ACTIVE RoCE port (an MTU change,
+// an ip link down/up, a NetworkManager restart) is a netdev event. The
+// daemon raises one non-fatal carrier_changes breach
+// (EthernetDegradationCheck, no action), counts no link-down episode and
+// raises no RepeatedNICLinkFlap; the port stays ACTIVE throughout.
+func TestDesign_19_CarrierChangesOnActiveRoCEPortAreNoFlap(t *testing.T) {
+	t.Parallel()
+	const netdev = "enp65s0f0np0" // mlx5_8, RoCE, ACTIVE
+	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
+	n.start()
+	n.waitEvent("baseline", portEvent("mlx5_8", event.KindCounterBaseline))
+	for _, v := range []uint64{2, 4, 7, 9, 13, 20} {
+		if err := n.h.SetCarrierChanges(netdev, v); err != nil {
+			t.Fatal(err)
+		}
+		n.waitCounterValue("mlx5_8", 1, "carrier_changes", float64(v))
+	}
+	b := n.waitEvent("carrier_changes breach", counterBreach("mlx5_8", "carrier_changes"))
+	if b.IsFatal || b.CheckName != event.EthernetDegradationCheck || b.RecommendedAction != event.ActionNone ||
+		len(b.ErrorCode) != 1 || b.ErrorCode[0] != "carrier_changes" {
+		t.Fatalf("carrier_changes breach %+v, want non-fatal under %s with no action", b, event.EthernetDegradationCheck)
+	}
+	// The rules run after every poll that had events, and at least once a
+	// second: whole polls after the last reading, they have judged it.
+	n.waitPolls(12)
+	const ep = `nichealth_port_link_down_episodes_total{device="mlx5_8",port="1",`
+	n.waitMetric("mlx5_8's link-down episodes at 0", ep, func(m map[string]float64) bool {
+		for k, v := range m {
+			if strings.HasPrefix(k, ep) {
+				return v == 0
+			}
+		}
+		return false
+	})
+	n.stop()
+	evs := n.read()
+	if k := count(evs, func(e event.Event) bool { return e.CheckName == event.FlapCheck && !e.IsHealthy }); k != 0 {
+		t.Fatalf("%d %s raises on carrier_changes alone: %s", k, event.FlapCheck, summary(evs))
+	}
+	if k := count(evs, func(e event.Event) bool { return e.Device() == "mlx5_8" && e.IsFatal }); k != 0 {
+		t.Fatalf("%d fatal events on mlx5_8: %s", k, summary(evs))
+	}
+}

@@ -29,7 +29,12 @@ func withVerdict(m dbusapi.ManagerView, ports []dbusapi.PortView) (dbusapi.Manag
 		for _, c := range p.Counters {
 			if c.Breached {
 				fatalCounter = fatalCounter || c.Fatal
-				latched = append(latched, dbusapi.ConditionView{Check: "InfiniBandDegradationCheck", Entity: key + " " + c.Name,
+				// Seed 11.1: a fatal breach under the state check.
+				check := "InfiniBandDegradationCheck"
+				if c.Fatal {
+					check = "InfiniBandStateCheck"
+				}
+				latched = append(latched, dbusapi.ConditionView{Check: check, Entity: key + " " + c.Name,
 					Kind: "counter-breach", Fatal: c.Fatal, Message: c.Name + " latched"})
 			}
 		}

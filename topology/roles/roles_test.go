@@ -588,37 +588,6 @@ func TestRoles_4_2_2_RouteFileMissing(t *testing.T) {
 	}
 }
 
-// A routing table over 16 MiB (a full Internet table in the host's
-// namespace) is not read whole, every minute, into memory: both readers
-// of the default route say it is unknown, naming the file.
-func TestRoles_DESIGN_RouteTableOverBound(t *testing.T) {
-	proc := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(proc, "net"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	head := "Iface Destination Gateway Flags RefCnt Use Metric Mask MTU Window IRTT\neth0 00000000 0100000A 0003 0 0 0 00000000 0 0 0\n"
-	line := "eth0 0000A8C0 00000000 0001 0 0 0 00FFFFFF 0 0 0\n"
-	big := []byte(head + strings.Repeat(line, (16<<20)/len(line)+1))
-	if err := os.WriteFile(filepath.Join(proc, "net", "route"), big, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	paths := topology.Paths{ProcfsRoot: proc, SysfsRoot: t.TempDir()}
-	if routes, err := DefaultRouteDevices(paths); routes != nil || err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") ||
-		!strings.Contains(err.Error(), filepath.Join(proc, "net", "route")) {
-		t.Errorf("DefaultRouteDevices: %v, %v; want the over-bound error naming the file", routes, err)
-	}
-	if netdevs, err := DefaultRouteNetdevs(paths); netdevs != nil || err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
-		t.Errorf("DefaultRouteNetdevs: %v, %v; want the over-bound error", netdevs, err)
-	}
-	// At the bound the table is read and its default route found.
-	if err := os.WriteFile(filepath.Join(proc, "net", "route"), big[:16<<20], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if netdevs, err := DefaultRouteNetdevs(paths); err != nil || len(netdevs) != 1 || netdevs[0] != "eth0" {
-		t.Errorf("a 16 MiB table: %v, %v; want [eth0]", netdevs, err)
-	}
-}
-
 // TestRoles_DESIGN_LowerLoop: a lower_* cycle in a broken tree ends.
 func TestRoles_DESIGN_LowerLoop(t *testing.T) {
 	net := t.TempDir()
