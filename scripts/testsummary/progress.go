@@ -84,8 +84,8 @@ func (p *progress) tick(now time.Time) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		pp := p.pkgs[n]
-		if now.Sub(pp.said) < p.every {
+		pp, ok := p.pkgs[n]
+		if !ok || pp == nil || now.Sub(pp.said) < p.every {
 			continue
 		}
 		pp.said = now
