@@ -80,7 +80,9 @@ func farEndFrom(c *Config, f *File, bad badFunc) error {
 		return bad("farEnd.helper", "%q must be an absolute path (leave it out to use the installed nichealth-mad)", h)
 	}
 	if p := v.NodeNameMap; p != nil {
-		c.FarEnd.NodeNameMap, c.FarEnd.NodeNameMapOptional = *p, false
+		// The default spelled out is the default: used when present, as
+		// rdma-core's tools use it.
+		c.FarEnd.NodeNameMap, c.FarEnd.NodeNameMapOptional = *p, *p == DefaultNodeNameMap
 		if *p != "" {
 			if !filepath.IsAbs(*p) || !utf8.ValidString(*p) || strings.IndexByte(*p, 0) >= 0 {
 				return bad("farEnd.nodeNameMap", "%q must be an absolute path, or \"\" to name peers by their NodeDescription", *p)
@@ -96,7 +98,7 @@ func farEndFrom(c *Config, f *File, bad badFunc) error {
 	if err := countertable.ValidateFarEnd(v.Counters); err != nil {
 		return bad("farEnd.counters", "%v", err)
 	}
-	c.FarEnd.Judge = v.Counters
+	c.FarEnd.Judge = countertable.FarEndSwitches(v.Counters)
 	c.FarEnd.Rows = countertable.FarEndTable(c.Counters, v.Counters)
 	return nil
 }

@@ -248,6 +248,9 @@ func (d *Daemon) poll(now time.Time) {
 		d.log.Info("first poll complete; ready", "status", status)
 		d.nt.Ready(status)
 		d.statusSent = status
+		if d.opts.Ready != nil {
+			go d.opts.Ready()
+		}
 	case status != d.statusSent:
 		d.nt.Status(status)
 		d.statusSent = status

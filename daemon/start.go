@@ -48,6 +48,10 @@ type Options struct {
 	// signal.Notify before start-up, so a SIGTERM during discovery is
 	// handled as a clean stop rather than killing the process.
 	Signals chan os.Signal
+	// Ready, when set, is called once, on its own goroutine, after the
+	// first poll completed and READY=1 was sent: what main does once
+	// start-up is over (releasing start-up's pages) never delays a poll.
+	Ready func()
 }
 
 func (o *Overrides) apply(c *config.Config) {

@@ -124,7 +124,9 @@ func run(args []string) int {
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs, Seams: sm})
+	tuneMemory()
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, StateFile: *stateFile, Overrides: ov, Log: log, Signals: sigs, Seams: sm,
+		Ready: func() { releaseStartup(log) }})
 	if err != nil {
 		// One line on stderr saying what is wrong and how to fix it
 		// (DESIGN.md section 8).

@@ -118,6 +118,21 @@ func FarEndTable(table []Definition, judge map[string]bool) []FarEndRow {
 	return out
 }
 
+// FarEndSwitches is whether each field is judged: its default, or what
+// judge says of it. A file that spells out a default and one that leaves
+// it out make the same configuration.
+func FarEndSwitches(judge map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range FarEndFields() {
+		on := f.Judged
+		if v, ok := judge[f.Field]; ok {
+			on = v
+		}
+		out[f.Field] = on
+	}
+	return out
+}
+
 // ValidateFarEnd checks the [farEnd.counters] switches: every key is a
 // PortCounters error field.
 func ValidateFarEnd(judge map[string]bool) error {

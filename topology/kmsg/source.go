@@ -25,6 +25,11 @@ const (
 	DefaultQueueBytes   = 8 << 20
 )
 
+// initialQueue is the queue's room before a burst grows it: a quiet host
+// prints a few records a minute, and the queue doubles as records come
+// faster than the loop drains them.
+const initialQueue = 64
+
 // Reopen backoff: a missing or unreadable source is retried, never in a
 // tight loop.
 const (
@@ -117,7 +122,7 @@ func Open(opts Options) *Source {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{opts: opts, log: log, done: make(chan struct{}), stop: make(chan struct{}),
-		q: make([]Record, opts.QueueRecords), hi: opts.After, haveHi: opts.Resume, monoBase: clocks}
+		q: make([]Record, min(initialQueue, opts.QueueRecords)), hi: opts.After, haveHi: opts.Resume, monoBase: clocks}
 	s.space = sync.NewCond(&s.mu)
 	if opts.Resume {
 		s.stats.LastSeq = opts.After
@@ -154,10 +159,26 @@ func (s *Source) Drain(dst []Record, max int) []Record {
 		s.qhead = (s.qhead + 1) % len(s.q)
 	}
 	s.qn -= n
+	if s.qn == 0 && len(s.q) > initialQueue {
+		// A storm grew the queue; once it is drained the room goes back
+		// (a full queue of 16,384 records is 1.8 MB the daemon would
+		// otherwise hold for the rest of its life).
+		s.q, s.qhead = make([]Record, initialQueue), 0
+	}
 	if n > 0 {
 		s.space.Broadcast()
 	}
 	return dst
+}
+
+// grow doubles the queue up to QueueRecords, oldest record first. Caller
+// holds s.mu.
+func (s *Source) grow() {
+	q := make([]Record, min(2*len(s.q), s.opts.QueueRecords))
+	for i := 0; i < s.qn; i++ {
+		q[i] = s.q[(s.qhead+i)%len(s.q)]
+	}
+	s.q, s.qhead = q, 0
 }
 
 // Queued is how many records wait to be drained.
@@ -364,6 +385,9 @@ func (s *Source) record(b []byte) {
 		r.Time = now.Add(r.TS - mono)
 	}
 	size := recordBytes(&r)
+	if s.qn == len(s.q) && len(s.q) < s.opts.QueueRecords {
+		s.grow()
+	}
 	for !s.closed && (s.qn == len(s.q) || s.qn > 0 && s.qbytes+size > s.opts.QueueBytes) {
 		s.space.Wait()
 	}

@@ -273,3 +273,30 @@ func mustRead(p string) []byte {
 	b, _ := os.ReadFile(p)
 	return b
 }
+
+// The queue takes the room a burst needs, up to QueueRecords, and gives it
+// back once drained: a quiet host holds 64 records' room, not 16,384
+// (1.8 MB for the daemon's life).
+func TestBounded_QueueGrowsForABurstAndShrinksWhenDrained(t *testing.T) {
+	s := &Source{opts: Options{QueueRecords: 1000, QueueBytes: DefaultQueueBytes}, q: make([]Record, initialQueue), monoBase: clocks}
+	s.space = sync.NewCond(&s.mu)
+	var reads []any
+	for i := 0; i < 1000; i++ {
+		reads = append(reads, rec(uint64(100+i), "burst"))
+	}
+	if err := s.readAll(&scripted{reads: reads}, make([]byte, 4096)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatal(err)
+	}
+	if s.Queued() != 1000 || len(s.q) != 1000 {
+		t.Fatalf("queued %d in room for %d, want 1000 in 1000 (the bound)", s.Queued(), len(s.q))
+	}
+	got := s.Drain(nil, 0)
+	for i, r := range got {
+		if r.Seq != uint64(100+i) {
+			t.Fatalf("record %d is seq %d: the growth reordered the queue", i, r.Seq)
+		}
+	}
+	if len(s.q) != 64 {
+		t.Fatalf("room for %d records once drained, want 64", len(s.q))
+	}
+}
