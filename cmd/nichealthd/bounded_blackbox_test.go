@@ -480,7 +480,16 @@ func TestBounded_9_HostileGPUMetadataText(t *testing.T) {
 	if g := e.Metadata["gpus"]; !strings.Contains(g, "evil") || strings.ContainsRune(g, 0) || !utf8.ValidString(g) {
 		t.Fatalf("gpus metadata %q", g)
 	}
-	if out, code := v.ctl("port", "mlx5_0", "1"); code != 1 || strings.ContainsAny(out, "\x00\x1b\x07") {
+	// The event reaches the JSON-lines file before the D-Bus view has
+	// necessarily caught up (the views refresh off the poll loop): wait
+	// for the view, then judge what it prints.
+	deadline := time.Now().Add(waitDeadline)
+	out, code := v.ctl("port", "mlx5_0", "1")
+	for code != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		out, code = v.ctl("port", "mlx5_0", "1")
+	}
+	if code != 1 || strings.ContainsAny(out, "\x00\x1b\x07") {
 		t.Fatalf("nichealthctl port on the fatal port: exit %d %q", code, out)
 	}
 	v.stop()
