@@ -6,7 +6,7 @@ BIN       ?= bin
 VERSION   ?= $(shell $(GO) run ./scripts/version)
 LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/internal/version.stamp=$(VERSION)
 PKGS      := ./...
-FUZZTIME  ?= 5s
+FUZZTIME  ?= 3s
 CMDS      := $(notdir $(wildcard cmd/*))
 # The try-it node of `make try`: simulated host, private bus, daemon, pid file.
 TRY_DIR   ?= $(CURDIR)/.try
@@ -72,9 +72,12 @@ test: lint analyze build test-go test-fuzz test-packaging
 
 # go test -json, reported package by package with failures in full
 # (scripts/testsummary); the raw stream stays in $(TEST_JSON).
+# -parallel 4: the black-box tests spend their time waiting on the daemons
+# they start, so four at a time keep two cores busy where the default (one
+# per core) leaves them mostly idle.
 test-go:
 	@mkdir -p $(dir $(TEST_JSON))
-	$(GO) run ./scripts/testsummary run -save $(TEST_JSON) -- $(GO) test -race -count=1 -timeout 20m -json $(PKGS)
+	$(GO) run ./scripts/testsummary run -save $(TEST_JSON) -- $(GO) test -race -count=1 -parallel 4 -timeout 20m -json $(PKGS)
 
 # A short run of every fuzz target over its kept corpus plus new inputs;
 # scripts/fuzz.sh explains how it tells a finding from an engine hiccup.

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Short run of every fuzz target in the module (what `make test-fuzz` does).
 #
-# Usage: scripts/fuzz.sh [FUZZTIME]   (default 5s)
+# Usage: scripts/fuzz.sh [FUZZTIME] [LANES]   (default 3s, 2 lanes)
+#
+# The targets are dealt round-robin to LANES lanes that run side by side,
+# each target with one fuzzing worker (-parallel 1): most of a short
+# target's time is building its instrumented test binary and replaying the
+# corpus, which one core does as well as two, so two lanes of one worker
+# finish the ~50 targets in half the time of one lane of two.
 #
 # Go's fuzzing engine can fail a target without any finding: at the
 # -fuzztime boundary a starved worker reports "context deadline exceeded"
@@ -19,11 +25,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-fuzztime=${1:-5s}
+fuzztime=${1:-3s}
+lanes=${2:-2}
 go=${GO:-go}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-hiccups=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 # corpus_files DIR TARGET: the names of TARGET's corpus files, one a line
 # (the fuzzing engine names them by hash: no white space).
@@ -37,12 +43,12 @@ new_inputs() {
   comm -13 <(printf '%s\n' "$before" | sort) <(corpus_files "$dir" "$target") | grep -v '^$' || true
 }
 
-# fuzz_once PKG DIR TARGET: 0 passed, 1 real failure, 2 engine hiccup.
+# fuzz_once PKG DIR TARGET LOG: 0 passed, 1 real failure, 2 engine hiccup.
 fuzz_once() {
-  local pkg=$1 dir=$2 target=$3 before added f real=0 had_dir=0
+  local pkg=$1 dir=$2 target=$3 log=$4 before added f real=0 had_dir=0
   [ -d "$dir/testdata/fuzz/$target" ] && had_dir=1
   before=$(corpus_files "$dir" "$target")
-  if "$go" test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
+  if "$go" test -run '^$' -fuzz "^${target}\$" -parallel 1 -fuzztime "$fuzztime" "$pkg" >"$log" 2>&1; then
     return 0
   fi
   added=$(new_inputs "$dir" "$target" "$before")
@@ -61,28 +67,71 @@ fuzz_once() {
   return $((real ? 1 : 2))
 }
 
+# fuzz_target PKG DIR TARGET LOG: one target, retried once after an engine
+# hiccup. Prints what happened; returns 1 on a real failure, 3 when the
+# hiccup repeated (tolerated), else 0.
+fuzz_target() {
+  local pkg=$1 dir=$2 target=$3 log=$4 attempt rc
+  echo "fuzz $pkg $target ($fuzztime)"
+  for attempt in 1 2; do
+    fuzz_once "$pkg" "$dir" "$target" "$log"
+    rc=$?
+    [ $rc -eq 0 ] && return 0
+    if [ $rc -eq 1 ]; then
+      echo "FAIL fuzz $pkg $target"
+      cat "$log"
+      return 1
+    fi
+    echo "  $target: the fuzzing engine failed without a finding (attempt $attempt):"
+    grep -E 'deadline exceeded|hung or terminated|FAIL|panic' "$log" | head -n 5 | sed 's/^/    /'
+  done
+  echo "  $target: tolerated; its kept corpus passed in test-go"
+  return 3
+}
+
+# run_lane N: the targets of lane N, in order; its report goes to
+# $work/lane.N.out and its status (failures, tolerated hiccups) to
+# $work/lane.N.status.
+run_lane() {
+  local n=$1 pkg dir target failed=0 tolerated=0
+  while read -r pkg dir target; do
+    fuzz_target "$pkg" "$dir" "$target" "$work/lane.$n.log"
+    case $? in
+      1) failed=1 ;;
+      3) tolerated=$((tolerated + 1)) ;;
+    esac
+  done <"$work/lane.$n.targets" >"$work/lane.$n.out" 2>&1
+  echo "$failed $tolerated" >"$work/lane.$n.status"
+}
+
+i=0
 for pkg in $("$go" list ./...); do
   dir=$("$go" list -f '{{.Dir}}' "$pkg")
   # Go identifiers hold no white space, so word splitting is exact here.
   # shellcheck disable=SC2013
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
-    echo "fuzz $pkg $target ($fuzztime)"
-    for attempt in 1 2; do
-      fuzz_once "$pkg" "$dir" "$target"
-      rc=$?
-      [ $rc -eq 0 ] && break
-      if [ $rc -eq 1 ]; then
-        echo "FAIL fuzz $pkg $target"
-        cat "$log"
-        exit 1
-      fi
-      echo "  $target: the fuzzing engine failed without a finding (attempt $attempt):"
-      grep -E 'deadline exceeded|hung or terminated|FAIL|panic' "$log" | head -n 5 | sed 's/^/    /'
-      if [ $attempt -eq 2 ]; then
-        hiccups=$((hiccups + 1))
-        echo "  $target: tolerated; its kept corpus passed in test-go"
-      fi
-    done
+    echo "$pkg $dir $target" >>"$work/lane.$((i % lanes)).targets"
+    i=$((i + 1))
   done
 done
-echo "fuzz: all targets done ($hiccups tolerated engine hiccups)"
+echo "fuzz: $i targets in $lanes lanes, $fuzztime each"
+
+for ((n = 0; n < lanes; n++)); do
+  [ -s "$work/lane.$n.targets" ] && run_lane "$n" &
+done
+wait
+
+failed=0
+hiccups=0
+for ((n = 0; n < lanes; n++)); do
+  [ -s "$work/lane.$n.targets" ] || continue
+  cat "$work/lane.$n.out"
+  read -r f t <"$work/lane.$n.status" || { f=1; t=0; echo "fuzz: lane $n ended without a status"; }
+  [ "$f" = 1 ] && failed=1
+  hiccups=$((hiccups + t))
+done
+if [ $failed -ne 0 ]; then
+  echo "fuzz: FAILED (see FAIL above)"
+  exit 1
+fi
+echo "fuzz: all $i targets done ($hiccups tolerated engine hiccups)"

@@ -25,6 +25,7 @@ func (v *viewNode) sim(args ...string) string {
 // PCI function and both NICs; both ports are CRITICAL in every view and
 // /metrics counts it; resetting the counters clears it everywhere.
 func TestAER_BlackBox_FatalOnSwitchPortShowsOnBothNICs(t *testing.T) {
+	t.Parallel()
 	v := newShapeViewNode(t, "h100-oci")
 	v.start()
 	v.waitReady()

@@ -297,6 +297,7 @@ func portEvent(dev string, kind event.Kind) func(e event.Event) bool {
 }
 
 func TestBlackBox_FaultToEventAndContractFields(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
@@ -347,6 +348,7 @@ func TestBlackBox_FaultToEventAndContractFields(t *testing.T) {
 }
 
 func TestBlackBox_RestartSameBootRecoversPortFixedWhileDown(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
@@ -363,6 +365,7 @@ func TestBlackBox_RestartSameBootRecoversPortFixedWhileDown(t *testing.T) {
 }
 
 func TestBlackBox_RestartNewBootEmitsBaselines(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "minimal", "")
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
@@ -388,6 +391,7 @@ func TestBlackBox_RestartNewBootEmitsBaselines(t *testing.T) {
 }
 
 func TestBlackBox_SIGKILLDuringSavesKeepsStateLoadable(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()
 	for i := 0; i < 6; i++ {
@@ -441,6 +445,7 @@ func TestBlackBox_StartupErrorIsOneLine(t *testing.T) {
 // FIFO): it is reported once, the rest stays monitored, the watchdog keeps
 // being fed.
 func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
+	t.Parallel()
 	n, l := newNotifiedNode(t, "WATCHDOG_USEC=400000", "WATCHDOG_PID=")
 	fifo := n.makeFIFO("mlx5_1", 1, "counters/symbol_error")
 	n.start()
@@ -488,6 +493,7 @@ func TestBlackBox_NotifySequenceWithHungRead(t *testing.T) {
 }
 
 func TestBlackBox_LiveReloadEditingStyles(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "minimal", "")
 	n.start()
 	n.waitEvent("baseline", portEvent("mlx5_0", event.KindPortBaseline))
@@ -548,6 +554,7 @@ func TestBlackBox_NewerStateSchemaRefused(t *testing.T) {
 // A corrupt state file means a fresh start with one warning, and the
 // daemon runs.
 func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "minimal", "")
 	os.WriteFile(n.state, []byte("{not json"), 0o600)
 	n.start()
@@ -561,6 +568,7 @@ func TestBlackBox_CorruptStateFileFreshStart(t *testing.T) {
 // Seed 10.2/10.4/11.1 seen from outside: breach, latching, admin reset,
 // saturation, unreadable values, and the netdev counter.
 func TestBlackBox_CounterEvents(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()
 	n.start()
@@ -625,6 +633,7 @@ func TestBlackBox_CounterEvents(t *testing.T) {
 // capability, and a port slower than its role peers, as non-fatal events
 // that resolve with a healthy event.
 func TestBlackBox_LinkSanityEvents(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	dev, _ := n.h.Device("mlx5_2")
 	pci := filepath.Join(n.h.SysRoot(), dev.PCIPath)

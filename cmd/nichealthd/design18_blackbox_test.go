@@ -39,6 +39,7 @@ func cameBack(log, dev string) bool {
 // a real loss, which the daemon rightly reports; such an attempt is
 // counted as void and repeated on another NIC.
 func TestDesign_18_BlackBox_DriverReloadIsSilentRealLossIsOneCondition(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.start("--state-polling-interval", "1s")
 	v.waitReady()
@@ -120,6 +121,7 @@ func TestDesign_18_BlackBox_DriverReloadIsSilentRealLossIsOneCondition(t *testin
 // drains), and nichealthctl port and D-Bus show its role and GPUs, also
 // after a restart of the daemon.
 func TestDesign_BlackBox_DisappearedComputeNICKeepsItsRoleAndGPUs(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.start()
 	v.waitReady()
@@ -162,6 +164,7 @@ func TestDesign_BlackBox_DisappearedComputeNICKeepsItsRoleAndGPUs(t *testing.T) 
 // finding on that card naming both models, the only one of the node;
 // acknowledged, it clears, and the next boot says nothing of it.
 func TestDesign_20_BlackBox_SwappedCardIsAFinding(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	d := simDevice(t, v.h, "mlx5_4")
 	v.start()

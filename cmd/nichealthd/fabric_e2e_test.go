@@ -20,6 +20,7 @@ import (
 )
 
 func TestFabric_12_FatalPortFromRealPrometheusInBrowser(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "prometheus")
 	b := browser.Start(t)
 	dir := t.TempDir()

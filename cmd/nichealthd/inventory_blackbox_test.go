@@ -161,6 +161,7 @@ func firstPoll(t *testing.T, evs []event.Event) time.Time {
 // its role and the GPUs behind it, in every view; bound again, it clears
 // everywhere.
 func TestInventory_BlackBox_CardThatFailedToProbeIsFatalAtFirstPoll(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	d := simDevice(t, v.h, "mlx5_3")
 	if err := v.h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
@@ -205,6 +206,7 @@ func TestInventory_BlackBox_CardThatFailedToProbeIsFatalAtFirstPoll(t *testing.T
 // with it is that same condition (DESIGN.md difference 18), not a
 // disappearance besides. Restored, both clear.
 func TestInventory_BlackBox_UnboundAndWithoutRDMAAtRunTime(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	roce := simDevice(t, v.h, "mlx5_9")
 	if err := v.h.DetachFunction("mlx5_9", sim.DetachNoRDMA); err != nil {
@@ -250,6 +252,7 @@ func TestInventory_BlackBox_UnboundAndWithoutRDMAAtRunTime(t *testing.T) {
 // every view, until the operator acknowledges the removal; then it is
 // forgotten and the next boot says nothing of it.
 func TestInventory_BlackBox_ComputeCardGoneAfterRebootIsFatalUntilAcknowledged(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	cfg, err := os.ReadFile(v.cfg)
 	if err != nil {
@@ -313,6 +316,7 @@ func TestInventory_BlackBox_ComputeCardGoneAfterRebootIsFatalUntilAcknowledged(t
 // hold, is one fatal node-level condition naming the port short; it
 // clears when the port is back.
 func TestInventory_BlackBox_FewerComputePortsThanExpected(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	cfg, err := os.ReadFile(v.cfg)
 	if err != nil {
@@ -347,6 +351,7 @@ func TestInventory_BlackBox_FewerComputePortsThanExpected(t *testing.T) {
 // naming it and the majority's version, shown by nichealthctl ports and
 // /metrics (nichealth_nic_info's fw_ver); flashed, it clears.
 func TestInventory_BlackBox_MixedFirmwareRoleGroupIsAFinding(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	d := simDevice(t, v.h, "mlx5_4")
 	if err := v.h.SetFirmware("mlx5_4", "28.36.1010", ""); err != nil {
@@ -429,6 +434,7 @@ func (w *watchOpens) count() map[string]int {
 // raises no parked-file condition, and topology show says why it is left
 // out.
 func TestInventory_BlackBox_LimitedPFNeverOpenedForCounters(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	if err := v.h.SetLimitedPF("mlx5_7", true); err != nil {
 		t.Fatal(err)
@@ -483,6 +489,7 @@ func TestInventory_BlackBox_LimitedPFNeverOpenedForCounters(t *testing.T) {
 // One RoCE link down moves both link_downed and link_down_events_phy: one
 // latched condition, not two, and one acknowledgement ends it.
 func TestCounters_BlackBox_RoCELinkDownIsOneCondition(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.simulate() // link_down_events_phy comes from nichealth-sim phy, not a driver
 	v.start()

@@ -67,6 +67,7 @@ func metric(m map[string]float64, family string, labels ...string) (float64, boo
 // period (shortened here). A failed probe of a function that has no RDMA
 // device is the node's condition, in every view too.
 func TestKernelLog_BlackBox_DriverLinesRaiseAndClearInEveryView(t *testing.T) {
+	t.Parallel()
 	v := newShapeViewNode(t, "dgx-h100", `
 [[kernelLog.patterns]]
 name = "pci_power_insufficient"
@@ -207,6 +208,7 @@ func (v *viewNode) nodeDisagreement(verdict, msg string) string {
 // (its counters), and a gap in the sequence numbers is logged once with
 // the number of records lost.
 func TestKernelLog_BlackBox_OtherWordsRaiseNothing(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()
 	n.start()
@@ -254,6 +256,7 @@ func TestKernelLog_BlackBox_OtherWordsRaiseNothing(t *testing.T) {
 // numbers: the restarted daemon judges exactly the records it had not,
 // so the condition counts 5,000, no more and no less, and was raised once.
 func TestKernelLog_BlackBox_RestartMidBurstRepeatsNothingSkipsNothing(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", `
 [[kernelLog.patterns]]
 name = "access_reg_failed"
@@ -319,6 +322,7 @@ dedupeWindow = "1s"
 // dropped or lost (the reader's queue holds 16,384, and a full one holds
 // the reader back).
 func TestKernelLog_BlackBox_StormKeepsThePollCadence(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()
 	n.start()

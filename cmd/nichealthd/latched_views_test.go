@@ -41,6 +41,7 @@ func portRow(out, counter string) []string {
 // reading, never the burst's rate as if it were now. The Nagios line
 // names each latched counter once, under its port's one state.
 func TestViews_Issue31_6_LatchedRatesAreLiveAndSaidOnce(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.start()
 	v.waitReady()

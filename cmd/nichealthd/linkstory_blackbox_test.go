@@ -14,6 +14,7 @@ import (
 // message and metadata carry the reason; the recovery carries none. An IB
 // port going down says nothing of the sort (IPoIB has no extended state).
 func TestLinkStory_BlackBoxRoCEPortDownSaysWhy(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.simulate() // the reason comes from nichealth-sim link-down, not a driver
 	const dev, netdev = "mlx5_8", "enp65s0f0np0"
@@ -69,6 +70,7 @@ func findingEvent(kind event.Kind, code string) func(e event.Event) bool {
 // (DESIGN.md section 7); the pass a port-down asks for reads the module
 // again, and a module back inside its thresholds clears them.
 func TestLinkStory_BlackBoxTransceiverConditions(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.withMetrics()
 	n.simulate() // the modules come from nichealth-sim module, not a driver
@@ -117,6 +119,7 @@ func TestLinkStory_BlackBoxTransceiverConditions(t *testing.T) {
 // and running ≠ stored firmware a degraded finding; both clear when devlink
 // says otherwise.
 func TestLinkStory_BlackBoxFirmwareHealth(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.simulate() // devlink comes from nichealth-sim devlink, not a driver
 	simRun(t, n.h.Root, "devlink", "mlx5_0", "report", "fw_fatal")
@@ -146,6 +149,7 @@ func TestLinkStory_BlackBoxFirmwareHealth(t *testing.T) {
 // kernel) raises nothing of them and says each reason once, however many
 // passes run.
 func TestLinkStory_BlackBoxNothingRaisedNothingRepeated(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("RoCE baseline", portEvent("mlx5_8", event.KindPortBaseline))

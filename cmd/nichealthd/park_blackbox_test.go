@@ -65,6 +65,7 @@ func (v *viewNode) waitPolledFor(d time.Duration) {
 // directory cannot fail with EACCES for root, so this test runs the
 // simulate build, whose reader takes the simulator's errno table.
 func TestParking_BlackBoxRestrictedCounterParkedAndResumed(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.simulate() // the errno comes from nichealth-sim fail's table
 	cfg, err := os.ReadFile(v.cfg)

@@ -51,6 +51,7 @@ func pathHopEvent(addr string, healthy bool) func(e event.Event) bool {
 // everywhere. A port's rate change triggers the sanity pass at once (it
 // otherwise runs every minute).
 func TestBlackBox_PCIePath_DowntrainedSwitchPortNamesBothNICs(t *testing.T) {
+	t.Parallel()
 	v := newPCIeViewNode(t)
 	v.start()
 	v.waitReady()

@@ -29,6 +29,7 @@ func phyEvent(dev string, kind event.Kind, counter string) func(e event.Event) b
 // default is a minute. The statistics reach the daemon through the
 // simulate build's seam: no mlx5 driver answers the ioctl here.
 func TestPHY_BlackBoxCorrectedBitsRaiseAndClear(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", `[[counterDetection.counters]]
 name = "rx_corrected_bits_phy"
 velocityUnit = "second"

@@ -87,6 +87,7 @@ func httpGet(t *testing.T, url string) []byte {
 // promtool check metrics is the parser and linter Prometheus ships: it
 // exits 0 only for a page with no parse error and no lint problem.
 func TestPrometheus_7_PromtoolChecksRealMetricsPage(t *testing.T) {
+	t.Parallel()
 	promtool := requireTool(t, "promtool")
 	_, addr := metricsNode(t)
 	page := httpGet(t, "http://"+addr+"/metrics")
@@ -305,6 +306,7 @@ func waitQuery(t *testing.T, base, q string) {
 // daemon fires both alerts, and the flap alert clears once the port has
 // been stable for the (shortened) stabilization window.
 func TestPrometheus_6_2_6_3_FlapAndDropAlertsFire(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "prometheus")
 	promtool := requireTool(t, "promtool")
 	n, addr := metricsNode(t)

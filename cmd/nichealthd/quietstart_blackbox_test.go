@@ -12,6 +12,7 @@ import (
 // counter baseline naming every counter of the port. Nothing else: 35
 // events where per-counter baselines made 180.
 func TestCounters_6_5_QuietFreshStart(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	n.start()
 	n.waitEvent("the last port's counter baseline", portEvent("mlx5_11", event.KindCounterBaseline))

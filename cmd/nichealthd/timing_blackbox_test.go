@@ -99,6 +99,7 @@ func fileEvent(kind event.Kind, dev, file string) func(e event.Event) bool {
 // every other NIC gets its baseline, the hung file is reported as stuck,
 // and once it answers again a read-recovered event clears it.
 func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
+	t.Parallel()
 	n, l := newNotifiedNode(t)
 	fifo := n.makeFIFO("mlx5_1", 1, "state")
 	start := time.Now()
@@ -140,6 +141,7 @@ func TestTiming_FIFOStateAtStartupReadyStuckAndCleared(t *testing.T) {
 // read the file again and strand one more thread on it each time), and a
 // port fault after the loop is still detected.
 func TestTiming_ReloadLoopWithHungFileKeepsPollingAndThreadsFlat(t *testing.T) {
+	t.Parallel()
 	// Watchdog pings are sent only after poll progress: two pings after a
 	// reload's READY=1 prove that a poll ran under the new configuration.
 	n, l := newNotifiedNode(t, "WATCHDOG_USEC=100000", "WATCHDOG_PID=")
@@ -222,6 +224,7 @@ func metaDuration(t *testing.T, e event.Event, key string) time.Duration {
 // three times within 0.4 s never exceeds "> 2" between two polls; however
 // a tick boundary falls, one 1 s tick sees at least +4 and breaches.
 func TestTiming_CarrierChangesBurstAtFastPollBreachesPerTick(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	const netdev = "enp65s0f0np0" // mlx5_8
 	if err := n.h.SetCarrierChanges(netdev, 4); err != nil {
@@ -350,6 +353,7 @@ func TestTiming_SIGKILLInMinuteWindowStillBreaches(t *testing.T) {
 // exist, and runs only what was asked. A list naming no known check is a
 // typo and refused.
 func TestTiming_UnknownCheckNamesLoggedAndSkipped(t *testing.T) {
+	t.Parallel()
 	n, l := newNotifiedNode(t)
 	n.start("--checks", "InfiniBandStateCheck,BogusCheck")
 	if _, err := l.WaitFor(10*time.Second, func(m notifytest.Message) bool { return m.Has("READY", "1") }); err != nil {
@@ -385,6 +389,7 @@ func TestTiming_UnknownCheckNamesLoggedAndSkipped(t *testing.T) {
 // file the NIC lacks is a warning (seed 10.5), logged once per device and
 // not again at a reload.
 func TestTiming_FirstStartWordsAndMissingCounterWarning(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, "dgx-h100", "")
 	p, err := n.h.PortPath("mlx5_3", 1, "hw_counters/out_of_sequence")
 	if err != nil {

@@ -225,6 +225,7 @@ func (v *viewNode) disagreement(w verdictWant, key string) string {
 // the same clear (DESIGN.md section 9: every raise has its clear, and the
 // event stream, D-Bus, nichealthctl, /metrics and STATUS= never disagree).
 func TestIntegration_OneVerdict_EveryViewAgrees(t *testing.T) {
+	t.Parallel()
 	ack := func(v *viewNode, dev, counter string) {
 		if err := v.cl.AcknowledgeReset(ctxT(v.t), dev, 1, counter); err != nil {
 			v.t.Fatalf("ack %s %s: %v", dev, counter, err)
@@ -321,6 +322,7 @@ func TestIntegration_OneVerdict_EveryViewAgrees(t *testing.T) {
 // system bus (SIGSTOP) for 10 s while ports flap: every fault is still
 // emitted to the JSON-lines sink on time, and D-Bus catches up afterwards.
 func TestIntegration_OneVerdict_FrozenBusDoesNotStopPolling(t *testing.T) {
+	t.Parallel()
 	needBusctl(t)
 	b := newBusNode(t, "dgx-h100", integConfig{}, dbustest.Options{})
 	b.start()
@@ -374,6 +376,7 @@ func TestIntegration_OneVerdict_FrozenBusDoesNotStopPolling(t *testing.T) {
 // (DESIGN.md section 9): the D-Bus replies, nichealthctl and the fatal
 // HealthEvent signal all carry the text with the byte escaped.
 func TestIntegration_OneVerdict_InvalidUTF8InSysfsBreaksNoView(t *testing.T) {
+	t.Parallel()
 	needBusctl(t)
 	v := newViewNode(t)
 	v.start()
@@ -404,6 +407,7 @@ func TestIntegration_OneVerdict_InvalidUTF8InSysfsBreaksNoView(t *testing.T) {
 // as D-Bus and nichealthctl port do, so a scheduler can drain the GPUs or
 // rail rather than the node; storage NICs say they have no GPU affinity.
 func TestIntegration_GPUsBehindEveryNICEvent(t *testing.T) {
+	t.Parallel()
 	needBusctl(t)
 	v := newViewNode(t)
 	v.start()

@@ -225,6 +225,7 @@ func ctlCheck(t *testing.T, args ...string) (string, int) {
 // event stream replayed through NVSentinel's platform connector rule
 // (internal/nodecondition) against the daemon's own, read on D-Bus.
 func TestCounters_11_1_NVSentinelKeepsTheLatch(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	v.simulate() // the parked file's errno comes from nichealth-sim fail's table
 	v.topLevel(`parkReprobeInterval = "250ms"`)
@@ -481,6 +482,7 @@ func TestCounters_7_SaturatedCounterIsVisibilityLost(t *testing.T) {
 // that match their peers are OK both ways, a dead port at boot is CRITICAL
 // both ways.
 func TestSlides_NagiosSameVerdictDaemonUpOrDown(t *testing.T) {
+	t.Parallel()
 	v := newViewNode(t)
 	for _, p := range []string{"mlx5_9", "mlx5_11", "mlx5_3"} {
 		if err := v.h.SetPortState(p, 1, "DOWN", "Disabled"); err != nil {
