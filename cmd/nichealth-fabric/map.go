@@ -130,6 +130,9 @@ type jsonLink struct {
 	Degraded bool    `json:"degraded"`
 	Expected string  `json:"expected,omitempty"`
 	Verdict  string  `json:"verdict,omitempty"`
+	// Unread: a switch port of the link is in a fabric share but no
+	// daemon has read it lately.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // writeJSON prints the graph link by link: a large fabric's JSON is
@@ -156,7 +159,7 @@ func writeJSON(w io.Writer, g *ibnet.Graph, m *page.Model) error {
 	for i := range g.Links {
 		l := &g.Links[i]
 		b, err := json.MarshalIndent(jsonLink{A: end(l.A), B: end(l.B), Width: l.Width.String(), Speed: l.Speed.String(), Gbps: l.Gbps(),
-			Degraded: l.Degraded, Expected: l.Expected(), Verdict: m.Links[i].Verdict.String()}, "    ", "  ")
+			Degraded: l.Degraded, Expected: l.Expected(), Verdict: m.Links[i].Verdict.String(), Unread: m.Links[i].Unread}, "    ", "  ")
 		if err != nil {
 			return err
 		}
