@@ -41,9 +41,11 @@ func fabricPage(scrape int, valid bool, share []FabricPort, now time.Time) strin
 	if valid {
 		v = 1
 	}
-	fmt.Fprintf(&b, "# TYPE nichealth_fabric_assigned_ports gauge\nnichealth_fabric_assigned_ports %d\n", len(share))
-	fmt.Fprintf(&b, "# TYPE nichealth_fabric_assignment_valid gauge\nnichealth_fabric_assignment_valid %d\n", v)
-	b.WriteString("# TYPE nichealth_fabric_port_counter gauge\n")
+	fmt.Fprintf(&b, "# HELP nichealth_fabric_assigned_ports Switch ports in this node's fabric share.\n"+
+		"# TYPE nichealth_fabric_assigned_ports gauge\nnichealth_fabric_assigned_ports %d\n", len(share))
+	fmt.Fprintf(&b, "# HELP nichealth_fabric_assignment_valid 1 while the assignment file is accepted.\n"+
+		"# TYPE nichealth_fabric_assignment_valid gauge\nnichealth_fabric_assignment_valid %d\n", v)
+	b.WriteString("# HELP nichealth_fabric_port_counter Last value read of a switch port's PMA counter.\n# TYPE nichealth_fabric_port_counter gauge\n")
 	for _, p := range share {
 		for _, f := range pmaFields {
 			n := 0
@@ -56,11 +58,11 @@ func fabricPage(scrape int, valid bool, share []FabricPort, now time.Time) strin
 			fmt.Fprintf(&b, "nichealth_fabric_port_counter{%s,counter=%q} %d\n", portLabels(p), f, n)
 		}
 	}
-	b.WriteString("# TYPE nichealth_fabric_port_read_errors_total counter\n")
+	b.WriteString("# HELP nichealth_fabric_port_read_errors_total Failed reads of a switch port.\n# TYPE nichealth_fabric_port_read_errors_total counter\n")
 	for _, p := range share {
 		fmt.Fprintf(&b, "nichealth_fabric_port_read_errors_total{%s} 0\n", portLabels(p))
 	}
-	b.WriteString("# TYPE nichealth_fabric_port_last_read_timestamp_seconds gauge\n")
+	b.WriteString("# HELP nichealth_fabric_port_last_read_timestamp_seconds When a switch port was last read.\n# TYPE nichealth_fabric_port_last_read_timestamp_seconds gauge\n")
 	for _, p := range share {
 		fmt.Fprintf(&b, "nichealth_fabric_port_last_read_timestamp_seconds{%s} %.3f\n", portLabels(p), float64(now.Add(-p.LastReadAge).UnixMilli())/1000)
 	}
