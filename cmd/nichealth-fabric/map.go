@@ -30,7 +30,7 @@ func mapFlags(stderr io.Writer) (*flag.FlagSet, mapOptions) {
 	return fs, mapOptions{
 		topo:    fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)"),
 		nameMap: fs.String("node-name-map", "", "opensm node-name map `FILE` (GUID \"name\" per line)"),
-		prom:    fs.String("prometheus", "", "Prometheus base `URL` for the health overlay, e.g. http://prometheus:9090"),
+		prom:    fs.String("prometheus", "", "Prometheus base `URL` for the health overlay and the fabric shares' switch ports, e.g. http://prometheus:9090"),
 		status:  fs.String("status", "", "`DIR` of nichealthctl status --json dumps for the health overlay"),
 		timeout: fs.Duration("timeout", 30*time.Second, "limit for all Prometheus queries together"),
 		asJSON:  fs.Bool("json", false, "print the graph as JSON on stdout"),
