@@ -167,7 +167,7 @@ func (o *Overlay) addFabric(reads, errs, unread, alerts []sample) {
 			continue
 		}
 		p.Unread = true
-		p.condition(fmt.Sprintf("read by no node: last read %s ago by %s", time.Duration(s.value())*time.Second, s.Metric["instance"]))
+		p.condition(fmt.Sprintf("read by no node: last read %s ago by %s", age(s.value()), s.Metric["instance"]))
 	}
 	for _, s := range alerts {
 		p := o.switchPort(s.Metric)
@@ -188,4 +188,14 @@ func (o *Overlay) addFabric(reads, errs, unread, alerts []sample) {
 		slices.Sort(p.Readers)
 		slices.Sort(p.Conditions)
 	}
+}
+
+// age prints a number of seconds Prometheus computed as a duration; one
+// past what a duration holds (a port never read: its timestamp 0) is
+// printed as a number.
+func age(secs float64) string {
+	if math.IsNaN(secs) || secs < 0 || secs > float64(math.MaxInt64/int64(time.Second)) {
+		return strconv.FormatFloat(secs, 'g', -1, 64) + "s"
+	}
+	return (time.Duration(secs) * time.Second).String()
 }
