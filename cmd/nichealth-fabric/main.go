@@ -32,7 +32,9 @@ const usage = `usage: nichealth-fabric map --ibnetdiscover FILE [--node-name-map
 map draws the fabric of an ibnetdiscover output (ibnetdiscover > FILE, or
 ibnetdiscover -p > FILE) as one offline HTML page (-o), or prints it as
 JSON (--json), with the health the fleet's nichealthd report (--prometheus
-or --status).
+or --status); with --prometheus also the switch ports the daemons read in
+their fabric shares: a link whose switch port's error counters rise is
+coloured, one whose switch port no node reads is dotted.
 
 plan shares the reading of the switch ports between a job's hosts
 (--nodes, one name a line or a Slurm host list) from the switches'

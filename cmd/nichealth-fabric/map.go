@@ -30,7 +30,7 @@ func mapFlags(stderr io.Writer) (*flag.FlagSet, mapOptions) {
 	return fs, mapOptions{
 		topo:    fs.String("ibnetdiscover", "", "ibnetdiscover output `FILE` (topology or -p)"),
 		nameMap: fs.String("node-name-map", "", "opensm node-name map `FILE` (GUID \"name\" per line)"),
-		prom:    fs.String("prometheus", "", "Prometheus base `URL` for the health overlay, e.g. http://prometheus:9090"),
+		prom:    fs.String("prometheus", "", "Prometheus base `URL` for the health overlay and the fabric shares' switch ports, e.g. http://prometheus:9090"),
 		status:  fs.String("status", "", "`DIR` of nichealthctl status --json dumps for the health overlay"),
 		timeout: fs.Duration("timeout", 30*time.Second, "limit for all Prometheus queries together"),
 		asJSON:  fs.Bool("json", false, "print the graph as JSON on stdout"),
@@ -130,6 +130,9 @@ type jsonLink struct {
 	Degraded bool    `json:"degraded"`
 	Expected string  `json:"expected,omitempty"`
 	Verdict  string  `json:"verdict,omitempty"`
+	// Unread: a switch port of the link is in a fabric share but no
+	// daemon has read it lately.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // writeJSON prints the graph link by link: a large fabric's JSON is
@@ -156,7 +159,7 @@ func writeJSON(w io.Writer, g *ibnet.Graph, m *page.Model) error {
 	for i := range g.Links {
 		l := &g.Links[i]
 		b, err := json.MarshalIndent(jsonLink{A: end(l.A), B: end(l.B), Width: l.Width.String(), Speed: l.Speed.String(), Gbps: l.Gbps(),
-			Degraded: l.Degraded, Expected: l.Expected(), Verdict: m.Links[i].Verdict.String()}, "    ", "  ")
+			Degraded: l.Degraded, Expected: l.Expected(), Verdict: m.Links[i].Verdict.String(), Unread: m.Links[i].Unread}, "    ", "  ")
 		if err != nil {
 			return err
 		}

@@ -29,8 +29,12 @@ type Overlay struct {
 	// dumps in DIR").
 	Source string  `json:"source"`
 	Ports  []*Port `json:"ports"`
-	byNode map[nodePort]*Port
-	byPort map[ibnet.GUID]*Port
+	// Switches are the switch ports the fleet's daemons read (their fabric
+	// shares), sorted by switch GUID and port.
+	Switches []*SwitchPort `json:"switches,omitempty"`
+	byNode   map[nodePort]*Port
+	byPort   map[ibnet.GUID]*Port
+	bySwitch map[switchKey]*SwitchPort
 }
 
 type nodePort struct {
@@ -39,7 +43,8 @@ type nodePort struct {
 }
 
 func newOverlay(source string) *Overlay {
-	return &Overlay{Source: source, byNode: map[nodePort]*Port{}, byPort: map[ibnet.GUID]*Port{}}
+	return &Overlay{Source: source, byNode: map[nodePort]*Port{}, byPort: map[ibnet.GUID]*Port{},
+		bySwitch: map[switchKey]*SwitchPort{}}
 }
 
 // add indexes a port; a port reported twice (two scrape jobs, two dumps)

@@ -46,7 +46,8 @@ type seriesKey struct{ instance, device, port string }
 func keyOf(m map[string]string) seriesKey { return seriesKey{m["instance"], m["device"], m["port"]} }
 
 // FromPrometheus asks a Prometheus server (base URL, e.g.
-// http://prometheus:9090) for every port nichealthd exports. The context
+// http://prometheus:9090) for every port nichealthd exports, and for the
+// switch ports the daemons read in their fabric shares (FabricQueries). The context
 // bounds the whole exchange. It fails when the server cannot be asked or
 // answers an error; a fleet with no nichealth_port_info (daemons older
 // than the GUID export) gives an empty overlay and no error.
@@ -111,6 +112,9 @@ func FromPrometheus(ctx context.Context, client *http.Client, base string) (*Ove
 			}
 		}
 	}
+	if err := o.fromFabric(q); err != nil {
+		return nil, err
+	}
 	for _, p := range ports {
 		if p.Verdict != Healthy && p.State != "" {
 			p.Conditions = append(p.Conditions, "state "+p.State)
@@ -119,6 +123,29 @@ func FromPrometheus(ctx context.Context, client *http.Client, base string) (*Ove
 	}
 	o.sort()
 	return o, nil
+}
+
+// fromFabric asks for the switch ports the daemons read. The fabric's
+// alerts are an extra, as the node ports' are.
+func (o *Overlay) fromFabric(q func(string) ([]sample, error)) error {
+	reads, err := q(FabricQueries.Reads)
+	if err != nil {
+		return err
+	}
+	errs, err := q(FabricQueries.Errors)
+	if err != nil {
+		return err
+	}
+	unread, err := q(FabricQueries.Unread)
+	if err != nil {
+		return err
+	}
+	alerts, err := q(FabricQueries.Alerts)
+	if err != nil {
+		alerts = nil
+	}
+	o.addFabric(reads, errs, unread, alerts)
+	return nil
 }
 
 func query(ctx context.Context, client *http.Client, base *url.URL, expr string) ([]sample, error) {

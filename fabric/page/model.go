@@ -2,6 +2,7 @@ package page
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
 	"github.com/nichealth/nichealthd/fabric/overlay"
@@ -57,8 +58,13 @@ type Link struct {
 	Expected int16 // -1 unless Degraded
 	Degraded bool
 	Disagree bool
-	// Verdict is the worse of its two ends' reported verdicts.
+	// Verdict is the worse of its two ends' reported verdicts: an HCA's
+	// port as its daemon judged it, a switch port as the daemon that reads
+	// it in its fabric share saw its counters.
 	Verdict overlay.Verdict
+	// Unread: a switch port of this link is in a fabric share but no
+	// daemon has read it lately.
+	Unread bool
 }
 
 // Rate is a link rate as printed ("4x", "NDR") and its data rate.
@@ -80,10 +86,13 @@ type End struct {
 type Report struct {
 	Node, Port int
 	Verdict    overlay.Verdict
-	// Reporter is the daemon that judged it: "node mlx5_3 port 1".
+	// Reporter is the daemon that judged it: "node mlx5_3 port 1", or for
+	// a switch port "read by node".
 	Reporter   string
 	State      string
 	Conditions []string
+	// Unread: a switch port no daemon has read lately.
+	Unread bool
 }
 
 // Build lays the overlay (nil for none) over the graph.
@@ -152,9 +161,36 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 			Reporter: fmt.Sprintf("%s %s port %d", r.Node, r.Device, r.Port), State: r.State, Conditions: r.Conditions})
 		m.Nodes[node].Verdict = overlay.Worse(m.Nodes[node].Verdict, r.Verdict)
 	}
+	// A switch port is judged by the daemon that reads it in its fabric
+	// share, found by switch GUID and port.
+	unread := map[key]bool{}
+	switches := 0
+	reportSwitch := func(node, port int) {
+		if o == nil || g.Nodes[node].Kind != ibnet.Switch {
+			return
+		}
+		if _, done := reported[key{node, port}]; done {
+			return
+		}
+		sp := o.Switch(g.Nodes[node].GUID, port)
+		if sp == nil {
+			return
+		}
+		switches++
+		reported[key{node, port}] = sp.Verdict
+		unread[key{node, port}] = sp.Unread
+		reporter := "read by no node"
+		if len(sp.Readers) > 0 {
+			reporter = "read by " + strings.Join(sp.Readers, ", ")
+		}
+		m.Reports = append(m.Reports, Report{Node: node, Port: port, Verdict: sp.Verdict, Reporter: reporter,
+			Conditions: sp.Conditions, Unread: sp.Unread})
+		m.Nodes[node].Verdict = overlay.Worse(m.Nodes[node].Verdict, sp.Verdict)
+	}
 	for i := range g.Nodes {
 		for _, pt := range g.PortsOf(i) {
 			report(i, int(pt.Num), pt.GUID)
+			reportSwitch(i, int(pt.Num))
 		}
 	}
 	for _, l := range g.Links {
@@ -162,6 +198,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 			// A port known only as a far end (its HCA has no block of its
 			// own in the dump) is judged through the link's port GUID.
 			report(int(e.Node), int(e.Port), e.PortGUID)
+			reportSwitch(int(e.Node), int(e.Port))
 			end := End{Node: e.Node, Port: e.Port, GUID: e.PortGUID}
 			if p := g.PortOf(int(e.Node), int(e.Port)); p != nil {
 				end.LID, end.Label = p.LID, p.Label
@@ -175,7 +212,8 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 		}
 		ml := Link{A: l.A.Node, AP: l.A.Port, B: l.B.Node, BP: l.B.Port, Rate: rate(l.Width, l.Speed),
 			Expected: -1, Degraded: l.Degraded, Disagree: l.Disagree,
-			Verdict: overlay.Worse(reported[key{int(l.A.Node), int(l.A.Port)}], reported[key{int(l.B.Node), int(l.B.Port)}])}
+			Verdict: overlay.Worse(reported[key{int(l.A.Node), int(l.A.Port)}], reported[key{int(l.B.Node), int(l.B.Port)}]),
+			Unread:  unread[key{int(l.A.Node), int(l.A.Port)}] || unread[key{int(l.B.Node), int(l.B.Port)}]}
 		if l.Degraded {
 			ml.Expected = rate(l.ExpectedWidth, l.ExpectedSpeed)
 		}
@@ -183,6 +221,15 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 	}
 	if o != nil {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d of %d reported ports are on this fabric", matched, len(o.Ports)))
+		if len(o.Switches) > 0 {
+			n := 0
+			for _, sp := range o.Switches {
+				if sp.Unread {
+					n++
+				}
+			}
+			m.Notes = append(m.Notes, fmt.Sprintf("%d of %d switch ports in the fabric shares are on this fabric; %d read by no node", switches, len(o.Switches), n))
+		}
 	}
 	return m
 }

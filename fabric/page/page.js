@@ -48,7 +48,7 @@
     links.push({
       a: a.id, ap: num(r[1]), b: b.id, bp: num(r[3]), rate: rate.label, gbps: rate.gbps,
       expected: code(r[5], rates) < 0 ? "" : rates[r[5]].label, degraded: (flags & 1) !== 0, disagree: (flags & 2) !== 0,
-      verdict: verdictOf(r[7])
+      unread: (flags & 4) !== 0, verdict: verdictOf(r[7])
     });
   });
   // Ports that carry more than their node and number: GUIDs, LIDs,
@@ -56,7 +56,7 @@
   var ports = new Map();
   function port(n, num) {
     var k = n.id + "/" + num, p = ports.get(k);
-    if (!p) { p = { guid: "", lid: 0, label: "", verdict: "", reporter: "", state: "", conditions: [] }; ports.set(k, p); }
+    if (!p) { p = { guid: "", lid: 0, label: "", verdict: "", reporter: "", state: "", conditions: [], unread: false }; ports.set(k, p); }
     return p;
   }
   arr(D.ends).forEach(function (r) {
@@ -70,6 +70,7 @@
     if (!n) return;
     var p = port(n, num(r[1]));
     p.verdict = verdictOf(r[2]); p.reporter = str(r[3]); p.state = str(r[4]); p.conditions = arr(r[5]).map(str);
+    p.unread = (num(r[6]) & 1) !== 0;
   });
 
   var collapsed = new Map();      // switch id or "chassis:" + name -> true
@@ -210,11 +211,12 @@
       var pa = anchors.get(l.a + "/" + l.ap), pb = anchors.get(l.b + "/" + l.bp);
       if (!pa || !pb) return;
       var line = el("line", {
-        "class": "link " + vclass(l.verdict) + (l.degraded ? " mismatch" : ""), "data-a": l.a, "data-ap": l.ap,
+        "class": "link " + vclass(l.verdict) + (l.degraded ? " mismatch" : "") + (l.unread ? " unread" : ""), "data-a": l.a, "data-ap": l.ap,
         "data-b": l.b, "data-bp": l.bp, "data-verdict": l.verdict || "unknown", "data-degraded": l.degraded ? "true" : "false",
+        "data-unread": l.unread ? "true" : "false",
         x1: pa.x, y1: pa.y, x2: pb.x, y2: pb.y
       });
-      line.appendChild(el("title", {}, l.rate + (l.degraded ? " (peers " + l.expected + ")" : "")));
+      line.appendChild(el("title", {}, l.rate + (l.degraded ? " (peers " + l.expected + ")" : "") + (l.unread ? " - read by no node" : "")));
       out.appendChild(line);
     });
     var drawn = new Map();
@@ -255,7 +257,7 @@
     anchors.forEach(function (a) {
       var p = ports.get(a.node.id + "/" + a.port), v = p ? p.verdict : "";
       out.appendChild(el("circle", {
-        "class": "port " + vclass(v), id: "port-" + a.node.id + "-" + a.port, "data-node": a.node.id, "data-port": a.port,
+        "class": "port " + vclass(v) + (p && p.unread ? " unread" : ""), id: "port-" + a.node.id + "-" + a.port, "data-node": a.node.id, "data-port": a.port,
         "data-verdict": v || "unknown", cx: a.x, cy: a.y, r: 4
       }));
     });
@@ -288,8 +290,9 @@
         (link.degraded ? " - trained below its peers (" + link.expected + ")" : "") +
         (link.disagree ? " - the two ends report different rates" : ""));
     }
-    if (p && p.verdict) {
-      lines.push("health: " + p.verdict.toUpperCase() + (p.reporter ? " (" + p.reporter + ")" : "") + (p.state ? "  " + p.state : ""));
+    if (p && (p.verdict || p.unread)) {
+      lines.push("health: " + (p.verdict ? p.verdict.toUpperCase() : "not judged") + (p.reporter ? " (" + p.reporter + ")" : "") + (p.state ? "  " + p.state : ""));
+      if (p.unread) lines.push("  READ BY NO NODE: nobody watches this switch port's counters");
       p.conditions.forEach(function (c) { lines.push("  " + c); });
     } else if (n.kind !== "switch") {
       lines.push("health: not reported (no nichealthd seen for this port)");

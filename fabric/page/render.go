@@ -26,9 +26,9 @@ var script string
 //
 //	rates:   [width, speed, Gb/s]
 //	nodes:   [kind, guid, name, lid, tier, chassis index or -1, leaf index or -1, verdict]
-//	links:   [a, a port, b, b port, rate, expected rate or -1, flags (1 degraded, 2 ends disagree), verdict]
+//	links:   [a, a port, b, b port, rate, expected rate or -1, flags (1 degraded, 2 ends disagree, 4 unread), verdict]
 //	ends:    [node, port, port guid or "", lid, label]
-//	reports: [node, port, verdict, reporter, state, [conditions]]
+//	reports: [node, port, verdict, reporter, state, [conditions], flags (1 unread)]
 //
 // kinds are 1 switch, 2 HCA, 3 router; verdicts 0 not reported,
 // 1 unknown, 2 healthy, 3 degraded, 4 fatal.
@@ -51,7 +51,7 @@ func Render(w io.Writer, m *Model) error {
 <button id="collapse-leaves" type="button">collapse all leaf switches</button>
 <button id="expand-all" type="button">expand all</button>
 <label><input type="checkbox" id="group-chassis"> group switches by chassis</label>
-<span class="legend"><span><i style="border-color:#d62728"></i>fatal</span><span><i style="border-color:#ff7f0e"></i>degraded</span><span><i style="border-color:#2ca02c"></i>healthy</span><span><i style="border-color:#9aa0a6"></i>not reported</span><span><i style="border-color:#9467bd;border-top-style:dashed"></i>trained below its peers</span></span>
+<span class="legend"><span><i style="border-color:#d62728"></i>fatal</span><span><i style="border-color:#ff7f0e"></i>degraded</span><span><i style="border-color:#2ca02c"></i>healthy</span><span><i style="border-color:#9aa0a6"></i>not reported</span><span><i style="border-color:#9467bd;border-top-style:dashed"></i>trained below its peers</span><span><i style="border-color:#6e7781;border-top-style:dotted"></i>read by no node</span></span>
 <span class="meta">click a switch to collapse or expand it; hover a port for its details</span>
 </div>
 </header>
@@ -97,6 +97,9 @@ func Render(w io.Writer, m *Model) error {
 		if l.Disagree {
 			flags |= 2
 		}
+		if l.Unread {
+			flags |= 4
+		}
 		e.raw("[")
 		e.int(int(l.A))
 		e.ints(int(l.AP), int(l.B), int(l.BP), int(l.Rate), int(l.Expected), flags, int(l.Verdict))
@@ -134,7 +137,13 @@ func Render(w io.Writer, m *Model) error {
 			e.sep(j)
 			e.str(c)
 		}
-		e.raw("]]")
+		e.raw("]")
+		if r.Unread {
+			e.ints(1)
+		} else {
+			e.ints(0)
+		}
+		e.raw("]")
 	}
 	e.raw("]}")
 	if e.err != nil {

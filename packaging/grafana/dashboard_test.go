@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/fabric/overlay"
 )
 
 const shipped = "nichealthd.json"
@@ -71,9 +72,14 @@ func allPanels(ps []panel) []panel {
 }
 
 // served is every series name the daemon's /metrics can carry: each
-// family's name, plus _bucket/_sum/_count for histograms and summaries.
+// family's name, plus _bucket/_sum/_count for histograms and summaries,
+// and the fabric share's series (DESIGN.md section 14) as the map reads
+// them.
 func served() map[string]bool {
 	m := map[string]bool{}
+	for _, n := range overlay.FabricSeries() {
+		m[n] = true
+	}
 	for _, f := range metrics.Families() {
 		m[f.Name] = true
 		if f.Type == "histogram" || f.Type == "summary" {
@@ -265,4 +271,46 @@ func TestDashboard_12_LinksTheFabricMap(t *testing.T) {
 		}
 	}
 	t.Fatalf("no Fabric map link in %+v", d.Links)
+}
+
+// The fleet row shows the fabric's links: the error counters of the switch
+// ports the daemons read, top 20 by rate, and the ports no daemon reads
+// any more; their queries name the fabric share's series, the error
+// counters the map colours links for, and the fabric rules' alerts.
+func TestDashboard_14_FabricLinksPanel(t *testing.T) {
+	d := load(t)
+	byTitle := map[string]panel{}
+	for _, p := range allPanels(d.Panels) {
+		byTitle[p.Title] = p
+	}
+	errs, ok := byTitle["Fabric link errors per switch port (5m rate), top 20"]
+	if !ok || len(errs.Targets) != 1 {
+		t.Fatalf("no fabric link errors panel with one query: %+v", errs)
+	}
+	e := errs.Targets[0].Expr
+	if !slices.Equal(metricNames(e), []string{overlay.SeriesPortCounter}) || !strings.HasPrefix(e, "topk(20, ") || !strings.Contains(e, "rate(") {
+		t.Errorf("fabric errors query %q: want topk(20, ...rate(%s...))", e, overlay.SeriesPortCounter)
+	}
+	for _, c := range overlay.LinkErrorCounters {
+		if !strings.Contains(e, c) {
+			t.Errorf("fabric errors query leaves out %s", c)
+		}
+	}
+	unread, ok := byTitle["Fabric switch ports read by no node"]
+	if !ok || len(unread.Targets) != 2 {
+		t.Fatalf("no unread fabric ports panel with two queries: %+v", unread)
+	}
+	if names := metricNames(unread.Targets[0].Expr); !slices.Equal(names, []string{overlay.SeriesLastRead}) ||
+		!strings.HasSuffix(unread.Targets[0].Expr, "> 600") {
+		t.Errorf("unread query %q: want the age of %s over 600 s, the rule's", unread.Targets[0].Expr, overlay.SeriesLastRead)
+	}
+	rules, err := os.ReadFile("../prometheus/nichealth.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"NICFabricPortUnread", "NICFabricAssignmentRefused"} {
+		if !strings.Contains(unread.Targets[1].Expr, a) || !strings.Contains(string(rules), "- alert: "+a+"\n") {
+			t.Errorf("alert %s: not in the panel's query %q or not a shipped rule", a, unread.Targets[1].Expr)
+		}
+	}
 }

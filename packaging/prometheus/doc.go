@@ -3,5 +3,7 @@
 // (nichealth.rules.test.yml, run by packaging/test/prometheus-rules.sh). It
 // has no code: its Go test proves that every rule expression names only
 // metrics the daemon serves or the rules record, taken from the metrics
-// package's own table, so a renamed metric cannot silence an alert.
+// package's own table (and the fabric share's series the map reads), so a
+// renamed metric cannot silence an alert; and that the fabric link rules'
+// thresholds are the counter table's for the same counter.
 package prometheus

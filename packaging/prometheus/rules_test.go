@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/fabric/overlay"
 )
 
 // exprs reads the rule file's record names and expressions. The file is
@@ -91,6 +92,11 @@ func TestRules_ExpressionsNameServedMetrics(t *testing.T) {
 	ok := map[string]bool{"up": true, "ALERTS": true} // written by Prometheus itself
 	for _, r := range records {
 		ok[r] = true
+	}
+	// The fabric share's series, as the map reads them: each daemon
+	// exports them for the switch ports it reads (DESIGN.md section 14).
+	for _, n := range overlay.FabricSeries() {
+		ok[n] = true
 	}
 	for _, f := range metrics.Families() {
 		ok[f.Name] = true
