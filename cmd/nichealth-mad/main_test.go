@@ -39,7 +39,7 @@ func (f *fakeFabric) PortCountersExt(l wire.Local, lid, port int, errs bool, d t
 	return wire.PortCountersExt{PortXmitData: 1}, f.fail
 }
 func (f *fakeFabric) NodeInfo(l wire.Local, lid int, d time.Time) (wire.Node, error) {
-	return wire.Node{}, f.err
+	return wire.Node{NodeGUID: "0x0000000000200001", NodeType: 2, NumPorts: 8}, f.fail
 }
 func (f *fakeFabric) Close() {}
 
