@@ -370,13 +370,15 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
 	}
 	list := r.list
-	gap := cfg.Interval / time.Duration(len(list))
 	var failed map[string]int
 	for i, e := range list {
-		for i > 0 && ctx.Err() == nil && !r.sleepUntil(ctx, start.Add(time.Duration(i)*gap)) {
+		for i > 0 && ctx.Err() == nil && !r.sleepUntil(ctx, due(start, i, len(list), cfg.Interval)) {
 			if r.changed(ctx, &cfg) {
 				return true
 			}
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		err := r.readPort(ctx, cfg, e)
 		if err != nil {
@@ -422,6 +424,12 @@ func (r *Reader) logFailures(list []Entry, failed map[string]int) {
 			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", n, "reason", reason, "suppressed", sup)
 		}
 	}
+}
+
+// due is when the i-th of n reads of a round is due: evenly spaced over
+// the interval, the first at its start, the last one gap before its end.
+func due(start time.Time, i, n int, interval time.Duration) time.Time {
+	return start.Add(time.Duration(int64(interval) / int64(n) * int64(i)))
 }
 
 // errNoSource: no local ACTIVE InfiniBand port to send MADs from.
