@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -446,12 +447,19 @@ func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
 		return wire.Local{}, fmt.Errorf("list the local ports: %w", err)
 	}
 	for _, p := range ps {
-		if p.State == 4 && p.LID > 0 && p.LinkLayer == "InfiniBand" {
+		// libibumad says "InfiniBand" (or "IB", or nothing on kernels
+		// older than the link_layer file); only RoCE's "Ethernet" sends
+		// no SMP.
+		if p.State == 4 && p.LID > 0 && p.LinkLayer != "Ethernet" {
 			r.src = wire.Local{GUID: p.GUID}
 			return r.src, nil
 		}
 	}
-	return wire.Local{}, errNoSource
+	seen := make([]string, 0, 4)
+	for _, p := range ps[:min(len(ps), 4)] {
+		seen = append(seen, fmt.Sprintf("%s/%d state %d LID %d %s", p.CA, p.Port, p.State, p.LID, p.LinkLayer))
+	}
+	return wire.Local{}, fmt.Errorf("%w (seen: %s)", errNoSource, strings.Join(seen, "; "))
 }
 
 // readPort reads one assigned port: its switch's LID checked first (once
