@@ -201,7 +201,7 @@ func (r *Reader) loop(ctx context.Context) {
 	}()
 	cfg := r.config()
 	for ctx.Err() == nil {
-		cfg = r.refresh(ctx, cfg)
+		cfg = r.refresh(ctx)
 		start := time.Now()
 		r.round++
 		restart := r.readRound(ctx, cfg, start)
@@ -226,7 +226,7 @@ func (r *Reader) loop(ctx context.Context) {
 // does not starve the end of a long list.
 func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
 	before := r.list
-	now := r.refresh(ctx, *cfg)
+	now := r.refresh(ctx)
 	differs := !slices.Equal(before, r.list) || now.Interval != cfg.Interval || now.Timeout != cfg.Timeout
 	*cfg = now
 	r.publish(now)
@@ -238,7 +238,7 @@ func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
 // every wake-up (the file changed, a reload): a watch that could not be
 // set up, or a directory that appeared later, is caught within an
 // interval.
-func (r *Reader) refresh(ctx context.Context, _ Config) Config {
+func (r *Reader) refresh(ctx context.Context) Config {
 	cfg := r.config()
 	if cfg.Assignment != r.watched {
 		if r.stopWatch != nil {
@@ -498,9 +498,9 @@ func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReadi
 		switch {
 		case err != nil:
 			r.lost(err)
-			s.err = fmt.Sprintf("NodeInfo of LID %d (switch %s): %v", e.SwitchLID, e.SwitchGUID, err)
-			s.cpi = nil
-			return errors.Join(errors.New(s.err), wrapped(err))
+			err = fmt.Errorf("NodeInfo of LID %d (switch %s): %w", e.SwitchLID, e.SwitchGUID, err)
+			s.err, s.cpi = err.Error(), nil
+			return err
 		case n.NodeGUID != e.SwitchGUID:
 			s.err = fmt.Sprintf("LID %d is now %s %s, not switch %s (%s): the subnet manager reassigned LIDs; re-run nichealth-fabric plan",
 				e.SwitchLID, nodeKind(n.NodeType), n.NodeGUID, e.SwitchGUID, e.SwitchName)
@@ -511,9 +511,9 @@ func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReadi
 			cpi, err := r.c.ClassPortInfo(ctx, local, e.SwitchLID, cfg.Timeout)
 			if err != nil {
 				r.lost(err)
-				s.err = fmt.Sprintf("PMA ClassPortInfo of %s (LID %d): %v", e.SwitchName, e.SwitchLID, err)
-				s.cpi = nil
-				return errors.Join(errors.New(s.err), wrapped(err))
+				err = fmt.Errorf("PMA ClassPortInfo of %s (LID %d): %w", e.SwitchName, e.SwitchLID, err)
+				s.err, s.cpi = err.Error(), nil
+				return err
 			}
 			s.cpi, s.cpiAt = &cpi, r.round
 		}
@@ -551,15 +551,6 @@ func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReadi
 		return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
 	}
 	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
-	return nil
-}
-
-// wrapped keeps the helper's own errors (mad.ErrNotRunning, ErrLost)
-// visible to errors.Is through a reason that already quotes them.
-func wrapped(err error) error {
-	if errors.Is(err, mad.ErrNotRunning) || errors.Is(err, mad.ErrLost) {
-		return err
-	}
 	return nil
 }
 
