@@ -371,7 +371,7 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
 	}
 	list := r.list
-	var failed map[string]int
+	var failed map[string]*failure
 	for i, e := range list {
 		for i > 0 && ctx.Err() == nil && !r.sleepUntil(ctx, due(start, i, len(list), cfg.Interval)) {
 			if r.changed(ctx, &cfg) {
@@ -384,9 +384,14 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 		err := r.readPort(ctx, cfg, e)
 		if err != nil {
 			if failed == nil {
-				failed = map[string]int{}
+				failed = map[string]*failure{}
 			}
-			failed[e.SwitchGUID]++
+			f := failed[e.SwitchGUID]
+			if f == nil {
+				f = &failure{reason: err.Error()}
+				failed[e.SwitchGUID] = f
+			}
+			f.ports++
 		}
 		if errors.Is(err, mad.ErrNotRunning) || errors.Is(err, mad.ErrLost) || errors.Is(err, errNoSource) || ctx.Err() != nil {
 			// The helper is backing off (it says when it is started
@@ -398,31 +403,24 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 			r.publish(cfg)
 		}
 	}
-	r.logFailures(list, failed)
+	r.logFailures(failed)
 	return false
 }
 
+// failure is one switch's failed reads in a round: how many, and the
+// first one's reason.
+type failure struct {
+	ports  int
+	reason string
+}
+
 // logFailures says, per switch, how many of its ports failed this round
-// and why (rate-limited: a switch that stays unreadable is said hourly).
-func (r *Reader) logFailures(list []Entry, failed map[string]int) {
-	for guid, n := range failed {
-		s := r.switches[guid]
-		reason := ""
-		if s != nil {
-			reason = s.err
-		}
-		if reason == "" {
-			for _, e := range list {
-				if e.SwitchGUID == guid {
-					if p := r.ports[portKey{guid, e.Port}]; p != nil && p.Err != "" {
-						reason = p.Err
-						break
-					}
-				}
-			}
-		}
+// and why (rate-limited: a switch that stays unreadable is said hourly,
+// with the count of the lines held back).
+func (r *Reader) logFailures(failed map[string]*failure) {
+	for guid, f := range failed {
 		if ok, sup := r.logs.Note("switch "+guid, time.Now()); ok {
-			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", n, "reason", reason, "suppressed", sup)
+			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
 		}
 	}
 }
