@@ -3,6 +3,7 @@ package fabricshare
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,6 +26,8 @@ type fakeFabric struct {
 	sym      uint64
 	calls    map[string]int
 	portsErr error
+	// helperErr fails every NodeInfo as a helper that is not running.
+	helperErr error
 }
 
 func newFabric() *fakeFabric {
@@ -57,6 +60,9 @@ func (f *fakeFabric) NodeInfo(_ context.Context, l wire.Local, lid int, _ time.D
 	f.note("from " + l.GUID)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.helperErr != nil {
+		return wire.Node{}, f.helperErr
+	}
 	g, ok := f.nodes[lid]
 	if !ok {
 		return wire.Node{}, &wire.Error{Kind: wire.ErrTimeout, Msg: fmt.Sprintf("NodeInfo of LID %d: no answer within 1000 ms", lid)}
@@ -300,5 +306,60 @@ func BenchmarkRound_10000Ports(b *testing.B) {
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/MaxPorts, "heapB/port")
 	if rd := r.Latest(); len(rd.Ports) != MaxPorts {
 		b.Fatalf("%d ports in force", len(rd.Ports))
+	}
+}
+
+// syncBuf is a log the reader writes and the test reads.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A switch that stays unreadable is said once (then hourly, with the
+// count held back), however many rounds fail; a helper that is not
+// running stops the round at its first failure instead of failing every
+// port against it.
+func TestReader_FailuresSaidOnceAndTheHelperBackoffRespected(t *testing.T) {
+	t.Parallel()
+	f := newFabric()
+	f.nodes[2] = "0xb83fd20300a0ffff"
+	path := filepath.Join(t.TempDir(), "share.json")
+	writeFile(t, path, goodFile)
+	var log syncBuf
+	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, f,
+		slog.New(slog.NewTextHandler(&log, nil)))
+	waitFor(t, r, "four failed rounds of leaf 2", func(rd *Reading) bool {
+		p := portOf(rd, "0xb83fd20300a02000", 34)
+		return p != nil && p.Errors >= 4
+	})
+	r.Close()
+	if n := strings.Count(log.String(), "fabric switch ports not read"); n != 1 {
+		t.Fatalf("said %d times:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), "failedPorts=1") || !strings.Contains(log.String(), "re-run nichealth-fabric plan") {
+		t.Fatalf("%s", log.String())
+	}
+
+	g := newFabric()
+	g.helperErr = fmt.Errorf("%w (restarting; next attempt in 1s): nichealth-mad exited", mad.ErrNotRunning)
+	r = Start(Config{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, g, nil)
+	rd := waitFor(t, r, "three rounds against a helper that is down", func(rd *Reading) bool {
+		return len(rd.Ports) == 3 && rd.Ports[0].Errors >= 3
+	})
+	r.Close()
+	if rd.Ports[1].Errors != 0 || rd.Ports[2].Errors != 0 || g.count("pcx") != 0 {
+		t.Fatalf("ports after the first were asked of a helper that is down: %+v %+v, %d reads", rd.Ports[1], rd.Ports[2], g.count("pcx"))
 	}
 }
