@@ -100,6 +100,8 @@ type File struct {
 
 	FarEnd FarEndFile `toml:"farEnd"`
 
+	Fabric FabricFile `toml:"fabric"`
+
 	Sinks struct {
 		Journal struct {
 			Enabled *bool `toml:"enabled"`
@@ -181,6 +183,9 @@ type Config struct {
 	// FarEnd is the switch port at the other end of each IB cable.
 	FarEnd FarEndConfig
 
+	// Fabric is this host's share of the fabric's switch ports.
+	Fabric FabricConfig
+
 	JournalEnabled   bool
 	JSONLPath        string
 	ConnectorSocket  string
@@ -257,7 +262,8 @@ func Parse(path string, b []byte) (*Config, error) {
 
 // durationKeys take a duration string ("1s", "250ms").
 var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
-	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout"}
+	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout",
+	"fabric.interval", "fabric.timeout"}
 
 // durationError names the key and line of a duration written as something
 // else (pollingInterval = 5), which the decoder reports without either.

@@ -20,6 +20,7 @@ import (
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
+	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // Daemon is a running nichealthd.
@@ -90,6 +91,10 @@ type Daemon struct {
 	// readers being stopped.
 	farEnd      farEndRun
 	farEndStops []chan struct{}
+	// fabric is the reader of this host's share of the fabric
+	// (fabricshare.go), published for /metrics without the lock.
+	fabric       fabricRun
+	fabricReader atomic.Pointer[fabricshare.Reader]
 }
 
 type busHolder struct{ b busPublisher }
@@ -129,6 +134,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
 	d.syncFarEndLocked(d.cfg)
+	d.syncFabricLocked(d.cfg)
 	d.run.StartLinkStory()
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
@@ -335,6 +341,7 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 	<-d.busDone
 	d.mu.Lock()
 	d.stopFarEndLocked()
+	d.stopFabricLocked()
 	d.mu.Unlock()
 	d.awaitFarEnd(3 * time.Second)
 	d.run.Close()

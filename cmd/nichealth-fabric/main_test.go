@@ -137,7 +137,7 @@ func TestDesign_14_PlanCommand(t *testing.T) {
 		t.Fatalf("assignments %v: %s", err, p["assignments"])
 	}
 	for _, e := range a["gpu004"] {
-		if len(e) != 3 || e["switchGUID"] == nil || e["port"] == nil || e["switchName"] != "SwitchIB Mellanox Technologies" {
+		if lid, _ := e["switchLID"].(float64); len(e) != 4 || e["switchGUID"] == nil || e["port"] == nil || lid < 1 || e["switchName"] != "SwitchIB Mellanox Technologies" {
 			t.Errorf("entry %v", e)
 		}
 	}

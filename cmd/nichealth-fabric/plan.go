@@ -115,7 +115,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 }
 
 // writePlan prints the plan as DESIGN 14 gives it:
-// {"assignments": {"<host>": [{"switchGUID", "port", "switchName"}]}, "unassigned": [...]}.
+// {"assignments": {"<host>": [{"switchGUID", "port", "switchName"}]}, "unassigned": [...]},
+// each entry with its switch's port 0 LID too ("switchLID": the daemon's
+// PMA reads go there).
 func writePlan(w io.Writer, p *plan.Plan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

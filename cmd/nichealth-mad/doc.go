@@ -1,7 +1,8 @@
 // Command nichealth-mad reads the InfiniBand fabric for nichealthd through
 // rdma-core's libibumad and libibmad: the node at the other end of a local
-// port (directed-route SMPs: NodeInfo, NodeDescription, PortInfo) and a
-// port's PMA counters (ClassPortInfo, PortCounters, PortCountersExtended).
+// port (directed-route SMPs: NodeInfo, NodeDescription, PortInfo), the
+// node that answers at a LID (a LID-routed NodeInfo) and a port's PMA
+// counters (ClassPortInfo, PortCounters, PortCountersExtended).
 // It only reads: it sends no Set of any class, so it never clears a
 // switch's counters (they belong to the fabric's operators).
 //
@@ -25,8 +26,9 @@
 //	← {"id":5,"hello":{"version":1,"helper":"nichealth-mad 0.2.0"}}
 //
 // Operations: hello, ports (the local CA ports libibumad sees, to match a
-// sysfs port by its GUID), peer, classportinfo, portcounters and
-// portcountersext. A failure is {"id":N,"error":{"kind":K,"msg":M}} with K
+// sysfs port by its GUID), peer, peernode, nodeinfo (which node holds a
+// LID now: {"node":{"nodeGuid":...,"nodeType":2,"numPorts":41}}),
+// classportinfo, portcounters and portcountersext. A failure is {"id":N,"error":{"kind":K,"msg":M}} with K
 // one of timeout, no-port, open, mad, request. A line that is not a
 // request is answered with kind request and id 0. EOF on stdin ends the
 // program with status 0. Anything libibmad prints goes to stderr.

@@ -49,6 +49,7 @@ type fabric interface {
 	ClassPortInfo(l wire.Local, lid int, deadline time.Time) (wire.ClassPortInfo, error)
 	PortCounters(l wire.Local, lid, port int, deadline time.Time) (wire.PortCounters, error)
 	PortCountersExt(l wire.Local, lid, port int, errors bool, deadline time.Time) (wire.PortCountersExt, error)
+	NodeInfo(l wire.Local, lid int, deadline time.Time) (wire.Node, error)
 	Close()
 }
 
@@ -143,6 +144,10 @@ func answer(line []byte, fab fabric) wire.Answer {
 		var c wire.PortCountersExt
 		c, err = fab.PortCountersExt(*req.Local, req.LID, req.PortNum, req.ExtErrors, deadline)
 		a.Ext = &c
+	case wire.OpNodeInfo:
+		var n wire.Node
+		n, err = fab.NodeInfo(*req.Local, req.LID, deadline)
+		a.Node = &n
 	}
 	if err != nil {
 		var we *wire.Error

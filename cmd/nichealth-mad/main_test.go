@@ -38,6 +38,9 @@ func (f *fakeFabric) PortCounters(l wire.Local, lid, port int, d time.Time) (wir
 func (f *fakeFabric) PortCountersExt(l wire.Local, lid, port int, errs bool, d time.Time) (wire.PortCountersExt, error) {
 	return wire.PortCountersExt{PortXmitData: 1}, f.fail
 }
+func (f *fakeFabric) NodeInfo(l wire.Local, lid int, d time.Time) (wire.Node, error) {
+	return wire.Node{NodeGUID: "0x0000000000200001", NodeType: 2, NumPorts: 8}, f.fail
+}
 func (f *fakeFabric) Close() {}
 
 func answers(t *testing.T, out string) []wire.Answer {

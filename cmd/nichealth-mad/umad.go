@@ -40,6 +40,18 @@ static int nh_dr_query(struct ibmad_port *p, int outport, unsigned attr, unsigne
 	return 0;
 }
 
+// nh_lid_smp_query sends one LID-routed SMP Get to lid and copies its 64
+// data bytes into buf; same returns as nh_dr_query.
+static int nh_lid_smp_query(struct ibmad_port *p, int lid, unsigned attr, unsigned mod, unsigned timeout, uint8_t *buf) {
+	ib_portid_t id;
+	memset(&id, 0, sizeof id);
+	ib_portid_set(&id, lid, 0, 0);
+	errno = 0;
+	if (!smp_query_via(buf, &id, attr, mod, timeout, p))
+		return errno ? errno : EIO;
+	return 0;
+}
+
 // nh_pma_query sends one PerformanceManagement Get to the PMA at lid for
 // attr (ClassPortInfo, PortCounters, PortCountersExtended) of port.
 static int nh_pma_query(struct ibmad_port *p, int lid, int port, unsigned attr, unsigned timeout, uint8_t *buf) {
@@ -258,6 +270,31 @@ func (f *umadFabric) nodeInfo(l wire.Local, deadline time.Time, madsLeft int) (w
 	peer.NumPorts = int(f.u32(C.IB_NODE_NPORTS_F))
 	peer.Port = int(f.u32(C.IB_NODE_LOCAL_PORT_F))
 	return peer, p, k, path, nil
+}
+
+// NodeInfo asks the node at lid who it is, by a LID-routed SMP: whether
+// a LID from a fabric dump still belongs to the node it named.
+func (f *umadFabric) NodeInfo(l wire.Local, lid int, deadline time.Time) (wire.Node, error) {
+	p, k, err := f.port(l)
+	if err != nil {
+		return wire.Node{}, err
+	}
+	t, err := attempt(deadline, 1)
+	if err != nil {
+		return wire.Node{}, err
+	}
+	C.memset(unsafe.Pointer(f.buf), 0, madBuf)
+	start := time.Now()
+	if rc := C.nh_lid_smp_query(p, C.int(lid), C.IB_ATTR_NODE_INFO, 0, t, f.buf); rc != 0 {
+		err := madError(fmt.Sprintf("NodeInfo of LID %d", lid), rc, t, time.Since(start))
+		f.dropOnOpenFailure(k, err)
+		return wire.Node{}, err
+	}
+	return wire.Node{
+		NodeGUID: wire.FormatGUID(uint64(C.nh_field64(f.buf, C.IB_NODE_GUID_F))),
+		NodeType: int(f.u32(C.IB_NODE_TYPE_F)),
+		NumPorts: int(f.u32(C.IB_NODE_NPORTS_F)),
+	}, nil
 }
 
 // PeerNode asks only NodeInfo: whether the known peer is still there.

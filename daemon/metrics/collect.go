@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
@@ -76,6 +77,9 @@ type snapshot struct {
 	ob       OutboxStats
 	sinks    []SinkStats
 	stalled  bool
+	// fabric is the share of the fabric's switch ports (nil: none read,
+	// or a Source that reads none).
+	fabric *fabricshare.Reading
 }
 
 func gather(src Source) snapshot {
@@ -83,13 +87,17 @@ func gather(src Source) snapshot {
 	if h == nil {
 		h = health.Build(health.Node{}, nil, nil)
 	}
-	return snapshot{
+	s := snapshot{
 		health:   h,
 		lastPoll: src.LastPoll(),
 		ob:       src.Outbox(),
 		sinks:    src.Sinks(),
 		stalled:  src.Stalled(),
 	}
+	if fs, ok := src.(FabricSource); ok {
+		s.fabric = fs.Fabric()
+	}
+	return s
 }
 
 // Metric families, indexing the table below.
@@ -166,6 +174,11 @@ const (
 	mDevlinkReporterErrors
 	mDevlinkReporterRecoveries
 	mDevlinkActivationPending
+	mFabricPortCounter
+	mFabricPortReadErrors
+	mFabricPortLastRead
+	mFabricAssignedPorts
+	mFabricAssignmentValid
 	numFamilies
 )
 
@@ -254,6 +267,22 @@ func descriptors() [numFamilies]desc {
 		mDevlinkReporterErrors:     {p + "devlink_reporter_errors_total", "Errors a NIC function's devlink health reporter counted since the driver loaded.", counter},
 		mDevlinkReporterRecoveries: {p + "devlink_reporter_recoveries_total", "Recoveries a NIC function's devlink health reporter counted since the driver loaded.", counter},
 		mDevlinkActivationPending:  {p + "devlink_firmware_activation_pending", "1 when the firmware flashed on a NIC function (stored fw.version) is not the one running: a reset or reboot activates it.", gauge},
+		// The fabric share's counter values are gauges: they are the
+		// switch's own counters as last read, which the fabric's
+		// operators may clear (perfquery -R) and whose 8- and 16-bit
+		// fields saturate where PortCountersExtended does not carry them;
+		// TYPE counter would promise a monotonic series. increase() and
+		// rate() over them still work between clears.
+		mFabricPortCounter: {p + "fabric_port_counter",
+			"A PMA counter of a switch port this host was assigned by nichealth-fabric plan, as last read (counter is the PortCounters field name as perfquery prints it; 64-bit from PortCountersExtended where the switch offers it). The switch's counter, never cleared by nichealthd; a gauge, since the fabric's operators may clear it.", gauge},
+		mFabricPortReadErrors: {p + "fabric_port_read_errors_total",
+			"Failed reads of an assigned switch port since the daemon started (or since the port was assigned): no answer, a PMA error, or its switch's LID now held by another node (re-run nichealth-fabric plan).", counter},
+		mFabricPortLastRead: {p + "fabric_port_last_read_timestamp_seconds",
+			"Unix time of the last good read of an assigned switch port (absent before the first).", gauge},
+		mFabricAssignedPorts: {p + "fabric_assigned_ports",
+			"Switch ports in the fabric assignment in force ([fabric] assignment; 0 when there is none).", gauge},
+		mFabricAssignmentValid: {p + "fabric_assignment_valid",
+			"0 while the last version of the fabric assignment file was refused (the log says why; the list in force is kept), else 1.", gauge},
 	}
 }
 
@@ -269,6 +298,7 @@ func fill(e *encoder, s *snapshot) {
 	fillKernelLog(e, s)
 	fillInventory(e, s)
 	fillLinkStory(e, s)
+	fillFabric(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

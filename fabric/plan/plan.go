@@ -20,6 +20,11 @@ type Assignment struct {
 	SwitchGUID ibnet.GUID `json:"switchGUID"`
 	Port       int        `json:"port"`
 	SwitchName string     `json:"switchName"`
+	// SwitchLID is the switch's port 0 LID, where its PMA answers: the
+	// reading daemon sends its MADs there, after checking the LID still
+	// belongs to SwitchGUID (0, left out: the inputs gave none, and a
+	// daemon refuses the entry).
+	SwitchLID int `json:"switchLID,omitempty"`
 	// Rule says why the port is this host's (not in the JSON): Direct,
 	// Forwarded or LeastLoaded.
 	Rule Rule `json:"-"`
@@ -337,7 +342,7 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 
 func (p *Plan) assignment(g *ibnet.Graph, sp swPort, r Rule) Assignment {
 	n := &g.Nodes[sp.sw]
-	return Assignment{SwitchGUID: n.GUID, Port: sp.port, SwitchName: n.Name, Rule: r}
+	return Assignment{SwitchGUID: n.GUID, Port: sp.port, SwitchName: n.Name, SwitchLID: n.LID, Rule: r}
 }
 
 // walk follows the tables from switch sw towards lid, marking both ends

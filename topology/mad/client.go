@@ -215,6 +215,18 @@ func (c *Client) ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeo
 	return *a.CPI, nil
 }
 
+// NodeInfo asks which node answers at lid (one LID-routed SMP).
+func (c *Client) NodeInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.Node, error) {
+	a, err := c.do(ctx, wire.Request{Op: wire.OpNodeInfo, Local: &l, LID: lid}, timeout)
+	if err != nil {
+		return wire.Node{}, err
+	}
+	if a.Node == nil {
+		return wire.Node{}, fmt.Errorf("%s: answered without a node", describeOp(wire.Request{Op: wire.OpNodeInfo, Local: &l, LID: lid}))
+	}
+	return *a.Node, nil
+}
+
 // PortCounters reads PortCounters of port at lid.
 func (c *Client) PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error) {
 	a, err := c.do(ctx, wire.Request{Op: wire.OpPortCounters, Local: &l, LID: lid, PortNum: port}, timeout)

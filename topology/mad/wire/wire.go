@@ -53,9 +53,14 @@ const (
 	OpPortCounters = "portcounters"
 	// OpPortCountersExt: PMA PortCountersExtended of a port at a LID.
 	OpPortCountersExt = "portcountersext"
+	// OpNodeInfo: a LID-routed SMP NodeInfo to a LID: which node answers
+	// there now. A LID taken from a fabric dump may have been given to
+	// another node by the subnet manager since; a PMA Get to it would
+	// read that node's counters as if they were the planned switch's.
+	OpNodeInfo = "nodeinfo"
 )
 
-var ops = []string{OpHello, OpPorts, OpPeer, OpPeerNode, OpClassPortInfo, OpPortCounters, OpPortCountersExt}
+var ops = []string{OpHello, OpPorts, OpPeer, OpPeerNode, OpClassPortInfo, OpPortCounters, OpPortCountersExt, OpNodeInfo}
 
 // Local selects a local port: by CA name and port number, or by port GUID.
 type Local struct {
@@ -71,7 +76,8 @@ type Request struct {
 	TimeoutMS int    `json:"timeoutMs,omitempty"`
 	Local     *Local `json:"local,omitempty"`
 	// LID and PortNum address a PMA: the peer's LID (a switch's is its
-	// port 0's) and the port whose counters to read.
+	// port 0's) and the port whose counters to read. A nodeinfo request
+	// names only the LID.
 	LID     int `json:"lid,omitempty"`
 	PortNum int `json:"portNum,omitempty"`
 	// ExtErrors asks portcountersext for the 64-bit error counters too
@@ -140,6 +146,14 @@ type Peer struct {
 	PhysState int `json:"physState"`
 }
 
+// Node is the node that answers at a LID, as its NodeInfo says.
+type Node struct {
+	NodeGUID string `json:"nodeGuid"`
+	// NodeType: 1 CA, 2 switch, 3 router.
+	NodeType int `json:"nodeType"`
+	NumPorts int `json:"numPorts"`
+}
+
 // ClassPortInfo is what a PMA says it offers.
 type ClassPortInfo struct {
 	CapMask  uint32 `json:"capMask"`
@@ -204,6 +218,7 @@ type Answer struct {
 	Hello    *Hello           `json:"hello,omitempty"`
 	Ports    []LocalPort      `json:"ports,omitempty"`
 	Peer     *Peer            `json:"peer,omitempty"`
+	Node     *Node            `json:"node,omitempty"`
 	CPI      *ClassPortInfo   `json:"classPortInfo,omitempty"`
 	Counters *PortCounters    `json:"counters,omitempty"`
 	Ext      *PortCountersExt `json:"ext,omitempty"`
@@ -331,7 +346,7 @@ func (r *Request) Validate() error {
 	if r.LID < 1 || r.LID > 0xBFFF {
 		return fmt.Errorf("request: LID %d is not a unicast LID (1..0xBFFF)", r.LID)
 	}
-	if r.Op != OpClassPortInfo && (r.PortNum < 0 || r.PortNum > 254) {
+	if r.Op != OpClassPortInfo && r.Op != OpNodeInfo && (r.PortNum < 0 || r.PortNum > 254) {
 		return fmt.Errorf("request: port %d outside 0..254", r.PortNum)
 	}
 	return nil
@@ -367,7 +382,7 @@ func DecodeAnswer(line []byte) (Answer, error) {
 
 func (a *Answer) payloads() int {
 	n := 0
-	for _, set := range []bool{a.Err != nil, a.Hello != nil, len(a.Ports) > 0 || a.NoPorts, a.Peer != nil, a.CPI != nil, a.Counters != nil, a.Ext != nil} {
+	for _, set := range []bool{a.Err != nil, a.Hello != nil, len(a.Ports) > 0 || a.NoPorts, a.Peer != nil, a.Node != nil, a.CPI != nil, a.Counters != nil, a.Ext != nil} {
 		if set {
 			n++
 		}
@@ -404,6 +419,8 @@ func (a *Answer) validate() error {
 		}
 	case a.Peer != nil:
 		return a.Peer.validate()
+	case a.Node != nil:
+		return a.Node.validate()
 	case a.Counters != nil:
 		return a.Counters.validate()
 	case a.Ext != nil:
@@ -446,6 +463,18 @@ func (p *Peer) validate() error {
 		return fmt.Errorf("peer description of %d bytes exceeds %d", len(p.Description), MaxText)
 	case p.State < 0 || p.State > 15 || p.PhysState < 0 || p.PhysState > 15:
 		return fmt.Errorf("peer state %d or physical state %d outside 0..15", p.State, p.PhysState)
+	}
+	return nil
+}
+
+func (n *Node) validate() error {
+	switch {
+	case !ValidGUID(n.NodeGUID):
+		return fmt.Errorf("node GUID %q is not 0x and 16 hex digits", clip(n.NodeGUID))
+	case n.NodeType < 1 || n.NodeType > 3:
+		return fmt.Errorf("node type %d is not CA, switch or router", n.NodeType)
+	case n.NumPorts < 1 || n.NumPorts > 255:
+		return fmt.Errorf("node has %d ports", n.NumPorts)
 	}
 	return nil
 }

@@ -1,0 +1,194 @@
+package fabricshare
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// Bounds on an assignment file. A plan spreads a job's paths over its
+// hosts, so one host's list is tens to hundreds of ports; 10,000 is a
+// whole large fabric on one host, and still read within an interval.
+const (
+	MaxPorts = 10_000
+	// MaxFileBytes holds a whole job's plan (--json, every host's list):
+	// a pretty-printed entry is about 150 bytes.
+	MaxFileBytes = 16 << 20
+	// maxName bounds a switch name (a NodeDescription is 64 bytes, a
+	// node-name map's name a line).
+	maxName = 256
+)
+
+// Entry is one switch port this host reads.
+type Entry struct {
+	// SwitchGUID is the switch's node GUID as the protocol writes it (0x
+	// and 16 lower-case hex digits).
+	SwitchGUID string
+	SwitchName string
+	// SwitchLID is the switch's port 0 LID: where its PMA answers.
+	SwitchLID int
+	Port      int
+}
+
+// fileEntry is an entry as nichealth-fabric plan writes it.
+type fileEntry struct {
+	SwitchGUID *string `json:"switchGUID"`
+	Port       *int    `json:"port"`
+	SwitchName string  `json:"switchName"`
+	SwitchLID  *int    `json:"switchLID"`
+}
+
+type file struct {
+	Assignments map[string][]fileEntry `json:"assignments"`
+	// Unassigned is in a whole plan (--json); a host reads none of it.
+	Unassigned json.RawMessage `json:"unassigned"`
+}
+
+// Parse validates an assignment file and returns the list of host: its
+// entry in "assignments" (host names compare by their first label,
+// case-insensitively, as hostname -s and a Slurm node list write them).
+// A file that names only other hosts is refused: it was dropped on the
+// wrong node, and reading it would read another host's share twice and
+// leave this host's unread. The list comes back sorted by switch and
+// port.
+func Parse(b []byte, host string) ([]Entry, error) {
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes exceed the %d an assignment may hold", len(b), MaxFileBytes)
+	}
+	if !utf8.Valid(b) {
+		return nil, errors.New("not valid UTF-8: not a file nichealth-fabric plan wrote")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	var f file
+	if err := d.Decode(&f); err != nil {
+		return nil, fmt.Errorf("not the JSON nichealth-fabric plan writes ({\"assignments\": {\"<host>\": [...]}}): %v", err)
+	}
+	if d.More() {
+		return nil, errors.New("trailing data after the JSON object: a half-written or concatenated file")
+	}
+	if f.Assignments == nil {
+		return nil, errors.New("no \"assignments\" object: not a file nichealth-fabric plan wrote")
+	}
+	want := firstLabel(host)
+	if want == "" {
+		return nil, errors.New("this host has no name to look up in the file: set [fabric] host")
+	}
+	var list []fileEntry
+	found := false
+	names := make([]string, 0, len(f.Assignments))
+	for h, l := range f.Assignments {
+		names = append(names, h)
+		if strings.EqualFold(firstLabel(h), want) {
+			if found {
+				return nil, fmt.Errorf("host %q is listed twice (under two spellings)", want)
+			}
+			list, found = l, true
+		}
+	}
+	if !found {
+		slices.Sort(names)
+		if len(names) > 3 {
+			names = append(names[:3], "…")
+		}
+		return nil, fmt.Errorf("the file assigns ports to %s, not to this host %q: drop this host's own file (nichealth-fabric plan -o DIR writes DIR/%s.json)",
+			clip(strings.Join(names, ", ")), want, want)
+	}
+	if len(list) > MaxPorts {
+		return nil, fmt.Errorf("%d ports assigned to %s, more than the %d one host reads: plan the job over more hosts", len(list), want, MaxPorts)
+	}
+	out := make([]Entry, 0, len(list))
+	type sp struct {
+		guid string
+		port int
+	}
+	seen := make(map[sp]int, len(list))
+	lids := map[string]int{}
+	for i, fe := range list {
+		e, err := fe.entry()
+		if err != nil {
+			return nil, fmt.Errorf("%s entry %d: %v", want, i+1, err)
+		}
+		k := sp{e.SwitchGUID, e.Port}
+		if j, dup := seen[k]; dup {
+			return nil, fmt.Errorf("%s entry %d: switch %s port %d is listed twice (entries %d and %d)", want, i+1, e.SwitchGUID, e.Port, j+1, i+1)
+		}
+		seen[k] = i
+		if l, ok := lids[e.SwitchGUID]; ok && l != e.SwitchLID {
+			return nil, fmt.Errorf("%s entry %d: switch %s has LID %d here and %d in an earlier entry: re-run nichealth-fabric plan on one dump", want, i+1, e.SwitchGUID, e.SwitchLID, l)
+		}
+		lids[e.SwitchGUID] = e.SwitchLID
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		if c := strings.Compare(a.SwitchGUID, b.SwitchGUID); c != 0 {
+			return c
+		}
+		return a.Port - b.Port
+	})
+	return out, nil
+}
+
+func (fe *fileEntry) entry() (Entry, error) {
+	if fe.SwitchGUID == nil {
+		return Entry{}, errors.New("no switchGUID")
+	}
+	g, err := parseGUID(*fe.SwitchGUID)
+	if err != nil {
+		return Entry{}, err
+	}
+	if fe.Port == nil {
+		return Entry{}, fmt.Errorf("switch %s: no port", g)
+	}
+	if p := *fe.Port; p < 1 || p > 254 {
+		return Entry{}, fmt.Errorf("switch %s: port %d outside 1..254 (a switch's external ports)", g, p)
+	}
+	if fe.SwitchLID == nil || *fe.SwitchLID == 0 {
+		return Entry{}, fmt.Errorf("switch %s port %d: no switchLID, the LID its PMA answers at: re-run nichealth-fabric plan (this release writes it) on an ibnetdiscover dump taken with LIDs assigned", g, *fe.Port)
+	}
+	if l := *fe.SwitchLID; l < 1 || l > 0xBFFF {
+		return Entry{}, fmt.Errorf("switch %s port %d: switchLID %d is not a unicast LID (1..0xBFFF)", g, *fe.Port, l)
+	}
+	name := fe.SwitchName
+	if len(name) > maxName || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return Entry{}, fmt.Errorf("switch %s port %d: switchName %q is over %d bytes or holds control characters", g, *fe.Port, clip(name), maxName)
+	}
+	if name == "" {
+		name = g
+	}
+	return Entry{SwitchGUID: g, SwitchName: name, SwitchLID: *fe.SwitchLID, Port: *fe.Port}, nil
+}
+
+// parseGUID reads a GUID as the plan writes it (0x and up to 16 hex
+// digits, either case) into the protocol's form.
+func parseGUID(s string) (string, error) {
+	h, ok := strings.CutPrefix(strings.ToLower(s), "0x")
+	if !ok || len(h) == 0 || len(h) > 16 {
+		return "", fmt.Errorf("switchGUID %q is not 0x and up to 16 hex digits", clip(s))
+	}
+	v, err := strconv.ParseUint(h, 16, 64)
+	if err != nil || v == 0 {
+		return "", fmt.Errorf("switchGUID %q is not 0x and up to 16 hex digits (or is zero)", clip(s))
+	}
+	return wire.FormatGUID(v), nil
+}
+
+// firstLabel is a host name up to its first dot.
+func firstLabel(h string) string {
+	h, _, _ = strings.Cut(strings.TrimSpace(h), ".")
+	return h
+}
+
+// clip bounds a value quoted in a message.
+func clip(s string) string {
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,72 @@
+package fabricshare
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/iblab"
+	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// The reader over the real helper in the lab fabric: an assigned port's
+// counters are what perfquery reads, from PortCountersExtended where the
+// simulated switch offers it; an entry whose LID the subnet manager gave
+// another switch (leaf 2's GUID at leaf 1's LID, as after a renumbering)
+// is not read, and says so with the fix.
+func TestLab_ReadsTheShareThroughTheHelper(t *testing.T) {
+	if err := iblab.Tools(); err != nil {
+		iblab.Require(t, err)
+	}
+	bin := filepath.Join(t.TempDir(), "nichealth-mad")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nichealth-mad")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build nichealth-mad (needs libibumad-dev, libibmad-dev): %v\n%s", err, out)
+	}
+	l, err := iblab.Start(iblab.Options{Fabric: iblab.TwoLeaves, SM: iblab.SMHost, Active: []string{iblab.GPUA017}})
+	iblab.Require(t, err)
+	defer l.Close()
+	c := mad.New(mad.Config{Path: bin, Env: l.Env(iblab.GPUA017), Dir: l.Dir})
+	leaf1, err := c.Peer(t.Context(), wire.Local{GUID: iblab.GPUA017PortGUID}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PerformanceSet(iblab.Leaf1, 33, "PortCounters.SymbolErrorCounter", 77); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "share.json")
+	writeFile(t, path, fmt.Sprintf(`{"assignments": {"gpu-a017": [
+		{"switchGUID": %q, "port": 33, "switchName": "ibsw-leaf1", "switchLID": %d},
+		{"switchGUID": "0xb83fd20300a02000", "port": 34, "switchName": "ibsw-leaf2", "switchLID": %d}]}}`, iblab.Leaf1GUID, leaf1.LID, leaf1.LID))
+	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 400 * time.Millisecond, Timeout: time.Second}, c, nil)
+	defer r.Close()
+	rd := waitFor(t, r, "leaf 1 port 33 read and leaf 2's entry refused at the fabric", func(rd *Reading) bool {
+		p, q := portOf(rd, iblab.Leaf1GUID, 33), portOf(rd, "0xb83fd20300a02000", 34)
+		return p != nil && p.Read && q != nil && q.Errors > 0
+	})
+	p := portOf(rd, iblab.Leaf1GUID, 33)
+	out, err := l.Run(iblab.GPUA017, "perfquery", "-x", strconv.Itoa(leaf1.LID), "33")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`PortXmitData:\.+(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("perfquery -x:\n%s", out)
+	}
+	xmit, _ := strconv.ParseUint(m[1], 10, 64)
+	if p.Counters[0] != 77 || p.Counters[12] > xmit || p.Errors != 0 {
+		t.Fatalf("leaf 1 port 33: %+v; perfquery -x:\n%s", p, out)
+	}
+	q := portOf(rd, "0xb83fd20300a02000", 34)
+	want := fmt.Sprintf("LID %d is now switch %s, not switch 0xb83fd20300a02000 (ibsw-leaf2): the subnet manager reassigned LIDs; re-run nichealth-fabric plan", leaf1.LID, iblab.Leaf1GUID)
+	if q.Read || q.Err != want {
+		t.Fatalf("leaf 2 port 34: %+v\nwant %q", q, want)
+	}
+}

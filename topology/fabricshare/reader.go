@@ -1,0 +1,616 @@
+package fabricshare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// Client is what the reader asks of the MAD helper (*mad.Client).
+type Client interface {
+	Ports(ctx context.Context, timeout time.Duration) ([]wire.LocalPort, error)
+	NodeInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.Node, error)
+	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
+	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
+	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
+	State() mad.State
+	Close() error
+}
+
+// Config is how the reader reads.
+type Config struct {
+	// Assignment is the assignment file ("" reads nothing). Optional
+	// says it is the conventional path, quietly nothing while absent.
+	Assignment string
+	Optional   bool
+	// Host is the name whose list the file is read for.
+	Host string
+	// Interval is the time over which every assigned port is read once;
+	// Timeout bounds one request to the helper.
+	Interval time.Duration
+	Timeout  time.Duration
+	// UmadDir is where the umad devices are (<devRoot>/infiniband): with
+	// none there, the helper is not started.
+	UmadDir string
+}
+
+// NumCounters is the number of PortCounters fields (wire.Fields).
+const NumCounters = 17
+
+// PortReading is what the reader knows of one assigned port. Published
+// readings are never modified.
+type PortReading struct {
+	Entry
+	// Read says Counters hold a reading, taken at ReadAt; in the order
+	// of wire.Fields. Wide says the error counters are PortCountersExtended's
+	// 64-bit ones; the data counters are 64-bit whenever the switch
+	// offers PortCountersExtended at all.
+	Read     bool
+	ReadAt   time.Time
+	Counters [NumCounters]uint64
+	Wide     bool
+	// Errors counts failed reads since start (or since the port was
+	// assigned); Err says why the last attempt failed ("" when it did not).
+	Errors uint64
+	Err    string
+}
+
+// Reading is one published state of the share. It is never modified once
+// published.
+type Reading struct {
+	// Gen increments with every publication.
+	Gen uint64
+	At  time.Time
+	// File is the assignment file ("" when none is configured).
+	File string
+	// Valid is false while the last version of the file was refused;
+	// Refused says why. The list in force (Ports) is the last accepted.
+	Valid   bool
+	Refused string
+	// Helper is the MAD helper's state.
+	Helper mad.State
+	// Unavailable says why no port can be read on this host at all (""
+	// when it can).
+	Unavailable string
+	// Ports is the list in force, by switch GUID and port.
+	Ports []*PortReading
+}
+
+// Reader reads the share on its own goroutine.
+type Reader struct {
+	c   Client
+	log *slog.Logger
+
+	mu  sync.Mutex
+	cfg Config
+
+	latest atomic.Pointer[Reading]
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Owned by the goroutine:
+	loader    loader
+	watched   string
+	stopWatch context.CancelFunc
+	rewatch   func()
+	list      []Entry
+	ports     map[portKey]*PortReading
+	switches  map[string]*switchState
+	valid     bool
+	refused   string
+	absent    bool
+	src       wire.Local
+	logs      repeats.Limiter
+	gen       uint64
+	round     uint64
+	published time.Time
+	timer     *time.Timer
+	saidOnce  map[string]bool
+}
+
+type portKey struct {
+	guid string
+	port int
+}
+
+// switchState is what one switch's ports share within a round: whether
+// its LID was checked, and what its PMA offers.
+type switchState struct {
+	checked uint64 // round of the last NodeInfo check
+	err     string // why its ports cannot be read this round
+	cpi     *wire.ClassPortInfo
+	cpiAt   uint64
+}
+
+// cpiEvery is how many rounds a switch's ClassPortInfo is trusted (a
+// firmware upgrade may change it; it costs one GMP).
+const cpiEvery = 10
+
+// publishEvery bounds how often a round in progress publishes: each
+// publication copies the list's pointers.
+const publishEvery = 2 * time.Second
+
+// Start runs the reader over c; Close ends it.
+func Start(cfg Config, c Client, log *slog.Logger) *Reader {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		ports: map[portKey]*PortReading{}, switches: map[string]*switchState{}, valid: true,
+		logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}, timer: time.NewTimer(time.Hour)}
+	r.timer.Stop()
+	r.latest.Store(&Reading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
+	go r.loop(ctx)
+	return r
+}
+
+// Configure applies a new configuration and reads the assignment file
+// again (a reload: systemctl reload, SIGHUP).
+func (r *Reader) Configure(cfg Config) {
+	r.mu.Lock()
+	r.cfg = cfg
+	r.mu.Unlock()
+	r.poke()
+}
+
+// fileChanged has the file read again.
+func (r *Reader) fileChanged() { r.poke() }
+
+func (r *Reader) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Latest is the last published reading (never nil).
+func (r *Reader) Latest() *Reading { return r.latest.Load() }
+
+// Close stops the reader and the helper.
+func (r *Reader) Close() {
+	r.cancel()
+	<-r.done
+	r.c.Close()
+}
+
+func (r *Reader) config() Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg
+}
+
+func (r *Reader) loop(ctx context.Context) {
+	defer close(r.done)
+	defer func() {
+		if r.stopWatch != nil {
+			r.stopWatch()
+		}
+	}()
+	cfg := r.config()
+	for ctx.Err() == nil {
+		cfg = r.refresh(ctx)
+		start := time.Now()
+		r.round++
+		restart := r.readRound(ctx, cfg, start)
+		r.publish(cfg)
+		if restart {
+			continue
+		}
+		// The next round starts an interval after this one did (a round
+		// that overran its interval is followed at once); a changed file
+		// or configuration is read at once.
+		for ctx.Err() == nil && !r.sleepUntil(ctx, start.Add(cfg.Interval)) {
+			if r.changed(ctx, &cfg) {
+				break
+			}
+		}
+	}
+}
+
+// changed reads the file and the configuration again after a wake-up and
+// reports whether the list or the pace changed (a new round starts);
+// otherwise the round goes on where it was, so a reload now and then
+// does not starve the end of a long list.
+func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
+	before := r.list
+	now := r.refresh(ctx)
+	differs := !slices.Equal(before, r.list) || now.Interval != cfg.Interval || now.Timeout != cfg.Timeout
+	*cfg = now
+	r.publish(now)
+	return differs
+}
+
+// refresh takes the current configuration and reads the file again; it
+// returns the configuration in force. It runs at every round's start and
+// every wake-up (the file changed, a reload): a watch that could not be
+// set up, or a directory that appeared later, is caught within an
+// interval.
+func (r *Reader) refresh(ctx context.Context) Config {
+	cfg := r.config()
+	if cfg.Assignment != r.watched {
+		if r.stopWatch != nil {
+			r.stopWatch()
+			r.stopWatch, r.rewatch = nil, nil
+		}
+		r.watched = cfg.Assignment
+		if cfg.Assignment != "" {
+			wctx, cancel := context.WithCancel(ctx)
+			r.stopWatch = cancel
+			r.rewatch = watch(wctx, cfg.Assignment, r.fileChanged, r.log.Warn)
+		}
+	}
+	if r.rewatch != nil {
+		// A directory created since start (or back after a removal).
+		r.rewatch()
+	}
+	r.load(cfg)
+	return cfg
+}
+
+// load reads and applies the assignment file; a refused file keeps the
+// list in force.
+func (r *Reader) load(cfg Config) {
+	if cfg.Assignment == "" {
+		r.apply(nil)
+		r.valid, r.refused, r.absent = true, "", false
+		return
+	}
+	b, err := r.loader.read(cfg.Assignment, readDeadline)
+	if errors.Is(err, errAbsent) {
+		if !r.absent && len(r.list) > 0 || !r.absent && !cfg.Optional {
+			r.log.Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
+		}
+		r.absent = true
+		r.apply(nil)
+		r.valid, r.refused = true, ""
+		return
+	}
+	var list []Entry
+	if err == nil {
+		list, err = Parse(b, cfg.Host)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", cfg.Assignment, err)
+		}
+	}
+	if err != nil {
+		r.valid, r.refused = false, err.Error()
+		if ok, n := r.logs.Note("refused "+r.refused, time.Now()); ok {
+			r.log.Warn("fabric assignment refused; the list in force is kept", "file", cfg.Assignment, "reason", r.refused, "inForce", len(r.list), "suppressed", n)
+		}
+		return
+	}
+	r.absent = false
+	r.valid, r.refused = true, ""
+	if !slices.Equal(list, r.list) {
+		r.log.Info("fabric assignment in force", "file", cfg.Assignment, "host", cfg.Host, "ports", len(list), "switches", countSwitches(list))
+		r.apply(list)
+	}
+}
+
+func countSwitches(list []Entry) int {
+	n := 0
+	for i := range list {
+		if i == 0 || list[i].SwitchGUID != list[i-1].SwitchGUID {
+			n++
+		}
+	}
+	return n
+}
+
+// apply puts list in force: ports kept keep their readings and error
+// counts, ports dropped are forgotten, and so are switches no longer
+// listed (memory follows the list).
+func (r *Reader) apply(list []Entry) {
+	if slices.Equal(list, r.list) {
+		return
+	}
+	r.list = list
+	keep := make(map[portKey]*PortReading, len(list))
+	sw := map[string]*switchState{}
+	for _, e := range list {
+		k := portKey{e.SwitchGUID, e.Port}
+		p := r.ports[k]
+		if p == nil || p.Entry != e {
+			np := &PortReading{Entry: e}
+			if p != nil && p.SwitchLID == e.SwitchLID {
+				np.Errors = p.Errors
+			}
+			p = np
+		}
+		keep[k] = p
+		if s := r.switches[e.SwitchGUID]; s != nil {
+			sw[e.SwitchGUID] = s
+		}
+	}
+	r.ports, r.switches = keep, sw
+}
+
+// sleepUntil waits until t; false when woken first (or ctx ended).
+func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	r.timer.Reset(d)
+	defer r.timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.wake:
+		return false
+	case <-r.timer.C:
+		return true
+	}
+}
+
+// readRound reads every port of the list once, the reads spread evenly
+// over the interval. A change of the list or the pace ends the round
+// early (restart): the next one starts with the new list at once.
+func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (restart bool) {
+	if len(r.list) == 0 {
+		return false
+	}
+	if why := umadMissing(cfg.UmadDir); why != "" {
+		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", why)
+		return false
+	}
+	if r.c.State().Health == mad.Unavailable {
+		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
+	}
+	list := r.list
+	var failed map[string]*failure
+	for i, e := range list {
+		for i > 0 && ctx.Err() == nil && !r.sleepUntil(ctx, due(start, i, len(list), cfg.Interval)) {
+			if r.changed(ctx, &cfg) {
+				return true
+			}
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		err := r.readPort(ctx, cfg, e)
+		if err != nil {
+			if failed == nil {
+				failed = map[string]*failure{}
+			}
+			f := failed[e.SwitchGUID]
+			if f == nil {
+				f = &failure{reason: err.Error()}
+				failed[e.SwitchGUID] = f
+			}
+			f.ports++
+		}
+		if errors.Is(err, mad.ErrNotRunning) || errors.Is(err, mad.ErrLost) || errors.Is(err, errNoSource) || ctx.Err() != nil {
+			// The helper is backing off (it says when it is started
+			// again), or no local port can send: ask nothing more this
+			// round.
+			break
+		}
+		if time.Since(r.published) >= publishEvery {
+			r.publish(cfg)
+		}
+	}
+	r.logFailures(failed)
+	return false
+}
+
+// failure is one switch's failed reads in a round: how many, and the
+// first one's reason.
+type failure struct {
+	ports  int
+	reason string
+}
+
+// logFailures says, per switch, how many of its ports failed this round
+// and why (rate-limited: a switch that stays unreadable is said hourly,
+// with the count of the lines held back).
+func (r *Reader) logFailures(failed map[string]*failure) {
+	for guid, f := range failed {
+		if ok, sup := r.logs.Note("switch "+guid, time.Now()); ok {
+			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
+		}
+	}
+}
+
+// due is when the i-th of n reads of a round is due: evenly spaced over
+// the interval, the first at its start, the last one gap before its end.
+func due(start time.Time, i, n int, interval time.Duration) time.Time {
+	return start.Add(time.Duration(int64(interval) / int64(n) * int64(i)))
+}
+
+// errNoSource: no local ACTIVE InfiniBand port to send MADs from.
+var errNoSource = errors.New("no ACTIVE InfiniBand port on this host to send MADs from")
+
+// source finds (once, and again after a failure) the local port the MADs
+// leave by: the first ACTIVE InfiniBand port with a LID.
+func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
+	if r.src.GUID != "" {
+		return r.src, nil
+	}
+	ps, err := r.c.Ports(ctx, cfg.Timeout)
+	if err != nil {
+		return wire.Local{}, fmt.Errorf("list the local ports: %w", err)
+	}
+	for _, p := range ps {
+		// libibumad says "InfiniBand" (or "IB", or nothing on kernels
+		// older than the link_layer file); only RoCE's "Ethernet" sends
+		// no SMP.
+		if p.State == 4 && p.LID > 0 && p.LinkLayer != "Ethernet" {
+			r.src = wire.Local{GUID: p.GUID}
+			return r.src, nil
+		}
+	}
+	seen := make([]string, 0, 4)
+	for _, p := range ps[:min(len(ps), 4)] {
+		seen = append(seen, fmt.Sprintf("%s/%d state %d LID %d %s", p.CA, p.Port, p.State, p.LID, p.LinkLayer))
+	}
+	return wire.Local{}, fmt.Errorf("%w (seen: %s)", errNoSource, strings.Join(seen, "; "))
+}
+
+// readPort reads one assigned port: its switch's LID checked first (once
+// per round), its PMA's offer known (cached), then one counter read.
+func (r *Reader) readPort(ctx context.Context, cfg Config, e Entry) error {
+	k := portKey{e.SwitchGUID, e.Port}
+	old := r.ports[k]
+	if old == nil {
+		return nil // dropped by a reload meanwhile
+	}
+	np := *old
+	err := r.readInto(ctx, cfg, e, &np)
+	if err != nil {
+		np.Errors++
+		np.Err = err.Error()
+	} else {
+		np.Err = ""
+	}
+	r.ports[k] = &np
+	return err
+}
+
+func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReading) error {
+	local, err := r.source(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	s := r.switches[e.SwitchGUID]
+	if s == nil {
+		s = &switchState{}
+		r.switches[e.SwitchGUID] = s
+	}
+	if s.checked != r.round {
+		s.checked, s.err = r.round, ""
+		n, err := r.c.NodeInfo(ctx, local, e.SwitchLID, cfg.Timeout)
+		switch {
+		case err != nil:
+			r.lost(err)
+			err = fmt.Errorf("NodeInfo of LID %d (switch %s): %w", e.SwitchLID, e.SwitchGUID, err)
+			s.err, s.cpi = err.Error(), nil
+			return err
+		case n.NodeGUID != e.SwitchGUID:
+			s.err = fmt.Sprintf("LID %d is now %s %s, not switch %s (%s): the subnet manager reassigned LIDs; re-run nichealth-fabric plan",
+				e.SwitchLID, nodeKind(n.NodeType), n.NodeGUID, e.SwitchGUID, e.SwitchName)
+			s.cpi = nil
+			return errors.New(s.err)
+		}
+		if s.cpi == nil || r.round-s.cpiAt >= cpiEvery {
+			cpi, err := r.c.ClassPortInfo(ctx, local, e.SwitchLID, cfg.Timeout)
+			if err != nil {
+				r.lost(err)
+				err = fmt.Errorf("PMA ClassPortInfo of %s (LID %d): %w", e.SwitchName, e.SwitchLID, err)
+				s.err, s.cpi = err.Error(), nil
+				return err
+			}
+			s.cpi, s.cpiAt = &cpi, r.round
+		}
+	}
+	if s.err != "" {
+		return errors.New(s.err)
+	}
+	if s.cpi == nil {
+		return fmt.Errorf("switch %s: its PMA's offer is unknown", e.SwitchGUID)
+	}
+	if s.cpi.Extended() {
+		x, err := r.c.PortCountersExt(ctx, local, e.SwitchLID, e.Port, s.cpi.ExtendedErrors(), cfg.Timeout)
+		if err != nil {
+			r.lost(err)
+			return fmt.Errorf("PMA PortCountersExtended of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
+		}
+		if x.Errors != nil {
+			p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), x.Errors.Values(), true
+			return nil
+		}
+		// The error counters only in PortCounters: read it, and keep
+		// the 64-bit data counters.
+		pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
+		if err != nil {
+			r.lost(err)
+			return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
+		}
+		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = x.PortXmitData, x.PortRcvData, x.PortXmitPkts, x.PortRcvPkts
+		p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
+		return nil
+	}
+	pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
+	if err != nil {
+		r.lost(err)
+		return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
+	}
+	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
+	return nil
+}
+
+// lost forgets the source port after a failure that may mean it is gone
+// (no such port, cannot open it): the next read looks for one again.
+func (r *Reader) lost(err error) {
+	var we *wire.Error
+	if errors.As(err, &we) && (we.Kind == wire.ErrNoPort || we.Kind == wire.ErrOpen) {
+		r.src = wire.Local{}
+	}
+}
+
+func nodeKind(t int) string {
+	switch t {
+	case 1:
+		return "CA"
+	case 2:
+		return "switch"
+	case 3:
+		return "router"
+	}
+	return "node"
+}
+
+// sayOnce logs a line once per process for key.
+func (r *Reader) sayOnce(key, msg string, args ...any) {
+	if r.saidOnce[key] {
+		return
+	}
+	r.saidOnce[key] = true
+	r.log.Warn(msg, args...)
+}
+
+func (r *Reader) publish(cfg Config) {
+	r.gen++
+	now := time.Now()
+	r.published = now
+	rd := &Reading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
+		Ports: make([]*PortReading, 0, len(r.list))}
+	if len(r.list) > 0 {
+		rd.Unavailable = umadMissing(cfg.UmadDir)
+		if rd.Unavailable == "" && rd.Helper.Health == mad.Unavailable {
+			rd.Unavailable = rd.Helper.Reason
+		}
+	}
+	for _, e := range r.list {
+		if p := r.ports[portKey{e.SwitchGUID, e.Port}]; p != nil {
+			rd.Ports = append(rd.Ports, p)
+		}
+	}
+	r.latest.Store(rd)
+}
+
+// umadMissing says why MADs cannot be sent from this host, "" when a
+// umad device exists.
+func umadMissing(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
+	if len(m) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad)", dir)
+}
