@@ -34,6 +34,13 @@ type shareEntry struct {
 // returns each host's list and its file.
 func planJob(t *testing.T, l *iblab.Lab, job ...string) (map[string][]shareEntry, string) {
 	t.Helper()
+	return planJobAs(t, l, iblab.GPUA018, "", job...)
+}
+
+// planJobAs is planJob with the dumps taken from the lab host runAs and
+// the hosts named by the node-name map nameMap ("" none).
+func planJobAs(t *testing.T, l *iblab.Lab, runAs, nameMap string, job ...string) (map[string][]shareEntry, string) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nichealth-fabric")
 	if out, err := exec.Command("go", "build", "-o", bin, "../nichealth-fabric").CombinedOutput(); err != nil {
@@ -46,17 +53,21 @@ func planJob(t *testing.T, l *iblab.Lab, job ...string) (map[string][]shareEntry
 		}
 		return p
 	}
-	ports, err := l.Run(iblab.GPUA018, "ibnetdiscover", "-p")
+	ports, err := l.Run(runAs, "ibnetdiscover", "-p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lfts, err := l.Run(iblab.GPUA018, "dump_lfts")
+	lfts, err := l.Run(runAs, "dump_lfts")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "plan")
-	cmd := exec.Command(bin, "plan", "--ibnetdiscover", write("fabric.ports", ports), "--lfts", write("fabric.lfts", lfts),
-		"--nodes", write("nodes", strings.Join(job, "\n")+"\n"), "-o", out)
+	args := []string{"plan", "--ibnetdiscover", write("fabric.ports", ports), "--lfts", write("fabric.lfts", lfts),
+		"--nodes", write("nodes", strings.Join(job, "\n")+"\n"), "-o", out}
+	if nameMap != "" {
+		args = append(args, "--node-name-map", nameMap)
+	}
+	cmd := exec.Command(bin, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nichealth-fabric plan: %v\n%s", err, b)
 	}

@@ -30,6 +30,8 @@ var fabric struct {
 	err    error
 	helper string
 	mapf   string
+	// helperErr is why nichealth-mad could not be built.
+	helperErr error
 }
 
 func stopFabricLab() {
@@ -48,17 +50,39 @@ func fabricLab(t *testing.T) (*iblab.Lab, string, string) {
 	if fabric.lab == nil && fabric.err == nil {
 		fabric.lab, fabric.err = iblab.Start(iblab.Options{Fabric: iblab.TwoLeaves, SM: iblab.SMHost, Active: []string{iblab.GPUA017, iblab.GPUA018}})
 		if fabric.err == nil {
-			fabric.helper = filepath.Join(filepath.Dir(daemonBin), "nichealth-mad")
-			cmd := exec.Command("go", "build", "-o", fabric.helper, "../nichealth-mad")
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fabric.err = fmt.Errorf("go build nichealth-mad (needs libibumad-dev, libibmad-dev): %v\n%s", err, out)
-			}
+			fabric.helper, fabric.err = buildMADHelperLocked()
 			fabric.mapf, _ = iblab.FabricFile(fabric.lab.Dir, iblab.NodeNameMap)
 		}
 	}
 	iblab.Require(t, fabric.err)
 	return fabric.lab, fabric.helper, fabric.mapf
+}
+
+// madHelper is nichealth-mad built beside the daemon under test, for a
+// test that runs a lab of its own.
+func madHelper(t *testing.T) string {
+	t.Helper()
+	fabric.Lock()
+	defer fabric.Unlock()
+	helper, err := buildMADHelperLocked()
+	iblab.Require(t, err)
+	return helper
+}
+
+// buildMADHelperLocked builds nichealth-mad once. Caller holds fabric.
+func buildMADHelperLocked() (string, error) {
+	if fabric.helper != "" || fabric.helperErr != nil {
+		return fabric.helper, fabric.helperErr
+	}
+	helper := filepath.Join(filepath.Dir(daemonBin), "nichealth-mad")
+	cmd := exec.Command("go", "build", "-o", helper, "../nichealth-mad")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fabric.helperErr = fmt.Errorf("go build nichealth-mad (needs libibumad-dev, libibmad-dev): %v\n%s", err, out)
+		return "", fabric.helperErr
+	}
+	fabric.helper = helper
+	return helper, nil
 }
 
 // farNode is a viewed daemon whose mlx5_0 port 1 is gpu-a017's HCA port
