@@ -103,9 +103,7 @@ type storyReader struct {
 }
 
 func newStoryReader(mods Modules, dl Devlink, log *slog.Logger) *storyReader {
-	s := &storyReader{mods: mods, dl: dl, log: log, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), said: map[string]bool{}}
-	go s.loop()
-	return s
+	return &storyReader{mods: mods, dl: dl, log: log, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), said: map[string]bool{}}
 }
 
 // ask runs a pass soon (a port left ACTIVE).
@@ -272,10 +270,13 @@ func (o *Observer) OpenLinkStory() {
 		dl = o.seams.Devlink
 	}
 	o.story = newStoryReader(mods, dl, o.log)
+	// The first pass runs at once: it is handed the ports first, or the
+	// transceivers would wait a minute for the next one.
+	o.storyTargets()
+	go o.story.loop()
 	if o.seams.Devlink == nil {
 		go o.story.watchDevlink()
 	}
-	o.storyTargets()
 }
 
 // watchDevlink asks for a pass whenever the kernel announces a health
