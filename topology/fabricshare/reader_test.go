@@ -3,6 +3,7 @@ package fabricshare
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -361,5 +362,45 @@ func TestReader_FailuresSaidOnceAndTheHelperBackoffRespected(t *testing.T) {
 	r.Close()
 	if rd.Ports[1].Errors != 0 || rd.Ports[2].Errors != 0 || g.count("pcx") != 0 {
 		t.Fatalf("ports after the first were asked of a helper that is down: %+v %+v, %d reads", rd.Ports[1], rd.Ports[2], g.count("pcx"))
+	}
+}
+
+// A hostile host's assignment file: a FIFO no one writes, a link to
+// /dev/zero, a file past the size limit. Each is refused with its reason
+// (nothing hangs, nothing grows), and the list in force is still read.
+func TestReader_HostileFilesRefusedTheListKept(t *testing.T) {
+	t.Parallel()
+	f := newFabric()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "share.json")
+	writeFile(t, path, goodFile)
+	r := start(t, f, path, time.Hour)
+	waitFor(t, r, "the first list", func(rd *Reading) bool { return len(rd.Ports) == 3 && rd.Ports[0].Read })
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, []byte(`{"assignments": {"gpu-a017": [`+strings.Repeat(" ", MaxFileBytes)+`]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{fifo, zero, big} {
+		// Renamed over the watched path, as configuration management
+		// would drop it.
+		if err := os.Rename(src, path); err != nil {
+			t.Fatal(err)
+		}
+		rd := waitFor(t, r, filepath.Base(src)+" refused", func(rd *Reading) bool { return !rd.Valid })
+		t.Logf("%s: %s", filepath.Base(src), rd.Refused)
+		if !strings.Contains(rd.Refused, path) || len(rd.Ports) != 3 {
+			t.Fatalf("%s: refused %q, %d ports in force, want 3", filepath.Base(src), rd.Refused, len(rd.Ports))
+		}
+		writeFile(t, path, goodFile)
+		waitFor(t, r, "the good file again", func(rd *Reading) bool { return rd.Valid })
 	}
 }
