@@ -385,6 +385,14 @@ func (c *Client) start(ctx context.Context) error {
 	if err == nil && a.Hello.Version != wire.Version {
 		err = fmt.Errorf("speaks protocol version %d, this daemon %d (install nichealthd and nichealth-mad from one package)", a.Hello.Version, wire.Version)
 	}
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up (the daemon stopping, a reader
+		// reconfigured) while the helper was still starting: not the
+		// helper's failure, so no backoff; the next request starts it.
+		p.stop(0)
+		c.p = nil
+		return fmt.Errorf("start nichealth-mad: %w", ctx.Err())
+	}
 	if err != nil {
 		status, tail := p.stop(0)
 		c.p = nil

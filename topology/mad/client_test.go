@@ -290,6 +290,23 @@ func TestClient_CancelledRequestIsNotACrash(t *testing.T) {
 	}
 }
 
+// A request cancelled while the helper is still starting (its hello not
+// yet answered) is the caller's doing: it says so, and the helper is not
+// backed off as one that failed to start.
+func TestClient_CancelledWhileStartingIsNotAFailure(t *testing.T) {
+	c := New(fake(t, "hanghello"))
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := c.Peer(ctx, local, time.Minute)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotRunning) {
+		t.Fatalf("err %v", err)
+	}
+	if st := c.State(); st.Health == Restarting || st.Health == Unavailable {
+		t.Fatalf("state %+v", st)
+	}
+}
+
 func TestClient_RefusesUnboundedTimeouts(t *testing.T) {
 	c := New(fake(t, "ok"))
 	defer c.Close()
