@@ -9,7 +9,8 @@ package main
 // their shares, symbol errors set on one spine port show in the metrics
 // of exactly the daemon that port was assigned to, a real Prometheus with
 // the shipped rules fires the fabric link alerts from that daemon alone,
-// and nichealth-fabric map --prometheus draws the spine link as erroring.
+// and nichealth-fabric map --prometheus draws the spine link as erroring;
+// a fabric that stops answering costs the reads, never the poll loop.
 
 import (
 	"encoding/json"
@@ -189,6 +190,37 @@ func TestDesign_14_RealClusterSpineErrorsReachPrometheusFromOneNodeAndTheMap(t *
 	if healthy == 0 {
 		t.Errorf("the map draws none of the job's %d other read ports healthy", total-1)
 	}
+
+	// A fabric that stops answering (ibsim frozen) costs the reads, off
+	// the poll loop: the owner keeps polling, /metrics answers, and the
+	// failed reads are counted.
+	failed := func(m map[string]float64) (n float64) {
+		for k, v := range m {
+			if strings.HasPrefix(k, "nichealth_fabric_port_read_errors_total{") {
+				n += v
+			}
+		}
+		return n
+	}
+	before, err := node[owner].scrape(addr[owner])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			l.Cont()
+		}
+	}()
+	node[owner].waitPolls(20)
+	node[owner].waitScrape(addr[owner], owner+" counts the reads the frozen fabric fails", func(m map[string]float64) bool { return failed(m) > failed(before) })
+	if err := l.Cont(); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
 	for _, h := range hosts {
 		node[h].stop()
 	}
