@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"fmt"
+
+	"github.com/nichealth/nichealthd/topology/fabricshare"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,4 +60,37 @@ func BenchmarkObservePoll_Parallel(b *testing.B) {
 			m.ObservePoll(3 * time.Millisecond)
 		}
 	})
+}
+
+// BenchmarkScrape_FabricShare10000Ports: one scrape of a node reading the
+// largest share an assignment may hold (10,000 switch ports, each read:
+// 17 counters, its failed reads and its last read), beside a DGX H100's
+// own ports. The page is about 190,000 series; its cost is per scrape,
+// never on the poll loop.
+func BenchmarkScrape_FabricShare10000Ports(b *testing.B) {
+	ports := make([]*fabricshare.PortReading, 10000)
+	for i := range ports {
+		p := &fabricshare.PortReading{Entry: fabricshare.Entry{SwitchGUID: fmt.Sprintf("0xb83fd20300a%05x", i/40), SwitchName: fmt.Sprintf("ibsw-%04d", i/40),
+			SwitchLID: 1 + i/40, Port: 1 + i%40}, Read: true, ReadAt: time.Unix(1_700_000_000, 0)}
+		for j := range p.Counters {
+			p.Counters[j] = uint64(i * j)
+		}
+		ports[i] = p
+	}
+	src := fabricFake{simSource(b, "dgx-h100", true), &fabricshare.Reading{Valid: true, Ports: ports}}
+	h := New().Handler(src)
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		b.Fatalf("status %d", rec.Code)
+	}
+	b.SetBytes(int64(rec.Body.Len()))
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		h.ServeHTTP(w, req)
+	}
+	b.ReportMetric(float64(rec.Body.Len())/(1<<20), "page-MiB")
 }
