@@ -314,3 +314,34 @@ func TestDashboard_14_FabricLinksPanel(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN 13 on the dashboard: the node view shows the switch port at the
+// far end of each cable, its latched breaches (what NICPeerPortErrors
+// alerts on) and the error counters that rose, never the traffic counters.
+func TestDashboard_13_FarEndPanel(t *testing.T) {
+	d := load(t)
+	var far *panel
+	for _, p := range allPanels(d.Panels) {
+		if strings.HasPrefix(p.Title, "Far end of each cable") {
+			far = &p
+		}
+	}
+	if far == nil || len(far.Targets) != 2 {
+		t.Fatalf("no far-end panel with two queries: %+v", far)
+	}
+	breached, rose := far.Targets[0].Expr, far.Targets[1].Expr
+	if !slices.Equal(metricNames(breached), []string{"nichealth_peer_port_counter_breached"}) || !strings.Contains(breached, `instance=~"$instance"`) {
+		t.Errorf("breach query %q", breached)
+	}
+	if !slices.Equal(metricNames(rose), []string{"nichealth_peer_port_counter"}) || !strings.Contains(rose, "increase(") ||
+		!strings.Contains(rose, `counter!~"Port(Xmit|Rcv)(Data|Pkts)|PortXmitWait"`) {
+		t.Errorf("rising errors query %q: want the increase of the error counters only", rose)
+	}
+	rules, err := os.ReadFile("../prometheus/nichealth.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rules), "- alert: NICPeerPortErrors\n        expr: nichealth_peer_port_counter_breached == 1\n") {
+		t.Errorf("NICPeerPortErrors is not the panel's breach series == 1")
+	}
+}
