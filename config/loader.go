@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/regularfile"
@@ -30,15 +29,7 @@ type Loader struct {
 	// Deadline bounds how long Load waits for the file (0: 5 s).
 	Deadline time.Duration
 
-	mu      sync.Mutex
-	pending map[string]*pendingRead
-}
-
-// pendingRead is one read of a file in flight; done closes when it ends.
-type pendingRead struct {
-	done chan struct{}
-	b    []byte
-	err  error
+	files regularfile.Joined
 }
 
 // Load reads and validates path (see the package-level Load).
@@ -69,36 +60,8 @@ const (
 // one, as ConfigMaps are) of at most 1 MiB is read. A FIFO would block the
 // read forever and /dev/zero would exhaust memory; the non-blocking open
 // and the type check on the open file refuse both at once. A regular file
-// on a hung network filesystem is abandoned after deadline.
-// A read still pending from an earlier call is joined, never
-// duplicated.
+// on a hung network filesystem is abandoned after deadline, and a read
+// still pending from an earlier call is joined (regularfile.Joined).
 func (l *Loader) read(path string, deadline time.Duration) ([]byte, error) {
-	l.mu.Lock()
-	r, joined := l.pending[path]
-	if !joined {
-		r = &pendingRead{done: make(chan struct{})}
-		if l.pending == nil {
-			l.pending = map[string]*pendingRead{}
-		}
-		l.pending[path] = r
-		go func() {
-			r.b, r.err = regularfile.Read(path, maxConfigBytes)
-			l.mu.Lock()
-			delete(l.pending, path)
-			l.mu.Unlock()
-			close(r.done)
-		}()
-	}
-	l.mu.Unlock()
-	t := time.NewTimer(deadline)
-	defer t.Stop()
-	select {
-	case <-r.done:
-		return r.b, r.err
-	case <-t.C:
-		if joined {
-			return nil, fmt.Errorf("no answer within %v; an earlier read of the file has not returned either (a hung filesystem?)", deadline)
-		}
-		return nil, fmt.Errorf("no answer within %v (a hung filesystem?)", deadline)
-	}
+	return l.files.Read(path, maxConfigBytes, deadline)
 }

@@ -17,57 +17,21 @@ import (
 // filesystem must not hold the reader.
 const readDeadline = 5 * time.Second
 
-// loader reads the assignment file within a deadline. A read that hangs
-// is abandoned but stays pending, and the next load joins it instead of
-// starting another (each read blocked in the kernel holds a thread).
-type loader struct {
-	mu      sync.Mutex
-	pending *pendingRead
-}
-
-type pendingRead struct {
-	path string
-	done chan struct{}
-	b    []byte
-	err  error
-}
-
 // errAbsent is an assignment file that does not exist: no share to read
 // (a job's epilog removes it, a node outside any job has none).
 var errAbsent = errors.New("no assignment file")
 
-func (l *loader) read(path string, deadline time.Duration) ([]byte, error) {
-	l.mu.Lock()
-	r := l.pending
-	joined := r != nil && r.path == path
-	if !joined {
-		r = &pendingRead{path: path, done: make(chan struct{})}
-		l.pending = r
-		go func() {
-			r.b, r.err = regularfile.Read(path, MaxFileBytes)
-			l.mu.Lock()
-			if l.pending == r {
-				l.pending = nil
-			}
-			l.mu.Unlock()
-			close(r.done)
-		}()
+// readFile reads the assignment file within deadline (a hung read is
+// joined by the next, never repeated: regularfile.Joined).
+func readFile(files *regularfile.Joined, path string, deadline time.Duration) ([]byte, error) {
+	b, err := files.Read(path, MaxFileBytes, deadline)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, errAbsent
+	case errors.Is(err, regularfile.ErrHung):
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	l.mu.Unlock()
-	t := time.NewTimer(deadline)
-	defer t.Stop()
-	select {
-	case <-r.done:
-		if errors.Is(r.err, os.ErrNotExist) {
-			return nil, errAbsent
-		}
-		return r.b, r.err
-	case <-t.C:
-		if joined {
-			return nil, fmt.Errorf("read %s: no answer within %v; an earlier read has not returned either (a hung filesystem?)", path, deadline)
-		}
-		return nil, fmt.Errorf("read %s: no answer within %v (a hung filesystem?)", path, deadline)
-	}
+	return b, err
 }
 
 // watchDebounce folds a writer's burst (write temp, rename, chmod) into

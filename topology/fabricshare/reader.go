@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/topology/mad"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
@@ -101,7 +102,7 @@ type Reader struct {
 	done   chan struct{}
 
 	// Owned by the goroutine:
-	loader    loader
+	files     regularfile.Joined
 	watched   string
 	stopWatch context.CancelFunc
 	rewatch   func()
@@ -268,7 +269,7 @@ func (r *Reader) load(cfg Config) {
 		r.valid, r.refused, r.absent = true, "", false
 		return
 	}
-	b, err := r.loader.read(cfg.Assignment, readDeadline)
+	b, err := readFile(&r.files, cfg.Assignment, readDeadline)
 	if errors.Is(err, errAbsent) {
 		if !r.absent && len(r.list) > 0 || !r.absent && !cfg.Optional {
 			r.log.Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
