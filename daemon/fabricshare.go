@@ -3,7 +3,6 @@ package daemon
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/nichealth/nichealthd/config"
@@ -65,26 +64,15 @@ func (d *Daemon) syncFabricLocked(cfg *config.Config) {
 	fr.helper = path
 }
 
-// stopFabricLocked closes the reader on a goroutine of its own (it may be
-// waiting on its helper); shutdown waits for it with the far end's.
-// Caller holds d.mu.
+// stopFabricLocked closes the reader as the far end's is closed
+// (closeReaderLocked). Caller holds d.mu.
 func (d *Daemon) stopFabricLocked() {
 	r := d.fabricReader.Swap(nil)
 	d.fabric.helper = ""
 	if r == nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() { r.Close(); close(done) }()
-	d.farEndStops = slices.DeleteFunc(d.farEndStops, func(c chan struct{}) bool {
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
-	})
-	d.farEndStops = append(d.farEndStops, done)
+	d.closeReaderLocked(r.Close)
 }
 
 // fabricReading is the share's latest reading, nil when none is read;

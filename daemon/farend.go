@@ -87,8 +87,15 @@ func (d *Daemon) stopFarEndLocked() {
 	}
 	r := fe.reader
 	fe.reader, fe.helper = nil, ""
+	d.closeReaderLocked(r.Close)
+}
+
+// closeReaderLocked closes a MAD reader (the far end's, the fabric
+// share's) on a goroutine of its own, since it may be waiting on its
+// helper; shutdown waits for it (awaitFarEnd). Caller holds d.mu.
+func (d *Daemon) closeReaderLocked(closeReader func()) {
 	done := make(chan struct{})
-	go func() { r.Close(); close(done) }()
+	go func() { closeReader(); close(done) }()
 	// Only the stops still under way are kept (reload after reload).
 	d.farEndStops = slices.DeleteFunc(d.farEndStops, func(c chan struct{}) bool {
 		select {
