@@ -7,9 +7,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/promlab"
 )
 
 // requireTool finds a binary of Debian's prometheus package. Without it
@@ -154,74 +153,12 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startPrometheus runs a Prometheus server in a temporary directory that
+// startPrometheus runs a Prometheus server (internal/promlab) that
 // scrapes target every 500 ms and evaluates rules as often, and returns
 // its base URL once it is ready.
 func startPrometheus(t *testing.T, target string, rules []byte) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 500ms
-  scrape_timeout: 400ms
-  evaluation_interval: 500ms
-rule_files:
-  - %s
-scrape_configs:
-  - job_name: nichealthd
-    static_configs:
-      - targets: [%q]
-        labels: {cluster: test-cluster, rack: test-rack}
-`, filepath.Join(dir, "rules.yml"), target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		addr := freePort(t)
-		var logs syncBuffer
-		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, bin,
-			"--config.file="+filepath.Join(dir, "prometheus.yml"),
-			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data%d", attempt)),
-			"--web.listen-address="+addr,
-			"--log.level=warn")
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			cancel()
-			t.Fatalf("start prometheus: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { cancel(); <-exited })
-		base := "http://" + addr
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case <-exited:
-				if strings.Contains(logs.String(), "address already in use") {
-					deadline = time.Time{} // next attempt
-					continue
-				}
-				t.Fatalf("prometheus exited:\n%s", logs.String())
-			default:
-			}
-			if resp, err := http.Get(base + "/-/ready"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return base
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !deadline.IsZero() {
-			t.Fatalf("prometheus not ready within 30s:\n%s", logs.String())
-		}
-	}
-	t.Fatal("prometheus could not bind a free port in 3 attempts")
-	return ""
+	return promlab.Start(t, rules, promlab.Target{Addr: target, Labels: map[string]string{"cluster": "test-cluster", "rack": "test-rack"}}).URL
 }
 
 type promAlert struct {
