@@ -46,20 +46,7 @@ func TestFabric_12_FatalPortFromRealPrometheusInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nichealth-fabric map: %v\n%s", err, out)
 	}
-	var g struct {
-		Switches, HCAs, Routers int
-		Links                   []struct {
-			A, B struct {
-				GUID    string `json:"guid"`
-				Port    int    `json:"port"`
-				Verdict string `json:"verdict"`
-			}
-			Verdict string `json:"verdict"`
-		}
-	}
-	if err := json.Unmarshal(out, &g); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out)
-	}
+	g := decodeFabricMap(t, out)
 	if g.Switches != 12 || g.HCAs != 32 || g.Routers != 0 || len(g.Links) != 64 {
 		t.Fatalf("example fabric: %d switches %d HCAs %d routers %d links", g.Switches, g.HCAs, g.Routers, len(g.Links))
 	}
@@ -92,4 +79,27 @@ func TestFabric_12_FatalPortFromRealPrometheusInBrowser(t *testing.T) {
 	}
 	n.stop()
 	_ = os.Remove(page)
+}
+
+// fabricMap is nichealth-fabric map --json as these tests read it.
+type fabricMap struct {
+	Switches, HCAs, Routers int
+	Links                   []struct {
+		A, B struct {
+			GUID    string `json:"guid"`
+			Port    int    `json:"port"`
+			Verdict string `json:"verdict"`
+		}
+		Verdict string `json:"verdict"`
+		Unread  bool   `json:"unread"`
+	}
+}
+
+func decodeFabricMap(t *testing.T, out []byte) fabricMap {
+	t.Helper()
+	var g fabricMap
+	if err := json.Unmarshal(out, &g); err != nil {
+		t.Fatalf("nichealth-fabric map --json: %v\n%.2000s", err, out)
+	}
+	return g
 }

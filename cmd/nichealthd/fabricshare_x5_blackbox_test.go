@@ -13,7 +13,6 @@ package main
 // a fabric that stops answering costs the reads, never the poll loop.
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -148,19 +147,7 @@ func TestDesign_14_RealClusterSpineErrorsReachPrometheusFromOneNodeAndTheMap(t *
 	if err != nil {
 		t.Fatalf("nichealth-fabric map --prometheus: %v\n%s", err, out)
 	}
-	var g struct {
-		Links []struct {
-			A, B struct {
-				GUID string `json:"guid"`
-				Port int    `json:"port"`
-			}
-			Verdict string `json:"verdict"`
-			Unread  bool   `json:"unread"`
-		}
-	}
-	if err := json.Unmarshal(out, &g); err != nil {
-		t.Fatalf("map --json: %v\n%.2000s", err, out)
-	}
+	g := decodeFabricMap(t, out)
 	type end struct {
 		guid string
 		port int
