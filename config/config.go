@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -46,16 +45,29 @@ var LegacyRuleChecks = map[string]string{
 // KnownChecks is every check name --checks and the checks key accept.
 func KnownChecks() []string { return append(append([]string{}, AllChecks...), RuleChecks...) }
 
-// Duration is a time.Duration written as "1s", "250ms" in TOML.
-type Duration struct{ time.Duration }
+// Duration is a time.Duration written as "1s", "250ms" in TOML. set says
+// the key was written: an explicit "0s" is a value to validate, never the
+// default in disguise (pollingInterval = "0s" once silently meant 1s).
+type Duration struct {
+	time.Duration
+	set bool
+}
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
 		return fmt.Errorf("%q is not a duration like \"1s\" or \"250ms\"", b)
 	}
-	d.Duration = v
+	d.Duration, d.set = v, true
 	return nil
+}
+
+// or is the written duration, or def when the key is absent.
+func (d Duration) or(def time.Duration) time.Duration {
+	if d.set {
+		return d.Duration
+	}
+	return def
 }
 
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
@@ -227,16 +239,8 @@ func Parse(path string, b []byte) (*Config, error) {
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) && len(sm.Errors) > 0 {
-			k := strings.Join(sm.Errors[0].Key(), ".")
-			return nil, &Error{File: path, Key: k, Reason: "unknown key (check the spelling; see nichealthd.toml(5))"}
-		}
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, col := de.Position()
-			key := strings.Join(de.Key(), ".")
-			return nil, &Error{File: path, Key: key, Reason: fmt.Sprintf("line %d column %d: %s", row, col, de.Error())}
+		if e := decodeFailure(path, b, err); e != nil {
+			return nil, e
 		}
 		if e := durationError(path, keyLines(b)); e != nil {
 			return nil, e

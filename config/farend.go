@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,10 +88,24 @@ func farEndFrom(c *Config, f *File, bad badFunc) error {
 			if !filepath.IsAbs(*p) || !utf8.ValidString(*p) || strings.IndexByte(*p, 0) >= 0 {
 				return bad("farEnd.nodeNameMap", "%q must be an absolute path, or \"\" to name peers by their NodeDescription", *p)
 			}
-			// A map that does not exist yet is said once at run time
-			// (peers are named by their NodeDescription meanwhile): the
-			// fabric team may deploy it after the daemon.
-			if fi, err := os.Stat(*p); err == nil && !fi.Mode().IsRegular() {
+			// A map named in the file is one the operator means to use:
+			// missing, it is a typo or a file not yet deployed, and either
+			// way every peer would be named wrongly without a word but one
+			// log line. Refused, so validate and the reload say it; the
+			// daemon runs without a map when the key is left out or set to
+			// "" (only the default path is used when present).
+			if *p != DefaultNodeNameMap {
+				fi, err := os.Stat(*p)
+				switch {
+				case errors.Is(err, os.ErrNotExist):
+					return bad("farEnd.nodeNameMap", "%s does not exist: deploy the map there (the format of infiniband-diags' ib-node-name-map), or set nodeNameMap = \"\" to name peers by their NodeDescription", *p)
+				case err != nil:
+					// EACCES to a validating user who is not the daemon's:
+					// the daemon says at run time whether it can read it.
+				case !fi.Mode().IsRegular():
+					return bad("farEnd.nodeNameMap", "%s is not a regular file: name the map file", *p)
+				}
+			} else if fi, err := os.Stat(*p); err == nil && !fi.Mode().IsRegular() {
 				return bad("farEnd.nodeNameMap", "%s is not a regular file: name the map file", *p)
 			}
 		}

@@ -12,10 +12,7 @@ const DefaultParkReprobe = 10 * time.Minute
 
 // parkFrom reads parkReprobeInterval.
 func parkFrom(c *Config, f *File, bad badFunc) error {
-	c.ParkReprobe = f.ParkReprobeInterval.Duration
-	if c.ParkReprobe == 0 {
-		c.ParkReprobe = DefaultParkReprobe
-	}
+	c.ParkReprobe = f.ParkReprobeInterval.or(DefaultParkReprobe)
 	if c.ParkReprobe < 10*time.Millisecond || c.ParkReprobe > 24*time.Hour {
 		return bad("parkReprobeInterval", "%v is outside 10ms..24h", c.ParkReprobe)
 	}

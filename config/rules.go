@@ -35,9 +35,7 @@ func rulesConfig(f RulesFile, bad func(key, format string, a ...any) error) (Rul
 	c.Flap.Enabled = boolOr(f.Flap.Enabled, true)
 	setInt(&c.Flap.Episodes, f.Flap.Episodes)
 	setDur(&c.Flap.Window, f.Flap.Window)
-	if f.Flap.Stabilization.Duration != 0 {
-		c.Flap.Stabilization = f.Flap.Stabilization.Duration
-	}
+	setDur(&c.Flap.Stabilization, f.Flap.Stabilization)
 	c.Drop.Enabled = boolOr(f.Drop.Enabled, true)
 	setDur(&c.Drop.After, f.Drop.After)
 	c.Degradation.Enabled = boolOr(f.Degradation.Enabled, true)
@@ -68,10 +66,10 @@ func setInt(dst *int, v int) {
 	}
 }
 
+// setDur sets dst when the key was written, zero included: the range
+// check that follows then refuses a zero the key cannot mean.
 func setDur(dst *time.Duration, v Duration) {
-	if v.Duration != 0 {
-		*dst = v.Duration
-	}
+	*dst = v.or(*dst)
 }
 
 // Rules tunes the three rules; each can be switched off.

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -91,19 +93,13 @@ func topologyFrom(c *Config, f *File, bad badFunc) error {
 
 // timingFrom reads the poll interval and the read deadline.
 func timingFrom(c *Config, f *File, bad badFunc) error {
-	c.PollInterval = f.PollingInterval.Duration
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
+	c.PollInterval = f.PollingInterval.or(time.Second)
 	if c.PollInterval < 10*time.Millisecond || c.PollInterval > time.Hour {
-		return bad("pollingInterval", "%v is outside 10ms..1h", c.PollInterval)
+		return bad("pollingInterval", "%v is outside 10ms..1h (how often every port is read; leave the key out for the default 1s)", c.PollInterval)
 	}
-	c.ReadTimeout = f.ReadTimeout.Duration
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = time.Second
-	}
+	c.ReadTimeout = f.ReadTimeout.or(time.Second)
 	if c.ReadTimeout < time.Millisecond || c.ReadTimeout > time.Minute {
-		return bad("readTimeout", "%v is outside 1ms..1m", c.ReadTimeout)
+		return bad("readTimeout", "%v is outside 1ms..1m (leave the key out for the default 1s)", c.ReadTimeout)
 	}
 	c.MaxStuckReads = f.MaxStuckReads
 	if c.MaxStuckReads == 0 {
@@ -149,11 +145,30 @@ func identityFrom(c *Config, f *File, bad badFunc) error {
 	}
 	c.MetricsAddress = f.MetricsAddress
 	if c.MetricsAddress != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
-			return bad("metricsAddress", "%q is not host:port (e.g. \"127.0.0.1:2112\")", c.MetricsAddress)
+		if r := listenAddressProblem(c.MetricsAddress); r != "" {
+			return bad("metricsAddress", "%q %s", c.MetricsAddress, r)
 		}
 	}
 	return nil
+}
+
+// listenAddressProblem checks a host:port to listen on as far as can be
+// told without listening: a port out of 1..65535 would only fail when the
+// daemon binds, after the configuration was said to be valid. Port 0 (a
+// free port, which the daemon logs) is kept for tests and one-off runs.
+func listenAddressProblem(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "is not host:port (e.g. \"127.0.0.1:2112\", or \":2112\" for every address)"
+	}
+	n, err := strconv.ParseUint(port, 10, 32)
+	if err != nil || n > 65535 {
+		return fmt.Sprintf("has port %q: a port is a number 1..65535 (e.g. \"%s\")", port, net.JoinHostPort(host, "2112"))
+	}
+	if strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' }) {
+		return fmt.Sprintf("has host %q: name an IP address or a host name of this node, or leave it empty for every address", host)
+	}
+	return ""
 }
 
 // MaxDescriptionBytes bounds a counter's description.
@@ -180,9 +195,32 @@ func countersFrom(c *Config, f *File, bad badFunc) error {
 		}
 	}
 	if c.Counters, err = countertable.Merge(countertable.TableDefaults(), f.CounterDetection.Counters); err != nil {
-		return &Error{File: c.Path, Reason: err.Error()}
+		return counterError(c.Path, err)
 	}
 	return nil
+}
+
+// counterError names the first rejected entry's key (with its index, so
+// Parse finds its line) and says every problem.
+func counterError(path string, err error) error {
+	var ve *countertable.ValidationError
+	if !errors.As(err, &ve) || ve.Index < 0 || ve.Key == "" {
+		return &Error{File: path, Reason: err.Error()}
+	}
+	reason := ve.Key + " " + ve.Reason
+	if ve.Counter != "" && ve.Key != "name" {
+		reason = fmt.Sprintf("%s (counter %q)", reason, ve.Counter)
+	} else if ve.Counter != "" {
+		reason = fmt.Sprintf("%q %s", ve.Counter, ve.Reason)
+	}
+	var all interface{ Unwrap() []error }
+	if errors.As(err, &all) {
+		if rest := all.Unwrap(); len(rest) > 1 {
+			reason += "; also: " + errors.Join(rest[1:]...).Error()
+			reason = strings.ReplaceAll(reason, "\n", "; ")
+		}
+	}
+	return &Error{File: path, Key: fmt.Sprintf("counterDetection.counters[%d].%s", ve.Index, ve.Key), Reason: reason}
 }
 
 // sanityAndRulesFrom reads link sanity and the node-local analyzer rules.
@@ -225,14 +263,9 @@ func sinksFrom(c *Config, f *File, bad badFunc) error {
 		}
 	}
 	c.ConnectorSocket = f.Sinks.Connector.Socket
-	c.ConnectorBatch = f.Sinks.Connector.BatchInterval.Duration
-	if c.ConnectorBatch == 0 {
-		c.ConnectorBatch = time.Second
-	}
-	c.ConnectorTimeout = f.Sinks.Connector.Timeout.Duration
-	if c.ConnectorTimeout == 0 {
-		c.ConnectorTimeout = 5 * time.Second
-	}
+	// batchInterval = "0s" is kept: each event is sent on its own.
+	c.ConnectorBatch = f.Sinks.Connector.BatchInterval.or(time.Second)
+	c.ConnectorTimeout = f.Sinks.Connector.Timeout.or(5 * time.Second)
 	if c.ConnectorTimeout < 10*time.Millisecond || c.ConnectorTimeout > 5*time.Minute {
 		// Below a few ms every call fails before the connector can
 		// answer, and events would wait forever.

@@ -27,6 +27,7 @@ type validateJSON struct {
 	PollInterval    string `json:"pollInterval,omitempty"`
 	Error           string `json:"error,omitempty"`
 	Key             string `json:"key,omitempty"`
+	Line            int    `json:"line,omitempty"`
 	Reason          string `json:"reason,omitempty"`
 }
 
@@ -52,7 +53,7 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		out.Error = err.Error()
 		var ce *config.Error
 		if errors.As(err, &ce) {
-			out.Key, out.Reason = ce.Key, ce.Reason
+			out.Key, out.Line, out.Reason = ce.Key, ce.Line, ce.Reason
 		}
 		if cf.json {
 			if err := writeJSON(stdout, out); err != nil {

@@ -52,7 +52,7 @@ func TestValidate_InvalidFiles(t *testing.T) {
 		{"bad regex", "nicExclusionRegex = \"^mlx5_[\"\n", "nicExclusionRegex", []string{"regex"}},
 		{"relative path", "sysfsRoot = \"sys\"\n", "sysfsRoot", []string{"must be an absolute path"}},
 		{"TOML syntax", "pollingInterval = \n", "", []string{"line 1"}},
-		{"bad threshold type", "[[counterDetection.counters]]\nname = \"symbol_error\"\nthresholdType = \"sometimes\"\n", "", []string{"sometimes"}},
+		{"bad threshold type", "[[counterDetection.counters]]\nname = \"symbol_error\"\nthresholdType = \"sometimes\"\n", "counterDetection.counters[0].thresholdType", []string{"sometimes"}},
 		{"unknown check", "checks = [\"FooCheck\"]\n", "checks", []string{"unknown check \"FooCheck\""}},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nichealth/nichealthd/internal/spelling"
 	"github.com/nichealth/nichealthd/observe"
 )
 
@@ -97,6 +98,16 @@ func Merge(defaults []Definition, overrides []Override) ([]Definition, error) {
 			continue
 		}
 		idx, known := byName[name]
+		if !known && o.Path == nil {
+			// A counter without a path can only be one of the defaults:
+			// a name close to one is a typo of it, and "path is required"
+			// would send the operator the wrong way.
+			if near := spelling.Nearest(name, defaultNames(defaults)); near != "" {
+				errs = append(errs, &ValidationError{Index: i, Counter: name, Key: "name",
+					Reason: fmt.Sprintf("is an unknown counter: did you mean %s? (a new counter must set path, thresholdType and threshold)", near)})
+				continue
+			}
+		}
 		if !known {
 			if missing := missingForNew(o, i, name); len(missing) > 0 {
 				errs = append(errs, missing...)
@@ -117,6 +128,14 @@ func Merge(defaults []Definition, overrides []Override) ([]Definition, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+func defaultNames(defs []Definition) []string {
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	return names
 }
 
 // overrideName checks an override's name: present, not repeated, usable.
