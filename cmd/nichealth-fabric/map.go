@@ -82,12 +82,12 @@ func runMap(args []string, stdout, stderr io.Writer) int {
 	case *status != "":
 		var probs []error
 		ov, probs, err = overlay.FromStatusDir(*status)
+		for _, p := range probs {
+			fmt.Fprintf(stderr, "nichealth-fabric map: skipped %v\n", p)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
 			return exitFailed
-		}
-		for _, p := range probs {
-			fmt.Fprintf(stderr, "nichealth-fabric map: skipped %v\n", p)
 		}
 	}
 
@@ -106,8 +106,24 @@ func runMap(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "nichealth-fabric map: %v\n", err)
 			return exitFailed
 		}
+		// One line of what was written, on stdout unless --json owns it.
+		say := stdout
+		if *asJSON {
+			say = stderr
+		}
+		fmt.Fprintf(say, "nichealth-fabric map: wrote %s: %s\n", *out, mapSummary(g, ov))
 	}
 	return exitOK
+}
+
+// mapSummary counts what a page shows: the fabric, and the health drawn
+// on it and where it came from.
+func mapSummary(g *ibnet.Graph, ov *overlay.Overlay) string {
+	s := fmt.Sprintf("%d switches, %d HCAs, %d links", g.Count(ibnet.Switch), g.Count(ibnet.HCA), len(g.Links))
+	if ov == nil {
+		return s + ", no health (give --status DIR or --prometheus URL)"
+	}
+	return fmt.Sprintf("%s, health of %d ports from %s", s, len(ov.Ports), ov.Source)
 }
 
 // jsonEnd is one end of a link in --json.

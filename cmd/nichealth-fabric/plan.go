@@ -110,8 +110,27 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 				return fail(err)
 			}
 		}
+		say := stdout
+		if *asJSON {
+			say = stderr
+		}
+		fmt.Fprintf(say, "nichealth-fabric plan: wrote %s\n", planSummary(*out, hosts, p))
 	}
 	return exitOK
+}
+
+// planSummary is the one line of what -o wrote: the files, the ports
+// assigned and those left unassigned.
+func planSummary(dir string, hosts []string, p *plan.Plan) string {
+	ports := 0
+	for _, h := range hosts {
+		ports += len(p.Assignments[h])
+	}
+	files := filepath.Join(dir, hosts[0]+".json")
+	if len(hosts) > 1 {
+		files = fmt.Sprintf("%d files %s ... %s", len(hosts), files, filepath.Join(dir, hosts[len(hosts)-1]+".json"))
+	}
+	return fmt.Sprintf("%s: %d switch ports assigned to %d hosts, %d unassigned", files, ports, len(hosts), len(p.Unassigned))
 }
 
 // writePlan prints the plan as DESIGN 14 gives it:

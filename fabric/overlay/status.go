@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
 // maxDump bounds one status dump: a node with hundreds of ports and every
@@ -36,43 +36,49 @@ type dump struct {
 
 // FromStatusDir reads every *.json file of dir as one node's
 // `nichealthctl status --json`. A file that cannot be read or is not such
-// a dump is skipped and named in the returned problems; only a directory
-// that cannot be listed is an error.
+// a dump is skipped and named in the returned problems. A dir that is not
+// a directory, and a directory from which no dump was read, are errors
+// (with the problems still returned): a page drawn from no status would
+// show a fabric without health, which reads as "nothing reported" when
+// the operator only named the wrong place.
 func FromStatusDir(dir string) (*Overlay, []error, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("status dumps: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, fmt.Errorf("status dumps: %s is not a directory: --status names the directory holding each node's `nichealthctl status --json` as NODE.json", dir)
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, nil, fmt.Errorf("status dumps: %w", err)
-	}
 	sort.Strings(names)
 	o := newOverlay("status dumps in " + dir)
 	var probs []error
+	read := 0
 	for _, name := range names {
 		if err := o.addDump(name); err != nil {
 			probs = append(probs, err)
+			continue
 		}
+		read++
+	}
+	if read == 0 {
+		if len(names) == 0 {
+			return nil, probs, fmt.Errorf("read no status: %s holds no *.json dump (collect each node's `nichealthctl status --json > NODE.json` there)", dir)
+		}
+		return nil, probs, fmt.Errorf("read no status: none of the %d *.json files in %s is a `nichealthctl status --json` dump", len(names), dir)
 	}
 	o.sort()
 	return o, probs, nil
 }
 
 func (o *Overlay) addDump(name string) error {
-	f, err := os.Open(name)
+	// A FIFO named NODE.json would block a plain open for good.
+	b, err := regularfile.Read(name, maxDump)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxDump+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
-	}
-	if len(b) > maxDump {
-		return fmt.Errorf("%s: larger than %d MiB, not a status dump", name, maxDump>>20)
 	}
 	var d dump
 	if err := json.Unmarshal(b, &d); err != nil {
