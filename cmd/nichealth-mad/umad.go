@@ -393,11 +393,45 @@ func (f *umadFabric) PortCounters(l wire.Local, lid, port int, deadline time.Tim
 		f.dropOnOpenFailure(k, err)
 		return wire.PortCounters{}, err
 	}
+	return countersAt(f.buf), nil
+}
+
+// countersAt decodes PortCounters from the PMA attribute data at buf.
+func countersAt(buf *C.uint8_t) wire.PortCounters {
 	var v [17]uint64
 	for i, fld := range basic {
-		v[i] = uint64(C.nh_decode32(f.buf, fld))
+		v[i] = uint64(C.nh_decode32(buf, fld))
 	}
-	return fill(v), nil
+	return fill(v)
+}
+
+// extAt decodes PortCountersExtended from the PMA attribute data at buf,
+// with the 64-bit error counters when withErrors.
+func extAt(buf *C.uint8_t, withErrors bool) wire.PortCountersExt {
+	ext := wire.PortCountersExt{
+		PortXmitData: uint64(C.nh_decode64(buf, C.IB_PC_EXT_XMT_BYTES_F)),
+		PortRcvData:  uint64(C.nh_decode64(buf, C.IB_PC_EXT_RCV_BYTES_F)),
+		PortXmitPkts: uint64(C.nh_decode64(buf, C.IB_PC_EXT_XMT_PKTS_F)),
+		PortRcvPkts:  uint64(C.nh_decode64(buf, C.IB_PC_EXT_RCV_PKTS_F)),
+	}
+	if withErrors {
+		var v [17]uint64
+		for i, fld := range extErrors {
+			v[i] = uint64(C.nh_decode64(buf, fld))
+		}
+		e := fill(v)
+		ext.Errors = &e
+	}
+	return ext
+}
+
+// decodePMA decodes attribute data as the helper does an answer's: the
+// way in for vectors laid out by the specification.
+func decodePMA(data []byte) (wire.PortCounters, wire.PortCountersExt) {
+	buf := (*C.uint8_t)(C.calloc(madBuf, 1))
+	defer C.free(unsafe.Pointer(buf))
+	C.memcpy(unsafe.Pointer(buf), unsafe.Pointer(&data[0]), C.size_t(min(len(data), madBuf)))
+	return countersAt(buf), extAt(buf, true)
 }
 
 func (f *umadFabric) PortCountersExt(l wire.Local, lid, port int, withErrors bool, deadline time.Time) (wire.PortCountersExt, error) {
@@ -409,19 +443,5 @@ func (f *umadFabric) PortCountersExt(l wire.Local, lid, port int, withErrors boo
 		f.dropOnOpenFailure(k, err)
 		return wire.PortCountersExt{}, err
 	}
-	ext := wire.PortCountersExt{
-		PortXmitData: uint64(C.nh_decode64(f.buf, C.IB_PC_EXT_XMT_BYTES_F)),
-		PortRcvData:  uint64(C.nh_decode64(f.buf, C.IB_PC_EXT_RCV_BYTES_F)),
-		PortXmitPkts: uint64(C.nh_decode64(f.buf, C.IB_PC_EXT_XMT_PKTS_F)),
-		PortRcvPkts:  uint64(C.nh_decode64(f.buf, C.IB_PC_EXT_RCV_PKTS_F)),
-	}
-	if withErrors {
-		var v [17]uint64
-		for i, fld := range extErrors {
-			v[i] = uint64(C.nh_decode64(f.buf, fld))
-		}
-		e := fill(v)
-		ext.Errors = &e
-	}
-	return ext, nil
+	return extAt(f.buf, withErrors), nil
 }

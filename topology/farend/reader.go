@@ -297,7 +297,9 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 // by its NodeInfo (one SMP); a new or changed one is asked everything
 // (NodeInfo, NodeDescription, PortInfo: four SMPs) and its PMA what it
 // offers. Counters are one GMP: PortCounters, or PortCountersExtended
-// when it carries the 64-bit error counters.
+// when it carries the 64-bit error counters; two when the PMA offers
+// PortCountersExtended without them (its 64-bit data counters, and
+// PortCounters' errors).
 func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, read bool) {
 	r.lastErr = nil
 	local := wire.Local{GUID: p.GUID}
@@ -344,10 +346,13 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 
 func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, local wire.Local) {
 	peer := &p.Peer
-	if p.CPI.ExtendedErrors() {
-		// The same errors 64 bits wide (they never saturate), with the
-		// 64-bit data counters: one read does.
-		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, true, cfg.Timeout)
+	var ext *wire.PortCountersExt
+	if p.CPI.Extended() {
+		// The 64-bit data counters whenever offered (PortCounters' 32-bit
+		// PortXmitData saturates within a second at HDR), and the errors
+		// 64 bits wide too when offered (they never saturate): then one
+		// read does.
+		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
 		if err != nil {
 			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
 			p.Found = false
@@ -357,6 +362,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), *x.Errors, true, &x
 			return
 		}
+		ext = &x
 	}
 	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
 	if err != nil {
@@ -365,7 +371,10 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 		p.Found = false
 		return
 	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), pc, false, nil
+	if ext != nil {
+		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = ext.PortXmitData, ext.PortRcvData, ext.PortXmitPkts, ext.PortRcvPkts
+	}
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), pc, false, ext
 }
 
 func (r *Reader) fail(p *PortReading, what string, err error) {
