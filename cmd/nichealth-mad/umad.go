@@ -16,10 +16,10 @@ package main
 // PMA's GMPs. Nothing else is registered.
 static int nh_classes[3] = { IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_PERFORMANCE_CLASS };
 
-static struct ibmad_port *nh_open(char *ca, int port) {
+static struct ibmad_port *nh_open(char *ca, int port, int tries) {
 	struct ibmad_port *p = mad_rpc_open_port(ca, port, nh_classes, 3);
 	if (p)
-		mad_rpc_set_retries(p, 2);
+		mad_rpc_set_retries(p, tries);
 	return p;
 }
 
@@ -179,7 +179,7 @@ func (f *umadFabric) port(l wire.Local) (*C.struct_ibmad_port, key, error) {
 	}
 	cname := C.CString(k.ca)
 	defer C.free(unsafe.Pointer(cname))
-	p, errno := C.nh_open(cname, C.int(k.port))
+	p, errno := C.nh_open(cname, C.int(k.port), madTries)
 	if p == nil {
 		return nil, k, &wire.Error{Kind: wire.ErrOpen, Msg: fmt.Sprintf("open %s port %d: %v (read and write access to /dev/infiniband/umad*, module ib_umad)", k.ca, k.port, errno)}
 	}
@@ -199,15 +199,23 @@ func (f *umadFabric) drop(k key) {
 	}
 }
 
-// attempt is one MAD's share of what is left of the budget (libibmad
-// tries twice, so half of it each time).
+// madTries is how many times libibmad sends a MAD that gets no answer
+// (mad_rpc_set_retries: its "retries" count every send, the first
+// included).
+const madTries = 2
+
+// attempt is one MAD's timeout: what is left of the budget shared by the
+// madsLeft MADs still to send, each of which libibmad may send madTries
+// times. So madTries × madsLeft × attempt never exceeds what is left, and
+// the helper answers by its deadline even when nothing answers. Less than
+// a millisecond a try (libibmad's unit) is the budget run out.
 func attempt(deadline time.Time, madsLeft int) (C.uint, error) {
 	left := time.Until(deadline)
-	if left < time.Millisecond {
+	ms := left.Milliseconds() / int64(madTries*madsLeft)
+	if ms < 1 {
 		return 0, &wire.Error{Kind: wire.ErrTimeout, Msg: "the request's budget ran out"}
 	}
-	ms := left.Milliseconds() / int64(2*madsLeft)
-	return C.uint(max(ms, 1)), nil
+	return C.uint(ms), nil
 }
 
 // madError classifies a failed MAD. libibmad reports a MAD nobody
