@@ -18,13 +18,19 @@ import (
 func TestClient_40_12_EveryCallReturnsByItsDeadline(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	ops := map[string]func(c *Client) error{
-		"ports":           func(c *Client) error { _, err := c.Ports(context.Background(), timeout); return err },
-		"peer":            func(c *Client) error { _, err := c.Peer(context.Background(), local, timeout); return err },
-		"peernode":        func(c *Client) error { _, err := c.PeerNode(context.Background(), local, timeout); return err },
-		"classportinfo":   func(c *Client) error { _, err := c.ClassPortInfo(context.Background(), local, 3, timeout); return err },
-		"nodeinfo":        func(c *Client) error { _, err := c.NodeInfo(context.Background(), local, 3, timeout); return err },
-		"portcounters":    func(c *Client) error { _, err := c.PortCounters(context.Background(), local, 3, 1, timeout); return err },
-		"portcountersext": func(c *Client) error { _, err := c.PortCountersExt(context.Background(), local, 3, 1, true, timeout); return err },
+		"ports":         func(c *Client) error { _, err := c.Ports(context.Background(), timeout); return err },
+		"peer":          func(c *Client) error { _, err := c.Peer(context.Background(), local, timeout); return err },
+		"peernode":      func(c *Client) error { _, err := c.PeerNode(context.Background(), local, timeout); return err },
+		"classportinfo": func(c *Client) error { _, err := c.ClassPortInfo(context.Background(), local, 3, timeout); return err },
+		"nodeinfo":      func(c *Client) error { _, err := c.NodeInfo(context.Background(), local, 3, timeout); return err },
+		"portcounters": func(c *Client) error {
+			_, err := c.PortCounters(context.Background(), local, 3, 1, timeout)
+			return err
+		},
+		"portcountersext": func(c *Client) error {
+			_, err := c.PortCountersExt(context.Background(), local, 3, 1, true, timeout)
+			return err
+		},
 	}
 	for name, call := range ops {
 		t.Run(name, func(t *testing.T) {
