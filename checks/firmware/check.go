@@ -122,10 +122,17 @@ func (c *Check) Run(cy *checks.Cycle) {
 		}
 		if in, ok := infos[pci]; ok {
 			if running, stored, pending := in.ActivationPending(); pending {
-				found = append(found, finding{name: ActivationFinding,
-					what: fmt.Sprintf("firmware activation pending: %s is flashed, %s runs", stored, running),
-					fix:  "reset the function (mlxfwreset) or reboot to run it",
-					md:   map[string]string{"running": running, "stored": stored}})
+				what, fix, direction := fmt.Sprintf("firmware activation pending: %s is flashed, %s runs", stored, running),
+					"reset the function (mlxfwreset) or reboot to run it", "upgrade"
+				if in.Rollback() {
+					// Compared as versions: 28.9 after 28.10 is a rollback,
+					// whatever the strings' order.
+					what += ": a rollback to an older firmware"
+					fix = "check the older image was meant (mlxfwmanager --query), then reset the function or reboot to run it"
+					direction = "rollback"
+				}
+				found = append(found, finding{name: ActivationFinding, what: what, fix: fix,
+					md: map[string]string{"running": running, "stored": stored, "direction": direction}})
 			}
 		}
 		c.apply(cy, pci, fm, ports[pci], found, ls.At)

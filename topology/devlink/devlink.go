@@ -284,11 +284,19 @@ func ParseInfo(b []byte) (Info, error) {
 }
 
 // ActivationPending reports whether a flashed firmware waits for a reset:
-// the stored fw.version (what the card boots next) differs from the
-// running one. A driver that reports no stored version says nothing.
+// the stored fw.version (what the card boots next) is another version
+// than the running one (compared as versions: CompareFirmware). A driver
+// that reports no stored version says nothing.
 func (in Info) ActivationPending() (running, stored string, pending bool) {
 	running, stored = in.Running["fw.version"], in.Stored["fw.version"]
-	return running, stored, running != "" && stored != "" && running != stored
+	return running, stored, running != "" && stored != "" && CompareFirmware(running, stored) != 0
+}
+
+// Rollback reports whether the pending firmware is older than the running
+// one: a downgrade flashed on purpose, or the wrong image.
+func (in Info) Rollback() bool {
+	running, stored, pending := in.ActivationPending()
+	return pending && CompareFirmware(stored, running) < 0
 }
 
 // Watcher receives the devlink family's notifications of health reports
