@@ -11,7 +11,7 @@ import (
 // ETHTOOL_LINK_EXT_STATE_<state> and ETHTOOL_LINK_EXT_SUBSTATE_<xx>_<sub>
 // in lower case.
 var uapiLinkExt = []struct {
-	state, sub uint8
+	state, sub    uint8
 	name, subName string
 }{
 	{0, 0, "autoneg", ""},
