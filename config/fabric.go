@@ -75,8 +75,8 @@ func fabricFrom(c *Config, f *File, bad badFunc) error {
 	if d := c.Fabric.Interval; d < 10*time.Second || d > time.Hour {
 		return bad("fabric.interval", "%v must be 10s..1h", d)
 	}
-	if d := c.Fabric.Timeout; d < 10*time.Millisecond || d > time.Minute {
-		return bad("fabric.timeout", "%v must be 10ms..1m", d)
+	if r := madTimeoutProblem(c.Fabric.Timeout); r != "" {
+		return bad("fabric.timeout", "%s", r)
 	}
 	return nil
 }

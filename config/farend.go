@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/config/countertable"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 // FarEndFile is the [farEnd] table: the switch port at the other end of
@@ -61,6 +63,22 @@ const (
 	DefaultNodeNameMap    = "/etc/rdma/ib-node-name-map"
 )
 
+// madTimeoutProblem bounds a request's budget to the helper as its wire
+// carries it: whole milliseconds, at most wire.MaxTimeout. A budget the
+// wire cannot carry would be refused by the client on every request at
+// run time (or cut to a shorter one), after validate said it was fine.
+// Below 10 ms no MAD answers.
+func madTimeoutProblem(d time.Duration) string {
+	maxD := time.Duration(wire.MaxTimeout) * time.Millisecond
+	switch {
+	case d < 10*time.Millisecond || d > maxD:
+		return fmt.Sprintf("%v must be 10ms..%v (a request to nichealth-mad carries at most %d ms)", d, maxD, wire.MaxTimeout)
+	case d%time.Millisecond != 0:
+		return fmt.Sprintf("%v is not a whole number of milliseconds, as requests to nichealth-mad carry it (e.g. %v)", d, d.Truncate(time.Millisecond))
+	}
+	return ""
+}
+
 // farEndFrom reads [farEnd].
 func farEndFrom(c *Config, f *File, bad badFunc) error {
 	v := f.FarEnd
@@ -71,8 +89,8 @@ func farEndFrom(c *Config, f *File, bad badFunc) error {
 	if d := c.FarEnd.Interval; d < time.Second || d > time.Hour {
 		return bad("farEnd.interval", "%v must be 1s..1h", d)
 	}
-	if d := c.FarEnd.Timeout; d < 10*time.Millisecond || d > time.Minute {
-		return bad("farEnd.timeout", "%v must be 10ms..1m", d)
+	if r := madTimeoutProblem(c.FarEnd.Timeout); r != "" {
+		return bad("farEnd.timeout", "%s", r)
 	}
 	if c.FarEnd.Timeout >= c.FarEnd.Interval {
 		return bad("farEnd.timeout", "%v must be shorter than farEnd.interval (%v)", c.FarEnd.Timeout, c.FarEnd.Interval)
