@@ -86,7 +86,7 @@ type File struct {
 	NicInclusionRegexOverride string    `toml:"nicInclusionRegexOverride"`
 	PollingInterval           Duration  `toml:"pollingInterval"`
 	ReadTimeout               Duration  `toml:"readTimeout"`
-	MaxStuckReads             int       `toml:"maxStuckReads"`
+	MaxStuckReads             *int      `toml:"maxStuckReads"`
 	ParkReprobeInterval       Duration  `toml:"parkReprobeInterval"`
 	CardAnomalyHold           *Duration `toml:"cardAnomalyHold"`
 	NodeName                  string    `toml:"nodeName"`
@@ -129,7 +129,7 @@ type File struct {
 	} `toml:"sinks"`
 
 	Outbox struct {
-		MaxBytes int64 `toml:"maxBytes"`
+		MaxBytes *int64 `toml:"maxBytes"`
 	} `toml:"outbox"`
 
 	DBus struct {

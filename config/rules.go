@@ -12,7 +12,7 @@ import (
 type RulesFile struct {
 	Flap struct {
 		Enabled       *bool    `toml:"enabled"`
-		Episodes      int      `toml:"episodes"`
+		Episodes      *int     `toml:"episodes"`
 		Window        Duration `toml:"window"`
 		Stabilization Duration `toml:"stabilization"`
 	} `toml:"flap"`
@@ -22,7 +22,7 @@ type RulesFile struct {
 	} `toml:"drop"`
 	Degradation struct {
 		Enabled *bool    `toml:"enabled"`
-		Events  int      `toml:"events"`
+		Events  *int     `toml:"events"`
 		Window  Duration `toml:"window"`
 	} `toml:"degradation"`
 }
@@ -60,9 +60,11 @@ func rulesConfig(f RulesFile, bad func(key, format string, a ...any) error) (Rul
 	return c, c.Validate()
 }
 
-func setInt(dst *int, v int) {
-	if v != 0 {
-		*dst = v
+// setInt sets dst when the key was written, zero included (the range
+// check that follows refuses it).
+func setInt(dst *int, v *int) {
+	if v != nil {
+		*dst = *v
 	}
 }
 

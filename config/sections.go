@@ -101,12 +101,13 @@ func timingFrom(c *Config, f *File, bad badFunc) error {
 	if c.ReadTimeout < time.Millisecond || c.ReadTimeout > time.Minute {
 		return bad("readTimeout", "%v is outside 1ms..1m (leave the key out for the default 1s)", c.ReadTimeout)
 	}
-	c.MaxStuckReads = f.MaxStuckReads
-	if c.MaxStuckReads == 0 {
-		c.MaxStuckReads = 4
+	// Written, 0 is validated as 0 (refused), never the default in disguise.
+	c.MaxStuckReads = 4
+	if f.MaxStuckReads != nil {
+		c.MaxStuckReads = *f.MaxStuckReads
 	}
 	if c.MaxStuckReads < 1 || c.MaxStuckReads > 1024 {
-		return bad("maxStuckReads", "%d is outside 1..1024", c.MaxStuckReads)
+		return bad("maxStuckReads", "%d is outside 1..1024 (leave the key out for the default 4)", c.MaxStuckReads)
 	}
 	c.CardAnomalyHold = DefaultCardAnomalyHold
 	if f.CardAnomalyHold != nil {
@@ -279,12 +280,12 @@ func sinksFrom(c *Config, f *File, bad badFunc) error {
 
 // outboxAndBusFrom reads the outbox bound and D-Bus.
 func outboxAndBusFrom(c *Config, f *File, bad badFunc) error {
-	c.OutboxMaxBytes = f.Outbox.MaxBytes
-	if c.OutboxMaxBytes == 0 {
-		c.OutboxMaxBytes = 64 << 20
+	c.OutboxMaxBytes = 64 << 20
+	if f.Outbox.MaxBytes != nil {
+		c.OutboxMaxBytes = *f.Outbox.MaxBytes
 	}
 	if c.OutboxMaxBytes < 64<<10 {
-		return bad("outbox.maxBytes", "%d is below the minimum of 65536", c.OutboxMaxBytes)
+		return bad("outbox.maxBytes", "%d is below the minimum of 65536 (leave the key out for the default 67108864, 64 MiB)", c.OutboxMaxBytes)
 	}
 	c.DBusEnabled = boolOr(f.DBus.Enabled, true)
 	c.AdminGroup = f.DBus.AdminGroup
