@@ -90,3 +90,41 @@ func TestReader_40_12_LIDReassignedAfterAGoodRoundRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReader_40_12_DataCounters64BitWheneverExtendedIsOffered: a switch
+// PMA that offers PortCountersExtended (CapabilityMask bit 9 or 10) but
+// not its error counters (CapabilityMask2 bit 1 clear) gives its 64-bit
+// data counters beside PortCounters' errors; one that offers neither bit
+// is asked PortCounters alone.
+func TestReader_40_12_DataCounters64BitWheneverExtendedIsOffered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mask uint32
+		ext  bool
+	}{{1 << 9, true}, {1 << 10, true}, {1<<8 | 1<<12, false}} {
+		f := newFabric()
+		f.cpi = wire.ClassPortInfo{CapMask: tc.mask}
+		f.sym = 5
+		path := filepath.Join(t.TempDir(), "share.json")
+		writeFile(t, path, goodFile)
+		r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, f, nil)
+		rd := waitFor(t, r, "leaf 1 port 33 read", func(rd *Reading) bool {
+			p := portOf(rd, "0xb83fd20300a01000", 33)
+			return p != nil && p.Read
+		})
+		r.Close()
+		p := portOf(rd, "0xb83fd20300a01000", 33)
+		// Fields' order: SymbolErrorCounter first, PortXmitData 13th.
+		xmit, sym := p.Counters[12], p.Counters[0]
+		wantXmit := uint64(1*1000 + 33) // PortCounters' 32-bit value
+		if tc.ext {
+			wantXmit = 1 << 40
+		}
+		if xmit != wantXmit || sym != 5 || p.Wide {
+			t.Errorf("CapabilityMask %#x: PortXmitData %d, SymbolErrorCounter %d, wide %v; want %d, 5, false", tc.mask, xmit, sym, p.Wide, wantXmit)
+		}
+		if got := f.count("pcx") > 0; got != tc.ext {
+			t.Errorf("CapabilityMask %#x: PortCountersExtended asked %v, want %v", tc.mask, got, tc.ext)
+		}
+	}
+}
