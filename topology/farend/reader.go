@@ -297,9 +297,8 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 // by its NodeInfo (one SMP); a new or changed one is asked everything
 // (NodeInfo, NodeDescription, PortInfo: four SMPs) and its PMA what it
 // offers. Counters are one GMP: PortCounters, or PortCountersExtended
-// when it carries the 64-bit error counters; two when the PMA offers
-// PortCountersExtended without them (its 64-bit data counters, and
-// PortCounters' errors).
+// when it carries the 64-bit error counters (PortCounters too when it
+// carries only the 64-bit data counters).
 func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, read bool) {
 	r.lastErr = nil
 	local := wire.Local{GUID: p.GUID}
@@ -348,10 +347,8 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 	peer := &p.Peer
 	var ext *wire.PortCountersExt
 	if p.CPI.Extended() {
-		// The 64-bit data counters whenever offered (PortCounters' 32-bit
-		// PortXmitData saturates within a second at HDR), and the errors
-		// 64 bits wide too when offered (they never saturate): then one
-		// read does.
+		// 64-bit data counters whenever offered (PortCounters' saturate in
+		// a second at HDR); the errors too when offered: then one read does.
 		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
 		if err != nil {
 			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
