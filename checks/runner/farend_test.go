@@ -120,6 +120,17 @@ func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
 	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error", now, "uid 0"); !IsNotLatched(err) {
 		t.Fatalf("second ack: %v", err)
 	}
+	// A saturated far-end field is acknowledged through the same door
+	// (nichealthctl ack DEV PORT peer-saturated:FIELD).
+	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer-saturated:SymbolErrorCounter", now, "uid 0"); !IsNotLatched(err) {
+		t.Fatalf("ack of a field not saturated: %v", err)
+	}
+	fe.rd.Store(reading(3, ts, 65535, now.Add(2*time.Minute)))
+	m.Cycle(now.Add(2 * time.Second))
+	specs, err = m.Acknowledge(ts[0].Device, ts[0].Port, "peer-saturated:SymbolErrorCounter", now, "uid 0")
+	if err != nil || len(specs) != 1 || specs[0].Kind != event.KindPeerUnsaturated || !specs[0].IsHealthy {
+		t.Fatalf("ack of a saturated field: %v %v", specs, err)
+	}
 }
 
 // BenchmarkFarEnd_CycleWithNewReading is a steady dgx-h100 poll cycle
