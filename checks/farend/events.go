@@ -41,6 +41,12 @@ type judged struct {
 // over an hour of reads) never read alike.
 func (c *Check) breach(p *farend.PortReading, r *countertable.FarEndRow, cur, prev uint64, j judged) event.Spec {
 	d := &r.Def
+	if d.ThresholdType == countertable.TypeVelocity {
+		// What the window judged started from: the read at its start,
+		// not necessarily the read before (a window not yet full at that
+		// one is judged at the next).
+		prev = cur - j.delta
+	}
 	md := map[string]string{
 		"counter": d.Name, "field": r.Field, "value": strconv.FormatUint(cur, 10), "previousValue": strconv.FormatUint(prev, 10),
 		"delta": strconv.FormatUint(j.delta, 10), "rate": strconv.FormatFloat(j.rate, 'f', 2, 64), "unit": j.unit,

@@ -39,8 +39,7 @@ func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64)
 		if pm == nil && len(c.mem.Ports) >= MaxPorts {
 			return nil, false
 		}
-		specs = c.recable(p, pm, at)
-		pm = c.mem.Ports[k]
+		pm, specs = c.recable(p, pm, at)
 		delete(c.seen, k)
 		changed = true
 	}
@@ -80,7 +79,7 @@ func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64)
 // recable makes pm the memory of p's new peer: what the old peer counted
 // was about that link, so its latches clear; the churn history and the
 // peer-unstable finding stay with the port.
-func (c *Check) recable(p *farend.PortReading, old *PortMemory, at time.Time) []event.Spec {
+func (c *Check) recable(p *farend.PortReading, old *PortMemory, at time.Time) (*PortMemory, []event.Spec) {
 	np := &PortMemory{PeerGUID: p.Peer.NodeGUID, PeerPort: p.Peer.Port, StableSince: at}
 	var specs []event.Spec
 	if old != nil {
@@ -103,7 +102,7 @@ func (c *Check) recable(p *farend.PortReading, old *PortMemory, at time.Time) []
 		np.Latched = map[string]time.Time{UnstableRow: at}
 		specs = append(specs, unstable(p, np.Peers, ChurnWindow))
 	}
-	return specs
+	return np, specs
 }
 
 // seenPeer records s as the latest peer: the peers read in the last
