@@ -59,3 +59,43 @@ func TestSeed_VelocityWindows_FarEndTrickleAndSaturationInTheLab(t *testing.T) {
 	set(0)
 	v.stop()
 }
+
+// DESIGN.md section 13, one cable event, on the lab fabric: the node's
+// port goes DOWN and back to ACTIVE while the switch counts the same link
+// going down (LinkDownedCounter +1 at leaf 1 port 17): the switch's count
+// is that episode seen from the other end, one healthy event of the local
+// port carrying the witness, never a peer:link_downed latch.
+func TestDesign_13_OneCableEvent_LocalLinkDownSeenFromTheSwitch(t *testing.T) {
+	v, l := farNode(t)
+	if err := l.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.LinkDownedCounter", 0); err != nil {
+		t.Fatal(err)
+	}
+	v.start()
+	v.waitPeerCounter("LinkDownedCounter", 0)
+	skip := len(v.read())
+	if err := v.h.SetPortState("mlx5_0", 1, "DOWN", "Polling"); err != nil {
+		t.Fatal(err)
+	}
+	v.waitEventAfter(skip, "mlx5_0 port 1 DOWN", func(e event.Event) bool {
+		return e.Kind == event.KindPortFatal && e.Device() == "mlx5_0" && e.Port() == "1"
+	})
+	if err := l.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.LinkDownedCounter", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.h.SetPortState("mlx5_0", 1, "ACTIVE", "LinkUp"); err != nil {
+		t.Fatal(err)
+	}
+	w := v.waitEventAfter(skip, "the switch's link-down taken as the local episode", func(e event.Event) bool {
+		return e.CheckName == event.FarEndCheck && e.Metadata["reason"] == "local-episode"
+	})
+	if !w.IsHealthy || w.Metadata["peerLinkDowned"] != "+1" || w.Metadata["episodeKind"] != "link-down" || w.ErrorCode[0] != "peer:link_downed" ||
+		!strings.HasPrefix(w.Message, "Direct-attached ibsw-leaf1 port 17: [LinkDownedCounter == 1] is the local link-down of mlx5_0 port 1") {
+		t.Fatalf("witness %+v", w)
+	}
+	v.waitReads(2)
+	if c := count(v.read()[skip:], func(e event.Event) bool { return e.Kind == event.KindPeerBreach }); c != 0 {
+		t.Fatalf("the local link-down seen from the switch latched %d far-end conditions: %s", c, summary(v.read()[skip:]))
+	}
+	v.agree(verdictWant{dev: "mlx5_0", port: 1, verdict: "healthy"})
+	v.stop()
+}
