@@ -63,11 +63,17 @@ func (c *Check) Memory() *Memory { return c.mem }
 // Configure applies the configuration; a row no longer judged, or the
 // whole check switched off, clears what it raised.
 func (c *Check) Configure(cfg Config) []event.Spec {
+	before := map[string]string{}
+	for _, r := range c.cfg.Rows {
+		before[r.Def.Name] = r.Def.Fingerprint()
+	}
 	c.cfg = cfg
 	judged := map[string]bool{UnstableRow: true}
+	redefined := map[string]bool{}
 	for _, r := range cfg.Rows {
 		judged[r.Def.Name] = true
 		judged[SaturatedCode(r.Field)] = true
+		redefined[r.Def.Name] = before[r.Def.Name] != "" && before[r.Def.Name] != r.Def.Fingerprint()
 	}
 	var specs []event.Spec
 	for _, k := range c.mem.keys() {
@@ -89,7 +95,10 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 			}
 		}
 		for row := range pm.Windows {
-			if !judged[row] {
+			// A window held for another rule (another unit or
+			// threshold) measured something else: it starts again at
+			// the next read, as a local counter's does after a reload.
+			if !judged[row] || redefined[row] {
 				delete(pm.Windows, row)
 			}
 		}

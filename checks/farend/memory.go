@@ -134,12 +134,20 @@ func (m *Memory) Validate() (dropped []string) {
 	return dropped
 }
 
+// maxWindows bounds the windows read back per port: one per velocity row
+// of the far-end table (a handful).
+const maxWindows = 64
+
 // MaxPeersSeen bounds the peers a port's churn history keeps.
 const MaxPeersSeen = 8
 
 // validateExtras drops the windows, peers and acknowledgements a check
 // could not have written.
 func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
+	if len(pm.Windows) > maxWindows {
+		*dropped = append(*dropped, fmt.Sprintf("ports[%q].windows: over the bound of %d rows", k, maxWindows))
+		pm.Windows = nil
+	}
 	for row, w := range pm.Windows {
 		if w == nil || !w.Valid() {
 			*dropped = append(*dropped, fmt.Sprintf("ports[%q].windows[%q]: unbounded, untimed or out of order", k, row))

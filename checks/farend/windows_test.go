@@ -155,3 +155,33 @@ func TestDesign_13_EachConditionNamesItsRule(t *testing.T) {
 		t.Fatalf("restated:\n%s", joined)
 	}
 }
+
+// A reload that changes a row's rule starts its window again (what it
+// held was measured for the old rule); one that keeps it keeps the window.
+func TestSeed_VelocityWindows_FarEndReloadRestartsAChangedRule(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	for i := 1; i <= 30; i++ {
+		h.read(time.Minute, leaf1, sym(uint64(i)))
+	}
+	cfg := h.c.cfg
+	h.c.Configure(cfg)
+	pm := h.c.Memory().Ports["mlx5_0/1"]
+	if w := pm.Windows["symbol_error_fatal"]; w == nil || len(w.Starts) < 2 {
+		t.Fatalf("the same rule lost its window: %+v", w)
+	}
+	rows := append(cfg.Rows[:0:0], cfg.Rows...)
+	for i := range rows {
+		if rows[i].Def.Name == "symbol_error_fatal" {
+			rows[i].Def.Threshold = 60
+		}
+	}
+	cfg.Rows = rows
+	h.c.Configure(cfg)
+	if _, ok := pm.Windows["symbol_error_fatal"]; ok {
+		t.Fatal("a changed rule kept its window")
+	}
+	if _, ok := pm.Windows["symbol_error"]; !ok {
+		t.Fatal("an unchanged rule lost its window")
+	}
+}
