@@ -57,6 +57,7 @@ func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64)
 		// re-baselining of the same reading (ReadAt not after At).
 		clear(c.seen)
 	}
+	_, known := c.seen[k]
 	c.seen[k] = p.Seq
 	values := p.Counters.Values()
 	if pm.At.IsZero() || pm.Wide != p.Wide || !p.ReadAt.After(pm.At) {
@@ -70,7 +71,7 @@ func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64)
 		specs = append(specs, c.saturation(p, pm, values)...)
 		return specs, true
 	}
-	specs = append(specs, c.judgeRows(p, pm, values, rateGbps)...)
+	specs = append(specs, c.judgeRows(p, pm, values, rateGbps, !known)...)
 	specs = append(specs, c.saturation(p, pm, values)...)
 	pm.Values, pm.At = values, p.ReadAt
 	return specs, true
@@ -175,7 +176,14 @@ func witnessField(field string) bool {
 }
 
 // judgeRows judges each row of a new reading against the last one.
-func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint64, rateGbps float64) []event.Spec {
+//
+// first says this is the first reading of the port in this process: as
+// the local evaluator does with a short window restored from the state
+// file, a window shorter than counters.PersistWindowFrom starts again
+// there instead of being judged over the daemon's downtime, which would
+// dilute a burst; a minute or an hour resumes, judged over the time it
+// really covered.
+func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint64, rateGbps float64, first bool) []event.Spec {
 	var specs []event.Spec
 	elapsed := p.ReadAt.Sub(pm.At)
 	for i := range c.cfg.Rows {
@@ -208,6 +216,10 @@ func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint
 				c.restartWindow(pm, r, p.ReadAt, cur)
 				continue
 			}
+		}
+		if first && r.Def.ThresholdType == countertable.TypeVelocity && r.Def.Window() < counters.PersistWindowFrom {
+			c.restartWindow(pm, r, p.ReadAt, cur)
+			continue
 		}
 		j := c.judgeRow(pm, r, cur, prev, p.ReadAt, elapsed, rateGbps)
 		if !j.breach {

@@ -185,3 +185,30 @@ func TestSeed_VelocityWindows_FarEndReloadRestartsAChangedRule(t *testing.T) {
 		t.Fatal("an unchanged rule lost its window")
 	}
 }
+
+// After a restart, a per-second window starts again at the first read
+// instead of averaging the downtime into a rate (the local evaluator's
+// rule for short windows restored from the state file); the next read is
+// judged as usual.
+func TestSeed_VelocityWindows_FarEndShortWindowRestartsAfterARestart(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	for range 10 {
+		h.read(time.Minute, leaf1, nil)
+	}
+	raw, err := h.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, "")
+	h2.at, h2.seq, h2.gen = h.at, h.seq, h.gen
+	if dropped := h2.c.Restore(raw); len(dropped) != 0 {
+		t.Fatal(dropped)
+	}
+	if specs := h2.read(5*time.Minute, leaf1, sym(5000)); len(specs) != 0 {
+		t.Fatalf("the first read after a restart judged a per-second window over the downtime: %v", codes(specs))
+	}
+	if got := codes(h2.read(time.Minute, leaf1, sym(5601))); strings.Join(got, " ") != "peer-breach peer:symbol_error" {
+		t.Fatalf("601 in the next minute: %v", got)
+	}
+}
