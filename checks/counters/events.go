@@ -206,12 +206,31 @@ func (e *Evaluator) breachSpec(s *Sample, check string, delta uint64, rate, perS
 
 // breachHead is "Port mlx5_0 port 1: symbol_error - <description>".
 func breachHead(device string, port int, d *countertable.Definition) string {
-	head := fmt.Sprintf("Port %s port %d: %s", device, port, d.Name)
-	if d.Description != "" {
-		head += " - " + d.Description
-	}
-	return head
+	return fmt.Sprintf("Port %s port %d: %s", device, port, RuleText(d))
 }
+
+// RuleText names a counter's rule as every breach message does, at both
+// ends of a cable: "symbol_error - <description>".
+func RuleText(d *countertable.Definition) string {
+	if d.Description != "" {
+		return d.Name + " - " + d.Description
+	}
+	return d.Name
+}
+
+// ThresholdText is a rule's threshold and window as messages say it:
+// "> 10/sec", "> 120/hour", "> 0 per read" for a delta.
+func ThresholdText(d *countertable.Definition) string {
+	th := strconv.FormatFloat(d.Threshold, 'g', -1, 64)
+	if d.ThresholdType == countertable.TypeVelocity {
+		return "> " + th + unitSuffix(d.VelocityUnit)
+	}
+	return "> " + th + " per read"
+}
+
+// UnitSuffix is how a rate in a velocity unit is printed ("/sec",
+// "/min", "/hour").
+func UnitSuffix(unit string) string { return unitSuffix(unit) }
 
 // breachReading is what a breach read, as its message says it:
 // "value=100, delta=100, rate=20.00/sec" (seed 11.1). A reading at the

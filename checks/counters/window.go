@@ -25,20 +25,35 @@ const (
 	windowRestarted                    // restarted from this reading, not judged
 )
 
+// over is the one velocity judgement of both ends of a cable (seed 10.4
+// step 5, DESIGN.md section 13 "judged as the near end is"): the increase
+// since start, over the real time elapsed since start, never before a full
+// window has elapsed and never extrapolated from less. The local counters
+// call it at each 1 s tick with the snapshot of their window in progress,
+// the far end at each of its reads (a minute apart) with the start a
+// Slide picks.
+func over(window time.Duration, threshold float64, start CounterSnapshot, now time.Time, value uint64) (measure, windowState) {
+	elapsed := now.Sub(start.Timestamp)
+	switch {
+	case elapsed < 0:
+		// The wall clock was stepped back behind the start. Holding it
+		// would freeze the window until the clock caught up (possibly
+		// days); restart it from this reading instead.
+		return measure{}, windowRestarted
+	case elapsed < window || window <= 0:
+		return measure{}, windowHeld
+	}
+	delta := value - start.Value
+	rate := float64(delta) * float64(window) / float64(elapsed)
+	return measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > threshold}, windowJudged
+}
+
 // velocity judges a velocity counter over its window (seed 10.4 step 5):
 // never before the window is full, never extrapolated.
 func velocity(d *countertable.Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
 	window := d.Window()
 	elapsed := now.Sub(snap.Timestamp)
-	switch {
-	case elapsed < 0:
-		// The wall clock was stepped back behind the snapshot. Holding
-		// the snapshot would freeze the window until the clock caught up
-		// (possibly days); restart it from this reading instead.
-		return measure{}, windowRestarted
-	case elapsed < window:
-		return measure{}, windowHeld
-	case window < PersistWindowFrom && !ent.seen && elapsed > window+window/2:
+	if elapsed >= window && window < PersistWindowFrom && !ent.seen && elapsed > window+window/2 {
 		// First reading in this process of a short window restored from
 		// the state file: its rollovers were not saved, so the snapshot
 		// may be far older than the window in progress when the daemon
@@ -46,12 +61,11 @@ func velocity(d *countertable.Definition, ent *memEntry, snap CounterSnapshot, n
 		// fresh window; a lasting fault shows in it.
 		return measure{}, windowRestarted
 	}
-	rate := float64(delta) * float64(window) / float64(elapsed)
-	m := measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > d.Threshold}
-	if window >= PersistWindowFrom {
+	m, w := over(window, d.Threshold, CounterSnapshot{Value: snap.Value, Timestamp: snap.Timestamp}, now, snap.Value+delta)
+	if w == windowJudged && window >= PersistWindowFrom {
 		return m, windowPersisted
 	}
-	return m, windowJudged
+	return m, w
 }
 
 // deltaOver judges a delta counter: the change since the last reading

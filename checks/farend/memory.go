@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
@@ -44,6 +45,40 @@ type PortMemory struct {
 	// each with since when.
 	Latched   map[string]time.Time `json:"latched,omitempty"`
 	Saturated map[string]time.Time `json:"saturated,omitempty"`
+	// Windows are the velocity rows' windows, by row name: the same rule
+	// as the local counters' (counters.Slide), persisted so a restart
+	// resumes them.
+	Windows map[string]*counters.Slide `json:"windows,omitempty"`
+	// SaturationAcked are the saturated fields an operator acknowledged:
+	// not raised again until the field is seen to move (read below its
+	// maximum: cleared on the fabric side) and saturate again.
+	SaturationAcked map[string]time.Time `json:"saturationAcked,omitempty"`
+	// Peers are the distinct peers the port was cabled to lately, oldest
+	// first (at most MaxPeersSeen), and StableSince when the current one
+	// was first read: what says the peer is unstable, and when it is
+	// stable again.
+	Peers       []PeerSeen `json:"peers,omitempty"`
+	StableSince time.Time  `json:"stableSince,omitempty"`
+	// Witness is the last far-end link-down or link-recovery increment
+	// taken as a local episode seen from the switch (no condition).
+	Witness *Witness `json:"witness,omitempty"`
+}
+
+// PeerSeen is one peer a port was cabled to, and when it was last read.
+type PeerSeen struct {
+	GUID string    `json:"guid"`
+	Port int       `json:"port"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// Witness is a far-end increment that was a local episode seen from the
+// other end of the cable.
+type Witness struct {
+	Field   string    `json:"field"`
+	Delta   uint64    `json:"delta"`
+	At      time.Time `json:"at"`
+	Episode Episode   `json:"episode"`
 }
 
 // Lost is the helper's monitoring condition.
@@ -85,6 +120,7 @@ func (m *Memory) Validate() (dropped []string) {
 		case len(m.Ports) > MaxPorts:
 			dropped = append(dropped, fmt.Sprintf("ports[%q]: over the bound of %d ports", k, MaxPorts))
 		default:
+			pm.validateExtras(k, &dropped)
 			for f := range pm.Saturated {
 				if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
 					dropped = append(dropped, fmt.Sprintf("ports[%q].saturated[%q]: not a PortCounters field", k, f))
@@ -96,4 +132,36 @@ func (m *Memory) Validate() (dropped []string) {
 		delete(m.Ports, k)
 	}
 	return dropped
+}
+
+// maxWindows bounds the windows read back per port: one per velocity row
+// of the far-end table (a handful).
+const maxWindows = 64
+
+// MaxPeersSeen bounds the peers a port's churn history keeps.
+const MaxPeersSeen = 8
+
+// validateExtras drops the windows, peers and acknowledgements a check
+// could not have written.
+func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
+	if len(pm.Windows) > maxWindows {
+		*dropped = append(*dropped, fmt.Sprintf("ports[%q].windows: over the bound of %d rows", k, maxWindows))
+		pm.Windows = nil
+	}
+	for row, w := range pm.Windows {
+		if w == nil || !w.Valid() {
+			*dropped = append(*dropped, fmt.Sprintf("ports[%q].windows[%q]: unbounded, untimed or out of order", k, row))
+			delete(pm.Windows, row)
+		}
+	}
+	if len(pm.Peers) > MaxPeersSeen {
+		*dropped = append(*dropped, fmt.Sprintf("ports[%q].peers: over the bound of %d", k, MaxPeersSeen))
+		pm.Peers = pm.Peers[len(pm.Peers)-MaxPeersSeen:]
+	}
+	for f := range pm.SaturationAcked {
+		if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
+			*dropped = append(*dropped, fmt.Sprintf("ports[%q].saturationAcked[%q]: not a PortCounters field", k, f))
+			delete(pm.SaturationAcked, f)
+		}
+	}
 }

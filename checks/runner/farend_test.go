@@ -84,7 +84,7 @@ func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
 	fe.rd.Store(reading(1, ts, 0, now))
 	now = now.Add(time.Second)
 	m.Cycle(now)
-	fe.rd.Store(reading(2, ts, 55, now.Add(time.Minute)))
+	fe.rd.Store(reading(2, ts, 655, now.Add(time.Minute)))
 	now = now.Add(time.Second)
 	specs, _ := m.Cycle(now)
 	breaches := 0
@@ -109,16 +109,27 @@ func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
 			}
 			continue
 		}
-		if pi.Peer == nil || !pi.Peer.Found || pi.Peer.Counters[0].Value != 55 || len(pi.Peer.Counters[0].Latched) != 1 {
+		if pi.Peer == nil || !pi.Peer.Found || pi.Peer.Counters[0].Value != 655 || len(pi.Peer.Counters[0].Latched) != 1 {
 			t.Fatalf("%s/%d view %+v", pi.Device, pi.Port, pi.Peer)
 		}
 	}
-	specs, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error_fatal", now, "uid 0")
+	specs, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error", now, "uid 0")
 	if err != nil || len(specs) != 1 || !specs[0].IsHealthy {
 		t.Fatalf("ack: %v %v", specs, err)
 	}
-	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error_fatal", now, "uid 0"); !IsNotLatched(err) {
+	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer:symbol_error", now, "uid 0"); !IsNotLatched(err) {
 		t.Fatalf("second ack: %v", err)
+	}
+	// A saturated far-end field is acknowledged through the same door
+	// (nichealthctl ack DEV PORT peer-saturated:FIELD).
+	if _, err := m.Acknowledge(ts[0].Device, ts[0].Port, "peer-saturated:SymbolErrorCounter", now, "uid 0"); !IsNotLatched(err) {
+		t.Fatalf("ack of a field not saturated: %v", err)
+	}
+	fe.rd.Store(reading(3, ts, 65535, now.Add(2*time.Minute)))
+	m.Cycle(now.Add(2 * time.Second))
+	specs, err = m.Acknowledge(ts[0].Device, ts[0].Port, "peer-saturated:SymbolErrorCounter", now, "uid 0")
+	if err != nil || len(specs) != 1 || specs[0].Kind != event.KindPeerUnsaturated || !specs[0].IsHealthy {
+		t.Fatalf("ack of a saturated field: %v %v", specs, err)
 	}
 }
 

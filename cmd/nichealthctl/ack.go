@@ -16,8 +16,9 @@ func runAck(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"The daemon re-baselines the counter without clearing the hardware, and emits the recovery event.\n"+
 		"COUNTER pcie_aer clears the PCIe AER conditions on the port's path; kernel_log every kernel-log\n"+
 		"condition on its NIC, and a kernel-log pattern's name that pattern's condition (nichealthctl status lists them);\n"+
-		"peer:COUNTER (peer:symbol_error) a condition of the switch port at the far end of the cable, whose\n"+
-		"counters are never cleared.\n"+
+		"peer:COUNTER (peer:symbol_error, peer:unstable) a condition of the switch port at the far end of the cable,\n"+
+		"whose counters are never cleared; peer-saturated:FIELD (peer-saturated:SymbolErrorCounter) that switch\n"+
+		"port's saturated field, raised again only once the field moves and saturates again.\n"+
 		"With a PCI address (0000:3b:00.0): a NIC function reported gone from the PCI bus was removed on\n"+
 		"purpose; the daemon forgets it and clears the condition.\n"+
 		"Needs root or membership in group "+dbusapi.DefaultGroup+".", stderr)

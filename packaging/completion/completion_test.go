@@ -68,6 +68,16 @@ func ackTargets() []string {
 			out = append(out, p.Name)
 		}
 	}
+	// The far end's conditions (DESIGN.md section 13): each default row's
+	// peer:ROW, the peer-unstable finding, and each default field's
+	// saturation.
+	out = append(out, "peer:unstable")
+	for _, r := range countertable.FarEndTable(countertable.TableDefaults(), nil) {
+		out = append(out, r.Code())
+		if sat := "peer-saturated:" + r.Field; !slices.Contains(out, sat) {
+			out = append(out, sat)
+		}
+	}
 	return out
 }
 
@@ -95,7 +105,8 @@ func TestCompletion_AckOffersEveryLatch(t *testing.T) {
 	if m == nil {
 		t.Fatal("zsh: no '3:latch:(...)' for ack")
 	}
-	zs := strings.Fields(string(m[1]))
+	// zsh's _arguments takes a colon inside a word escaped.
+	zs := strings.Fields(strings.ReplaceAll(string(m[1]), `\:`, ":"))
 	slices.Sort(zs)
 	if !slices.Equal(zs, want) {
 		t.Errorf("zsh offers %v\nwant %v", zs, want)

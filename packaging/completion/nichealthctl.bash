@@ -9,7 +9,8 @@ _nichealthctl_reply() {
 _nichealthctl() {
     local cur prev words cword
     if declare -F _init_completion >/dev/null 2>&1; then
-        _init_completion || return
+        # The far end's codes carry a colon: keep it inside the word.
+        _init_completion -n : || return
     else
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -23,7 +24,9 @@ _nichealthctl() {
     local common="--json --bus-address --help"
     # What ack takes after DEVICE PORT: the built-in counter table (PHY
     # statistics included) and the non-counter latches (PCIe AER, the kernel
-    # log and its fatal patterns); custom counters can still be typed. packaging/completion's test keeps this list whole.
+    # log and its fatal patterns) and the far end's (peer:ROW,
+    # peer-saturated:FIELD: the default far-end rows); custom counters can
+    # still be typed. packaging/completion's test keeps this list whole.
     local acks="link_downed excessive_buffer_overrun_errors local_link_integrity_errors
         rnr_nak_retry_err symbol_error symbol_error_fatal link_error_recovery port_rcv_errors
         out_of_sequence local_ack_timeout_err port_xmit_discards port_xmit_wait
@@ -32,7 +35,15 @@ _nichealthctl() {
         cmd_exec_timeout cmd_interface_stalled fw_not_responding fw_health_compromised
         fw_fatal_error fw_unrecoverable_error
         fw_health_recovery_failed pci_slot_unavailable probe_load_failed probe_failed
-        pcie_slot_power_ports_down"
+        pcie_slot_power_ports_down
+        peer:symbol_error peer:symbol_error_fatal peer:link_error_recovery peer:link_downed
+        peer:port_rcv_remote_physical_errors peer:port_xmit_constraint_errors
+        peer:port_rcv_constraint_errors peer:local_link_integrity_errors
+        peer:excessive_buffer_overrun_errors peer:unstable
+        peer-saturated:SymbolErrorCounter peer-saturated:LinkErrorRecoveryCounter
+        peer-saturated:LinkDownedCounter peer-saturated:PortRcvRemotePhysicalErrors
+        peer-saturated:PortXmitConstraintErrors peer-saturated:PortRcvConstraintErrors
+        peer-saturated:LocalLinkIntegrityErrors peer-saturated:ExcessiveBufferOverrunErrors"
     local ibclass=/sys/class/infiniband
 
     # Find the sub-command and the positional arguments after it.
@@ -70,7 +81,10 @@ _nichealthctl() {
             case ${#args[@]} in
                 0) _nichealthctl_reply -W "$(ls "$ibclass" 2>/dev/null)" ;;
                 1) _nichealthctl_reply -W "$(ls "$ibclass/${args[0]}/ports" 2>/dev/null)" ;;
-                2) [[ $cmd == ack ]] && _nichealthctl_reply -W "$acks" ;;
+                2) if [[ $cmd == ack ]]; then
+                       _nichealthctl_reply -W "$acks"
+                       if declare -F __ltrim_colon_completions >/dev/null 2>&1; then __ltrim_colon_completions "$cur"; fi
+                   fi ;;
             esac
             ;;
         events) _nichealthctl_reply -W "--since --follow -f --retry-rejected $common" ;;

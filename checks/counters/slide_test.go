@@ -1,0 +1,43 @@
+package counters
+
+import (
+	"testing"
+	"time"
+)
+
+// Seed 10.4 step 5 for readings far apart (Slide): never judged before a
+// full window, never extrapolated, judged over the real elapsed time; a
+// counter that went back or a clock stepped back restarts it; its starts
+// stay bounded however long it runs.
+func TestSeed_10_4_SlideWindow(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	var s Slide
+	if v := s.Judge(time.Hour, 120, t0, 0); v.Judged {
+		t.Fatal("a baseline judged")
+	}
+	if v := s.Judge(time.Hour, 120, t0.Add(59*time.Minute), 100); v.Judged {
+		t.Fatalf("judged 59 minutes as an hour: %+v", v)
+	}
+	v := s.Judge(time.Hour, 120, t0.Add(90*time.Minute), 180)
+	if !v.Judged || v.Delta != 180 || v.Elapsed != 90*time.Minute || v.Rate != 120 || v.Breach {
+		t.Fatalf("180 over 90 minutes is 120/hour, not over: %+v", v)
+	}
+	if v := s.Judge(time.Hour, 120, t0.Add(80*time.Minute), 200); v.Judged || len(s.Starts) != 1 {
+		t.Fatalf("a clock stepped back restarts: %+v %+v", v, s)
+	}
+	if v := s.Judge(time.Hour, 120, t0.Add(200*time.Minute), 100); v.Judged || len(s.Starts) != 1 || s.Starts[0].Value != 100 {
+		t.Fatalf("a counter that went back restarts: %+v %+v", v, s)
+	}
+	at := t0.Add(200 * time.Minute)
+	for i := range 10_000 {
+		at = at.Add(time.Second)
+		s.Judge(time.Hour, 120, at, uint64(100+i))
+		if len(s.Starts) > MaxSlideStarts || !s.Valid() {
+			t.Fatalf("read %d: %d starts, valid %v", i, len(s.Starts), s.Valid())
+		}
+	}
+	bad := Slide{Starts: []CounterSnapshot{{Value: 5, Timestamp: t0.Add(time.Minute)}, {Value: 4, Timestamp: t0}}}
+	if bad.Valid() {
+		t.Fatal("out of order starts accepted")
+	}
+}
