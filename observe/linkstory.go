@@ -178,9 +178,10 @@ func (s *storyReader) pass() {
 		r := ModuleReading{Device: t.device, Port: t.port, NetDev: t.netdev, Up: t.up}
 		// A cage that answered "no module" is not asked again while its
 		// port stays as it was: a module plugged in changes the link's
-		// state or its link-down reason. An up port always has a module,
-		// so its cage is always read.
-		if e, ok := s.empty[t.netdev]; ok && !t.up && e.state == t.state {
+		// state or its link-down reason. An up port always has a module
+		// (a "no module" answer then is a glitch), so its answer is not
+		// remembered and its cage is read every pass.
+		if e, ok := s.empty[t.netdev]; ok && e.state == t.state {
 			r.Err = e.err
 			empty[t.netdev] = e
 			out.Modules = append(out.Modules, r)

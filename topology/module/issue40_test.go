@@ -131,6 +131,12 @@ func TestIssue40_Row9_CopperByItsOwnBytes(t *testing.T) {
 	if p := NextPages(mem); len(p) != 0 {
 		t.Errorf("paged CMIS copper advertising nothing then asks %x", p)
 	}
+	// Lane monitors and flags advertised on a passive copper cable mean
+	// nothing (no laser, no receiver): still no lane pages, no readings.
+	mem.Upper[1][160-128], mem.Upper[1][158-128] = 0x07, 0x06
+	if p := NextPages(mem); len(p) != 0 {
+		t.Errorf("paged CMIS copper advertising lane monitors asks %x", p)
+	}
 }
 
 // sfp28 is an SFP28 25G SR optic (SFF-8472 rev 12.4): A0h identity, A2h
@@ -151,24 +157,25 @@ func sfp28(external bool) Memory {
 		put16(a2, 0, 80<<8, 0xf600, 75<<8, 0xfb00)    // 80, -10, 75, -5 °C
 		put16(a2, 8, 36300, 29700, 34650, 31350)      // V
 		put16(a2, 16, 6000, 1000, 5500, 1500)         // 12, 2, 11, 3 mA
-		put16(a2, 24, 15849, 1585, 12589, 1995)       // +2, -8, +1, -7 dBm
+		put16(a2, 24, 15850, 1585, 12590, 1995)       // 1.585, 0.1585, 1.259, 0.1995 mW
 		put16(a2, 32, 15849, 398, 12589, 501)         // +2, -14, +1, -13 dBm
 		put16(a2, 96, 33<<8, 33000, 3000, 5000, 4000) // 33 °C, 3.3 V, 6 mA, 0.5 mW, 0.4 mW
 		return Memory{Lower: lo, Upper: map[byte][]byte{0: make([]byte, PageSize)}, A2: a2}
 	}
 	lo[92] = 0x58 // DDM, external calibration, average Rx power
-	// Slopes 2.0 (0x0200) for temperature, Vcc and Tx power, 1.5 (0x0180)
-	// for bias; temperature offset +1 °C (256/256), the others 0; Rx
-	// power = 2 × count + 100 (Rx_PWR(1) = 2, Rx_PWR(0) = 100).
+	// Slopes 2.0 (0x0200) for temperature and Vcc, 2.5 (0x0280) for Tx
+	// power, 1.5 (0x0180) for bias; temperature offset +1 °C (256/256),
+	// the others 0; Rx power = 2 × count + 100 (Rx_PWR(1) = 2, Rx_PWR(0) =
+	// 100). Each constant differs, so none can stand for another.
 	binary.BigEndian.PutUint32(a2[68:], 0x40000000) // 2.0f
 	binary.BigEndian.PutUint32(a2[72:], 0x42c80000) // 100.0f
-	put16(a2, 76, 0x0180, 0, 0x0200, 0, 0x0200, 256, 0x0200, 0)
+	put16(a2, 76, 0x0180, 0, 0x0280, 0, 0x0200, 256, 0x0200, 0)
 	put16(a2, 0, 0x2780, 0xfa80, 0x2500, 0xfd00)   // (2 × count + 256)/256: 80, -10, 75, -5 °C
 	put16(a2, 8, 18150, 14850, 17325, 15675)       // × 2: 3.63, 2.97, 3.465, 3.135 V
 	put16(a2, 16, 4000, 666, 3666, 1000)           // × 1.5 × 2 µA: 12, 1.998, 10.998, 3 mA
-	put16(a2, 24, 7925, 793, 6295, 998)            // × 2 × 0.1 µW
+	put16(a2, 24, 6340, 634, 5036, 798)            // × 2.5 × 0.1 µW: 1.585, 0.1585, 1.259, 0.1995 mW
 	put16(a2, 32, 7874, 149, 6245, 200)            // 2 × count + 100
-	put16(a2, 96, 0x1000, 16500, 2000, 2500, 1950) // 33 °C, 3.3 V, 6 mA, 0.5 mW, 0.4 mW
+	put16(a2, 96, 0x1000, 16500, 2000, 2000, 1950) // 33 °C, 3.3 V, 6 mA, 0.5 mW, 0.4 mW
 	return Memory{Lower: lo, Upper: map[byte][]byte{0: make([]byte, PageSize)}, A2: a2}
 }
 
@@ -191,9 +198,10 @@ func TestIssue40_Row9_SFF8472Diagnostics(t *testing.T) {
 			}
 			limitsNear(t, "temperature", m.Thresholds.TemperatureC, [4]float64{80, -10, 75, -5})
 			limitsNear(t, "voltage", m.Thresholds.VoltageV, [4]float64{3.63, 2.97, 3.465, 3.135})
-			if m.Thresholds.TxBiasMA == nil || m.Thresholds.TxPowerMW == nil || m.Thresholds.RxPowerMW == nil {
+			if m.Thresholds.TxBiasMA == nil || m.Thresholds.RxPowerMW == nil {
 				t.Fatalf("lane thresholds %+v", m.Thresholds)
 			}
+			limitsNear(t, "Tx power", m.Thresholds.TxPowerMW, [4]float64{1.585, 0.1585, 1.259, 0.1995})
 			if ex := Excursions(m, nil); len(ex) != 0 {
 				t.Errorf("healthy SFP28: %v", ex)
 			}

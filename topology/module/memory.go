@@ -191,7 +191,9 @@ func NextPages(m Memory) []byte {
 		if p1 == nil {
 			return []byte{0x01}
 		}
-		if p1[159-128]&0x03 != 0 || p1[160-128]&0x07 != 0 {
+		// Thresholds for the module monitors (byte 159), and for lane
+		// monitors (byte 160) unless the module is passive copper.
+		if p1[159-128]&0x03 != 0 || (lo[85] != 0x03 && p1[160-128]&0x07 != 0) {
 			want = append(want, 0x02)
 		}
 		if cmisLanePages(lo, p1) {
