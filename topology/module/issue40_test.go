@@ -107,6 +107,13 @@ func TestIssue40_Row9_CopperByItsOwnBytes(t *testing.T) {
 	if m := Decode(d); m.TemperatureC == nil || *m.TemperatureC != 1.5 || m.VoltageV != nil {
 		t.Errorf("a copper module advertising its temperature: %v", m.TemperatureC)
 	}
+	// A DAC whose byte 147 says nothing of copper but whose connector
+	// (byte 130) is a copper pigtail is copper all the same.
+	pig := passiveDAC()
+	pig.Upper[0][147-128], pig.Upper[0][130-128] = 0, 0x21
+	if m := Decode(pig); m.Media != "copper" || len(Excursions(m, nil)) != 0 || len(NextPages(pig)) != 0 {
+		t.Errorf("copper pigtail: media %q, excursions %v", m.Media, Excursions(m, nil))
+	}
 	// An optic with byte 220's temperature bit clear (as SFF-8636 modules
 	// older than it are) still has its temperature.
 	if m := Decode(sff8636Vector()); m.Media != "optical" || m.TemperatureC == nil || m.Lanes[0].RxPowerM == nil {

@@ -179,7 +179,7 @@ func NextPages(m Memory) []byte {
 			return nil
 		}
 		up := m.upper(0)
-		optical := up[147-128]>>4 < sffTechCopperPassiveUnequalized
+		optical := up[147-128]>>4 < sffTechCopperPassiveUnequalized && up[130-128] != 0x21
 		if optical || up[220-128]&0x30 != 0 {
 			want = []byte{0x03}
 		}

@@ -23,9 +23,10 @@ func decodeSFF8472(m Memory, mod *Module) {
 	mod.Revision = text(lo[56:60])
 	mod.Serial = text(lo[68:84])
 	mod.DateCode = text(lo[84:92])
-	// Byte 8 bits 2-3: SFP+ passive or active cable technology (a DAC).
+	// Byte 8 bits 2-3: SFP+ passive or active cable technology (a DAC);
+	// byte 2 21h (SFF-8024 Table 4-3): a copper pigtail, a DAC's plug.
 	switch {
-	case lo[8]&0x04 != 0:
+	case lo[8]&0x04 != 0 || (lo[2] == 0x21 && lo[8]&0x08 == 0):
 		mod.Media = "copper"
 	case lo[8]&0x08 != 0:
 		mod.Media = "active-copper"

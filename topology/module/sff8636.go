@@ -32,8 +32,10 @@ func decodeSFF8636(m Memory, mod *Module) {
 		mod.DateCode = text(up[212-128 : 220-128])
 		diag := up[220-128]
 		txPower = diag&0x04 != 0
+		// Byte 130 21h (SFF-8024 Table 4-3: copper pigtail) is a DAC's
+		// plug even where byte 147 says nothing of copper.
 		switch tech := up[147-128] >> 4; {
-		case tech == sffTechCopperPassiveUnequalized || tech == sffTechCopperPassiveEqualized:
+		case tech == sffTechCopperPassiveUnequalized || tech == sffTechCopperPassiveEqualized || up[130-128] == 0x21:
 			mod.Media = "copper"
 		case tech > sffTechCopperPassiveEqualized:
 			mod.Media = "active-copper"
