@@ -123,13 +123,20 @@ type storyReader struct {
 	// empty holds, by netdev, the cages that answered "no module" (only
 	// the pass's goroutine touches it).
 	empty map[string]emptyCage
-	// now is the clock (a test's, or time.Now).
-	now func() time.Time
+	// now is the clock and ticker the pass's cadence: a test's simulated
+	// minutes, or time.Now and time.NewTicker.
+	now    func() time.Time
+	ticker func(time.Duration) (<-chan time.Time, func())
+}
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 func newStoryReader(mods Modules, dl Devlink, log *slog.Logger) *storyReader {
 	return &storyReader{mods: mods, dl: dl, log: log, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		said: map[string]bool{}, empty: map[string]emptyCage{}, now: time.Now}
+		said: map[string]bool{}, empty: map[string]emptyCage{}, now: time.Now, ticker: realTicker}
 }
 
 // ask runs a pass soon (a port left ACTIVE).
@@ -153,14 +160,14 @@ func (s *storyReader) setTargets(t []storyTarget) {
 
 func (s *storyReader) loop() {
 	defer close(s.done)
-	t := time.NewTicker(storyEvery)
-	defer t.Stop()
+	tick, stop := s.ticker(storyEvery)
+	defer stop()
 	s.pass()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-tick:
 		case <-s.trigger:
 		}
 		s.pass()

@@ -161,8 +161,9 @@ func (c *countingModules) Module(netdev string) (module.Memory, error) {
 }
 
 // Issue 40 row 10: an empty cage is read once, not once a minute and on
-// every port-down: over ten minutes of simulated time (a pass a minute,
-// and passes asked for by other ports going down) its reads stay at 1;
+// every port-down: over ten minutes of simulated time (the pass's loop on
+// a simulated minute ticker, and passes asked for by other ports going
+// down) its reads stay at 1;
 // a change of its port's state or link-down reason reads it again, and
 // its "no module" answer stands in every pass between.
 func TestIssue40_Row10_EmptyCageReadOnce(t *testing.T) {
@@ -172,33 +173,67 @@ func TestIssue40_Row10_EmptyCageReadOnce(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	down := storyTarget{device: "mlx5_1", port: 1, netdev: "enp65s0f1np1", state: "DOWN Disabled|down|no_cable|"}
 	s.setTargets([]storyTarget{down})
-	for minute := range 10 {
-		s.pass() // the minute's pass
-		if minute%3 == 0 {
-			s.pass() // another port went down: a pass now
+	ticks := make(chan time.Time)
+	s.ticker = func(d time.Duration) (<-chan time.Time, func()) {
+		if d != time.Minute {
+			t.Errorf("the pass runs every %v, want a minute", d)
 		}
-		clock = clock.Add(time.Minute)
-		r, _, ok, _ := s.take(0, clock)
-		if !ok || len(r.Modules) != 1 || !errors.Is(r.Modules[0].Err, module.ErrNoModule) {
-			t.Fatalf("minute %d: pass %+v", minute, r)
+		return ticks, func() {}
+	}
+	var gen uint64
+	waitPass := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, g, ok, _ := s.take(gen, clock)
+			if ok {
+				gen = g
+				if len(r.Modules) != 1 || !errors.Is(r.Modules[0].Err, module.ErrNoModule) {
+					t.Fatalf("pass %d: %+v", g, r)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no pass")
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
+	go s.loop()
+	waitPass() // the first pass, at once
+	for minute := 1; minute <= 10; minute++ {
+		clock = clock.Add(time.Minute)
+		ticks <- clock // the minute's pass
+		waitPass()
+		if minute%3 == 0 {
+			s.ask() // another port went down: a pass now
+			waitPass()
+		}
+	}
+	close(s.stop)
+	<-s.done
+	mods.mu.Lock()
+	defer mods.mu.Unlock()
 	if n := mods.reads[down.netdev]; n != 1 {
 		t.Fatalf("empty cage read %d times in ten minutes, want 1", n)
 	}
 	// A module plugged in: the link-down reason changes, the cage is read.
 	down.state = "DOWN Polling|down|autoneg_failure|"
 	s.setTargets([]storyTarget{down})
+	mods.mu.Unlock()
 	s.pass()
 	s.pass()
+	mods.mu.Lock()
 	if n := mods.reads[down.netdev]; n != 2 {
 		t.Errorf("after the reason changed: %d reads, want 2", n)
 	}
 	// An up port always has a module: its cage is read every pass.
 	down.up, down.state = true, "ACTIVE LinkUp|up||"
 	s.setTargets([]storyTarget{down})
+	mods.mu.Unlock()
 	s.pass()
 	s.pass()
+	mods.mu.Lock()
 	if n := mods.reads[down.netdev]; n != 4 {
 		t.Errorf("an up port's cage: %d reads, want 4", n)
 	}
