@@ -98,8 +98,8 @@ func TestIssue40_Row10_ReadOnlyWhatTheModuleAdvertises(t *testing.T) {
 		{"SFF-8636 optic", qsfp(0x00, 0x0c, 0), "50:00:0 50:00:128 50:03:128"},
 		{"SFF-8636 passive DAC", qsfp(0xa0, 0, 0), "50:00:0 50:00:128"},
 		{"SFF-8636 flat", qsfp(0x00, 0x0c, 0x04), "50:00:0 50:00:128"},
-		{"SFP28 with diagnostics", sfp(0x68), "50:00:0 50:00:128 51:00:0"},
-		{"SFP DAC without", sfp(0), "50:00:0 50:00:128"},
+		{"SFP28 with diagnostics", sfp(0x68), "50:00:0 51:00:0"},
+		{"SFP DAC without", sfp(0), "50:00:0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &fakeCage{mem: tc.mem}

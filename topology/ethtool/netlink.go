@@ -189,7 +189,8 @@ type PageReader func(addr, page uint8, offset uint32) ([]byte, error)
 
 // ReadModule reads a module's memory through read, asking only for what
 // the module advertises and the diagnostics use: the lower page first
-// (which says whether a module answers at all), upper page 00h, then the
+// (which says whether a module answers at all), upper page 00h (not of an
+// SFP: its identity is in the lower half), then the
 // pages module.NextPages names round by round (a page only after the page
 // that advertises it), and an SFP's A2h only when A0h byte 92 says it has
 // diagnostics there.
@@ -208,11 +209,16 @@ func ReadModule(read PageReader) (module.Memory, error) {
 	if err != nil {
 		return module.Memory{}, err
 	}
-	up0, err := read(moduleI2CAddress, 0, module.PageSize)
-	if err != nil {
-		return module.Memory{}, err
+	m := module.Memory{Lower: lower, Upper: map[byte][]byte{}}
+	// An SFP's identity is all in A0h bytes 0-95; its bytes 128-255 are
+	// the vendor's and are not asked for.
+	if module.SpecOf(lower[0]) != module.SpecSFF8472 {
+		up0, err := read(moduleI2CAddress, 0, module.PageSize)
+		if err != nil {
+			return module.Memory{}, err
+		}
+		m.Upper[0] = up0
 	}
-	m := module.Memory{Lower: lower, Upper: map[byte][]byte{0: up0}}
 	refused := map[byte]bool{}
 	// NextPages needs at most three rounds (CMIS: 01h, then 02h, 10h and
 	// 11h); the bound keeps a module whose answers keep changing from
