@@ -40,7 +40,8 @@ func TestIssue40_Row5_ImplausibleThresholdsIgnored(t *testing.T) {
 
 // The plausible ranges, each at its edge (the literals are the ranges'
 // reasons in plausible.go: room temperature, 3.3 V nominal, 1 mA, -10 and
-// +5 dBm).
+// +5 dBm); a threshold at the register's far end (a low temperature alarm
+// of -128 °C: "none") never fires and is left alone.
 func TestIssue40_Row5_PlausibleRanges(t *testing.T) {
 	for _, tc := range []struct {
 		q  Quantity
@@ -50,11 +51,12 @@ func TestIssue40_Row5_PlausibleRanges(t *testing.T) {
 		{Temperature, Limits{HighAlarm: 80, LowAlarm: -10, HighWarning: 70, LowWarning: 0}, true},
 		{Temperature, Limits{HighAlarm: 30, LowAlarm: -10, HighWarning: 25, LowWarning: 0}, true},
 		{Temperature, Limits{HighAlarm: 30, LowAlarm: -10, HighWarning: 24.9, LowWarning: 0}, false},
-		{Temperature, Limits{HighAlarm: 80, LowAlarm: -61, HighWarning: 70, LowWarning: 0}, false},
+		{Temperature, Limits{HighAlarm: 127.99, LowAlarm: -128, HighWarning: 70, LowWarning: 0}, true},
 		{Temperature, Limits{HighAlarm: 80, LowAlarm: -10, HighWarning: 70, LowWarning: 26}, false},
 		{Voltage, Limits{HighAlarm: 3.63, LowAlarm: 2.97, HighWarning: 3.465, LowWarning: 3.135}, true},
 		{Voltage, Limits{HighAlarm: 3.63, LowAlarm: 3.31, HighWarning: 3.465, LowWarning: 3.32}, false},
-		{Voltage, Limits{HighAlarm: 5.1, LowAlarm: 2.97, HighWarning: 3.465, LowWarning: 3.135}, false},
+		{Voltage, Limits{HighAlarm: 3.63, LowAlarm: 2.97, HighWarning: 3.29, LowWarning: 3.135}, false},
+		{Voltage, Limits{HighAlarm: 6.5535, LowAlarm: 0, HighWarning: 3.465, LowWarning: 3.135}, true},
 		{TxBias, Limits{HighAlarm: 8.5, LowAlarm: 0, HighWarning: 8, LowWarning: 1}, true},
 		{TxBias, Limits{HighAlarm: 0.99, LowAlarm: 0, HighWarning: 0.5, LowWarning: 0.1}, false},
 		{RxPower, Limits{HighAlarm: 3.4673, LowAlarm: 0.0467, HighWarning: 1.7378, LowWarning: 0.0933}, true},

@@ -7,17 +7,19 @@ import "fmt"
 // a module whose EEPROM says its high temperature alarm is -100 °C is
 // wrong about itself, not on fire, and its thresholds are ignored rather
 // than judged against (a healthy 45 °C module would otherwise be "past its
-// alarm" and replaced). The bounds are deliberately wide: they reject what
-// no real module can mean, not what an unusual module might.
+// alarm" and replaced). The bounds reject what would make a module in
+// normal operation past its own threshold; on the other side (a low
+// threshold at the register's minimum, a high one at its maximum) a
+// threshold merely never fires, which vendors use to mean "none", and is
+// left alone.
 //
 //   - Temperature: every SFF/CMIS temperature class (commercial 0-70 °C,
 //     extended -5-85 °C, industrial -40-85 °C) operates at room
 //     temperature, so a high threshold below +25 °C or a low one above it
-//     would alarm on a module in its own operating range; beyond -60 °C
-//     and +130 °C no module's electronics work at all.
+//     would alarm on a module in its own operating range.
 //   - Supply voltage: the modules are powered at 3.3 V ± 5 %; a low
 //     threshold above 3.3 V or a high one below it alarms at nominal
-//     supply, and nothing in a module runs below 2 V or survives 5 V.
+//     supply.
 //   - Tx bias: every laser needs well over 1 mA to emit (VCSELs lase from
 //     about 1 mA, DFB/EML lasers run at tens of mA), so a high threshold
 //     under 1 mA alarms on every lit lane.
@@ -31,8 +33,8 @@ type plausibleRange struct {
 }
 
 var plausibleRanges = map[Quantity]plausibleRange{
-	Temperature: {lowMin: -60, lowMax: 25, highMin: 25, highMax: 130},
-	Voltage:     {lowMin: 2.0, lowMax: 3.3, highMin: 3.3, highMax: 5.0},
+	Temperature: {lowMin: -1e9, lowMax: 25, highMin: 25, highMax: 1e9},
+	Voltage:     {lowMin: 0, lowMax: 3.3, highMin: 3.3, highMax: 1e9},
 	TxBias:      {lowMin: 0, lowMax: 1e9, highMin: 1, highMax: 1e9},
 	TxPower:     {lowMin: 0, lowMax: 3.16, highMin: 0.1, highMax: 1e9},
 	RxPower:     {lowMin: 0, lowMax: 3.16, highMin: 0.1, highMax: 1e9},
@@ -63,11 +65,8 @@ func implausible(q Quantity, l Limits) string {
 }
 
 func rangeText(q Quantity, min, max float64) string {
-	switch {
-	case max >= 1e9:
+	if max >= 1e9 {
 		return "at least " + q.Format(min)
-	case min <= 0 && (q == TxPower || q == RxPower || q == TxBias):
-		return "at most " + q.Format(max)
 	}
-	return q.Format(min) + " to " + q.Format(max)
+	return "at most " + q.Format(max)
 }
