@@ -318,6 +318,7 @@ func (o *Observer) observe(p *portPlan) {
 	wasUp, seen := p.Up(), p.Observed
 	if !p.Observed || link != p.Link || oper != p.Operstate {
 		o.viewChanged = true
+		o.storyStale = true // the pass reads empty cages again on a change
 	}
 	p.Link, p.Operstate, p.Observed, p.Readable = link, oper, true, true
 	if p.Up() != wasUp {

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -81,6 +82,25 @@ type storyTarget struct {
 	port   int
 	netdev string
 	up     bool
+	// state is the port's link state and link-down reason as the
+	// observer last saw them: a cage that answered "no module" is read
+	// again only when it changes.
+	state string
+}
+
+// emptyCage is a cage that answered "no module" (module.ErrNoModule; mlx5
+// answers EIO, and before late-2025 kernels logged "query_mcia_reg failed"
+// at error level for every such read: once a minute per empty cage is
+// millions of kernel log lines a day on a fleet), with the port state it
+// answered in and the answer, which stands for it until the state changes.
+type emptyCage struct {
+	state string
+	err   error
+}
+
+// noModule: the read says no module answers in the cage.
+func noModule(err error) bool {
+	return errors.Is(err, module.ErrNoModule) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV)
 }
 
 // storyReader runs the pass.
@@ -100,10 +120,23 @@ type storyReader struct {
 	started time.Time // of the pass running now (zero: none)
 	// said holds the unavailable reads said once (a key per reason).
 	said map[string]bool
+	// empty holds, by netdev, the cages that answered "no module" (only
+	// the pass's goroutine touches it).
+	empty map[string]emptyCage
+	// now is the clock and ticker the pass's cadence: a test's simulated
+	// minutes, or time.Now and time.NewTicker.
+	now    func() time.Time
+	ticker func(time.Duration) (<-chan time.Time, func())
+}
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 func newStoryReader(mods Modules, dl Devlink, log *slog.Logger) *storyReader {
-	return &storyReader{mods: mods, dl: dl, log: log, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), said: map[string]bool{}}
+	return &storyReader{mods: mods, dl: dl, log: log, trigger: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		said: map[string]bool{}, empty: map[string]emptyCage{}, now: time.Now, ticker: realTicker}
 }
 
 // ask runs a pass soon (a port left ACTIVE).
@@ -127,14 +160,14 @@ func (s *storyReader) setTargets(t []storyTarget) {
 
 func (s *storyReader) loop() {
 	defer close(s.done)
-	t := time.NewTicker(storyEvery)
-	defer t.Stop()
+	tick, stop := s.ticker(storyEvery)
+	defer stop()
 	s.pass()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-tick:
 		case <-s.trigger:
 		}
 		s.pass()
@@ -144,20 +177,36 @@ func (s *storyReader) loop() {
 func (s *storyReader) pass() {
 	s.mu.Lock()
 	targets := append([]storyTarget(nil), s.targets...)
-	s.started = time.Now()
+	s.started = s.now()
 	s.mu.Unlock()
 	out := LinkStory{Open: true}
+	empty := make(map[string]emptyCage, len(s.empty))
 	for _, t := range targets {
 		r := ModuleReading{Device: t.device, Port: t.port, NetDev: t.netdev, Up: t.up}
+		// A cage that answered "no module" is not asked again while its
+		// port stays as it was: a module plugged in changes the link's
+		// state or its link-down reason. An up port always has a module
+		// (a "no module" answer then is a glitch), so its answer is not
+		// remembered and its cage is read every pass.
+		if e, ok := s.empty[t.netdev]; ok && e.state == t.state {
+			r.Err = e.err
+			empty[t.netdev] = e
+			out.Modules = append(out.Modules, r)
+			continue
+		}
 		mem, err := s.mods.Module(t.netdev)
 		if err == nil {
 			r.Module = module.Decode(mem)
 		} else {
 			r.Err = err
 			s.sayOnce(err, t.netdev)
+			if noModule(err) && !t.up {
+				empty[t.netdev] = emptyCage{state: t.state, err: err}
+			}
 		}
 		out.Modules = append(out.Modules, r)
 	}
+	s.empty = empty
 	if s.dl != nil {
 		out.Reporters, out.DevlinkErr = s.dl.Reporters()
 		if out.DevlinkErr == nil {
@@ -167,7 +216,7 @@ func (s *storyReader) pass() {
 			s.sayOnce(out.DevlinkErr, "devlink")
 		}
 	}
-	out.At = time.Now()
+	out.At = s.now()
 	s.mu.Lock()
 	s.result = out
 	s.gen++
@@ -311,7 +360,8 @@ func (s *storyReader) watchDevlink() {
 	}
 }
 
-// storyTargets hands the pass the RoCE ports of the plan.
+// storyTargets hands the pass the RoCE ports of the plan, each with its
+// state (link, operstate, link-down reason).
 func (o *Observer) storyTargets() {
 	if o.story == nil {
 		return
@@ -319,15 +369,17 @@ func (o *Observer) storyTargets() {
 	var t []storyTarget
 	for _, p := range o.ports {
 		if p.Port.Port.LinkLayer == topology.LinkLayerEthernet && p.NetDev != "" {
-			t = append(t, storyTarget{device: p.Device.Name, port: p.Port.Port.Num, netdev: p.NetDev, up: p.Up()})
+			t = append(t, storyTarget{device: p.Device.Name, port: p.Port.Port.Num, netdev: p.NetDev, up: p.Up(),
+				state: fmt.Sprintf("%v|%s|%s|%s", p.Link, p.Operstate, p.LinkDown.Reason, p.LinkDown.SubReason)})
 		}
 	}
 	o.story.setTargets(t)
 }
 
 // linkStoryStep hands the cycle the last finished pass, and tells the
-// pass which ports to read (when the plan or a port's activity changed;
-// a port that left ACTIVE asks for a pass now).
+// pass which ports to read and in which state (when the plan, a port's
+// activity or its state changed; a port that left ACTIVE asks for a pass
+// now).
 func (o *Observer) linkStoryStep() {
 	out := &o.obs.LinkStory
 	out.New = false
@@ -335,8 +387,8 @@ func (o *Observer) linkStoryStep() {
 		out.Open = false
 		return
 	}
-	if o.activeChanged || o.storyPlan != o.planGen {
-		o.storyPlan = o.planGen
+	if o.activeChanged || o.storyPlan != o.planGen || o.storyStale {
+		o.storyPlan, o.storyStale = o.planGen, false
 		o.storyTargets()
 		if o.activeChanged {
 			o.story.ask()

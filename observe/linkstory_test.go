@@ -2,6 +2,7 @@ package observe
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/ethtool"
+	"github.com/nichealth/nichealthd/topology/module"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
 )
@@ -141,5 +143,98 @@ func TestDesign_7_StoryPassHandsOnItsReadings(t *testing.T) {
 			t.Fatal("no pass handed on within a minute")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// countingModules answers like an empty cage (mlx5: EIO, which the
+// ethtool reader reports as module.ErrNoModule) and counts the reads.
+type countingModules struct {
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingModules) Module(netdev string) (module.Memory, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads[netdev]++
+	return module.Memory{}, fmt.Errorf("ethtool netlink %s: module page 00h offset 0: %w: %w", netdev, module.ErrNoModule, unix.EIO)
+}
+
+// Issue 40 row 10: an empty cage is read once, not once a minute and on
+// every port-down: over ten minutes of simulated time (the pass's loop on
+// a simulated minute ticker, and passes asked for by other ports going
+// down) its reads stay at 1;
+// a change of its port's state or link-down reason reads it again, and
+// its "no module" answer stands in every pass between.
+func TestIssue40_Row10_EmptyCageReadOnce(t *testing.T) {
+	mods := &countingModules{reads: map[string]int{}}
+	s := newStoryReader(mods, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	clock := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	down := storyTarget{device: "mlx5_1", port: 1, netdev: "enp65s0f1np1", state: "DOWN Disabled|down|no_cable|"}
+	s.setTargets([]storyTarget{down})
+	ticks := make(chan time.Time)
+	s.ticker = func(d time.Duration) (<-chan time.Time, func()) {
+		if d != time.Minute {
+			t.Errorf("the pass runs every %v, want a minute", d)
+		}
+		return ticks, func() {}
+	}
+	var gen uint64
+	waitPass := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, g, ok, _ := s.take(gen, clock)
+			if ok {
+				gen = g
+				if len(r.Modules) != 1 || !errors.Is(r.Modules[0].Err, module.ErrNoModule) {
+					t.Fatalf("pass %d: %+v", g, r)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no pass")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	go s.loop()
+	waitPass() // the first pass, at once
+	for minute := 1; minute <= 10; minute++ {
+		clock = clock.Add(time.Minute)
+		ticks <- clock // the minute's pass
+		waitPass()
+		if minute%3 == 0 {
+			s.ask() // another port went down: a pass now
+			waitPass()
+		}
+	}
+	close(s.stop)
+	<-s.done
+	mods.mu.Lock()
+	defer mods.mu.Unlock()
+	if n := mods.reads[down.netdev]; n != 1 {
+		t.Fatalf("empty cage read %d times in ten minutes, want 1", n)
+	}
+	// A module plugged in: the link-down reason changes, the cage is read.
+	down.state = "DOWN Polling|down|autoneg_failure|"
+	s.setTargets([]storyTarget{down})
+	mods.mu.Unlock()
+	s.pass()
+	s.pass()
+	mods.mu.Lock()
+	if n := mods.reads[down.netdev]; n != 2 {
+		t.Errorf("after the reason changed: %d reads, want 2", n)
+	}
+	// An up port always has a module: its cage is read every pass.
+	down.up, down.state = true, "ACTIVE LinkUp|up||"
+	s.setTargets([]storyTarget{down})
+	mods.mu.Unlock()
+	s.pass()
+	s.pass()
+	mods.mu.Lock()
+	if n := mods.reads[down.netdev]; n != 4 {
+		t.Errorf("an up port's cage: %d reads, want 4", n)
 	}
 }

@@ -69,6 +69,9 @@ type Observer struct {
 	// viewChanged: something the published verdict shows moved (a port's
 	// observation or rate, a counter's value, the plan).
 	viewChanged bool
+	// storyStale: a port's link state or operstate changed since the link
+	// story's pass was last told the ports' states.
+	storyStale bool
 
 	// nextStatePoll and nextCounterTick schedule the two cadences (see
 	// NextWake); counterTicks counts counter ticks since start.

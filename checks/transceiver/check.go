@@ -153,17 +153,27 @@ func (c *Check) apply(cy *checks.Cycle, pm *PortMemory, r *observe.ModuleReading
 	}
 }
 
-// noModule: the cage is empty or the driver reads no modules.
+// noModule: the cage is empty or the driver reads no modules (the reader
+// says so with module.ErrNoModule; a bare EOPNOTSUPP or ENODEV means the
+// same).
 func noModule(err error) bool {
-
-	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV)
+	return errors.Is(err, module.ErrNoModule) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV)
 }
+
+// thresholdsCode is the finding of a module whose own thresholds were not
+// trusted: never fatal (the module's EEPROM is wrong about itself, the
+// module may be fine), so it cannot drain a node.
+const thresholdsCode = "module:thresholds"
 
 // judge lists the conditions a reading implies.
 func judge(r *observe.ModuleReading, lastUp bool) []finding {
 	m := &r.Module
 	inUse := func(l module.Lane) bool { return r.Up }
 	var out []finding
+	if len(m.Implausible) > 0 {
+		out = append(out, finding{code: thresholdsCode, what: "thresholds implausible, ignored: " + strings.Join(m.Implausible, "; "),
+			md: map[string]string{"quantity": "thresholds", "level": "warning"}})
+	}
 	for _, e := range module.Excursions(*m, inUse) {
 		code := "module:" + string(e.Quantity)
 		if e.Lane > 0 {
@@ -225,6 +235,13 @@ func raise(r *observe.ModuleReading, f finding) event.Spec {
 		fix += " or replace the module (serial " + m.Serial + ")"
 	} else {
 		fix += " or replace it"
+	}
+	if f.code == thresholdsCode {
+		fix = "nothing is judged against those thresholds; the module's other readings are. Ask the vendor to correct the module's EEPROM, or replace the module"
+		if m.Serial != "" {
+			fix += " (serial " + m.Serial + ")"
+		}
+		fix += " at the next maintenance"
 	}
 	if strings.HasPrefix(f.code, "module:temperature") {
 		fix = "check the node's airflow and the cage's cooling; if it persists replace the module"

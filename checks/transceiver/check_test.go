@@ -26,6 +26,10 @@ func (boundary) Failed(string) bool                  { return false }
 // 80/-5/75/0 °C, Rx power 5/0.07/4/0.1 mW (-11.55 dBm alarm, -10 dBm
 // warning); lanes 5-8 unsupported.
 func osfp(tempC float64, rxDBm [4]float64, los byte) module.Module {
+	return module.Decode(osfpMem(tempC, rxDBm, los))
+}
+
+func osfpMem(tempC float64, rxDBm [4]float64, los byte) module.Memory {
 	lo := make([]byte, module.PageSize)
 	lo[0], lo[1], lo[3] = 0x19, 0x50, 3<<1
 	put := func(b []byte, at int, vs ...uint16) {
@@ -59,7 +63,7 @@ func osfp(tempC float64, rxDBm [4]float64, los byte) module.Module {
 		}
 		put(p11, 186-128+2*i, uint16(mw*10000+0.5))
 	}
-	return module.Decode(module.Memory{Lower: lo, Upper: map[byte][]byte{0: up0, 1: p1, 2: p2, 0x10: make([]byte, module.PageSize), 0x11: p11}})
+	return module.Memory{Lower: lo, Upper: map[byte][]byte{0: up0, 1: p1, 2: p2, 0x10: make([]byte, module.PageSize), 0x11: p11}}
 }
 
 type pass struct {
@@ -183,4 +187,61 @@ func TestDesign_7_TransceiverMemorySurvivesARestart(t *testing.T) {
 	if dropped := NewCheck().Restore([]byte(`{"version":1,"ports":{"x":{"device":"","port":0}}}`)); len(dropped) != 1 {
 		t.Errorf("a port no check could write: dropped %v", dropped)
 	}
+}
+
+// Issue 40 row 5: a module whose page 02h says its high temperature alarm
+// is -100 °C (ordered: -120, -110, -105, -100) is healthy at 45 °C: one
+// non-fatal "thresholds implausible" finding naming its serial, never a
+// fatal one, and the clear when the module is replaced by a sane one.
+func TestIssue40_Row5_ImplausibleThresholdsNeverFatal(t *testing.T) {
+	mem := osfpMem(45, ok4, 0)
+	binary.BigEndian.PutUint16(mem.Upper[2][0:], uint16(0x9c00)) // -100 °C high alarm
+	binary.BigEndian.PutUint16(mem.Upper[2][2:], uint16(0x8800)) // -120 °C low alarm
+	binary.BigEndian.PutUint16(mem.Upper[2][4:], uint16(0x9700)) // -105 °C high warning
+	binary.BigEndian.PutUint16(mem.Upper[2][6:], uint16(0x9200)) // -110 °C low warning
+	bad := module.Decode(mem)
+	c := NewCheck()
+	run(t, c, []pass{
+		{up: true, m: bad, want: []string{"+warn module:thresholds"}},
+		{up: true, m: bad},
+		{up: true, m: osfp(45, ok4, 0), want: []string{"-module:thresholds"}},
+	})
+	r := observe.ModuleReading{Device: "mlx5_8", Port: 1, NetDev: "enp65s0f0np0", Up: true, Module: bad}
+	f := judge(&r, true)
+	if len(f) != 1 || f[0].fatal {
+		t.Fatalf("findings %+v", f)
+	}
+	sp := raise(&r, f[0])
+	if sp.IsFatal || !strings.Contains(sp.Message, "thresholds implausible") || !strings.Contains(sp.Message, "temperature high alarm -100.0 °C") ||
+		!strings.Contains(sp.Message, "serial MT2251FT00042") {
+		t.Errorf("event %q fatal %v", sp.Message, sp.IsFatal)
+	}
+}
+
+// Issue 40 row 9: a passive copper QSFP28 DAC in an up port (byte 147 =
+// A0h, byte 220 = 0, a page 03h copied from an optic, zero lane monitors)
+// raises nothing: no Rx power, no Tx bias, no temperature from bytes 22-23.
+func TestIssue40_Row9_PassiveDACInAnUpPortRaisesNothing(t *testing.T) {
+	lo := make([]byte, module.PageSize)
+	lo[0], lo[22], lo[23] = 0x11, 0x01, 0x80
+	up0 := make([]byte, module.PageSize)
+	copy(up0[148-128:], "NVIDIA          ")
+	copy(up0[168-128:], "MCP1600-C001E30N")
+	copy(up0[196-128:], "MT2301VS01234   ")
+	up0[147-128] = 0xa0
+	p3 := make([]byte, module.PageSize)
+	copy(p3, []byte{0x50, 0, 0xf6, 0, 0x46, 0, 0, 0})
+	copy(p3[48:], []byte{0x87, 0x71, 0x01, 0xd3, 0x43, 0xe2, 0x03, 0xa5})
+	copy(p3[56:], []byte{0x10, 0x9a, 0x0a, 0xba, 0x0f, 0xa0, 0x0b, 0xb8})
+	dac := module.Decode(module.Memory{Lower: lo, Upper: map[byte][]byte{0: up0, 3: p3}})
+	run(t, NewCheck(), []pass{{up: true, m: dac}, {up: true, m: dac}})
+}
+
+// An empty cage on mlx5 answers EIO, which the reader reports as
+// module.ErrNoModule: the module is gone, its conditions end.
+func TestIssue40_Row10_EmptyCageEndsConditions(t *testing.T) {
+	run(t, NewCheck(), []pass{
+		{up: true, m: osfp(77, ok4, 0), want: []string{"+warn module:temperature"}},
+		{up: false, err: fmt.Errorf("%w: %w", module.ErrNoModule, unix.EIO), want: []string{"-module:temperature"}},
+	})
 }

@@ -7,6 +7,10 @@
 // the fix naming the module by serial number. Lanes that carry nothing (a
 // port that is not up, a lane the module disables or does not have) are
 // not judged on their low side: at or below -30 dBm they are not a fault.
+// Thresholds the module cannot mean (topology/module's Implausible: out of
+// order, or outside what the quantity can physically be) are not judged
+// against; they are one degraded "module:thresholds" finding naming the
+// module's serial, never a fatal one, so a bad EEPROM cannot drain a node.
 //
 // Latched flags are clear on read and record what happened since the
 // previous read, so a loss of signal counts only when the read before was

@@ -6,8 +6,8 @@ import (
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
-// moduleCommand is "module NETDEV install|remove|temperature C|rx LANE
-// DBM|los LANE on|off".
+// moduleCommand is "module NETDEV install [osfp|dac|sfp28]|remove|
+// temperature C|rx LANE DBM|los LANE on|off".
 func moduleCommand(h *sim.Host, pos []string) error {
 	if len(pos) < 2 {
 		return usageErr("module wants NETDEV install|remove|temperature C|rx LANE DBM|los LANE on|off")
@@ -15,7 +15,14 @@ func moduleCommand(h *sim.Host, pos []string) error {
 	nd := pos[0]
 	switch pos[1] {
 	case "install":
-		return h.InstallModule(nd)
+		kind := "osfp"
+		if len(pos) == 3 {
+			kind = pos[2]
+		}
+		if len(pos) > 3 {
+			return usageErr("module NETDEV install [osfp|dac|sfp28]")
+		}
+		return h.InstallModuleKind(nd, kind)
 	case "remove":
 		return h.RemoveModule(nd)
 	case "temperature":

@@ -51,6 +51,8 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
                                           extended link state), e.g. eth2 cable_issue
                                           unsupported_cable, eth2 no_cable (*)
   module NETDEV install|remove           a healthy 400G OSFP optic in NETDEV's cage / none (*)
+  module NETDEV install dac|sfp28        a passive copper QSFP28 DAC (no diagnostics) / a
+                                         healthy 25G SFP28 optic (SFF-8472) instead
   module NETDEV temperature C            the module's temperature, e.g. 77
   module NETDEV rx LANE DBM              a lane's received power, e.g. 3 -- -12
   module NETDEV los LANE on|off          a lane's latched Rx loss of signal

@@ -27,7 +27,9 @@ Subcommands:
 nichealthctl module SUBCOMMAND --help shows its options.
 
 Exit status: 0 decoded and no reading past the module's thresholds, 1 a
-reading past them or the file could not be read or decoded, 2 usage error.
+reading past them, thresholds the module cannot mean (ignored, as the
+daemon ignores them), or the file could not be read or decoded, 2 usage
+error.
 `
 
 func runModule(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -62,10 +64,13 @@ func moduleDecode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: nichealthctl module decode [--json] [--port-down] FILE|-\n\n"+
 			"Decodes a module dump (raw bytes from \"ethtool -m DEV raw on > FILE\", or the hex\n"+
-			"form) as SFF-8636 (QSFP28 and older) or CMIS (QSFP-DD, OSFP, QSFP112). In the hex\n"+
-			"form, a line naming a page (\"page 3\", \"Upper Page 11h\") puts the 0x80-0xff lines\n"+
-			"after it on that page, so the outputs of \"ethtool -m DEV page N hex on\" can be\n"+
-			"pasted one after the other.\n\nOptions:\n")
+			"form) as SFF-8636 (QSFP28 and older), CMIS (QSFP-DD, OSFP, QSFP112) or SFF-8472\n"+
+			"(SFP, SFP28). In the hex form, a line naming a page (\"page 3\", \"Upper Page 11h\",\n"+
+			"\"Bank 1 Page 11h\") puts the 0x80-0xff lines after it on that page, and \"A2h\" puts\n"+
+			"the lines after it at an SFP's diagnostics address (as \"sfputil show\n"+
+			"eeprom-hexdump\" prints them), so the outputs of \"ethtool -m DEV page N hex on\"\n"+
+			"can be pasted one after the other. An offset given twice is refused: it means\n"+
+			"a section whose header was not recognised.\n\nOptions:\n")
 		flagdoc.PrintOptions(stderr, fs)
 	}
 	pos, code, ok := parseArgs(fs, args)
@@ -101,6 +106,9 @@ func moduleDecode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if out.Excursions == nil {
 		out.Excursions = []module.Excursion{}
 	}
+	for _, why := range m.Implausible {
+		out.Findings = append(out.Findings, "thresholds implausible, ignored: "+why)
+	}
 	for _, e := range out.Excursions {
 		out.Findings = append(out.Findings, e.String())
 	}
@@ -115,7 +123,7 @@ func moduleDecode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	} else {
 		printModule(stdout, termSafe(out))
 	}
-	if len(out.Excursions) > 0 {
+	if len(out.Excursions) > 0 || len(m.Implausible) > 0 {
 		return exitFailed
 	}
 	return exitOK
@@ -154,6 +162,9 @@ func printModule(w io.Writer, d moduleDecoded) {
 	fmt.Fprintf(w, "Serial:       %s  date code %s\n", orDash(m.Serial), orDash(m.DateCode))
 	if m.State != "" {
 		fmt.Fprintf(w, "State:        %s\n", m.State)
+	}
+	if m.Media != "" {
+		fmt.Fprintf(w, "Media:        %s\n", m.Media)
 	}
 	if m.Flat {
 		fmt.Fprintln(w, "Memory:       flat (no pages: passive copper or a module without diagnostics)")

@@ -195,3 +195,40 @@ func TestLinkStory_BlackBoxNothingRaisedNothingRepeated(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40 row 9: a passive copper DAC in an up port raises nothing (no
+// dark lanes, no 0 mA bias, no temperature from its bytes 22-23), and an
+// SFP28's diagnostics reach /metrics decoded from A2h, judged like the
+// others'.
+func TestIssue40_Row9_BlackBoxDACAndSFP28(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "dgx-h100", "")
+	n.withMetrics()
+	n.simulate()
+	const dacDev, dacNetdev, optDev, optNetdev = "mlx5_8", "enp65s0f0np0", "mlx5_9", "enp65s0f1np0"
+	simRun(t, n.h.Root, "module", dacNetdev, "install", "dac")
+	simRun(t, n.h.Root, "module", optNetdev, "install")
+	simRun(t, n.h.Root, "module", optNetdev, "temperature", "77")
+	n.start()
+	// The pass that raised the OSFP's temperature judged the DAC too.
+	n.waitEvent("hot module", findingEvent(event.KindTransceiver, "module:temperature"))
+	simRun(t, n.h.Root, "module", optNetdev, "install", "sfp28")
+	if err := n.h.SetPortState(optDev, 1, "DOWN", "Disabled"); err != nil {
+		t.Fatal(err) // a port-down asks for a pass at once
+	}
+	n.waitEvent("temperature clear", findingEvent(event.KindTransceiverOK, "module:temperature"))
+	n.waitMetric("the SFP28's received power", "nichealth_module_rx_power_watts", func(m map[string]float64) bool {
+		for k, v := range m {
+			if strings.HasPrefix(k, "nichealth_module_rx_power_watts{") && strings.Contains(k, `device="mlx5_9"`) && strings.Contains(k, `lane="1"`) {
+				return v > 4.9e-4 && v < 5.1e-4 // 0.5 mW from A2h bytes 104-105
+			}
+		}
+		return false
+	})
+	n.stop()
+	for _, e := range n.read() {
+		if e.CheckName == event.TransceiverCheck && e.Device() == dacDev {
+			t.Errorf("the passive DAC raised %+v", e)
+		}
+	}
+}

@@ -131,8 +131,10 @@ func FuzzParseEthtoolReplies(f *testing.F) {
 			_ = s.Reason()
 			_ = s.Ext.Name() + s.Ext.SubName(s.ExtSubstate)
 		}
-		if d, err := ParseModuleReply(b); err == nil && len(d) > 128 {
-			t.Fatalf("module reply of %d bytes accepted", len(d))
+		for _, n := range []uint32{1, 128} {
+			if d, err := ParseModuleReply(b, n); err == nil && len(d) != int(n) {
+				t.Fatalf("module reply of %d bytes accepted for %d asked", len(d), n)
+			}
 		}
 	})
 }

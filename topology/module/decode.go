@@ -2,6 +2,7 @@ package module
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strings"
 )
@@ -35,6 +36,17 @@ type Module struct {
 	// Flags are the module-level latched flags (clear on read: what
 	// happened since the previous read of the flag bytes).
 	Flags LevelFlags `json:"flags"`
+
+	// Media says what the module carries signals over, from its own bytes
+	// (SFF-8636 byte 147's transmitter technology, CMIS byte 85's media
+	// type, SFF-8472 byte 8's cable technology): "optical", "copper"
+	// (passive: no laser, no receiver, nothing to monitor per lane),
+	// "active-copper" or "" when the module does not say.
+	Media string `json:"media,omitempty"`
+	// Implausible names each block of thresholds the module holds that
+	// was not trusted (out of order, or outside what the quantity can
+	// physically be), with the values: that quantity is then not judged.
+	Implausible []string `json:"implausible,omitempty"`
 
 	// Missing names what could not be decoded and why (a page not read).
 	Missing []string `json:"missing,omitempty"`
@@ -147,13 +159,15 @@ func text(b []byte) string {
 }
 
 // limits decodes four consecutive thresholds (high alarm, low alarm, high
-// warning, low warning) with conv. A block of all zeros or all ones is a
-// module without thresholds, and limits whose alarms do not enclose their
-// warnings are not trusted either: judging against them would raise
-// conditions on a module's bad EEPROM.
-func limits(b []byte, conv func([]byte) float64) *Limits {
+// warning, low warning) of quantity q with conv. A block of all zeros or
+// all ones is a module without thresholds (nil, no complaint). Limits
+// whose alarms do not enclose their warnings, or that lie outside what
+// the quantity can physically be (plausible.go), are not trusted either:
+// judging against them would raise conditions on a module's bad EEPROM.
+// Those come back nil with the reason, which Decode lists in Implausible.
+func limits(q Quantity, b []byte, conv func([]byte) float64) (*Limits, string) {
 	if len(b) < 8 {
-		return nil
+		return nil, ""
 	}
 	allZero, allOnes := true, true
 	for _, c := range b[:8] {
@@ -161,13 +175,22 @@ func limits(b []byte, conv func([]byte) float64) *Limits {
 		allOnes = allOnes && c == 0xff
 	}
 	if allZero || allOnes {
-		return nil
+		return nil, ""
 	}
 	l := Limits{HighAlarm: conv(b[0:2]), LowAlarm: conv(b[2:4]), HighWarning: conv(b[4:6]), LowWarning: conv(b[6:8])}
+	return checkLimits(q, l)
+}
+
+// checkLimits is limits' judgement of decoded thresholds.
+func checkLimits(q Quantity, l Limits) (*Limits, string) {
 	if !(l.LowAlarm <= l.LowWarning && l.LowWarning < l.HighWarning && l.HighWarning <= l.HighAlarm) {
-		return nil
+		return nil, fmt.Sprintf("%s thresholds out of order (low alarm %s, low warning %s, high warning %s, high alarm %s)",
+			q.Label(), q.Format(l.LowAlarm), q.Format(l.LowWarning), q.Format(l.HighWarning), q.Format(l.HighAlarm))
 	}
-	return &l
+	if why := implausible(q, l); why != "" {
+		return nil, why
+	}
+	return &l, ""
 }
 
 // flag4 decodes a nibble of four threshold flags in SFF-8636's order
@@ -198,216 +221,12 @@ func Decode(m Memory) Module {
 	return mod
 }
 
-// decodeSFF8636 follows SFF-8636 rev 2.11: lower page Tables 6-5 to 6-10,
-// upper page 00h Table 6-14, page 03h Table 6-28.
-func decodeSFF8636(m Memory, mod *Module) {
-	lo := m.Lower
-	mod.Flat = lo[2]&0x04 != 0
-	if up := m.upper(0); up != nil {
-		mod.Vendor = text(up[148-128 : 164-128])
-		mod.PartNumber = text(up[168-128 : 184-128])
-		mod.Revision = text(up[184-128 : 186-128])
-		mod.Serial = text(up[196-128 : 212-128])
-		mod.DateCode = text(up[212-128 : 220-128])
-	} else {
-		mod.Missing = append(mod.Missing, "upper page 00h (vendor, part and serial number)")
+// limitsOf decodes one quantity's thresholds into mod, noting the block
+// it did not trust.
+func (mod *Module) limitsOf(q Quantity, b []byte, conv func([]byte) float64) *Limits {
+	l, why := limits(q, b, conv)
+	if why != "" {
+		mod.Implausible = append(mod.Implausible, why)
 	}
-	// Byte 2 bit 0 (Data_Not_Ready): the monitors are not valid yet.
-	if lo[2]&0x01 != 0 {
-		mod.Missing = append(mod.Missing, "monitors (the module says its data is not ready)")
-		return
-	}
-	mod.TemperatureC = ptr(tempC(lo[22:24]))
-	mod.VoltageV = ptr(volts(lo[26:28]))
-	mod.Flags.Temperature = flag4(lo[6] >> 4)
-	mod.Flags.Voltage = flag4(lo[7] >> 4)
-	// Page 00h byte 220 bit 2: transmitter power measured at all.
-	txPower := true
-	if up := m.upper(0); up != nil {
-		txPower = up[220-128]&0x04 != 0
-	}
-	for i := range 4 {
-		l := Lane{Lane: i + 1}
-		l.RxPowerM = ptr(powerMW(lo[34+2*i : 36+2*i]))
-		l.TxBiasMA = ptr(biasMA(lo[42+2*i:44+2*i], 1))
-		if txPower {
-			l.TxPowerM = ptr(powerMW(lo[50+2*i : 52+2*i]))
-		}
-		bit := byte(1) << i
-		l.RxLOS = lo[3]&bit != 0
-		l.TxLOS = lo[3]&(bit<<4) != 0
-		l.TxFault = lo[4]&bit != 0
-		l.RxLOL = lo[5]&bit != 0
-		l.TxLOL = lo[5]&(bit<<4) != 0
-		// Bytes 9-14: two lanes a byte, the lower lane in the high nibble.
-		nib := func(base int) byte {
-			v := lo[base+i/2]
-			if i%2 == 0 {
-				return v >> 4
-			}
-			return v & 0x0f
-		}
-		l.RxPowerFlags = flag4(nib(9))
-		l.TxBiasFlags = flag4(nib(11))
-		l.TxPowerFlags = flag4(nib(13))
-		l.Disabled = lo[86]&bit != 0
-		mod.Lanes = append(mod.Lanes, l)
-	}
-	if mod.Flat {
-		return
-	}
-	p3 := m.upper(3)
-	if p3 == nil {
-		mod.Missing = append(mod.Missing, "page 03h (the module's thresholds)")
-		return
-	}
-	bias := func(b []byte) float64 { return biasMA(b, 1) }
-	mod.Thresholds = Thresholds{
-		TemperatureC: limits(p3[0:8], tempC),
-		VoltageV:     limits(p3[16:24], volts),
-		RxPowerMW:    limits(p3[48:56], powerMW),
-		TxBiasMA:     limits(p3[56:64], bias),
-		TxPowerMW:    limits(p3[64:72], powerMW),
-	}
-	if !txPower {
-		mod.Thresholds.TxPowerMW = nil
-	}
-}
-
-// cmisStates names CMIS Table 8-7's module states.
-var cmisStates = map[byte]string{1: "ModuleLowPwr", 2: "ModulePwrUp", 3: "ModuleReady", 4: "ModulePwrDn", 5: "ModuleFault"}
-
-// decodeCMIS follows OIF-CMIS 5.x: lower memory Tables 8-5 to 8-10, page
-// 00h Tables 8-28 and 8-36, page 01h Table 8-53, page 02h Tables 8-64 and
-// 8-65, page 10h Table 8-83, page 11h Tables 8-93 to 8-99.
-func decodeCMIS(m Memory, mod *Module) {
-	lo := m.Lower
-	mod.Flat = lo[2]&0x80 != 0
-	if s, ok := cmisStates[(lo[3]>>1)&0x07]; ok {
-		mod.State = s
-	}
-	up0 := m.upper(0)
-	if up0 != nil {
-		mod.Vendor = text(up0[129-128 : 145-128])
-		mod.PartNumber = text(up0[148-128 : 164-128])
-		mod.Revision = text(up0[164-128 : 166-128])
-		mod.Serial = text(up0[166-128 : 182-128])
-		mod.DateCode = text(up0[182-128 : 190-128])
-	} else {
-		mod.Missing = append(mod.Missing, "upper page 00h (vendor, part and serial number)")
-	}
-	// Byte 9: bit 0 temperature high alarm, 1 low alarm, 2 high warning, 3
-	// low warning; bits 4-7 the same for the supply voltage.
-	cmisFlags := func(n byte) LevelFlag {
-		return LevelFlag{HighAlarm: n&1 != 0, LowAlarm: n&2 != 0, HighWarning: n&4 != 0, LowWarning: n&8 != 0}
-	}
-	mod.Flags.Temperature = cmisFlags(lo[9] & 0x0f)
-	mod.Flags.Voltage = cmisFlags(lo[9] >> 4)
-	p1 := m.upper(1)
-	// Page 01h bytes 159-160 advertise the monitors; a flat module has no
-	// page 01h, and its temperature and voltage bytes are then taken as
-	// they read (zero on passive copper).
-	tempOK, vccOK, biasOK, txOK, rxOK, mult := true, true, true, true, true, 1.0
-	if p1 != nil {
-		tempOK = p1[159-128]&0x01 != 0
-		vccOK = p1[159-128]&0x02 != 0
-		biasOK = p1[160-128]&0x01 != 0
-		txOK = p1[160-128]&0x02 != 0
-		rxOK = p1[160-128]&0x04 != 0
-		switch (p1[160-128] >> 3) & 0x03 {
-		case 1:
-			mult = 2
-		case 2:
-			mult = 4
-		}
-	}
-	if tempOK {
-		mod.TemperatureC = ptr(tempC(lo[14:16]))
-	}
-	if vccOK {
-		mod.VoltageV = ptr(volts(lo[16:18]))
-	}
-	if mod.Flat {
-		return
-	}
-	if p1 == nil {
-		mod.Missing = append(mod.Missing, "page 01h (which monitors the module has)")
-	}
-	if p2 := m.upper(2); p2 != nil {
-		bias := func(b []byte) float64 { return biasMA(b, mult) }
-		mod.Thresholds = Thresholds{
-			TemperatureC: limits(p2[0:8], tempC),
-			VoltageV:     limits(p2[8:16], volts),
-			TxPowerMW:    limits(p2[48:56], powerMW),
-			TxBiasMA:     limits(p2[56:64], bias),
-			RxPowerMW:    limits(p2[64:72], powerMW),
-		}
-		if !tempOK {
-			mod.Thresholds.TemperatureC = nil
-		}
-		if !vccOK {
-			mod.Thresholds.VoltageV = nil
-		}
-		if !biasOK {
-			mod.Thresholds.TxBiasMA = nil
-		}
-		if !txOK {
-			mod.Thresholds.TxPowerMW = nil
-		}
-		if !rxOK {
-			mod.Thresholds.RxPowerMW = nil
-		}
-	} else {
-		mod.Missing = append(mod.Missing, "page 02h (the module's thresholds)")
-	}
-	p11 := m.upper(0x11)
-	if p11 == nil {
-		mod.Missing = append(mod.Missing, "page 11h (lane monitors and flags)")
-		return
-	}
-	var unsupported, disabled byte
-	if up0 != nil {
-		unsupported = up0[210-128]
-	}
-	if p10 := m.upper(0x10); p10 != nil {
-		disabled = p10[130-128]
-	}
-	at := func(byteNo int) byte { return p11[byteNo-128] }
-	for i := range 8 {
-		bit := byte(1) << i
-		l := Lane{Lane: i + 1, Unsupported: unsupported&bit != 0, Disabled: disabled&bit != 0}
-		// Bytes 128-131: host lane 1 in the low nibble of 128, lane 2 in
-		// its high nibble; 1h is DPDeactivated (Table 8-94).
-		l.Deactivated = (at(128+i/2)>>(4*(i%2)))&0x0f == 1
-		if txOK {
-			l.TxPowerM = ptr(powerMW(p11[154-128+2*i : 156-128+2*i]))
-		}
-		if biasOK {
-			l.TxBiasMA = ptr(biasMA(p11[170-128+2*i:172-128+2*i], mult))
-		}
-		if rxOK {
-			l.RxPowerM = ptr(powerMW(p11[186-128+2*i : 188-128+2*i]))
-		}
-		l.TxFault = at(135)&bit != 0
-		l.TxLOS = at(136)&bit != 0
-		l.TxLOL = at(137)&bit != 0
-		l.TxPowerFlags = LevelFlag{HighAlarm: at(139)&bit != 0, LowAlarm: at(140)&bit != 0, HighWarning: at(141)&bit != 0, LowWarning: at(142)&bit != 0}
-		l.TxBiasFlags = LevelFlag{HighAlarm: at(143)&bit != 0, LowAlarm: at(144)&bit != 0, HighWarning: at(145)&bit != 0, LowWarning: at(146)&bit != 0}
-		l.RxLOS = at(147)&bit != 0
-		l.RxLOL = at(148)&bit != 0
-		l.RxPowerFlags = LevelFlag{HighAlarm: at(149)&bit != 0, LowAlarm: at(150)&bit != 0, HighWarning: at(151)&bit != 0, LowWarning: at(152)&bit != 0}
-		mod.Lanes = append(mod.Lanes, l)
-	}
-}
-
-// decodeSFF8472 identifies an SFP module (SFF-8472 rev 12.4 Table 4-1,
-// address 0x50 bytes 20-91); its diagnostics at 0xA2 are not read.
-func decodeSFF8472(m Memory, mod *Module) {
-	lo := m.Lower
-	mod.Vendor = text(lo[20:36])
-	mod.PartNumber = text(lo[40:56])
-	mod.Revision = text(lo[56:60])
-	mod.Serial = text(lo[68:84])
-	mod.DateCode = text(lo[84:92])
-	mod.Missing = append(mod.Missing, "diagnostics (SFP modules are identified only)")
+	return l
 }

@@ -6,7 +6,13 @@
 // thresholds. Two memory maps are decoded: SFF-8636 (QSFP, QSFP+, QSFP28;
 // thresholds on page 03h) and OIF CMIS (QSFP-DD, OSFP, QSFP112; module
 // monitors in the lower page, thresholds on page 02h, lane flags and
-// monitors on page 11h). SFP modules (SFF-8472) are identified only.
+// monitors on page 11h) and SFF-8472 (SFP, SFP+, SFP28: identity at A0h,
+// diagnostics and thresholds at A2h, internally or externally calibrated).
+// What a module monitors is told by its own bytes: a copper cable (SFF-8636
+// byte 147, CMIS byte 85, SFF-8472 byte 8) has no lane monitors, and a
+// module without diagnostics has no readings, whatever its bytes hold.
+// Thresholds outside what their quantity can physically be are not
+// trusted (Module.Implausible).
 //
 // Everything here is a pure function over bytes, fuzzed: Decode takes the
 // pages as read (Memory), from the kernel one page at a time

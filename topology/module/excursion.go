@@ -103,6 +103,11 @@ const NoLightMW = 0.001
 // up) is not judged: an unused lane sends and receives nothing, and
 // nothing is what a low threshold alarms on. nil inUse means every lane
 // the module itself does not call unused.
+//
+// "Past" is strict: a high flag is set when the value exceeds the
+// threshold and a low flag when it is below it (SFF-8472 Table 9-12,
+// SFF-8636 and CMIS word it the same way), so a reading equal to a
+// threshold is not past it, as the module's own flags say.
 func Excursions(m Module, inUse func(Lane) bool) []Excursion {
 	var out []Excursion
 	judge := func(q Quantity, lane int, v *float64, lim *Limits, lowSide bool) {

@@ -1,9 +1,18 @@
 package module
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
+
+// ErrNoModule says a cage answered that it holds no module (or that its
+// driver reads none): mlx5 answers EIO for an empty cage (its MCIA
+// register read fails, and older kernels log "query_mcia_reg failed" at
+// error level for each try), drivers without module support EOPNOTSUPP.
+// Readers wrap the errno with it, so the daemon can leave the cage alone
+// until its port changes.
+var ErrNoModule = errors.New("no module answers in the cage")
 
 // PageSize is the size of the lower page and of every upper page.
 const PageSize = 128
@@ -15,7 +24,7 @@ const (
 	SpecUnknown Spec = iota
 	SpecSFF8636      // QSFP, QSFP+, QSFP28 (SFF-8436/SFF-8636)
 	SpecCMIS         // QSFP-DD, OSFP, QSFP112 and the other CMIS modules
-	SpecSFF8472      // SFP, SFP+, SFP28: identified only
+	SpecSFF8472      // SFP, SFP+, SFP28 (A0h identity, A2h diagnostics)
 )
 
 func (s Spec) String() string {
@@ -78,12 +87,22 @@ func IdentifierName(id byte) string {
 
 // Memory is a module's memory as read: the lower page (bytes 0-127 at I2C
 // address 0x50) and the upper pages of bank 0 that were read, each the 128
-// bytes at offsets 128-255 with that page selected. An SFP module's second
-// address (0xA2, its diagnostics) is not read: SFP modules are identified
-// from address 0x50 only.
+// bytes at offsets 128-255 with that page selected. An SFP module
+// (SFF-8472) also answers at a second address, 0x51 (A2h): its
+// diagnostics, of which A2 holds bytes 0-127 when they were read.
 type Memory struct {
 	Lower []byte
 	Upper map[byte][]byte
+	A2    []byte
+}
+
+// a2 returns SFF-8472's A2h bytes 0-127, or nil when they were not read
+// whole.
+func (m Memory) a2() []byte {
+	if len(m.A2) != PageSize {
+		return nil
+	}
+	return m.A2
 }
 
 // upper returns page p's upper half, or nil when it was not read.
@@ -133,6 +152,70 @@ func PagesWanted(lower []byte) []byte {
 	return nil
 }
 
+// NextPages says which upper pages of bank 0 a reader should ask for next,
+// given what m already holds (the lower page and upper page 00h first):
+// only pages the module advertises and the diagnostics use, none it
+// already has. A reader calls it until it returns nothing (at most three
+// rounds), so a page is asked for only after the page that advertises it:
+//   - SFF-8636: page 03h (thresholds) when the memory is paged (byte 2 bit
+//     2 clear: page 03h comes with paging) and the module monitors
+//     anything (not copper without byte 220's temperature and voltage
+//     bits); pages 01h and 02h (byte 195 bits 6-7) hold nothing judged;
+//   - CMIS: nothing for flat memory (byte 2 bit 7); else page 01h (what
+//     the module advertises), then 02h (thresholds) when a monitor is
+//     advertised, and 10h and 11h (lane controls, flags, monitors) when
+//     cmisLanePages says the lanes have any. Bank 0 only: lanes 1-8.
+//   - SFF-8472 and unknown maps: no pages (an SFP's diagnostics are at
+//     address A2h: WantsA2).
+func NextPages(m Memory) []byte {
+	lo := m.Lower
+	if len(lo) != PageSize || m.upper(0) == nil {
+		return nil
+	}
+	var want []byte
+	switch SpecOf(lo[0]) {
+	case SpecSFF8636:
+		if lo[2]&0x04 != 0 {
+			return nil
+		}
+		up := m.upper(0)
+		optical := up[147-128]>>4 < sffTechCopperPassiveUnequalized && up[130-128] != 0x21
+		if optical || up[220-128]&0x30 != 0 {
+			want = []byte{0x03}
+		}
+	case SpecCMIS:
+		if lo[2]&0x80 != 0 {
+			return nil
+		}
+		p1 := m.upper(1)
+		if p1 == nil {
+			return []byte{0x01}
+		}
+		// Thresholds for the module monitors (byte 159), and for lane
+		// monitors (byte 160) unless the module is passive copper.
+		if p1[159-128]&0x03 != 0 || (lo[85] != 0x03 && p1[160-128]&0x07 != 0) {
+			want = append(want, 0x02)
+		}
+		if cmisLanePages(lo, p1) {
+			want = append(want, 0x10, 0x11)
+		}
+	}
+	var out []byte
+	for _, p := range want {
+		if m.upper(p) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// WantsA2 says whether an SFF-8472 module's diagnostics at address A2h
+// are worth reading: A0h byte 92 bit 6 says it implements them. A passive
+// DAC does not, and is not asked.
+func WantsA2(lower []byte) bool {
+	return len(lower) == PageSize && SpecOf(lower[0]) == SpecSFF8472 && lower[92]&sfpDDM != 0
+}
+
 // flatLayout is the order in which a flat dump holds its upper pages after
 // the first 256 bytes (lower page, upper page 00h): the layout the legacy
 // ETHTOOL_GMODULEEEPROM ioctl returns, which `ethtool -m DEV raw on` saves
@@ -140,7 +223,9 @@ func PagesWanted(lower []byte) []byte {
 // parsers read. SFF-8636: pages 01h, 02h, 03h (640 bytes, SFF-8636's
 // ETH_MODULE_SFF_8636_MAX_LEN); CMIS: pages 01h, 02h, 10h, 11h (768 bytes,
 // the layout of ethtool's first QSFP-DD parser). A driver may trim pages
-// from the end only.
+// from the end only. SFF-8472 has no pages: its flat dump is A0h's 256
+// bytes then A2h's 256 (512 bytes, ETH_MODULE_SFF_8472_LEN), of which A2h
+// bytes 0-127 are the diagnostics.
 func flatLayout(s Spec) []byte {
 	switch s {
 	case SpecSFF8636:
@@ -175,6 +260,9 @@ func FromFlat(b []byte) (Memory, error) {
 		}
 		m.Upper[p] = slices.Clone(b[at : at+PageSize])
 	}
+	if SpecOf(b[0]) == SpecSFF8472 && len(b) >= 3*PageSize {
+		m.A2 = slices.Clone(b[2*PageSize : 3*PageSize])
+	}
 	return m, nil
 }
 
@@ -187,6 +275,14 @@ func (m Memory) Flat() []byte {
 		return nil
 	}
 	out := slices.Clone(m.Lower)
+	if SpecOf(m.Lower[0]) == SpecSFF8472 && m.a2() != nil {
+		up := m.upper(0)
+		if up == nil {
+			up = make([]byte, PageSize)
+		}
+		out = append(append(out, up...), m.a2()...)
+		return append(out, make([]byte, PageSize)...)
+	}
 	if m.upper(0) == nil {
 		return out
 	}

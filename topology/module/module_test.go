@@ -297,7 +297,7 @@ func TestModule_LimitsNotTrustedWhenAbsentOrInconsistent(t *testing.T) {
 		make([]byte, 8), bytes.Repeat([]byte{0xff}, 8),
 		{0, 10, 0, 20, 0, 5, 0, 15}, // high alarm under the low alarm
 	} {
-		if l := limits(b, powerMW); l != nil {
+		if l, _ := limits(RxPower, b, powerMW); l != nil {
 			t.Errorf("limits(% x) = %+v, want none", b, *l)
 		}
 	}
@@ -407,6 +407,14 @@ func FuzzParseDump(f *testing.F) {
 	f.Add(cmisVector().Flat())
 	f.Add(sff8636Vector().Flat())
 	f.Add([]byte("Upper page 11h\n0x80: ff ff\n"))
+	f.Add(sfp28(true).Flat())
+	var sb strings.Builder
+	sb.WriteString("A0h\n")
+	hexLines(&sb, sfp28(false).Lower, 0)
+	sb.WriteString("A2h\n")
+	hexLines(&sb, sfp28(false).A2, 0)
+	f.Add([]byte(sb.String()))
+	f.Add(passiveDAC().Flat())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseDump(b)
 		if err != nil {

@@ -35,15 +35,16 @@ func validName(s string) bool {
 // Only a test, or nichealthd built with the simulate tag, passes it.
 type Modules struct{ Root string }
 
-// Module reads netdev's dump: an empty cage is EOPNOTSUPP, as a driver
-// without a module answers.
+// Module reads netdev's dump: an empty cage answers module.ErrNoModule
+// wrapping EOPNOTSUPP, as topology/ethtool reports a cage without a
+// module.
 func (m Modules) Module(netdev string) (module.Memory, error) {
 	if !validName(netdev) {
 		return module.Memory{}, fmt.Errorf("bad netdev name %q", netdev)
 	}
 	b, err := os.ReadFile(filepath.Join(m.Root, ModuleDir, netdev))
 	if errors.Is(err, fs.ErrNotExist) {
-		return module.Memory{}, fmt.Errorf("%s: no module: %w", netdev, unix.EOPNOTSUPP)
+		return module.Memory{}, fmt.Errorf("%s: %w: %w", netdev, module.ErrNoModule, unix.EOPNOTSUPP)
 	}
 	if err != nil {
 		return module.Memory{}, err
@@ -88,12 +89,80 @@ func healthyOSFP(serial string) module.Memory {
 	return module.Memory{Lower: lo, Upper: map[byte][]byte{0: up0, 1: p1, 2: p2, 0x10: p10, 0x11: p11}}
 }
 
+// passiveDAC is a 100G passive copper QSFP28 cable's plug (SFF-8636):
+// paged memory with a page 03h of thresholds copied from an optic's, as
+// such cables are built, but byte 147 says copper (Ah: passive,
+// unequalized) and byte 220 says it monitors nothing. Bytes 22-23 hold
+// 01 80, which a decoder reading them regardless shows as 1.5 °C, and
+// the lane monitors are zero, which judged would be four dark lanes.
+func passiveDAC(serial string) module.Memory {
+	lo := make([]byte, module.PageSize)
+	lo[0], lo[1], lo[22], lo[23] = 0x11, 0x07, 0x01, 0x80
+	up0 := make([]byte, module.PageSize)
+	up0[0], up0[130-128] = 0x11, 0x23 // identifier, no separable connector
+	up0[147-128] = 0xa0
+	copy(up0[148-128:], fmt.Sprintf("%-16s", "NVIDIA"))
+	copy(up0[168-128:], fmt.Sprintf("%-16s", "MCP1600-C001E30N"))
+	copy(up0[184-128:], "A3")
+	copy(up0[196-128:], fmt.Sprintf("%-16s", serial))
+	p3 := make([]byte, module.PageSize)
+	copy(p3, []byte{0x50, 0, 0xf6, 0, 0x46, 0, 0, 0})
+	copy(p3[48:], []byte{0x87, 0x71, 0x01, 0xd3, 0x43, 0xe2, 0x03, 0xa5})
+	copy(p3[56:], []byte{0x10, 0x9a, 0x0a, 0xba, 0x0f, 0xa0, 0x0b, 0xb8})
+	return module.Memory{Lower: lo, Upper: map[byte][]byte{0: up0, 3: p3}}
+}
+
+// healthySFP28 is a 25G SR SFP28 optic (SFF-8472, internally calibrated):
+// 38 °C, 3.3 V, 6.5 mA bias, 0.6 mW (-2.2 dBm) sent, 0.5 mW (-3 dBm)
+// received, thresholds of a typical SR part.
+func healthySFP28(serial string) module.Memory {
+	lo := make([]byte, module.PageSize)
+	lo[0], lo[1], lo[2] = 0x03, 0x04, 0x07 // SFP, 2-wire ID, LC
+	copy(lo[20:], fmt.Sprintf("%-16s", "NVIDIA"))
+	copy(lo[40:], fmt.Sprintf("%-16s", "MMA2P00-AS"))
+	copy(lo[56:], "A1  ")
+	copy(lo[68:], fmt.Sprintf("%-16s", serial))
+	copy(lo[84:], "240601  ")
+	lo[92] = 0x68 // diagnostics, internally calibrated, average Rx power
+	a2 := make([]byte, module.PageSize)
+	put := func(at int, vs ...uint16) {
+		for i, v := range vs {
+			binary.BigEndian.PutUint16(a2[at+2*i:], v)
+		}
+	}
+	put(0, 80<<8, 0xf600, 75<<8, 0xfb00)    // 80, -10, 75, -5 °C
+	put(8, 36300, 29700, 34650, 31350)      // 3.63, 2.97, 3.465, 3.135 V
+	put(16, 6000, 1000, 5500, 1500)         // 12, 2, 11, 3 mA
+	put(24, 15849, 1585, 12589, 1995)       // +2, -8, +1, -7 dBm
+	put(32, 15849, 398, 12589, 501)         // +2, -14, +1, -13 dBm
+	put(96, 38<<8, 33000, 3250, 6000, 5000) // readings
+	return module.Memory{Lower: lo, Upper: map[byte][]byte{0: make([]byte, module.PageSize)}, A2: a2}
+}
+
+// ModuleKinds are what InstallModuleKind plugs in.
+var ModuleKinds = []string{"osfp", "dac", "sfp28"}
+
 // InstallModule plugs a healthy 400G OSFP optic into netdev's cage.
-func (h *Host) InstallModule(netdev string) error {
+func (h *Host) InstallModule(netdev string) error { return h.InstallModuleKind(netdev, "osfp") }
+
+// InstallModuleKind plugs a module of kind into netdev's cage: "osfp" (a
+// healthy 400G OSFP optic, CMIS), "dac" (a passive copper QSFP28 cable
+// without diagnostics, SFF-8636) or "sfp28" (a healthy 25G SFP28 optic,
+// SFF-8472, as in ConnectX-6 Lx ports).
+func (h *Host) InstallModuleKind(netdev, kind string) error {
 	if !validName(netdev) {
 		return fmt.Errorf("bad netdev name %q", netdev)
 	}
-	return h.writeModule(netdev, healthyOSFP("SIM"+strings.ToUpper(netdev)))
+	serial := "SIM" + strings.ToUpper(netdev)
+	switch kind {
+	case "osfp":
+		return h.writeModule(netdev, healthyOSFP(serial))
+	case "dac":
+		return h.writeModule(netdev, passiveDAC(serial))
+	case "sfp28":
+		return h.writeModule(netdev, healthySFP28(serial))
+	}
+	return fmt.Errorf("unknown module kind %q (%s)", kind, strings.Join(ModuleKinds, ", "))
 }
 
 // RemoveModule empties netdev's cage.
@@ -135,6 +204,9 @@ func (h *Host) SetModule(netdev, what string, lane int, value float64) error {
 	}
 	if err != nil {
 		return err
+	}
+	if module.SpecOf(m.Lower[0]) != module.SpecCMIS {
+		return fmt.Errorf("%s: only the OSFP optic's readings can be set (the cage holds a %s)", netdev, module.Decode(m).Type)
 	}
 	p11 := m.Upper[0x11]
 	if len(p11) != module.PageSize {
