@@ -15,43 +15,26 @@ type measure struct {
 	breach       bool
 }
 
-// windowState says what a velocity reading does to its window.
-type windowState int
+// windowState is WindowState inside the package.
+type windowState = WindowState
 
 const (
-	windowJudged    windowState = iota // a full window, judged; the next one starts now
-	windowPersisted                    // judged, and the new window's start must be saved
-	windowHeld                         // not full yet: the snapshot holds
-	windowRestarted                    // restarted from this reading, not judged
+	windowJudged    = WindowJudged
+	windowPersisted = WindowPersisted
+	windowHeld      = WindowHeld
+	windowRestarted = WindowRestarted
 )
 
 // velocity judges a velocity counter over its window (seed 10.4 step 5):
 // never before the window is full, never extrapolated.
 func velocity(d *countertable.Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
 	window := d.Window()
-	elapsed := now.Sub(snap.Timestamp)
-	switch {
-	case elapsed < 0:
-		// The wall clock was stepped back behind the snapshot. Holding
-		// the snapshot would freeze the window until the clock caught up
-		// (possibly days); restart it from this reading instead.
-		return measure{}, windowRestarted
-	case elapsed < window:
-		return measure{}, windowHeld
-	case window < PersistWindowFrom && !ent.seen && elapsed > window+window/2:
-		// First reading in this process of a short window restored from
-		// the state file: its rollovers were not saved, so the snapshot
-		// may be far older than the window in progress when the daemon
-		// stopped, and averaging over it would dilute a burst. Start a
-		// fresh window; a lasting fault shows in it.
-		return measure{}, windowRestarted
+	elapsed, w := Hold(window, snap.Timestamp, now, !ent.seen)
+	if w == windowHeld || w == windowRestarted {
+		return measure{}, w
 	}
 	rate := float64(delta) * float64(window) / float64(elapsed)
-	m := measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > d.Threshold}
-	if window >= PersistWindowFrom {
-		return m, windowPersisted
-	}
-	return m, windowJudged
+	return measure{delta: delta, elapsed: elapsed, rate: rate, perSec: float64(delta) / elapsed.Seconds(), breach: rate > d.Threshold}, w
 }
 
 // deltaOver judges a delta counter: the change since the last reading
