@@ -96,6 +96,16 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 	return specs
 }
 
+// Resume reconciles the memory restored from the state file with the
+// configuration: classes raised before [roce] was switched off while the
+// daemon was down clear now, not never.
+func (c *Check) Resume() []event.Spec {
+	if c.cfg.On {
+		return nil
+	}
+	return c.Configure(c.cfg)
+}
+
 // Run judges every RoCE port's window on a counter tick.
 func (c *Check) Run(cy *checks.Cycle) {
 	obs := cy.Obs

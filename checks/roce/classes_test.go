@@ -298,3 +298,24 @@ func TestDesign16_MemoryBounded(t *testing.T) {
 		}
 	}
 }
+
+// Switched off while the daemon was down: the restored classes clear at
+// the start, with their events.
+func TestDesign16_SwitchedOffWhileDownClearsOnResume(t *testing.T) {
+	r := newRig(t, defaults)
+	r.tick(0)
+	r.run(time.Minute, map[Signal]uint64{OutOfBuffer: 50})
+	raw, err := r.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCheck()
+	c.Configure(Config{On: false, Thresholds: defaults})
+	c.Restore(raw)
+	if got := c.Resume(); !slices.Equal(codes(got), []string{"roce-cleared:roce-rx-starved"}) {
+		t.Fatalf("resume: %v", codes(got))
+	}
+	if rs := c.Restate(); len(rs) != 0 {
+		t.Fatalf("restated after the clear: %+v", rs)
+	}
+}
