@@ -111,6 +111,14 @@ func TestRoCE_BlackBox_ClassesInEveryView(t *testing.T) {
 	}
 	v.agree(verdictWant{dev, 1, "healthy"})
 
+	// Quiet until a whole window without marks has been judged, so the
+	// next window sees loss alone; roce-congested goes without an event.
+	load.set(nil)
+	v.waitScrape(classOf("roce-congested") + " 0")
+	if n := count(v.read()[skip:], portEvent(dev, event.KindRoCE)); n != 0 {
+		t.Fatalf("a busy port raised %d RoCE events: %s", n, summary(v.read()[skip:]))
+	}
+
 	// Loss with no congestion signal: the lossless configuration.
 	load.set(map[string]uint64{"out_of_sequence": 3, "packet_seq_err": 1})
 	e := v.waitEventAfter(skip, "roce-lossy", portEvent(dev, event.KindRoCE))
@@ -137,10 +145,20 @@ func TestRoCE_BlackBox_ClassesInEveryView(t *testing.T) {
 	// The host not posting receive buffers, and a receiver that stopped
 	// draining on priority 3 (the CLI writes the storm event).
 	skip = len(v.read())
-	// The CLI first: it rewrites the statistics file while the load is
-	// still quiet, so the two writers never race.
-	v.sim("roce", dev, "1", "tx_pause_storm_warning_events", "+1")
 	load.set(map[string]uint64{"out_of_buffer": 5, "tx_prio3_pause_duration": 60000, "tx_prio3_pause": 100})
+	netdev := simDevice(t, v.h, dev).NetDev
+	deadline := time.Now().Add(waitDeadline)
+	for d, _ := v.h.PHYStat(netdev, "tx_prio3_pause_duration"); d == 0; d, _ = v.h.PHYStat(netdev, "tx_prio3_pause_duration") {
+		if time.Now().After(deadline) {
+			t.Fatal("the load never paused priority 3")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The CLI writes the storm event, the load held meanwhile: both
+	// rewrite the statistics file, and must not race.
+	load.mu.Lock()
+	v.sim("roce", dev, "1", "tx_pause_storm_warning_events", "+1")
+	load.mu.Unlock()
 	seen := map[string]event.Event{}
 	for len(seen) < 2 {
 		e := v.waitEventAfter(skip, "roce-rx-starved and roce-pause-storm", portEvent(dev, event.KindRoCE))
