@@ -112,6 +112,8 @@ type File struct {
 
 	FarEnd FarEndFile `toml:"farEnd"`
 
+	RoCE RoCEFile `toml:"roce"`
+
 	Fabric FabricFile `toml:"fabric"`
 
 	Sinks struct {
@@ -195,6 +197,9 @@ type Config struct {
 	// FarEnd is the switch port at the other end of each IB cable.
 	FarEnd FarEndConfig
 
+	// RoCE is the RoCE congestion and loss classes (DESIGN.md section 16).
+	RoCE RoCEConfig
+
 	// Fabric is this host's share of the fabric's switch ports.
 	Fabric FabricConfig
 
@@ -266,7 +271,7 @@ func Parse(path string, b []byte) (*Config, error) {
 
 // durationKeys take a duration string ("1s", "250ms").
 var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
-	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout",
+	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout", "roce.window",
 	"fabric.interval", "fabric.timeout"}
 
 // durationError names the key and line of a duration written as something

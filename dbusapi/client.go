@@ -345,6 +345,8 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 	if len(p.PeerCounters) == 0 {
 		p.PeerCounters = nil
 	}
+	p.RoCEClass, p.RoCEEvidence = get[string](m, "RoCEClass"), get[string](m, "RoCEEvidence")
+	p.RoCEPauseLostGbps, p.RoCEPauseLostPercent = get[float64](m, "RoCEPauseLostGbps"), get[float64](m, "RoCEPauseLostPercent")
 	for name, f := range get[map[string]map[string]dbus.Variant](m, "Counters") {
 		fm := varMap(f)
 		p.Counters = append(p.Counters, CounterView{

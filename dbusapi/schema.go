@@ -143,6 +143,10 @@ func portProps() []propDef[PortView] {
 		{"PeerPort", "u", true, func(p *PortView) any { return p.PeerPort }},
 		{"PeerName", "s", true, func(p *PortView) any { return p.PeerName }},
 		{"PeerCounters", "a{st}", false, func(p *PortView) any { return nonNilMap(p.PeerCounters) }},
+		{"RoCEClass", "s", true, func(p *PortView) any { return p.RoCEClass }},
+		{"RoCEEvidence", "s", true, func(p *PortView) any { return p.RoCEEvidence }},
+		{"RoCEPauseLostGbps", "d", false, func(p *PortView) any { return p.RoCEPauseLostGbps }},
+		{"RoCEPauseLostPercent", "d", false, func(p *PortView) any { return p.RoCEPauseLostPercent }},
 	}
 }
 

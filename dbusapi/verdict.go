@@ -124,6 +124,7 @@ func PortViewOf(p *health.Port) PortView {
 			}
 		}
 	}
+	roceView(&pv, p.RoCE)
 	for _, c := range p.Counters {
 		cv := CounterView{Name: c.Name, Value: c.Value, Rate: c.Rate, Unit: c.Unit, ThresholdType: c.ThresholdType,
 			Threshold: c.Threshold, Fatal: c.Fatal, Breached: c.Breached, Saturated: c.Saturated,

@@ -59,6 +59,16 @@ type PortView struct {
 	// LinkDownReason is why a RoCE port's link is down, as its driver said
 	// ("" while up or when the driver said nothing).
 	LinkDownReason string `json:"linkDownReason"`
+	// RoCEClass is a RoCE port's congestion and loss classes, comma
+	// separated ("roce-congested", "roce-lossy", "roce-rx-starved",
+	// "roce-pause-storm"; "" none or not judged), RoCEEvidence each one's
+	// evidence ("class: evidence", "; " between), and RoCEPauseLostGbps
+	// and RoCEPauseLostPercent the bandwidth its rx pauses cost over the
+	// last window (DESIGN.md section 16).
+	RoCEClass            string  `json:"roceClass"`
+	RoCEEvidence         string  `json:"roceEvidence"`
+	RoCEPauseLostGbps    float64 `json:"rocePauseLostGbps"`
+	RoCEPauseLostPercent float64 `json:"rocePauseLostPercent"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

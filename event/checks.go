@@ -26,6 +26,10 @@ const (
 	// Checks of their own in --checks and on the wire.
 	TransceiverCheck    = "NICTransceiverCheck"
 	FirmwareHealthCheck = "NICFirmwareHealthCheck"
+	// RoCECheck is the RoCE congestion and loss check's name in the panic
+	// boundary (DESIGN.md section 16); its events are the Ethernet
+	// degradation check's.
+	RoCECheck = "RoCECongestionCheck"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

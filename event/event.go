@@ -138,6 +138,12 @@ const (
 	KindTransceiverOK    Kind = "transceiver-ok"
 	KindFirmwareHealth   Kind = "firmware-health"
 	KindFirmwareHealthOK Kind = "firmware-health-ok"
+	// RoCE congestion and loss (DESIGN.md section 16): a RoCE port in a
+	// non-fatal class (roce-lossy, roce-rx-starved, roce-pause-storm: the
+	// error code; metadata "class", "evidence", "reason", "fix"), and its
+	// clear.
+	KindRoCE        Kind = "roce"
+	KindRoCECleared Kind = "roce-cleared"
 )
 
 // Kinds lists every kind, in a stable order, for catalogs and docs.
@@ -154,6 +160,7 @@ var Kinds = []Kind{
 	KindKernelLog, KindKernelLogCleared,
 	KindPeerBreach, KindPeerRecovered, KindPeerSaturated, KindPeerUnsaturated, KindFarEndLost, KindFarEndRestored,
 	KindTransceiver, KindTransceiverOK, KindFirmwareHealth, KindFirmwareHealthOK,
+	KindRoCE, KindRoCECleared,
 }
 
 // RecommendedAction is NVSentinel's enum; the numbers are wire values.

@@ -71,7 +71,7 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 		return condition.OfNode("no-subnet-manager " + e.Metadata["role"]), true
 	case KindFarEndLost, KindFarEndRestored:
 		return condition.OfNode("farEnd"), true
-	case KindCounterSaturated, KindCounterUnsaturated, KindCongestion, KindCongestionCleared,
+	case KindCounterSaturated, KindCounterUnsaturated, KindCongestion, KindCongestionCleared, KindRoCE, KindRoCECleared,
 		KindPeerBreach, KindPeerRecovered, KindPeerSaturated, KindPeerUnsaturated:
 		// Keyed by their own error code ("saturated:link_downed",
 		// "congestion"), never by the counter's name: a saturated

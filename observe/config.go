@@ -49,6 +49,16 @@ type Config struct {
 type Counter struct {
 	Name string
 	Path CounterPath
+	// LinkLayer narrows the row to ports of one link layer ("" every
+	// port its path applies to): the RoCE signals (checks/roce) are read
+	// on Ethernet ports only, though some of their hw_counters files also
+	// exist on InfiniBand ports.
+	LinkLayer string
+}
+
+// AppliesTo reports whether the row is read on a port of the link layer.
+func (c Counter) AppliesTo(linkLayer string) bool {
+	return c.Path.AppliesTo(linkLayer) && (c.LinkLayer == "" || c.LinkLayer == linkLayer)
 }
 
 // Boot is what the process knows of the host's past when it starts (seed

@@ -146,7 +146,7 @@ func (o *Observer) planCounters(pp *portPlan, missing []string, ow owner) {
 	byFile := map[string]int{}
 	var phyRows []int
 	for i, c := range o.cfg.Counters {
-		if !c.Path.AppliesTo(port.LinkLayer) {
+		if !c.AppliesTo(port.LinkLayer) {
 			continue
 		}
 		if c.Path.Ethtool() {
@@ -183,7 +183,7 @@ func (o *Observer) planCounters(pp *portPlan, missing []string, ow owner) {
 func (o *Observer) applicable(linkLayer string) []Counter {
 	var out []Counter
 	for _, c := range o.cfg.Counters {
-		if c.Path.AppliesTo(linkLayer) {
+		if c.AppliesTo(linkLayer) {
 			out = append(out, c)
 		}
 	}
@@ -207,7 +207,7 @@ func (o *Observer) logAvailability(dev string, present, missing []string) {
 	}
 	o.log.Warn("counter files missing; those counters are skipped on this device (not read) until a reload or rediscovery looks for them again", "device", dev,
 		"missing", missing, "available", present,
-		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent")
+		"fix", "expected for counters this NIC generation or firmware lacks; set enabled = false for them under [[counterDetection.counters]] if this is permanent (roce: rows are the RoCE classes' signals, which older firmware and the inbox driver partly lack: the classes judge with the rest, or set [roce] enabled = false)")
 }
 
 func uniq(s []string) []string {

@@ -15,33 +15,30 @@ type measure struct {
 	breach       bool
 }
 
-// windowState says what a velocity reading does to its window.
-type windowState int
+// windowState is WindowState inside the package.
+type windowState = WindowState
 
 const (
-	windowJudged    windowState = iota // a full window, judged; the next one starts now
-	windowPersisted                    // judged, and the new window's start must be saved
-	windowHeld                         // not full yet: the snapshot holds
-	windowRestarted                    // restarted from this reading, not judged
+	windowJudged    = WindowJudged
+	windowPersisted = WindowPersisted
+	windowHeld      = WindowHeld
+	windowRestarted = WindowRestarted
 )
 
 // over is the one velocity judgement of both ends of a cable (seed 10.4
 // step 5, DESIGN.md section 13 "judged as the near end is"): the increase
 // since start, over the real time elapsed since start, never before a full
-// window has elapsed and never extrapolated from less. The local counters
-// call it at each 1 s tick with the snapshot of their window in progress,
-// the far end at each of its reads (a minute apart) with the start a
-// Slide picks.
+// window has elapsed (Hold) and never extrapolated from less. The local
+// counters call it at each 1 s tick with the snapshot of their window in
+// progress, the far end at each of its reads (a minute apart) with the
+// start a Slide picks.
 func over(window time.Duration, threshold float64, start CounterSnapshot, now time.Time, value uint64) (measure, windowState) {
-	elapsed := now.Sub(start.Timestamp)
-	switch {
-	case elapsed < 0:
-		// The wall clock was stepped back behind the start. Holding it
-		// would freeze the window until the clock caught up (possibly
-		// days); restart it from this reading instead.
-		return measure{}, windowRestarted
-	case elapsed < window || window <= 0:
+	if window <= 0 {
 		return measure{}, windowHeld
+	}
+	elapsed, w := Hold(window, start.Timestamp, now, false)
+	if w == windowHeld || w == windowRestarted {
+		return measure{}, w
 	}
 	delta := value - start.Value
 	rate := float64(delta) * float64(window) / float64(elapsed)
@@ -49,22 +46,15 @@ func over(window time.Duration, threshold float64, start CounterSnapshot, now ti
 }
 
 // velocity judges a velocity counter over its window (seed 10.4 step 5):
-// never before the window is full, never extrapolated.
+// never before the window is full, never extrapolated. Hold decides
+// whether the window is full, restarted or to be persisted; over judges it.
 func velocity(d *countertable.Definition, ent *memEntry, snap CounterSnapshot, now time.Time, delta uint64) (measure, windowState) {
 	window := d.Window()
-	elapsed := now.Sub(snap.Timestamp)
-	if elapsed >= window && window < PersistWindowFrom && !ent.seen && elapsed > window+window/2 {
-		// First reading in this process of a short window restored from
-		// the state file: its rollovers were not saved, so the snapshot
-		// may be far older than the window in progress when the daemon
-		// stopped, and averaging over it would dilute a burst. Start a
-		// fresh window; a lasting fault shows in it.
-		return measure{}, windowRestarted
+	_, w := Hold(window, snap.Timestamp, now, !ent.seen)
+	if w == windowHeld || w == windowRestarted {
+		return measure{}, w
 	}
-	m, w := over(window, d.Threshold, CounterSnapshot{Value: snap.Value, Timestamp: snap.Timestamp}, now, snap.Value+delta)
-	if w == windowJudged && window >= PersistWindowFrom {
-		return m, windowPersisted
-	}
+	m, _ := over(window, d.Threshold, CounterSnapshot{Value: snap.Value, Timestamp: snap.Timestamp}, now, snap.Value+delta)
 	return m, w
 }
 

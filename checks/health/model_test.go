@@ -34,7 +34,7 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 				event.KindReadRecovered, event.KindLinkSanityOK, event.KindRuleCleared, event.KindReadResumed,
 				event.KindPCIeAERRecovered, event.KindCheckResumed, event.KindCongestionCleared, event.KindSubnetManagerFound, event.KindFunctionOK, event.KindDriftOK, event.KindPortsOK,
 				event.KindKernelLogCleared, event.KindPeerRecovered, event.KindPeerUnsaturated, event.KindFarEndRestored,
-				event.KindTransceiverOK, event.KindFirmwareHealthOK:
+				event.KindTransceiverOK, event.KindFirmwareHealthOK, event.KindRoCECleared:
 				continue
 			}
 			if !raised[k] {
@@ -103,6 +103,10 @@ func TestHealth_EveryRaiseHasItsClear(t *testing.T) {
 		{"congested port",
 			event.Spec{Kind: event.KindCongestion, CheckName: deg, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
 			event.Spec{Kind: event.KindCongestionCleared, CheckName: deg, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"congestion"}},
+			NonFatal, condition.Counter, false},
+		{"roce class (DESIGN.md section 16): a non-fatal condition keyed by the class, cleared by it",
+			event.Spec{Kind: event.KindRoCE, CheckName: event.EthernetDegradationCheck, Device: "mlx5_0", Port: 1, ErrorCode: []string{"roce-lossy"}},
+			event.Spec{Kind: event.KindRoCECleared, CheckName: event.EthernetDegradationCheck, IsHealthy: true, Device: "mlx5_0", Port: 1, ErrorCode: []string{"roce-lossy"}},
 			NonFatal, condition.Counter, false},
 		{"no subnet manager: a node condition over the group's ports",
 			event.Spec{Kind: event.KindNoSubnetManager, CheckName: ib, Ports: []event.PortRef{{Device: "mlx5_0", Port: 1}}, ErrorCode: []string{"no-subnet-manager"}, Metadata: map[string]string{"role": "Compute"}},

@@ -94,6 +94,9 @@ type PortInfo struct {
 	LinkDownReason string
 	// Peer is the far end of an InfiniBand port (nil when not read).
 	Peer *Peer
+	// RoCE is a RoCE port's congestion and loss classes (nil when the
+	// port is not judged: InfiniBand, or [roce] off).
+	RoCE *RoCE
 }
 
 // Peer is the far end of an InfiniBand port: the node at the other end of

@@ -9,8 +9,10 @@ import (
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
+	"github.com/nichealth/nichealthd/checks/roce"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/config"
+	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology/ethtool"
 	"github.com/nichealth/nichealthd/topology/reader"
@@ -25,6 +27,11 @@ func observeConfig(c *config.Config) observe.Config {
 	for _, d := range countersConfig(c).Plan() {
 		rows = append(rows, observe.Counter{Name: d.Name, Path: observe.CounterPath(d.Path)})
 	}
+	if roceConfig(c).On {
+		// After the counter table's rows, which the counter check indexes
+		// from 0; the RoCE check finds its own by name.
+		rows = append(rows, roce.Rows()...)
+	}
 	return observe.Config{
 		Paths: c.Paths, Filter: c.Filter, MetadataPath: c.MetadataPath, TopologySource: c.TopologySource,
 		ExclusionRaw: c.ExclusionRaw, InclusionRaw: c.InclusionRaw,
@@ -35,6 +42,15 @@ func observeConfig(c *config.Config) observe.Config {
 
 func countersConfig(c *config.Config) counters.Config {
 	return counters.Config{Enabled: c.CountersEnabled, Table: c.Counters, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
+}
+
+// roceConfig is [roce]: read and judged only with the Ethernet counter
+// check's reads on (the RoCE rows ride its read plan).
+func roceConfig(c *config.Config) roce.Config {
+	r := c.RoCE
+	return roce.Config{On: r.Enabled && c.Checks[event.EthernetDegradationCheck], Thresholds: roce.Thresholds{
+		Window: r.Window, CongestedPerSecond: r.CongestedPerSecond, LossyPerSecond: r.LossyPerSecond,
+		RxStarvedPerSecond: r.RxStarvedPerSecond, PauseStormEvents: r.PauseStormEvents, PauseStormPercent: r.PauseStormPercent}}
 }
 
 func portsConfig(c *config.Config) ports.Config { return ports.Config{Checks: c.Checks} }

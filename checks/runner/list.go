@@ -14,6 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/kernellog"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/checks/readfaults"
+	"github.com/nichealth/nichealthd/checks/roce"
 	"github.com/nichealth/nichealthd/checks/rules"
 	"github.com/nichealth/nichealthd/checks/sanity"
 	"github.com/nichealth/nichealthd/checks/transceiver"
@@ -41,7 +42,9 @@ type set struct {
 	// farEnd is the switch port at the far end of every IB cable
 	// (DESIGN.md section 13).
 	farEnd *farend.Check
-	rules  *rules.Check
+	// roce is the RoCE congestion and loss classes (DESIGN.md section 16).
+	roce  *roce.Check
+	rules *rules.Check
 }
 
 // entry is one check of the list: the value that keeps its memory (a
@@ -66,8 +69,8 @@ type entry struct {
 //     cycle is fatal on its own before homogeneity looks at its card,
 //     which then does not report it a second time;
 //   - then the counters, PCIe AER, the kernel log, the PCI inventory, the
-//     link sanity pass, the link's own story (transceivers, devlink), and
-//     the far end of every IB cable;
+//     link sanity pass, the link's own story (transceivers, devlink), the
+//     far end of every IB cable, and the RoCE congestion and loss classes;
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
@@ -81,6 +84,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		transceiver: transceiver.NewCheck(),
 		firmware:    firmware.NewCheck(),
 		farEnd:      farend.NewCheck(),
+		roce:        roce.NewCheck(),
 		rules:       rules.NewCheck(boot, bootID, conds),
 	}
 	s.cards = cards.NewCheck(s.ports)
@@ -107,6 +111,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 			return nil
 		}},
 		{s.farEnd, one(s.farEnd), false, func(c *config.Config) []event.Spec { return s.farEnd.Configure(farEndConfig(c)) }},
+		{s.roce, one(s.roce), false, func(c *config.Config) []event.Spec { return s.roce.Configure(roceConfig(c)) }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}
 }

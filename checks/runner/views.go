@@ -53,6 +53,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 			pi.LinkDownEpisodes, _ = r.set.rules.Episodes(dev.Name, port.Num)
 		}
 		pi.Peer = r.peerInfo(dev.Name, port.Num)
+		pi.RoCE = r.roceInfo(dev.Name, port.Num)
 		out = append(out, pi)
 	}
 	mem := r.set.ports.Memory()

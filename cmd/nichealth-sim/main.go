@@ -47,6 +47,9 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
   operstate NETDEV STATE                  up, down, ...
   carrier-changes NETDEV N
   phy NETDEV STAT VALUE|+DELTA            driver statistic, e.g. eth2 rx_corrected_bits_phy +3000000000 (*)
+  roce DEV PORT SIGNAL +DELTA             a RoCE signal where mlx5 keeps it (hw_counters or
+                                          the netdev's statistics), e.g. mlx5_6 1
+                                          out_of_sequence +600 (statistics: *)
   link-down NETDEV REASON [SUB]|off       why the driver says the link is down (ethtool's
                                           extended link state), e.g. eth2 cable_issue
                                           unsupported_cable, eth2 no_cable (*)
@@ -391,6 +394,11 @@ func dispatch(args []string, stdout io.Writer) error {
 			return err
 		}
 		return phy(h, pos[0], pos[1], pos[2])
+	case "roce":
+		if err := want(4, "DEV PORT SIGNAL +DELTA"); err != nil {
+			return err
+		}
+		return roceSignal(h, pos[0], pos[1], pos[2], pos[3])
 	case "link-down":
 		if len(pos) < 2 || len(pos) > 3 {
 			return usageErr("link-down wants NETDEV REASON [SUBREASON] or NETDEV off")

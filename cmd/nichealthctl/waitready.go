@@ -39,7 +39,8 @@ congestion and a saturated counter do not hold it: they tell of traffic on
 a link that is up and usable, and a latch clears only when acknowledged, so
 a burst of symbol errors while the links trained would otherwise keep the
 gate shut for good. They are listed on stderr when the gate opens and stay
-WARNING in nichealthctl check.
+WARNING in nichealthctl check. Nor does a RoCE class (roce-lossy,
+roce-rx-starved, roce-pause-storm): only traffic makes one.
 
 Meant for ExecStartPre= of a job launcher or for node bring-up scripts.
 While waiting it says on stderr, every 10 s, what it is still waiting for.
@@ -246,8 +247,9 @@ func readiness(ctx context.Context, c *dbusapi.Client) (pending, ignored []strin
 
 // trafficKinds are the counter conditions that tell of traffic on a link
 // rather than of whether it is usable: a latched breach of a rate or
-// delta threshold, congestion, a saturated counter.
-var trafficKinds = []event.Kind{event.KindCounterBreach, event.KindCongestion, event.KindCounterSaturated}
+// delta threshold, congestion, a RoCE class (only traffic makes one, and
+// a node that waits for its gate carries none), a saturated counter.
+var trafficKinds = []event.Kind{event.KindCounterBreach, event.KindCongestion, event.KindCounterSaturated, event.KindRoCE}
 
 // holds reports whether a condition keeps the gate shut: every fatal one,
 // and every non-fatal one but the counter conditions (see waitReadyUsage

@@ -227,6 +227,18 @@ func TestWaitReady_LatchedNonFatalCounterDoesNotHold(t *testing.T) {
 		!strings.Contains(errs, "  mlx5_1/1: "+cong+"\n") {
 		t.Errorf("non-fatal counter conditions: code %d\n%s", code, errs)
 	}
+	// DESIGN.md section 16: a RoCE class tells of traffic too.
+	const lossy = "Port mlx5_bond_0 port 1: roce-lossy - sequence errors and retransmissions with no congestion signal"
+	f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[2].Healthy, (*p)[2].Verdict, (*p)[2].Message = false, "degraded", lossy
+		(*p)[2].Conditions = []dbusapi.ConditionView{{Check: "EthernetDegradationCheck", Entity: "mlx5_bond_0/1 roce-lossy", Kind: "roce", Message: lossy}}
+	})
+	if o := fastWaiter(f.bus.Address, 300*time.Millisecond, newProgressLog()).wait(context.Background()); !o.Ready || len(o.NotWaitedFor) != 3 {
+		t.Errorf("a roce-lossy port holds the gate: %+v", o)
+	}
+	f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		(*p)[2].Healthy, (*p)[2].Verdict, (*p)[2].Message, (*p)[2].Conditions = true, "healthy", "", nil
+	})
 
 	cases := []struct {
 		name string

@@ -179,6 +179,11 @@ const (
 	mFabricPortLastRead
 	mFabricAssignedPorts
 	mFabricAssignmentValid
+	mRoCEClass
+	mRoCERate
+	mRoCEStormEvents
+	mRoCEPauseLostGbps
+	mRoCEPauseLostPercent
 	numFamilies
 )
 
@@ -283,6 +288,17 @@ func descriptors() [numFamilies]desc {
 			"Switch ports in the fabric assignment in force ([fabric] assignment; 0 when there is none).", gauge},
 		mFabricAssignmentValid: {p + "fabric_assignment_valid",
 			"0 while the last version of the fabric assignment file was refused (the log says why; the list in force is kept), else 1.", gauge},
+		// DESIGN.md section 16 (roce.go).
+		mRoCEClass: {p + "roce_class",
+			"1 while a RoCE port is in the class (roce-congested: ECN marks and CNPs with no loss, information only; roce-lossy, roce-rx-starved, roce-pause-storm: non-fatal conditions), else 0; every class of every judged RoCE port.", gauge},
+		mRoCERate: {p + "roce_signal_rate",
+			"A RoCE port's signals over its last window, per second: congestion (ECN-marked packets and CNPs sent and handled), loss (sequence errors and retransmission triggers), out_of_buffer, rx_discards_phy.", gauge},
+		mRoCEStormEvents: {p + "roce_pause_storm_events",
+			"Pause storm events (tx_pause_storm_warning_events and tx_pause_storm_error_events) a RoCE port counted in its last window.", gauge},
+		mRoCEPauseLostGbps: {p + "roce_pause_lost_gbps",
+			"Bandwidth a RoCE port could not send over its last window because its peer paused it, for the priority paused longest (label priority), in Gb/s.", gauge},
+		mRoCEPauseLostPercent: {p + "roce_pause_lost_percent",
+			"The same as nichealth_roce_pause_lost_gbps in percent of the port rate.", gauge},
 	}
 }
 
@@ -299,6 +315,7 @@ func fill(e *encoder, s *snapshot) {
 	fillInventory(e, s)
 	fillLinkStory(e, s)
 	fillFabric(e, s)
+	fillRoCE(e, s)
 }
 
 // fillNode writes the daemon-wide families: the node's verdict, its

@@ -175,6 +175,8 @@ func SamplePorts() []dbusapi.PortView {
 			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters(), Sanity: []string{}},
 		{Device: "mlx5_bond_0", Port: 1, LinkLayer: "Ethernet", Role: "Storage", RoleReason: "no GPU on its PCIe switch",
 			NetDev: "bond0", PCIAddress: "0016:03:00.0", NUMANode: -1, Rate: "200 Gb/sec (4X HDR)", RateGbps: 200,
-			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters()[:1], Sanity: []string{}},
+			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters()[:1], Sanity: []string{},
+			RoCEClass: "roce-congested", RoCEEvidence: "roce-congested: ECN marks and CNPs 4000.0/s (np_ecn_marked_roce_packets 2000.0/s, rp_cnp_handled 2000.0/s), loss 0.0/s",
+			RoCEPauseLostGbps: 4, RoCEPauseLostPercent: 2},
 	}
 }

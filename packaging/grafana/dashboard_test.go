@@ -345,3 +345,33 @@ func TestDashboard_13_FarEndPanel(t *testing.T) {
 		t.Errorf("NICPeerPortErrors is not the panel's breach series == 1")
 	}
 }
+
+// DESIGN 16 on the dashboard: the node view shows its RoCE ports' classes
+// (what the NICRoCE* rules alert on) with the last window's rates, and the
+// pause time as lost bandwidth beside the rail's lossy ports.
+func TestDashboard_16_RoCEPanels(t *testing.T) {
+	d := load(t)
+	byTitle := map[string]panel{}
+	for _, p := range allPanels(d.Panels) {
+		byTitle[p.Title] = p
+	}
+	classes, ok := byTitle["RoCE classes: congestion and loss per port"]
+	if !ok || len(classes.Targets) != 2 || classes.Targets[0].Expr != `nichealth_roce_class{instance=~"$instance"} == 1` ||
+		!slices.Equal(metricNames(classes.Targets[1].Expr), []string{"nichealth_roce_signal_rate"}) {
+		t.Fatalf("RoCE classes panel: %+v", classes)
+	}
+	lost, ok := byTitle["RoCE pause lost bandwidth (% of port rate)"]
+	if !ok || len(lost.Targets) != 2 || !slices.Equal(metricNames(lost.Targets[0].Expr), []string{"nichealth_roce_pause_lost_percent"}) ||
+		!strings.Contains(lost.Targets[1].Expr, `class="roce-lossy"`) {
+		t.Fatalf("RoCE pause panel: %+v", lost)
+	}
+	rules, err := os.ReadFile("../prometheus/nichealth.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"NICRoCEPortLossy", "NICRoCERailLossy", "NICRoCERxStarved", "NICRoCEPauseStorm"} {
+		if !strings.Contains(string(rules), "- alert: "+a+"\n") {
+			t.Errorf("the panel names %s, which is not a shipped rule", a)
+		}
+	}
+}

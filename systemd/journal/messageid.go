@@ -56,6 +56,8 @@ const (
 	MessageIDTransceiverOK      = "e74dc0ff65d04b06be9511e907792127"
 	MessageIDFirmwareHealth     = "43cb978fc4314fc29c33efb55addd714"
 	MessageIDFirmwareHealthOK   = "1fe0111b794d47caa60211c208176fee"
+	MessageIDRoCE               = "b03e3c45259744d8a042acede02ceb99"
+	MessageIDRoCECleared        = "7351e3cf0b4f46ae99cb9d4fb07cd6ac"
 )
 
 // MessageID returns the journal MESSAGE_ID of an event kind, and false for
@@ -160,6 +162,10 @@ func MessageID(k event.Kind) (string, bool) {
 		return MessageIDFirmwareHealth, true
 	case event.KindFirmwareHealthOK:
 		return MessageIDFirmwareHealthOK, true
+	case event.KindRoCE:
+		return MessageIDRoCE, true
+	case event.KindRoCECleared:
+		return MessageIDRoCECleared, true
 	}
 	return "", false
 }

@@ -24,6 +24,11 @@ var mlx5PHYStats = []string{
 	"rx_pcs_symbol_err_phy", "rx_corrected_bits_phy",
 	"rx_err_lane_0_phy", "rx_err_lane_1_phy", "rx_err_lane_2_phy", "rx_err_lane_3_phy",
 	"link_down_events_phy",
+	// PFC on priority 3, the usual RoCE priority: mlx5 publishes a
+	// priority's pause counters only while PFC is enabled on it, so the
+	// other priorities' are absent (they fail open, as on a real port).
+	"rx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause", "tx_prio3_pause_duration", "rx_prio3_pause_transition",
+	"tx_pause_storm_warning_events", "tx_pause_storm_error_events",
 }
 
 // phyBaselineBits is rx_corrected_bits_phy on a freshly built host: a
