@@ -65,7 +65,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	tables, err := plan.ParseLFTs(f)
+	tables, err := plan.ParseLFTs(f, g)
 	f.Close()
 	if err != nil {
 		return fail(err)
