@@ -179,6 +179,7 @@ const (
 	mFabricPortLastRead
 	mFabricAssignedPorts
 	mFabricAssignmentValid
+	mFabricRefusedPorts
 	numFamilies
 )
 
@@ -283,6 +284,8 @@ func descriptors() [numFamilies]desc {
 			"Switch ports in the fabric assignment in force ([fabric] assignment; 0 when there is none).", gauge},
 		mFabricAssignmentValid: {p + "fabric_assignment_valid",
 			"0 while the last version of the fabric assignment file was refused (the log says why; the list in force is kept), else 1.", gauge},
+		mFabricRefusedPorts: {p + "fabric_refused_ports",
+			"Entries of the fabric assignment in force that are not read because what answers at the switch's LID cannot have them: not a switch (a CA's GUID and LID), or fewer ports than the entry's number. Each is logged once with its reason; re-run nichealth-fabric plan.", gauge},
 	}
 }
 

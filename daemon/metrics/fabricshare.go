@@ -25,10 +25,18 @@ func fillFabric(e *encoder, s *snapshot) {
 	if rd == nil {
 		e.add(mFabricAssignedPorts, none, uval(0))
 		e.add(mFabricAssignmentValid, none, uval(1))
+		e.add(mFabricRefusedPorts, none, uval(0))
 		return
+	}
+	refused := 0
+	for _, p := range rd.Ports {
+		if p.Refused != "" {
+			refused++
+		}
 	}
 	e.add(mFabricAssignedPorts, none, uval(uint64(len(rd.Ports))))
 	e.add(mFabricAssignmentValid, none, bval(rd.Valid))
+	e.add(mFabricRefusedPorts, none, uval(uint64(refused)))
 }
 
 // isFabricPortFamily: the families with one series (or 17) per assigned
@@ -66,6 +74,12 @@ func (f *fabricIDs) build(rd *fabricshare.Reading) {
 		return
 	}
 	for i, p := range rd.Ports {
+		if p.Refused != "" {
+			// Not a switch port that is read: it is not exported as
+			// one (nichealth_fabric_refused_ports counts it).
+			f.ends = append(f.ends, uint32(len(f.buf)))
+			continue
+		}
 		f.buf = append(f.buf, `{switch_guid="`...)
 		f.buf = appendLabelValue(f.buf, p.SwitchGUID)
 		f.buf = append(f.buf, `",switch_name="`...)
