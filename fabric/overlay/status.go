@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
 // maxDump bounds one status dump: a node with hundreds of ports and every
@@ -59,20 +59,12 @@ func FromStatusDir(dir string) (*Overlay, []error, error) {
 }
 
 func (o *Overlay) addDump(name string) error {
-	f, err := os.Open(name)
+	// The bounded reader: a FIFO among the dumps (or a dump that grows
+	// without end) is refused with its reason instead of blocking the
+	// open or the read.
+	b, err := regularfile.Read(name, maxDump)
 	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxDump+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
-	}
-	if len(b) > maxDump {
-		return fmt.Errorf("%s: larger than %d MiB, not a status dump", name, maxDump>>20)
+		return fmt.Errorf("%w (a status dump is a regular file of at most %d MiB)", err, maxDump>>20)
 	}
 	var d dump
 	if err := json.Unmarshal(b, &d); err != nil {
