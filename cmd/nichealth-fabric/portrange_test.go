@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,32 @@ func TestIssue40Row7_CAOnSwitchPort255IsNotPlanned(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("switch port 255 is not in the unassigned list: %v", un)
+	}
+}
+
+// TestIssue40Row4_ForeignTablesSaidAsSuch: a dump_lfts whose tables are
+// all of switches absent from the ibnetdiscover output (a crafted dump,
+// or one of another fabric) fails with that reason, after reading them
+// at the cost of their lines.
+func TestIssue40Row4_ForeignTablesSaidAsSuch(t *testing.T) {
+	dir := t.TempDir()
+	var b bytes.Buffer
+	for i := range 20000 {
+		fmt.Fprintf(&b, "Unicast lids [0x1-0xbfff] of switch Lid 1 guid 0x%016x (x):\n0xbfff 001\n", 0x7000000000000000+uint64(i))
+	}
+	lfts, nodes := filepath.Join(dir, "lfts"), filepath.Join(dir, "nodes")
+	if err := os.WriteFile(lfts, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nodes, []byte("node001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	code := run([]string{"plan", "--ibnetdiscover", edrPorts, "--lfts", lfts, "--nodes", nodes, "--json"}, &out, &errs)
+	if code == exitOK || !strings.Contains(errs.String(), "holds 20000 forwarding tables, none of a switch in") {
+		t.Errorf("exit %d: %s", code, errs.String())
+	}
+	if n := strings.Count(errs.String(), "\n"); n > 15 {
+		t.Errorf("%d lines said for 20,000 foreign tables, want a few and a count", n)
 	}
 }
