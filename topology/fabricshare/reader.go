@@ -432,10 +432,19 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 // from the list's first: under a list rewritten every few hundred
 // milliseconds every port is still read within about an interval.
 func (r *Reader) order() []Entry {
-	out := slices.Clone(r.list)
-	slices.SortStableFunc(out, func(a, b Entry) int {
-		return r.tried[portKey{a.SwitchGUID, a.Port}].Compare(r.tried[portKey{b.SwitchGUID, b.Port}])
-	})
+	type waiting struct {
+		tried time.Time
+		e     Entry
+	}
+	w := make([]waiting, len(r.list))
+	for i, e := range r.list {
+		w[i] = waiting{r.tried[portKey{e.SwitchGUID, e.Port}], e}
+	}
+	slices.SortStableFunc(w, func(a, b waiting) int { return a.tried.Compare(b.tried) })
+	out := make([]Entry, len(w))
+	for i := range w {
+		out[i] = w[i].e
+	}
 	return out
 }
 
