@@ -175,7 +175,7 @@ func (l *lab) routed() string {
 	if err != nil {
 		return err.Error()
 	}
-	tab, _ := plan.ParseLFTs(strings.NewReader(out))
+	tab, _ := plan.ParseLFTs(strings.NewReader(out), g)
 	for i := range g.Nodes {
 		if g.Nodes[i].Kind != ibnet.Switch {
 			continue

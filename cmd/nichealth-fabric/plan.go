@@ -65,12 +65,15 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	tables, err := plan.ParseLFTs(f)
+	tables, err := plan.ParseLFTs(f, g)
 	f.Close()
 	if err != nil {
 		return fail(err)
 	}
 	warn(stderr, "plan", *lfts, tables.Problems, tables.MoreProblems)
+	if len(tables.Switches) == 0 && tables.Foreign > 0 {
+		return fail(fmt.Errorf("%s holds %d forwarding tables, none of a switch in %s: are both dumps of the same fabric?", *lfts, tables.Foreign, *topo))
+	}
 	if len(tables.Switches) == 0 {
 		return fail(fmt.Errorf("%s holds no forwarding table: is it dump_lfts' output?", *lfts))
 	}

@@ -184,6 +184,7 @@ const (
 	mRoCEStormEvents
 	mRoCEPauseLostGbps
 	mRoCEPauseLostPercent
+	mFabricRefusedPorts
 	numFamilies
 )
 
@@ -299,6 +300,8 @@ func descriptors() [numFamilies]desc {
 			"Bandwidth a RoCE port could not send over its last window because its peer paused it, for the priority paused longest (label priority), in Gb/s.", gauge},
 		mRoCEPauseLostPercent: {p + "roce_pause_lost_percent",
 			"The same as nichealth_roce_pause_lost_gbps in percent of the port rate.", gauge},
+		mFabricRefusedPorts: {p + "fabric_refused_ports",
+			"Entries of the fabric assignment in force that are not read because what answers at the switch's LID cannot have them: not a switch (a CA's GUID and LID), or fewer ports than the entry's number. Each is logged once with its reason; re-run nichealth-fabric plan.", gauge},
 	}
 }
 

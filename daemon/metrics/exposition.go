@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -74,6 +75,35 @@ type encoder struct {
 	arena   []byte
 	samples [][]sample // indexed like the desc table
 	out     []byte
+	// sink, when set, takes out's bytes whenever they pass spillAt
+	// (spill), so a large page is never whole in memory uncompressed;
+	// spilled counts them.
+	sink    io.Writer
+	spilled int
+	// fabric is the share's ports in label order (writeFabric).
+	fabric fabricIDs
+}
+
+// spillAt is how much of the page the encoder holds before handing it to
+// its sink.
+const spillAt = 64 << 10
+
+// spill hands out to the sink once it passes spillAt. Without a sink the
+// page stays whole in out.
+func (e *encoder) spill() {
+	if len(e.out) >= spillAt {
+		e.flush()
+	}
+}
+
+// flush hands out to the sink, if there is one.
+func (e *encoder) flush() {
+	if e.sink == nil {
+		return
+	}
+	e.sink.Write(e.out) // an in-memory compressor: never fails
+	e.spilled += len(e.out)
+	e.out = e.out[:0]
 }
 
 func newEncoder(families int) *encoder {
@@ -86,6 +116,7 @@ func (e *encoder) reset() {
 		e.samples[i] = e.samples[i][:0]
 	}
 	e.out = e.out[:0]
+	e.spilled = 0
 }
 
 // labels renders name/value pairs (kv alternates name, value) into the
@@ -146,6 +177,7 @@ func (e *encoder) writeFamily(d desc, ss []sample) {
 		e.out = append(e.out, ' ')
 		e.out = appendValue(e.out, s.v)
 		e.out = append(e.out, '\n')
+		e.spill()
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +39,10 @@ const defaultScrapeTimeout = 10 * time.Second
 //
 // HEAD works wherever GET does. A nil src answers 500 on both endpoints.
 func (m *Metrics) Handler(src Source) http.Handler {
+	return m.newHandler(src).mux
+}
+
+func (m *Metrics) newHandler(src Source) *handler {
 	h := &handler{m: m, src: src}
 	ds := descriptors()
 	h.descs = ds[:]
@@ -45,7 +51,7 @@ func (m *Metrics) Handler(src Source) http.Handler {
 		h.order[i] = i
 	}
 	slices.SortFunc(h.order, func(a, b int) int { return compareStrings(h.descs[a].name, h.descs[b].name) })
-	h.pool.New = func() any { return newEncoder(numFamilies) }
+	h.enc = newEncoder(numFamilies)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", h.metrics)
@@ -54,7 +60,8 @@ func (m *Metrics) Handler(src Source) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "nichealthd: /metrics (Prometheus text format), /healthz (poll loop liveness)")
 	})
-	return mux
+	h.mux = mux
+	return h
 }
 
 func compareStrings(a, b string) int {
@@ -68,24 +75,35 @@ func compareStrings(a, b string) int {
 }
 
 type handler struct {
+	mux   *http.ServeMux
 	m     *Metrics
 	src   Source
 	descs []desc
 	order []int // family indexes sorted by name
-	pool  sync.Pool
+	// enc and zw are the flight's: at most one flight runs at a time, so
+	// one encoder and one compressor serve every rendering.
+	enc *encoder
+	zw  *gzip.Writer
 
 	mu     sync.Mutex
 	flight *flight // the gather in progress, shared by concurrent scrapes
+	gzLen  int     // the last page's compressed size (its buffer's start)
+
+	renders atomic.Uint64 // pages rendered since start
 }
 
-// flight is one call of the Source's views. At most one runs at a time:
-// if the Source blocks (a wedged poll cycle holding the daemon's lock),
-// later scrapes wait for the same call instead of piling up goroutines
-// behind the lock.
+// flight is one call of the Source's views and one rendering of the page.
+// At most one runs at a time: if the Source blocks (a wedged poll cycle
+// holding the daemon's lock), later scrapes wait for the same call instead
+// of piling up goroutines behind the lock; and every scrape that arrives
+// while the page is rendered gets that page, so concurrent scrapes cost
+// one rendering, not one each.
 type flight struct {
 	done chan struct{}
-	snap snapshot
+	page *page
 	err  error
+	// scrapes counts the requests served by this flight.
+	scrapes atomic.Int32
 }
 
 var errSourcePanicked = errors.New("metrics source panicked")
@@ -94,9 +112,11 @@ func (h *handler) start() *flight {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.flight != nil {
+		h.flight.scrapes.Add(1)
 		return h.flight
 	}
 	f := &flight{done: make(chan struct{})}
+	f.scrapes.Add(1)
 	h.flight = f
 	go func() {
 		defer func() {
@@ -108,7 +128,8 @@ func (h *handler) start() *flight {
 			h.mu.Unlock()
 			close(f.done)
 		}()
-		f.snap = gather(h.src)
+		snap := gather(h.src)
+		f.page = h.renderPage(&snap)
 	}()
 	return f
 }
@@ -144,31 +165,31 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "metrics unavailable: "+f.err.Error(), http.StatusInternalServerError)
 		return
 	}
-	e := h.pool.Get().(*encoder)
-	defer h.pool.Put(e)
-	h.render(e, &f.snap)
-	w.Header().Set("Content-Type", ContentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(e.out)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(e.out)
+	f.page.serve(w, r)
 }
 
-// render writes the whole page into e.out, families in name order.
+// render writes the whole page to e (into e.out, or through e.sink when
+// set), families in name order.
 func (h *handler) render(e *encoder, s *snapshot) {
 	e.reset()
 	fill(e, s)
 	fillDelivery(e, s)
+	e.fabric.build(s.fabric)
 	e.writeGo() // go_* sorts before nichealth_*, process_* after
 	var counts [numBounds + 1]uint64
 	for _, i := range h.order {
-		if i == mPollDuration {
+		switch {
+		case i == mPollDuration:
 			bounds, sum := h.m.histogramSnapshot(&counts)
 			e.writeHistogram(h.descs[i], bounds[:], counts[:], sum)
-			continue
+		case isFabricPortFamily(i):
+			e.writeFabric(h.descs[i], i, s.fabric, &e.fabric)
+		default:
+			e.writeFamily(h.descs[i], e.samples[i])
 		}
-		e.writeFamily(h.descs[i], e.samples[i])
 	}
 	e.writeProcess()
+	e.flush()
 }
 
 func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -289,9 +289,13 @@ func (p *parser) header(k Kind, s string) {
 		p.problem("%s header %s does not match its guid line %s", k, guid, p.ids.guid)
 	}
 	if k == Switch {
-		if f := strings.Fields(tail); len(f) >= 4 && f[2] == "lid" {
-			if lid, err := strconv.Atoi(f[3]); err == nil && lid >= 0 && lid <= 0xffff {
-				nd.LID = lid
+		// "base port 0 lid 6 lmc 0" (or "enhanced port 0 …"): the LID
+		// follows the word lid wherever the header's words put it.
+		if f := strings.Fields(tail); len(f) >= 4 {
+			if i := slices.Index(f, "lid"); i >= 0 && i+1 < len(f) {
+				if lid, err := strconv.Atoi(f[i+1]); err == nil && lid >= 0 && lid <= 0xffff {
+					nd.LID = lid
+				}
 			}
 		}
 	} else {

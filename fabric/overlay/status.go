@@ -75,10 +75,12 @@ func FromStatusDir(dir string) (*Overlay, []error, error) {
 }
 
 func (o *Overlay) addDump(name string) error {
-	// A FIFO named NODE.json would block a plain open for good.
+	// The bounded reader: a FIFO among the dumps (or a dump that grows
+	// without end) is refused with its reason instead of blocking the
+	// open or the read.
 	b, err := regularfile.Read(name, maxDump)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (a status dump is a regular file of at most %d MiB)", err, maxDump>>20)
 	}
 	var d dump
 	if err := json.Unmarshal(b, &d); err != nil {

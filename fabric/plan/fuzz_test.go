@@ -16,7 +16,7 @@ func FuzzParseLFTs(f *testing.F) {
 	f.Add(load(f, filepath.Join("testdata", "switchib-edr-2023.ibsim.lfts")))
 	f.Add([]byte("Unicast lids [0x1-0x3] of switch Lid 3 guid 0x2 (s):\n0x0001 003\n0x0003 000\nMulticast mlids [0xc000-0xc000] of switch Lid 3 guid 0x2 (s):\n0xc000 x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tab, err := ParseLFTs(bytes.NewReader(b))
+		tab, err := ParseLFTs(bytes.NewReader(b), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func FuzzMake(f *testing.F) {
 		[]byte("h1 h2"))
 	f.Fuzz(func(t *testing.T, topo, lfts, nodes []byte) {
 		g := ibnet.Parse(topo)
-		tab, _ := ParseLFTs(bytes.NewReader(lfts))
+		tab, _ := ParseLFTs(bytes.NewReader(lfts), g)
 		hosts, _, _ := ParseHosts(bytes.NewReader(nodes))
 		p, _ := Make(g, tab, hosts)
 		if len(p.Assignments) != len(hosts) {

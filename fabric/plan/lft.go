@@ -46,7 +46,15 @@ type Tables struct {
 	Switches     []LFT
 	Problems     []ibnet.Problem
 	MoreProblems int
-	byGUID       map[ibnet.GUID]int
+	// Foreign counts the tables skipped because their switch is not in
+	// the graph they were read for.
+	Foreign int
+	byGUID  map[ibnet.GUID]int
+	// graph and topLID bound what is kept: tables of the graph's switches
+	// only, entries up to the highest LID the graph holds (nil: the LID
+	// space).
+	graph  *ibnet.Graph
+	topLID int
 }
 
 // Switch returns the table of a switch by node GUID, or nil.
@@ -66,13 +74,24 @@ const maxLID = 0xbfff
 // notices. A line it cannot read is skipped and listed in Problems; the
 // error is the reader's.
 //
+// What it keeps is bounded by g, the fabric the tables are read for (the
+// ibnetdiscover graph): only the tables of g's switches (the others are
+// counted in Foreign and named in Problems), each only up to the highest
+// LID g holds (a LID no node of g owns leads nowhere the plan walks). So
+// a crafted dump of 20,000 tables for absent switches, each with one
+// LID near 0xBFFF, costs what its lines do, not 20,000 tables of 48 KiB.
+// A nil g bounds tables by the LID space only (the parser's own tests).
+//
 //	Unicast lids [0x0-0x67] of switch DR path slid 0; dlid 0; 0,13 guid 0xec0d9a0300f548c0 (SwitchIB Mellanox Technologies):
 //	  Lid  Out   Destination
 //	       Port     Info
 //	0x0001 015 : (Channel Adapter portguid 0x506b4b030043fa27: 'gpu011 HCA-1')
 //	102 valid lids dumped
-func ParseLFTs(r io.Reader) (*Tables, error) {
-	t := &Tables{byGUID: map[ibnet.GUID]int{}}
+func ParseLFTs(r io.Reader, g *ibnet.Graph) (*Tables, error) {
+	t := &Tables{byGUID: map[ibnet.GUID]int{}, graph: g, topLID: maxLID}
+	if g != nil {
+		t.topLID = topLID(g)
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	line, cur, multicast := 0, -1, false
 	problem := func(format string, args ...any) {
@@ -131,6 +150,24 @@ func ParseLFTs(r io.Reader) (*Tables, error) {
 	return t, nil
 }
 
+// skipping is the current table's index while a skipped table's lines
+// are read.
+const skipping = -2
+
+// topLID is the highest LID a node of g owns: a switch's port 0 LID, an
+// HCA or router port's LID and the 2^LMC-1 after it.
+func topLID(g *ibnet.Graph) int {
+	top := 0
+	for i := range g.Nodes {
+		top = max(top, g.Nodes[i].LID)
+	}
+	for i := range g.Ports {
+		p := &g.Ports[i]
+		top = max(top, int(p.LID)+1<<min(p.LMC, 7)-1)
+	}
+	return min(top, maxLID)
+}
+
 // header reads a table's first line and starts its table: its GUID
 // after " guid ", its name in the parentheses that end the line, its LID
 // after "switch Lid " when the dump addressed it by LID.
@@ -157,6 +194,13 @@ func (t *Tables) header(s string, problem func(string, ...any)) int {
 			lft.LID = lid
 		}
 	}
+	if t.graph != nil {
+		if n := t.graph.Node(guid); n == nil || n.Kind != ibnet.Switch {
+			t.Foreign++
+			problem("switch %s (%.60s) is not a switch of the ibnetdiscover output: its table is skipped", guid, name)
+			return skipping
+		}
+	}
 	if i, dup := t.byGUID[guid]; dup {
 		problem("switch %s has a second table; the later one is kept", guid)
 		t.Switches[i] = lft
@@ -170,6 +214,9 @@ func (t *Tables) header(s string, problem func(string, ...any)) int {
 // entry reads `0x0001 015 : (…)` (or `0x0001 015` of -n) into the
 // current table.
 func (t *Tables) entry(cur int, s string, problem func(string, ...any)) {
+	if cur == skipping {
+		return
+	}
 	if cur < 0 {
 		problem("a forwarding entry outside a table")
 		return
@@ -189,8 +236,11 @@ func (t *Tables) entry(cur int, s string, problem func(string, ...any)) {
 	if port == 0 && lft.LID == 0 {
 		lft.LID = int(lid)
 	}
+	if int(lid) > t.topLID {
+		return // no node of the fabric has this LID
+	}
 	if int(lid) >= len(lft.Out) {
-		grown := make([]uint8, max(int(lid)+1, 2*len(lft.Out)))
+		grown := make([]uint8, min(max(int(lid)+1, 2*len(lft.Out)), t.topLID+1))
 		copy(grown, lft.Out)
 		for i := len(lft.Out); i < len(grown); i++ {
 			grown[i] = NoRoute

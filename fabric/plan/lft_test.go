@@ -23,7 +23,7 @@ func load(t testing.TB, path string) []byte {
 // and routed by opensm (testdata/README.md): six tables of the 102
 // LIDs, each switch's own LID forwarded to port 0.
 func TestDesign_14_ParseDumpLFTs(t *testing.T) {
-	tab, err := ParseLFTs(strings.NewReader(string(load(t, filepath.Join("testdata", "switchib-edr-2023.ibsim.lfts")))))
+	tab, err := ParseLFTs(strings.NewReader(string(load(t, filepath.Join("testdata", "switchib-edr-2023.ibsim.lfts")))), nil)
 	if err != nil || len(tab.Problems) != 0 {
 		t.Fatal(err, tab.Problems)
 	}
@@ -81,7 +81,7 @@ func TestDesign_14_ParseLFTVariants(t *testing.T) {
 		"SubnGet(LFT) failed on switch 'x'",
 		"0xzz 001",
 	}, "\n")
-	tab, err := ParseLFTs(strings.NewReader(in))
+	tab, err := ParseLFTs(strings.NewReader(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 )
 
 // Threshold is the slides' static imbalance bound: a port goes to the
@@ -267,6 +268,23 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 			g.Nodes[sw].GUID, g.Nodes[sw].Name)
 	}
 
+	// A port no daemon can read (a number outside a switch's external
+	// ports, a switch without a unicast LID: a damaged or crafted dump)
+	// is said in the plan's unassigned list with the daemon's own reason,
+	// never written into a host's list: a daemon refuses a whole file
+	// that holds one.
+	for _, sp := range sortedPorts(g, required) {
+		why := fabricentry.Port(sp.port)
+		if why == "" {
+			why = fabricentry.LID(g.Nodes[sp.sw].LID)
+		}
+		if why != "" {
+			delete(required, sp)
+			delete(owner, sp)
+			p.Unassigned = append(p.Unassigned, Unassigned{Assignment: p.assignment(g, sp, 0), Reason: why + ": no daemon reads it"})
+		}
+	}
+
 	// Rules 3 and 4, port by port in switch GUID and port order.
 	var todo []swPort
 	for sp := range required {
@@ -333,6 +351,13 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 		slices.SortFunc(p.Assignments[h], func(a, b Assignment) int {
 			return cmp.Or(cmp.Compare(a.SwitchGUID, b.SwitchGUID), cmp.Compare(a.Port, b.Port))
 		})
+		if l := p.Assignments[h]; len(l) > fabricentry.MaxPorts {
+			for _, a := range l[fabricentry.MaxPorts:] {
+				p.Unassigned = append(p.Unassigned, Unassigned{Assignment: a,
+					Reason: fmt.Sprintf("%s already reads %d ports, the most a daemon reads: plan the job over more hosts", h, fabricentry.MaxPorts)})
+			}
+			p.Assignments[h] = l[:fabricentry.MaxPorts]
+		}
 	}
 	slices.SortFunc(p.Unassigned, func(a, b Unassigned) int {
 		return cmp.Or(cmp.Compare(a.SwitchGUID, b.SwitchGUID), cmp.Compare(a.Port, b.Port))
@@ -342,7 +367,19 @@ func Make(g *ibnet.Graph, t *Tables, hosts []string) (*Plan, []string) {
 
 func (p *Plan) assignment(g *ibnet.Graph, sp swPort, r Rule) Assignment {
 	n := &g.Nodes[sp.sw]
-	return Assignment{SwitchGUID: n.GUID, Port: sp.port, SwitchName: n.Name, SwitchLID: n.LID, Rule: r}
+	return Assignment{SwitchGUID: n.GUID, Port: sp.port, SwitchName: fabricentry.CleanName(n.Name), SwitchLID: n.LID, Rule: r}
+}
+
+// sortedPorts is the ports of set in switch GUID and port order.
+func sortedPorts(g *ibnet.Graph, set map[swPort]bool) []swPort {
+	out := make([]swPort, 0, len(set))
+	for sp := range set {
+		out = append(out, sp)
+	}
+	slices.SortFunc(out, func(a, b swPort) int {
+		return cmp.Or(cmp.Compare(g.Nodes[a.sw].GUID, g.Nodes[b.sw].GUID), cmp.Compare(a.port, b.port))
+	})
+	return out
 }
 
 // walk follows the tables from switch sw towards lid, marking both ends

@@ -38,7 +38,7 @@ func generated(tb testing.TB, s fattree.Spec, portsReport bool) fabric {
 		tb.Fatal(err)
 	}
 	g := ibnet.Parse(topo.Bytes())
-	t, err := ParseLFTs(&lfts)
+	t, err := ParseLFTs(&lfts, g)
 	if err != nil || len(g.Problems) != 0 || len(t.Problems) != 0 {
 		tb.Fatalf("%v %v %v", err, g.Problems, t.Problems)
 	}
@@ -225,7 +225,7 @@ func TestPerfqueries_4_ThresholdOfFive(t *testing.T) {
 // have no LID are said.
 func TestDesign_14_PlanOnTheEDRSample(t *testing.T) {
 	g := ibnet.Parse(load(t, filepath.Join("..", "ibnet", "testdata", "switchib-edr-2023.ibsim.ports")))
-	tab, err := ParseLFTs(bytes.NewReader(load(t, filepath.Join("testdata", "switchib-edr-2023.ibsim.lfts"))))
+	tab, err := ParseLFTs(bytes.NewReader(load(t, filepath.Join("testdata", "switchib-edr-2023.ibsim.lfts"))), g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestDesign_14_NoReader(t *testing.T) {
 	g := ibnet.Parse([]byte("Switch\t8 \"S-000000000000000a\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n" +
 		"[1]\t\"H-00000000000000b1\"[1](b1) \t\t# \"h1 mlx5_0\" lid 0 4xNDR\n" +
 		"[2]\t\"H-00000000000000b2\"[1](b2) \t\t# \"h2 mlx5_0\" lid 0 4xNDR\n"))
-	tab, _ := ParseLFTs(bytes.NewReader(nil))
+	tab, _ := ParseLFTs(bytes.NewReader(nil), g)
 	p, notes := Make(g, tab, []string{"h1", "h2"})
 	if len(p.Unassigned) != 2 || p.Unassigned[0].Reason == "" || len(notes) != 2 {
 		t.Errorf("%+v %v", p, notes)

@@ -10,20 +10,18 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
-// Bounds on an assignment file. A plan spreads a job's paths over its
-// hosts, so one host's list is tens to hundreds of ports; 10,000 is a
-// whole large fabric on one host, and still read within an interval.
+// Bounds on an assignment file. What one entry may hold, and how many
+// one host reads, is internal/fabricentry's: nichealth-fabric plan writes
+// by the same definition.
 const (
-	MaxPorts = 10_000
+	MaxPorts = fabricentry.MaxPorts
 	// MaxFileBytes holds a whole job's plan (--json, every host's list):
 	// a pretty-printed entry is about 150 bytes.
 	MaxFileBytes = 16 << 20
-	// maxName bounds a switch name (a NodeDescription is 64 bytes, a
-	// node-name map's name a line).
-	maxName = 256
 )
 
 // Entry is one switch port this host reads.
@@ -146,18 +144,18 @@ func (fe *fileEntry) entry() (Entry, error) {
 	if fe.Port == nil {
 		return Entry{}, fmt.Errorf("switch %s: no port", g)
 	}
-	if p := *fe.Port; p < 1 || p > 254 {
-		return Entry{}, fmt.Errorf("switch %s: port %d outside 1..254 (a switch's external ports)", g, p)
+	if why := fabricentry.Port(*fe.Port); why != "" {
+		return Entry{}, fmt.Errorf("switch %s: %s", g, why)
 	}
 	if fe.SwitchLID == nil || *fe.SwitchLID == 0 {
 		return Entry{}, fmt.Errorf("switch %s port %d: no switchLID, the LID its PMA answers at: re-run nichealth-fabric plan (this release writes it) on an ibnetdiscover dump taken with LIDs assigned", g, *fe.Port)
 	}
-	if l := *fe.SwitchLID; l < 1 || l > 0xBFFF {
-		return Entry{}, fmt.Errorf("switch %s port %d: switchLID %d is not a unicast LID (1..0xBFFF)", g, *fe.Port, l)
+	if why := fabricentry.LID(*fe.SwitchLID); why != "" {
+		return Entry{}, fmt.Errorf("switch %s port %d: %s", g, *fe.Port, why)
 	}
 	name := fe.SwitchName
-	if len(name) > maxName || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return Entry{}, fmt.Errorf("switch %s port %d: switchName %q is over %d bytes or holds control characters", g, *fe.Port, clip(name), maxName)
+	if why := fabricentry.Name(name); why != "" {
+		return Entry{}, fmt.Errorf("switch %s port %d: %s (%q)", g, *fe.Port, why, clip(name))
 	}
 	if name == "" {
 		name = g

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,16 +42,33 @@ func TestLab_ReadsTheShareThroughTheHelper(t *testing.T) {
 	if err := l.PerformanceSet(iblab.Leaf1, 33, "PortCounters.SymbolErrorCounter", 77); err != nil {
 		t.Fatal(err)
 	}
+	ports, err := c.Ports(t.Context(), 2*time.Second)
+	if err != nil || len(ports) == 0 || ports[0].LID == 0 {
+		t.Fatalf("local ports: %+v %v", ports, err)
+	}
+	// Issue 40 row 8: gpu-a017's own node GUID and LID (a CA), and port
+	// 200 of leaf 1 (a 41-port switch), as a crafted list would hold.
+	const caGUID = "0xa088c20300ab0000"
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, fmt.Sprintf(`{"assignments": {"gpu-a017": [
 		{"switchGUID": %q, "port": 33, "switchName": "ibsw-leaf1", "switchLID": %d},
-		{"switchGUID": "0xb83fd20300a02000", "port": 34, "switchName": "ibsw-leaf2", "switchLID": %d}]}}`, iblab.Leaf1GUID, leaf1.LID, leaf1.LID))
+		{"switchGUID": %q, "port": 200, "switchName": "ibsw-leaf1", "switchLID": %d},
+		{"switchGUID": %q, "port": 1, "switchName": "gpu-a017 mlx5_0", "switchLID": %d},
+		{"switchGUID": "0xb83fd20300a02000", "port": 34, "switchName": "ibsw-leaf2", "switchLID": %d}]}}`,
+		iblab.Leaf1GUID, leaf1.LID, iblab.Leaf1GUID, leaf1.LID, caGUID, ports[0].LID, leaf1.LID))
 	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 400 * time.Millisecond, Timeout: time.Second}, c, nil)
 	defer r.Close()
 	rd := waitFor(t, r, "leaf 1 port 33 read and leaf 2's entry refused at the fabric", func(rd *Reading) bool {
 		p, q := portOf(rd, iblab.Leaf1GUID, 33), portOf(rd, "0xb83fd20300a02000", 34)
-		return p != nil && p.Read && q != nil && q.Errors > 0
+		return p != nil && p.Read && q != nil && q.Errors > 1
 	})
+	high, ca := portOf(rd, iblab.Leaf1GUID, 200), portOf(rd, caGUID, 1)
+	if high == nil || high.Refused != "switch 0xb83fd20300a01000 (ibsw-leaf1) has 41 ports, so no port 200: re-run nichealth-fabric plan" || high.Errors != 0 || high.Read {
+		t.Errorf("port 200 of a 41-port switch: %+v", high)
+	}
+	if ca == nil || !strings.Contains(ca.Refused, caGUID+fmt.Sprintf(" at LID %d is a CA, not a switch", ports[0].LID)) || ca.Errors != 0 || ca.Read {
+		t.Errorf("a CA's GUID and LID: %+v", ca)
+	}
 	p := portOf(rd, iblab.Leaf1GUID, 33)
 	out, err := l.Run(iblab.GPUA017, "perfquery", "-x", strconv.Itoa(leaf1.LID), "33")
 	if err != nil {

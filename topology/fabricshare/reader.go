@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +64,10 @@ type PortReading struct {
 	// assigned); Err says why the last attempt failed ("" when it did not).
 	Errors uint64
 	Err    string
+	// Refused says why the entry is not read at all: what answers at
+	// its switch's LID is not a switch, or has no such port. Said once;
+	// the entry is not asked again while it stays in the list.
+	Refused string
 }
 
 // Reading is one published state of the share. It is never modified once
@@ -109,6 +112,10 @@ type Reader struct {
 	list      []Entry
 	ports     map[portKey]*PortReading
 	switches  map[string]*switchState
+	// tried is when each listed port was last asked for (read or not):
+	// a round reads the longest-waiting first, so a list that changes
+	// often keeps each unchanged port's place.
+	tried     map[portKey]time.Time
 	valid     bool
 	refused   string
 	absent    bool
@@ -133,6 +140,10 @@ type switchState struct {
 	err     string // why its ports cannot be read this round
 	cpi     *wire.ClassPortInfo
 	cpiAt   uint64
+	// numPorts is what its NodeInfo says; refused why none of its
+	// entries can be read (not a switch).
+	numPorts int
+	refused  string
 }
 
 // cpiEvery is how many rounds a switch's ClassPortInfo is trusted (a
@@ -150,7 +161,7 @@ func Start(cfg Config, c Client, log *slog.Logger) *Reader {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[portKey]*PortReading{}, switches: map[string]*switchState{}, valid: true,
+		ports: map[portKey]*PortReading{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
 		logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}, timer: time.NewTimer(time.Hour)}
 	r.timer.Stop()
 	r.latest.Store(&Reading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
@@ -320,9 +331,13 @@ func (r *Reader) apply(list []Entry) {
 	}
 	r.list = list
 	keep := make(map[portKey]*PortReading, len(list))
+	tried := make(map[portKey]time.Time, len(list))
 	sw := map[string]*switchState{}
 	for _, e := range list {
 		k := portKey{e.SwitchGUID, e.Port}
+		if t, ok := r.tried[k]; ok {
+			tried[k] = t
+		}
 		p := r.ports[k]
 		if p == nil || p.Entry != e {
 			np := &PortReading{Entry: e}
@@ -336,7 +351,7 @@ func (r *Reader) apply(list []Entry) {
 			sw[e.SwitchGUID] = s
 		}
 	}
-	r.ports, r.switches = keep, sw
+	r.ports, r.switches, r.tried = keep, sw, tried
 }
 
 // sleepUntil waits until t; false when woken first (or ctx ended).
@@ -371,9 +386,12 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 	if r.c.State().Health == mad.Unavailable {
 		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
 	}
-	list := r.list
+	list := r.order()
 	var failed map[string]*failure
 	for i, e := range list {
+		if p := r.ports[portKey{e.SwitchGUID, e.Port}]; p != nil && p.Refused != "" {
+			continue
+		}
 		for i > 0 && ctx.Err() == nil && !r.sleepUntil(ctx, due(start, i, len(list), cfg.Interval)) {
 			if r.changed(ctx, &cfg) {
 				return true
@@ -406,172 +424,6 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 	}
 	r.logFailures(failed)
 	return false
-}
-
-// failure is one switch's failed reads in a round: how many, and the
-// first one's reason.
-type failure struct {
-	ports  int
-	reason string
-}
-
-// logFailures says, per switch, how many of its ports failed this round
-// and why (rate-limited: a switch that stays unreadable is said hourly,
-// with the count of the lines held back).
-func (r *Reader) logFailures(failed map[string]*failure) {
-	for guid, f := range failed {
-		if ok, sup := r.logs.Note("switch "+guid, time.Now()); ok {
-			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
-		}
-	}
-}
-
-// due is when the i-th of n reads of a round is due: evenly spaced over
-// the interval, the first at its start, the last one gap before its end.
-func due(start time.Time, i, n int, interval time.Duration) time.Time {
-	return start.Add(time.Duration(int64(interval) / int64(n) * int64(i)))
-}
-
-// errNoSource: no local ACTIVE InfiniBand port to send MADs from.
-var errNoSource = errors.New("no ACTIVE InfiniBand port on this host to send MADs from")
-
-// source finds (once, and again after a failure) the local port the MADs
-// leave by: the first ACTIVE InfiniBand port with a LID.
-func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
-	if r.src.GUID != "" {
-		return r.src, nil
-	}
-	ps, err := r.c.Ports(ctx, cfg.Timeout)
-	if err != nil {
-		return wire.Local{}, fmt.Errorf("list the local ports: %w", err)
-	}
-	for _, p := range ps {
-		// libibumad says "InfiniBand" (or "IB", or nothing on kernels
-		// older than the link_layer file); only RoCE's "Ethernet" sends
-		// no SMP.
-		if p.State == 4 && p.LID > 0 && p.LinkLayer != "Ethernet" {
-			r.src = wire.Local{GUID: p.GUID}
-			return r.src, nil
-		}
-	}
-	seen := make([]string, 0, 4)
-	for _, p := range ps[:min(len(ps), 4)] {
-		seen = append(seen, fmt.Sprintf("%s/%d state %d LID %d %s", p.CA, p.Port, p.State, p.LID, p.LinkLayer))
-	}
-	return wire.Local{}, fmt.Errorf("%w (seen: %s)", errNoSource, strings.Join(seen, "; "))
-}
-
-// readPort reads one assigned port: its switch's LID checked first (once
-// per round), its PMA's offer known (cached), then one counter read.
-func (r *Reader) readPort(ctx context.Context, cfg Config, e Entry) error {
-	k := portKey{e.SwitchGUID, e.Port}
-	old := r.ports[k]
-	if old == nil {
-		return nil // dropped by a reload meanwhile
-	}
-	np := *old
-	err := r.readInto(ctx, cfg, e, &np)
-	if err != nil {
-		np.Errors++
-		np.Err = err.Error()
-	} else {
-		np.Err = ""
-	}
-	r.ports[k] = &np
-	return err
-}
-
-func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReading) error {
-	local, err := r.source(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	s := r.switches[e.SwitchGUID]
-	if s == nil {
-		s = &switchState{}
-		r.switches[e.SwitchGUID] = s
-	}
-	if s.checked != r.round {
-		s.checked, s.err = r.round, ""
-		n, err := r.c.NodeInfo(ctx, local, e.SwitchLID, cfg.Timeout)
-		switch {
-		case err != nil:
-			r.lost(err)
-			err = fmt.Errorf("NodeInfo of LID %d (switch %s): %w", e.SwitchLID, e.SwitchGUID, err)
-			s.err, s.cpi = err.Error(), nil
-			return err
-		case n.NodeGUID != e.SwitchGUID:
-			s.err = fmt.Sprintf("LID %d is now %s %s, not switch %s (%s): the subnet manager reassigned LIDs; re-run nichealth-fabric plan",
-				e.SwitchLID, nodeKind(n.NodeType), n.NodeGUID, e.SwitchGUID, e.SwitchName)
-			s.cpi = nil
-			return errors.New(s.err)
-		}
-		if s.cpi == nil || r.round-s.cpiAt >= cpiEvery {
-			cpi, err := r.c.ClassPortInfo(ctx, local, e.SwitchLID, cfg.Timeout)
-			if err != nil {
-				r.lost(err)
-				err = fmt.Errorf("PMA ClassPortInfo of %s (LID %d): %w", e.SwitchName, e.SwitchLID, err)
-				s.err, s.cpi = err.Error(), nil
-				return err
-			}
-			s.cpi, s.cpiAt = &cpi, r.round
-		}
-	}
-	if s.err != "" {
-		return errors.New(s.err)
-	}
-	if s.cpi == nil {
-		return fmt.Errorf("switch %s: its PMA's offer is unknown", e.SwitchGUID)
-	}
-	if s.cpi.Extended() {
-		x, err := r.c.PortCountersExt(ctx, local, e.SwitchLID, e.Port, s.cpi.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCountersExtended of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		if x.Errors != nil {
-			p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), x.Errors.Values(), true
-			return nil
-		}
-		// The error counters only in PortCounters: read it, and keep
-		// the 64-bit data counters.
-		pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = x.PortXmitData, x.PortRcvData, x.PortXmitPkts, x.PortRcvPkts
-		p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
-		return nil
-	}
-	pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
-	if err != nil {
-		r.lost(err)
-		return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-	}
-	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
-	return nil
-}
-
-// lost forgets the source port after a failure that may mean it is gone
-// (no such port, cannot open it): the next read looks for one again.
-func (r *Reader) lost(err error) {
-	var we *wire.Error
-	if errors.As(err, &we) && (we.Kind == wire.ErrNoPort || we.Kind == wire.ErrOpen) {
-		r.src = wire.Local{}
-	}
-}
-
-func nodeKind(t int) string {
-	switch t {
-	case 1:
-		return "CA"
-	case 2:
-		return "switch"
-	case 3:
-		return "router"
-	}
-	return "node"
 }
 
 // sayOnce logs a line once per process for key.

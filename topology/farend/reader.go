@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nichealth/nichealthd/internal/nodenamemap"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/topology/mad"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
@@ -422,77 +419,4 @@ func umadMissing(dir string) string {
 		return ""
 	}
 	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad; rdma-core's rdma-load-modules@rdma.service loads it at boot)", dir)
-}
-
-// names is the node-name map, read again when the file changes.
-type names struct {
-	path  string
-	mod   time.Time
-	size  int64
-	m     map[uint64]string
-	saidE string
-}
-
-// maxMapBytes bounds the map: a fabric of 10,000 nodes is about 500 KiB.
-const maxMapBytes = 8 << 20
-
-func (n *names) refresh(cfg Config, log *slog.Logger, once func(key, msg string, args ...any)) {
-	if cfg.NodeNameMap != n.path {
-		*n = names{path: cfg.NodeNameMap}
-	}
-	if n.path == "" {
-		return
-	}
-	fi, err := os.Stat(n.path)
-	switch {
-	case err != nil && cfg.Optional && errors.Is(err, os.ErrNotExist):
-		n.m = nil
-		return
-	case err != nil:
-		n.m = nil
-		n.say(log, fmt.Sprintf("%v; peers are named by their NodeDescription", err))
-		return
-	case fi.ModTime().Equal(n.mod) && fi.Size() == n.size && n.m != nil:
-		return
-	}
-	f, err := os.Open(n.path)
-	if err != nil {
-		n.say(log, fmt.Sprintf("%v; peers are named by their NodeDescription", err))
-		return
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMapBytes+1))
-	if err != nil || len(b) > maxMapBytes {
-		n.say(log, fmt.Sprintf("%s: unreadable or over %d bytes; peers are named by their NodeDescription", n.path, maxMapBytes))
-		return
-	}
-	m, probs := nodenamemap.Parse(b)
-	n.m, n.mod, n.size = m, fi.ModTime(), fi.Size()
-	if len(probs) > 0 {
-		log.Warn("node-name map lines skipped", "file", n.path, "lines", len(probs), "first", fmt.Sprintf("line %d: %s", probs[0].Line, probs[0].Reason))
-	}
-	n.saidE = ""
-}
-
-func (n *names) say(log *slog.Logger, msg string) {
-	if msg != n.saidE {
-		n.saidE = msg
-		log.Warn("node-name map not used", "file", n.path, "error", msg)
-	}
-}
-
-// name is what the map calls a peer (by node GUID, then port GUID), or
-// its NodeDescription.
-func (n *names) name(p wire.Peer) string {
-	for _, g := range []string{p.NodeGUID, p.PortGUID} {
-		if v, err := wire.ParseGUID(g); err == nil {
-			if s, ok := n.m[v]; ok {
-				return s
-			}
-		}
-	}
-	if p.Description != "" {
-		return p.Description
-	}
-	return p.NodeGUID
 }

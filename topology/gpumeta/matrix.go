@@ -3,11 +3,12 @@ package gpumeta
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
 // Topology levels as nvidia-smi topo -m prints them (NVML's
@@ -31,6 +32,10 @@ const (
 // DefaultMetadataPath is where NVSentinel's metadata collector publishes
 // the matrix (seed 12.2).
 const DefaultMetadataPath = "/var/lib/nvsentinel/gpu_metadata.json"
+
+// MaxMetadataBytes bounds the metadata file: a node's GPUs and NICs are a
+// few KiB of JSON.
+const MaxMetadataBytes = 4 << 20
 
 // GPU is one GPU of the matrix. NUMANode is -1 when unknown.
 type GPU struct {
@@ -96,8 +101,11 @@ type metadataFile struct {
 //   - an absent or empty nic_topology is accepted (a node without RDMA
 //     NICs); every NIC the caller knows is then missing from the matrix,
 //     which role classification treats as SYS to every GPU and says so.
+//
+// The file is read through the bounded reader: a regular file of at most
+// MaxMetadataBytes, never a FIFO.
 func Load(path string) (*Matrix, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.Read(path, MaxMetadataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read GPU metadata %s: %w", path, err)
 	}
