@@ -100,6 +100,8 @@ type File struct {
 
 	FarEnd FarEndFile `toml:"farEnd"`
 
+	Cable CableFile `toml:"cable"`
+
 	Fabric FabricFile `toml:"fabric"`
 
 	Sinks struct {
@@ -182,6 +184,10 @@ type Config struct {
 
 	// FarEnd is the switch port at the other end of each IB cable.
 	FarEnd FarEndConfig
+
+	// Cable is the transport budget link-down episodes are measured
+	// against.
+	Cable CableConfig
 
 	// Fabric is this host's share of the fabric's switch ports.
 	Fabric FabricConfig

@@ -26,6 +26,10 @@ const (
 	// Checks of their own in --checks and on the wire.
 	TransceiverCheck    = "NICTransceiverCheck"
 	FirmwareHealthCheck = "NICFirmwareHealthCheck"
+	// CableVerdictCheck is the cable verdict's boundary (DESIGN.md section
+	// 15): it raises no condition of its own, and a bug in it disables it
+	// alone.
+	CableVerdictCheck = "NICCableVerdict"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/cable"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/farend"
@@ -41,7 +42,10 @@ type set struct {
 	// farEnd is the switch port at the far end of every IB cable
 	// (DESIGN.md section 13).
 	farEnd *farend.Check
-	rules  *rules.Check
+	// cable is each port's cable verdict (DESIGN.md section 15), judged
+	// from what the checks above observed.
+	cable *cable.Tracker
+	rules *rules.Check
 }
 
 // entry is one check of the list: the value that keeps its memory (a
@@ -68,6 +72,7 @@ type entry struct {
 //   - then the counters, PCIe AER, the kernel log, the PCI inventory, the
 //     link sanity pass, the link's own story (transceivers, devlink), and
 //     the far end of every IB cable;
+//   - the cable verdict, which joins what they read (it raises nothing);
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
@@ -81,6 +86,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		transceiver: transceiver.NewCheck(),
 		firmware:    firmware.NewCheck(),
 		farEnd:      farend.NewCheck(),
+		cable:       cable.NewTracker(),
 		rules:       rules.NewCheck(boot, bootID, conds),
 	}
 	s.cards = cards.NewCheck(s.ports)
@@ -107,6 +113,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 			return nil
 		}},
 		{s.farEnd, one(s.farEnd), false, func(c *config.Config) []event.Spec { return s.farEnd.Configure(farEndConfig(c)) }},
+		{s.cable, one(cable.NewCheck(s.cable)), false, func(c *config.Config) []event.Spec { s.cable.Configure(cableConfig(c)); return nil }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}
 }
