@@ -143,6 +143,12 @@ func portProps() []propDef[PortView] {
 		{"PeerPort", "u", true, func(p *PortView) any { return p.PeerPort }},
 		{"PeerName", "s", true, func(p *PortView) any { return p.PeerName }},
 		{"PeerCounters", "a{st}", false, func(p *PortView) any { return nonNilMap(p.PeerCounters) }},
+		{"CableDirection", "s", true, func(p *PortView) any { return p.CableDirection }},
+		{"CableSuspect", "s", true, func(p *PortView) any { return p.CableSuspect }},
+		{"CablePart", "s", true, func(p *PortView) any { return p.CablePart }},
+		// The evidence's rises move every tick while errors flow: read,
+		// not signalled.
+		{"CableEvidence", "as", false, func(p *PortView) any { return nonNil(p.CableEvidence) }},
 	}
 }
 

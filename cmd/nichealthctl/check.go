@@ -543,6 +543,12 @@ func entryFromView(pv dbusapi.PortView, perf bool) checkEntry {
 	case !pv.Healthy:
 		e.add(nagiosWarning, pv.Message)
 	}
+	// The part to replace, as the daemon judged it (DESIGN.md section
+	// 15), explains a port that is not OK; it changes no status, and an OK
+	// port's line stays "OK".
+	if e.Status != nagiosOK && pv.CablePart != "" {
+		e.add(e.Status, fmt.Sprintf("suspect %s, errors %s", pv.CablePart, pv.CableDirection))
+	}
 	if perf {
 		e.Perf = perfOf(pv)
 	}

@@ -100,6 +100,9 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 		row("Far end", fmt.Sprintf("%s port %d (node GUID %s)", pv.PeerName, pv.PeerPort, pv.PeerGUID))
 		row("Far counters", farCounters(pv))
 	}
+	if pv.CableDirection != "" {
+		row("Cable", cableSummary(pv))
+	}
 	if lb := pv.LatchedBreaches(); len(lb) > 0 {
 		row("Latched", p.red(strings.Join(lb, ", "))+fmt.Sprintf("  (after remediation: nichealthctl ack %s %d)", pv.Device, pv.Port))
 	}

@@ -169,12 +169,12 @@ func SamplePorts() []dbusapi.PortView {
 		{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", RoleReason: "NUMA 0 shared with GPU 0",
 			NetDev: "ibp12s0", PCIAddress: "0000:0c:00.0", NUMANode: 0, Rate: "400 Gb/sec (4X NDR)", RateGbps: 400,
 			NodeGUID: "0xb83fd20300a0b010", PortGUID: "0xb83fd20300a0b010",
-			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters(), Sanity: []string{}},
+			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters(), Sanity: []string{}, CableDirection: "none", CableEvidence: []string{}},
 		{Device: "mlx5_1", Port: 1, LinkLayer: "InfiniBand", Role: "Compute", RoleReason: "NUMA 1 shared with GPU 4",
 			NetDev: "ibp140s0", PCIAddress: "0000:8c:00.0", NUMANode: 1, Rate: "400 Gb/sec (4X NDR)", RateGbps: 400,
-			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters(), Sanity: []string{}},
+			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters(), Sanity: []string{}, CableDirection: "none", CableEvidence: []string{}},
 		{Device: "mlx5_bond_0", Port: 1, LinkLayer: "Ethernet", Role: "Storage", RoleReason: "no GPU on its PCIe switch",
 			NetDev: "bond0", PCIAddress: "0016:03:00.0", NUMANode: -1, Rate: "200 Gb/sec (4X HDR)", RateGbps: 200,
-			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters()[:1], Sanity: []string{}},
+			State: "ACTIVE", PhysState: "LinkUp", Up: true, Healthy: true, Counters: counters()[:1], Sanity: []string{}, CableDirection: "none", CableEvidence: []string{}},
 	}
 }
