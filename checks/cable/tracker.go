@@ -237,15 +237,13 @@ func (t *Tracker) inputs(pm *portMem, p *observe.Port, obs *observe.Observation)
 	if !in.Ethernet {
 		t.peerInputs(pm, in, obs.FarEnd, obs.Now)
 	}
-	in.Module = nil
+	in.Module, in.ModuleUp = nil, false
 	in.LinkDownReason, in.LinkDownSub, in.LinkDownWords = "", "", ""
 	if in.Ethernet {
 		for i := range obs.LinkStory.Modules {
 			r := &obs.LinkStory.Modules[i]
-			// A module read while the port was down has dark lanes by
-			// nature: only a reading of the link up is evidence.
-			if r.Device == pm.device && r.Port == pm.port && r.Err == nil && r.Up {
-				in.Module = &r.Module
+			if r.Device == pm.device && r.Port == pm.port && r.Err == nil {
+				in.Module, in.ModuleUp = &r.Module, r.Up
 				break
 			}
 		}

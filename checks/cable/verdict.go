@@ -280,9 +280,13 @@ type Input struct {
 	// Missing (and MissingWhy) say the switch port's half is not there.
 	Missing    Missing
 	MissingWhy string
-	// Module is our module as the last pass read it while the port was
-	// up (nil: none read, or read while down).
-	Module *module.Module
+	// Module is our module as the last pass read it (nil: none read);
+	// ModuleUp says the pass read it while the port was up. A module read
+	// while the port was down has dark lanes and stale flags by nature:
+	// only its high side (a laser driven too hard, a Tx fault) is
+	// evidence then.
+	Module   *module.Module
+	ModuleUp bool
 	// LinkDownReason and LinkDownSub are the kernel's machine names of why
 	// the link is down (ethtool extended link state); LinkDownWords the
 	// sentence.
@@ -369,6 +373,7 @@ func judgeModule(in *Input, m *module.Module, v *Verdict) {
 		}
 		v.Direction = v.Direction.with(d)
 	}
+	up := in.ModuleUp
 	var used, rxLow int
 	rxLowLane := 0
 	for i := range m.Lanes {
@@ -386,7 +391,7 @@ func judgeModule(in *Input, m *module.Module, v *Verdict) {
 			lim *module.Limits
 			f   module.LevelFlag
 		}{{module.TxBias, l.TxBiasMA, th.TxBiasMA, l.TxBiasFlags}, {module.TxPower, l.TxPowerM, th.TxPowerMW, l.TxPowerFlags}} {
-			if thr, ok := outside(q.v, q.lim); ok {
+			if thr, ok := outside(q.v, q.lim, up); ok {
 				first(HostTransceiver, FromHost, 0)
 				v.Serial = m.Serial
 				v.add(Evidence{Kind: KindLane, Side: Host, Lane: l.Lane, Name: q.q.Label(), Quantity: q.q, Value: *q.v, Threshold: thr})
@@ -400,18 +405,18 @@ func judgeModule(in *Input, m *module.Module, v *Verdict) {
 		// RuleHostSideLOS: Tx LOS/LOL is the module losing the electrical
 		// signal our port drives into it: the port (or its cage), not a
 		// fibre, which Tx does not see.
-		if l.TxLOS || l.TxLOL {
+		if up && (l.TxLOS || l.TxLOL) {
 			first(HostPort, FromHost, 0)
 			v.add(Evidence{Kind: KindLane, Side: Host, Lane: l.Lane, Name: losName("Tx", l.TxLOS)})
 		}
 		// RuleLaneLOS: on an ACTIVE port the far end is sending, so a lane
 		// that loses its received signal (or its clock) is that lane's
 		// fibre or connector.
-		if l.RxLOS || l.RxLOL {
+		if up && (l.RxLOS || l.RxLOL) {
 			first(Cable, ToHost, l.Lane)
 			v.add(Evidence{Kind: KindLane, Side: Host, Lane: l.Lane, Name: losName("Rx", l.RxLOS)})
 		}
-		if l.RxPowerM != nil && th.RxPowerMW != nil && *l.RxPowerM < th.RxPowerMW.LowWarning && !math.IsNaN(*l.RxPowerM) {
+		if up && l.RxPowerM != nil && th.RxPowerMW != nil && *l.RxPowerM < th.RxPowerMW.LowWarning && !math.IsNaN(*l.RxPowerM) {
 			rxLow++
 			if rxLowLane == 0 {
 				rxLowLane = l.Lane
@@ -442,9 +447,10 @@ func judgeModule(in *Input, m *module.Module, v *Verdict) {
 	}
 }
 
-// outside reports whether *val is past lim's warning thresholds, and the
-// threshold it is past (the alarm one when past both).
-func outside(val *float64, lim *module.Limits) (float64, bool) {
+// outside reports whether *val is past lim's warning thresholds (the low
+// ones only when lowSide), and the threshold it is past (the alarm one
+// when past both).
+func outside(val *float64, lim *module.Limits, lowSide bool) (float64, bool) {
 	if val == nil || lim == nil || math.IsNaN(*val) {
 		return 0, false
 	}
@@ -453,9 +459,9 @@ func outside(val *float64, lim *module.Limits) (float64, bool) {
 		return lim.HighAlarm, true
 	case x > lim.HighWarning:
 		return lim.HighWarning, true
-	case x < lim.LowAlarm:
+	case lowSide && x < lim.LowAlarm:
 		return lim.LowAlarm, true
-	case x < lim.LowWarning:
+	case lowSide && x < lim.LowWarning:
 		return lim.LowWarning, true
 	}
 	return 0, false

@@ -49,7 +49,13 @@ func goodModule() *module.Module {
 
 func roce(m *module.Module, host ...Evidence) Input {
 	in := ib(host, nil)
-	in.Ethernet, in.Module = true, m
+	in.Ethernet, in.Module, in.ModuleUp = true, m, true
+	return in
+}
+
+// readDown is in with its module read while the port was down.
+func readDown(in Input) Input {
+	in.ModuleUp = false
 	return in
 }
 
@@ -160,6 +166,8 @@ func TestCable_15_RuleHostTxOutOfThresholds(t *testing.T) {
 		{"Tx fault", roce(fault), "from-host", "host-transceiver", 0, "MT2245VS01234", []string{"lane 1 Tx fault"}},
 		{"at the threshold is inside", roce(edge), "none", "", 0, "", nil},
 		{"our Tx failing and errors arriving", roce(biasHigh, hostErr("rx_symbol_err_phy", 2)), "both", "host-transceiver", 0, "MT2245VS01234", nil},
+		{"read while the port was down: the high side still counts", readDown(roce(biasHigh)), "from-host", "host-transceiver", 0, "MT2245VS01234", nil},
+		{"read while the port was down: a dark laser does not", readDown(roce(powerLow)), "none", "", 0, "", nil},
 	})
 }
 
@@ -180,6 +188,7 @@ func TestCable_15_RuleLaneLOS(t *testing.T) {
 		{"Rx LOL lane 1", roce(lol), "to-host", "cable", 1, "", []string{"lane 1 Rx LOL"}},
 		{"Tx LOS is the host side", roce(txlos), "from-host", "host-port", 0, "", []string{"lane 2 Tx LOS"}},
 		{"port not ACTIVE", down, "none", "", 0, "", nil},
+		{"flag read while the port was down", readDown(roce(los)), "none", "", 0, "", nil},
 	})
 }
 
