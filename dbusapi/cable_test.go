@@ -6,6 +6,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 )
@@ -56,5 +57,21 @@ func TestDBus_15_CableVerdictProperties(t *testing.T) {
 	}
 	if pv.CableDirection != "both" || pv.CableSuspect != "cable" || pv.CablePart != "cable" || !slices.Equal(pv.CableEvidence, evidence) {
 		t.Fatalf("client read %q %q %q %v", pv.CableDirection, pv.CableSuspect, pv.CablePart, pv.CableEvidence)
+	}
+}
+
+// TestDBus_15_CableVerdictFromSnapshot: the port object shows the
+// snapshot's verdict as the daemon judged it, the missing half of the
+// evidence last.
+func TestDBus_15_CableVerdictFromSnapshot(t *testing.T) {
+	p := health.Port{PortInfo: health.PortInfo{Device: "mlx5_0", Port: 1, Cable: health.Cable{Direction: "to-host", Suspect: "unknown",
+		Part: "unknown part", Evidence: []string{"host symbol_error +3 in 2m0s"}, Missing: "switch port not read yet"}}}
+	pv := dbusapi.PortViewOf(&p)
+	if pv.CableDirection != "to-host" || pv.CableSuspect != "unknown" || pv.CablePart != "unknown part" ||
+		!slices.Equal(pv.CableEvidence, []string{"host symbol_error +3 in 2m0s", "switch port not read yet"}) {
+		t.Fatalf("view %q %q %q %v", pv.CableDirection, pv.CableSuspect, pv.CablePart, pv.CableEvidence)
+	}
+	if pv := dbusapi.PortViewOf(&health.Port{}); pv.CableEvidence == nil {
+		t.Error("no evidence is nil on the bus (as)")
 	}
 }

@@ -95,6 +95,28 @@ func TestCable_15_TrackerWindow(t *testing.T) {
 	if v := tr.Verdict("mlx5_0", 1); v.Said() {
 		t.Fatalf("a counter reset reads as errors: %s", v.EvidenceText())
 	}
+	// After the reset the counter counts from its new baseline.
+	tick(o, t0.Add(94*time.Second), 5, 5000)
+	tr.Observe(o)
+	if v := tr.Verdict("mlx5_0", 1); v.EvidenceText() != "host symbol_error +2 in 1m0s" {
+		t.Fatalf("a rise after a reset: %q", v.EvidenceText())
+	}
+	// A recabled port's new peer brings its own counters: higher than the
+	// old peer's is no rise.
+	moved := farEndReading(3, t0.Add(95*time.Second), 5000)
+	moved.Ports[0].Peer.PortGUID = "0x0002c90300000002"
+	o.FarEnd = moved
+	tick(o, t0.Add(95*time.Second), 5, 5000)
+	tr.Observe(o)
+	if v := tr.Verdict("mlx5_0", 1); v.Direction != ToHost {
+		t.Fatalf("a new peer's counters read as errors: %v %q", v.Direction, v.EvidenceText())
+	}
+	o.FarEnd = farEndReading(4, t0.Add(96*time.Second), 5001)
+	o.FarEnd.Ports[0].Peer.PortGUID = "0x0002c90300000002"
+	tr.Observe(o)
+	if v := tr.Verdict("mlx5_0", 1); v.Direction != Both {
+		t.Fatalf("the new peer's own rise: %v %q", v.Direction, v.EvidenceText())
+	}
 	if a := testing.AllocsPerRun(50, func() { tr.Observe(o) }); a != 0 {
 		t.Fatalf("a steady Observe allocates %.0f objects", a)
 	}

@@ -80,9 +80,11 @@ func farEndConfig(c *config.Config) farend.Config {
 
 // cableConfig holds a rise as errors flowing for two far-end intervals:
 // the switch port's half is read once an interval, ours every tick, and
-// both halves must overlap to say "both".
+// both halves must overlap to say "both". Never less than
+// cable.DefaultWindow, so a scraper reading /metrics once a minute sees a
+// burst that a short [farEnd] interval reads quickly.
 func cableConfig(c *config.Config) cable.Config {
-	return cable.Config{Window: 2 * c.FarEnd.Interval,
+	return cable.Config{Window: max(2*c.FarEnd.Interval, cable.DefaultWindow),
 		Transport: cable.Transport{Timeout: c.Cable.TransportTimeout, Retries: c.Cable.TransportRetries}}
 }
 
