@@ -53,6 +53,7 @@ type Config struct {
 // rises started, and when it last rose.
 type mover struct {
 	name    string
+	path    string // the sample's file, to carry the mover over a replan
 	has     bool
 	last    uint64
 	base    uint64
@@ -172,10 +173,21 @@ func (t *Tracker) rebuild(obs *observe.Observation) {
 				break
 			}
 		}
+		// A replan (a NIC gone, a reload) keeps every other port's runs of
+		// errors: the movers follow their files, not their indexes.
+		kept := pm.host
 		pm.host = make([]mover, len(p.Samples))
 		for si := range p.Samples {
-			if n := errorCounter(obs, &p.Samples[si]); n != "" {
-				pm.host[si].name = n
+			n := errorCounter(obs, &p.Samples[si])
+			if n == "" {
+				continue
+			}
+			pm.host[si] = mover{name: n, path: p.Samples[si].Path}
+			for _, m := range kept {
+				if m.name == n && m.path == p.Samples[si].Path {
+					pm.host[si] = m
+					break
+				}
 			}
 		}
 	}

@@ -117,6 +117,15 @@ func TestCable_15_TrackerWindow(t *testing.T) {
 	if v := tr.Verdict("mlx5_0", 1); v.Direction != Both {
 		t.Fatalf("the new peer's own rise: %v %q", v.Direction, v.EvidenceText())
 	}
+	// A replan (another NIC gone) keeps the port's run of errors.
+	tick(o, t0.Add(97*time.Second), 9, 5000)
+	tr.Observe(o)
+	o.Plan++
+	tick(o, t0.Add(98*time.Second), 9, 5000)
+	tr.Observe(o)
+	if v := tr.Verdict("mlx5_0", 1); v.NHostRise() != 6 {
+		t.Fatalf("after a replan: %q", v.EvidenceText())
+	}
 	if a := testing.AllocsPerRun(50, func() { tr.Observe(o) }); a != 0 {
 		t.Fatalf("a steady Observe allocates %.0f objects", a)
 	}
@@ -176,4 +185,14 @@ func TestCable_15_DowntimeAgainstBudget(t *testing.T) {
 	if _, ok := tr2.TakeEpisode("mlx5_0", 1); ok {
 		t.Fatal("an episode without a start is measured")
 	}
+}
+
+// NHostRise is the rise of the verdict's first host counter (0 none).
+func (v *Verdict) NHostRise() uint64 {
+	for _, e := range v.Evidence() {
+		if e.Kind == KindCounter && e.Side == Host {
+			return e.Rise
+		}
+	}
+	return 0
 }
