@@ -47,6 +47,17 @@ func TestCtl_15_Cables(t *testing.T) {
 	if !strings.Contains(out, "Cable: from-host; suspect host transceiver (serial MT2245VS01234); lane 3 Tx laser bias") {
 		t.Errorf("port lacks the cable verdict:\n%s", out)
 	}
+	// status --json carries the verdict, for nichealth-fabric map --status.
+	out, _, _ = ctl(t, f.bus, nil, "status", "--json")
+	var st struct {
+		Ports []struct {
+			CableDirection string `json:"cableDirection"`
+			CableSuspect   string `json:"cableSuspect"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Ports) != 3 || st.Ports[2].CableDirection != "from-host" || st.Ports[2].CableSuspect != "host-transceiver" {
+		t.Fatalf("status --json cable verdicts: %v %+v", err, st.Ports)
+	}
 	if _, _, code := ctl(t, f.bus, nil, "cables", "extra"); code != exitUsage {
 		t.Errorf("cables extra: code %d", code)
 	}
