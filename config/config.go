@@ -112,7 +112,8 @@ type File struct {
 
 	FarEnd FarEndFile `toml:"farEnd"`
 
-	RoCE RoCEFile `toml:"roce"`
+	RoCE  RoCEFile  `toml:"roce"`
+	Cable CableFile `toml:"cable"`
 
 	Fabric FabricFile `toml:"fabric"`
 
@@ -199,6 +200,9 @@ type Config struct {
 
 	// RoCE is the RoCE congestion and loss classes (DESIGN.md section 16).
 	RoCE RoCEConfig
+	// Cable is the transport budget link-down episodes are measured
+	// against.
+	Cable CableConfig
 
 	// Fabric is this host's share of the fabric's switch ports.
 	Fabric FabricConfig

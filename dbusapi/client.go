@@ -341,6 +341,10 @@ func decodePort(raw map[string]dbus.Variant) PortView {
 		PeerPort:        get[uint32](m, "PeerPort"),
 		PeerName:        get[string](m, "PeerName"),
 		PeerCounters:    get[map[string]uint64](m, "PeerCounters"),
+		CableDirection:  get[string](m, "CableDirection"),
+		CableSuspect:    get[string](m, "CableSuspect"),
+		CablePart:       get[string](m, "CablePart"),
+		CableEvidence:   nonNil(get[[]string](m, "CableEvidence")),
 	}
 	if len(p.PeerCounters) == 0 {
 		p.PeerCounters = nil

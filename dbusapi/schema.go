@@ -147,6 +147,12 @@ func portProps() []propDef[PortView] {
 		{"RoCEEvidence", "s", true, func(p *PortView) any { return p.RoCEEvidence }},
 		{"RoCEPauseLostGbps", "d", false, func(p *PortView) any { return p.RoCEPauseLostGbps }},
 		{"RoCEPauseLostPercent", "d", false, func(p *PortView) any { return p.RoCEPauseLostPercent }},
+		{"CableDirection", "s", true, func(p *PortView) any { return p.CableDirection }},
+		{"CableSuspect", "s", true, func(p *PortView) any { return p.CableSuspect }},
+		{"CablePart", "s", true, func(p *PortView) any { return p.CablePart }},
+		// The evidence's rises move every tick while errors flow: read,
+		// not signalled.
+		{"CableEvidence", "as", false, func(p *PortView) any { return nonNil(p.CableEvidence) }},
 	}
 }
 

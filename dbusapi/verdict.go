@@ -111,6 +111,7 @@ func PortViewOf(p *health.Port) PortView {
 		Verdict: p.Verdict.String(), Conditions: conditionViews(p.Conditions), Message: p.Message,
 		Counters: make([]CounterView, 0, len(p.Counters)), Sanity: []string{},
 		FirmwareVersion: p.FWVer, BoardID: p.BoardID, LinkDownReason: p.LinkDownReason,
+		CableDirection: p.Cable.Direction, CableSuspect: p.Cable.Suspect, CablePart: p.Cable.Part, CableEvidence: cableEvidence(p.Cable),
 	}
 	if !p.LastChange.IsZero() {
 		pv.LastChangeUSec = uint64(p.LastChange.UnixMicro())
@@ -140,4 +141,15 @@ func PortViewOf(p *health.Port) PortView {
 		}
 	}
 	return pv
+}
+
+// cableEvidence is the verdict's evidence with the missing half last, as
+// nichealthctl cables prints it.
+func cableEvidence(c health.Cable) []string {
+	out := make([]string, 0, len(c.Evidence)+1)
+	out = append(out, c.Evidence...)
+	if c.Missing != "" {
+		out = append(out, c.Missing)
+	}
+	return out
 }

@@ -69,6 +69,16 @@ type PortView struct {
 	RoCEEvidence         string  `json:"roceEvidence"`
 	RoCEPauseLostGbps    float64 `json:"rocePauseLostGbps"`
 	RoCEPauseLostPercent float64 `json:"rocePauseLostPercent"`
+	// CableDirection and CableSuspect are the port's cable verdict
+	// (DESIGN.md section 15): which way errors flow (none, to-host,
+	// from-host, both) and the part to replace first (host-transceiver,
+	// peer-transceiver, cable, host-port, unknown; "" nothing). CablePart
+	// names it in words (with our module's serial or the lane), and
+	// CableEvidence lists the counters, lanes and reason behind it.
+	CableDirection string   `json:"cableDirection"`
+	CableSuspect   string   `json:"cableSuspect"`
+	CablePart      string   `json:"cablePart"`
+	CableEvidence  []string `json:"cableEvidence"`
 }
 
 // LatchedBreaches names the counters whose breach is latched, in counter order.

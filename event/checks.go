@@ -30,6 +30,10 @@ const (
 	// boundary (DESIGN.md section 16); its events are the Ethernet
 	// degradation check's.
 	RoCECheck = "RoCECongestionCheck"
+	// CableVerdictCheck is the cable verdict's boundary (DESIGN.md section
+	// 15): it raises no condition of its own, and a bug in it disables it
+	// alone.
+	CableVerdictCheck = "NICCableVerdict"
 )
 
 // StateCheckFor names the state check that speaks for a port of a link

@@ -97,7 +97,35 @@ type PortInfo struct {
 	// RoCE is a RoCE port's congestion and loss classes (nil when the
 	// port is not judged: InfiniBand, or [roce] off).
 	RoCE *RoCE
+	// Cable is the port's cable verdict (DESIGN.md section 15), judged
+	// once per cycle; zero for a missing NIC's port.
+	Cable Cable
 }
+
+// Cable is a port's cable verdict as every view shows it: which way
+// errors flow across its cable, the part to replace first, and why.
+type Cable struct {
+	// Direction is none, to-host, from-host or both; Suspect
+	// host-transceiver, peer-transceiver, cable, host-port, unknown or
+	// "" (nothing to suspect).
+	Direction string `json:"direction"`
+	Suspect   string `json:"suspect,omitempty"`
+	// Part names the suspect in words ("host transceiver (serial X)",
+	// "cable (lane 2 fibre)"); Serial is our module's serial when it is
+	// the suspect, Lane the lane that points at a fibre.
+	Part   string `json:"part,omitempty"`
+	Serial string `json:"serial,omitempty"`
+	Lane   int    `json:"lane,omitempty"`
+	// Evidence are the counters, lanes and reason behind it, each in a
+	// few words; Missing says which half of an InfiniBand port's
+	// evidence was not read ("" both were).
+	Evidence []string `json:"evidence,omitempty"`
+	Missing  string   `json:"missing,omitempty"`
+}
+
+// Said reports whether the verdict says anything (a clean port's does
+// not).
+func (c Cable) Said() bool { return (c.Direction != "" && c.Direction != "none") || c.Suspect != "" }
 
 // Peer is the far end of an InfiniBand port: the node at the other end of
 // its cable, as it describes itself to a directed-route SMP, and what its

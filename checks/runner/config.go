@@ -2,6 +2,7 @@ package runner
 
 import (
 	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/cable"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/farend"
@@ -91,6 +92,16 @@ func kernelLogConfig(c *config.Config) kernellog.Config {
 
 func farEndConfig(c *config.Config) farend.Config {
 	return farend.Config{On: c.FarEnd.Enabled && c.Checks[farend.CheckName], Rows: c.FarEnd.Rows, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
+}
+
+// cableConfig holds a rise as errors flowing for two far-end intervals:
+// the switch port's half is read once an interval, ours every tick, and
+// both halves must overlap to say "both". Never less than
+// cable.DefaultWindow, so a scraper reading /metrics once a minute sees a
+// burst that a short [farEnd] interval reads quickly.
+func cableConfig(c *config.Config) cable.Config {
+	return cable.Config{Window: max(2*c.FarEnd.Interval, cable.DefaultWindow),
+		Transport: cable.Transport{Timeout: c.Cable.TransportTimeout, Retries: c.Cable.TransportRetries}}
 }
 
 func readFaultsConfig(c *config.Config) readfaults.Config {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/aer"
+	"github.com/nichealth/nichealthd/checks/cable"
 	"github.com/nichealth/nichealthd/checks/cards"
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/checks/farend"
@@ -43,7 +44,10 @@ type set struct {
 	// (DESIGN.md section 13).
 	farEnd *farend.Check
 	// roce is the RoCE congestion and loss classes (DESIGN.md section 16).
-	roce  *roce.Check
+	roce *roce.Check
+	// cable is each port's cable verdict (DESIGN.md section 15), judged
+	// from what the checks above observed.
+	cable *cable.Tracker
 	rules *rules.Check
 }
 
@@ -71,6 +75,7 @@ type entry struct {
 //   - then the counters, PCIe AER, the kernel log, the PCI inventory, the
 //     link sanity pass, the link's own story (transceivers, devlink), the
 //     far end of every IB cable, and the RoCE congestion and loss classes;
+//   - the cable verdict, which joins what they read (it raises nothing);
 //   - the rules after the cycle's events are in the health model, which
 //     they read.
 func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Conditions, rename func(old, nw string)) (*set, []entry) {
@@ -85,6 +90,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		firmware:    firmware.NewCheck(),
 		farEnd:      farend.NewCheck(),
 		roce:        roce.NewCheck(),
+		cable:       cable.NewTracker(),
 		rules:       rules.NewCheck(boot, bootID, conds),
 	}
 	s.cards = cards.NewCheck(s.ports)
@@ -112,6 +118,7 @@ func newSet(log *slog.Logger, boot observe.Boot, bootID string, conds rules.Cond
 		}},
 		{s.farEnd, one(s.farEnd), false, func(c *config.Config) []event.Spec { return s.farEnd.Configure(farEndConfig(c)) }},
 		{s.roce, one(s.roce), false, func(c *config.Config) []event.Spec { return s.roce.Configure(roceConfig(c)) }},
+		{s.cable, one(cable.NewCheck(s.cable)), false, func(c *config.Config) []event.Spec { s.cable.Configure(cableConfig(c)); return nil }},
 		{s.rules, one(s.rules), true, func(c *config.Config) []event.Spec { return s.rules.Configure(c.Rules, c.Checks) }},
 	}
 }

@@ -392,14 +392,52 @@ func (r *Runner) Resumed(prefix string, why func(check string) string) {
 	}
 }
 
-// Annotate adds metadata "gpus" to a NIC event: the GPUs behind its NIC
-// (or the NICs of the ports a card event names), so a scheduler can drain
-// those GPUs or their rail rather than the node. The spec's own metadata
-// map is never modified: checks may share it.
+// Annotate adds to a NIC event what the runner knows beside its check:
+// metadata "gpus", the GPUs behind its NIC (or the NICs of the ports a
+// card event names), so a scheduler can drain those GPUs or their rail
+// rather than the node; and, for a port's event, the port's cable verdict
+// (DESIGN.md section 15: cableDirection, cableSuspect, cableEvidence) and,
+// on its link-up event, the episode against the RDMA retry budget. The
+// spec's own metadata map is never modified: checks may share it.
 func (r *Runner) Annotate(s event.Spec) event.Spec {
-	if _, set := s.Metadata["gpus"]; set {
-		return s
+	var md map[string]string
+	set := func(k, v string) {
+		if md == nil {
+			md = make(map[string]string, len(s.Metadata)+4)
+			for k, v := range s.Metadata {
+				md[k] = v
+			}
+		}
+		md[k] = v
 	}
+	if _, ok := s.Metadata["gpus"]; !ok {
+		if g, ok := r.gpusOf(s); ok {
+			set("gpus", g)
+		}
+	}
+	if s.Device != "" && s.Port > 0 {
+		if s.Kind == event.KindPortRecovered {
+			if ep, ok := r.set.cable.TakeEpisode(s.Device, s.Port); ok {
+				s.Message += "; " + ep.Sentence()
+				set("downFor", fmt.Sprintf("%.3fs", ep.DownFor.Seconds()))
+				set("retryBudget", fmt.Sprintf("%.3fs", ep.Budget.Seconds()))
+			}
+		}
+		if v := r.set.cable.Verdict(s.Device, s.Port); v != nil && v.Said() {
+			set("cableDirection", v.Direction.String())
+			set("cableSuspect", v.Suspect.String())
+			set("cableEvidence", event.Clean(v.EvidenceText()))
+		}
+	}
+	if md != nil {
+		s.Metadata = md
+	}
+	return s
+}
+
+// gpusOf is the "gpus" metadata of a NIC event (false: the event names
+// no NIC).
+func (r *Runner) gpusOf(s event.Spec) (string, bool) {
 	var names []string
 	if s.Device != "" {
 		names = append(names, s.Device)
@@ -408,7 +446,7 @@ func (r *Runner) Annotate(s event.Spec) event.Spec {
 		names = append(names, p.Device)
 	}
 	if len(names) == 0 {
-		return s
+		return "", false
 	}
 	var parts []string
 	for _, n := range names {
@@ -428,13 +466,7 @@ func (r *Runner) Annotate(s event.Spec) event.Spec {
 	if len(parts) > 0 {
 		g = strings.Join(parts, ", ")
 	}
-	md := make(map[string]string, len(s.Metadata)+1)
-	for k, v := range s.Metadata {
-		md[k] = v
-	}
-	md["gpus"] = g
-	s.Metadata = md
-	return s
+	return g, true
 }
 
 // IsNotLatched reports an acknowledgement refused because nothing was

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nichealth/nichealthd/checks/cable"
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/event"
@@ -54,6 +55,7 @@ func (r *Runner) PortInfos() []health.PortInfo {
 		}
 		pi.Peer = r.peerInfo(dev.Name, port.Num)
 		pi.RoCE = r.roceInfo(dev.Name, port.Num)
+		pi.Cable = r.cableInfo(dev.Name, port.Num)
 		out = append(out, pi)
 	}
 	mem := r.set.ports.Memory()
@@ -275,6 +277,21 @@ func (r *Runner) peerInfo(device string, port int) *health.Peer {
 			}
 		}
 		out.Counters = append(out.Counters, pc)
+	}
+	return out
+}
+
+// cableInfo is the port's cable verdict of the last cycle, as the views
+// show it (the tracker judged it; nothing is judged here).
+func (r *Runner) cableInfo(device string, port int) health.Cable {
+	v := r.set.cable.Verdict(device, port)
+	if v == nil {
+		return health.Cable{Direction: cable.None.String()}
+	}
+	out := health.Cable{Direction: v.Direction.String(), Suspect: v.Suspect.String(), Part: event.Clean(v.Part()),
+		Serial: event.Clean(v.Serial), Lane: v.Lane, Missing: event.Clean(v.MissingText())}
+	for _, e := range v.Evidence() {
+		out.Evidence = append(out.Evidence, event.Clean(e.String()))
 	}
 	return out
 }

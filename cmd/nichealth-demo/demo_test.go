@@ -104,6 +104,8 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		for _, want := range []string{
 			"fabric lab: ibsim and opensm simulate two leaf switches",
 			"degraded  InfiniBandFarEndCheck       mlx5_0/1  Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]",
+			// The switch port counts them: the host-to-switch direction.
+			"mlx5_0/1 ↔ ibsw-leaf1 port 17: from-host, suspect unknown part — switch SymbolErrorCounter +55 in 2m0s",
 		} {
 			if !strings.Contains(text, want) {
 				t.Errorf("output lacks %q:\n%s", want, text)
@@ -134,6 +136,9 @@ func TestDemo_TellsTheStoryInUnder60Lines(t *testing.T) {
 		"healthy   InfiniBandStateCheck        mlx5_3/1  Counter link_downed recovered",
 		summaryLine,
 		"make try",
+		// One cable, one verdict: mlx5_5's own receiver counts the symbol
+		// errors, the switch-to-host direction.
+		"mlx5_5/1: to-host, suspect unknown part — host symbol_error +5000 in 2m0s",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

@@ -469,6 +469,7 @@ func (s *story) summary() {
 	if s.busAddr != "" {
 		s.say("after the faults, the operator's view:")
 		s.ctl("ports")
+		s.cables()
 		s.say("recovery: an admin acknowledges the remediated link_downed breach on mlx5_3 port 1 (no hardware counter is cleared)")
 		s.recoveries++
 		at := time.Now()

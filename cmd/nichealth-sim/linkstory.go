@@ -7,10 +7,10 @@ import (
 )
 
 // moduleCommand is "module NETDEV install [osfp|dac|sfp28]|remove|
-// temperature C|rx LANE DBM|los LANE on|off".
+// temperature C|rx LANE DBM|bias LANE MA|los LANE on|off".
 func moduleCommand(h *sim.Host, pos []string) error {
 	if len(pos) < 2 {
-		return usageErr("module wants NETDEV install|remove|temperature C|rx LANE DBM|los LANE on|off")
+		return usageErr("module wants NETDEV install|remove|temperature C|rx LANE DBM|bias LANE MA|los LANE on|off")
 	}
 	nd := pos[0]
 	switch pos[1] {
@@ -34,7 +34,7 @@ func moduleCommand(h *sim.Host, pos []string) error {
 			return usageErr("temperature %q: %v", pos[2], err)
 		}
 		return h.SetModule(nd, "temperature", 0, v)
-	case "rx", "los":
+	case "rx", "bias", "los":
 		if len(pos) != 4 {
 			return usageErr("module NETDEV %s LANE VALUE", pos[1])
 		}

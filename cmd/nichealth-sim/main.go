@@ -58,6 +58,7 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
                                          healthy 25G SFP28 optic (SFF-8472) instead
   module NETDEV temperature C            the module's temperature, e.g. 77
   module NETDEV rx LANE DBM              a lane's received power, e.g. 3 -- -12
+  module NETDEV bias LANE MA             a lane's Tx laser bias, e.g. 2 128 (high warning 125)
   module NETDEV los LANE on|off          a lane's latched Rx loss of signal
   devlink DEV report|recover REPORTER    DEV's devlink health reporter (fw, fw_fatal, vnic)
                                          reports an error (stays in error) / recovers (*)

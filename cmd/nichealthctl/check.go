@@ -543,6 +543,13 @@ func entryFromView(pv dbusapi.PortView, perf bool) checkEntry {
 	case !pv.Healthy:
 		e.add(nagiosWarning, pv.Message)
 	}
+	// The part to replace, as the daemon judged it (DESIGN.md section
+	// 15), explains a port that is not OK; it changes no status, and an OK
+	// port's line stays "OK". An unknown part names nothing to replace:
+	// the line stays the slides' own.
+	if e.Status != nagiosOK && pv.CablePart != "" && pv.CableSuspect != "unknown" {
+		e.add(e.Status, fmt.Sprintf("suspect %s, errors %s", pv.CablePart, pv.CableDirection))
+	}
 	if perf {
 		e.Perf = perfOf(pv)
 	}

@@ -120,6 +120,15 @@ func TestCheck_Slides_DaemonOutput(t *testing.T) {
 			p[0].Counters[1].Breached = true
 			p[0].Sanity = []string{"a | b ;; c"}
 		}, code: 2, want: []string{"mlx5_0-ibp12s0:CRITICAL - Port mlx5_0 port 1: state DOWN, phys_state Polling - symbol_error latched - a / b ; c ;;"}},
+		{name: "the Nagios line names the suspect part of a port that is not OK", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].Counters[1].Breached = true
+			p[0].CableDirection, p[0].CableSuspect, p[0].CablePart = "both", "cable", "cable"
+			p[2].CableDirection, p[2].CableSuspect, p[2].CablePart = "to-host", "unknown", "unknown part"
+		}, code: 1, want: []string{"mlx5_0-ibp12s0:WARNING - symbol_error latched - suspect cable, errors both ;;", "\nmlx5_bond_0-bond0:OK ;;"}},
+		{name: "an unknown part leaves the slides' line as it is", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
+			p[0].Counters[1].Breached = true
+			p[0].CableDirection, p[0].CableSuspect, p[0].CablePart = "to-host", "unknown", "unknown part"
+		}, code: 1, want: []string{"mlx5_0-ibp12s0:WARNING - symbol_error latched ;;"}},
 		{name: "port not read yet is UNKNOWN", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
 			p[2].State, p[2].PhysState = "", ""
 		}, code: 3, want: []string{"mlx5_bond_0-bond0:UNKNOWN - Port mlx5_bond_0 port 1: state not read yet ;;"}},

@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"status":     {"overall health, node, version, configuration, last poll", runStatus},
 		"ports":      {"table of monitored ports (device, port, role, link layer, state, rate, health)", runPorts},
 		"port":       {"details and counters of one port: port DEVICE PORT", runPort},
+		"cables":     {"one line per cable: local port, the switch port at its other end, which way errors flow and the part to replace", runCables},
 		"events":     {"recent health events: events [--since SEQ] [--follow: the last 10, then live]", runEvents},
 		"ack":        {"acknowledge a latched counter breach: ack DEVICE PORT [COUNTER] (root or nichealth-admin)", runAck},
 		"reload":     {"re-read the configuration file (root or nichealth-admin)", runReload},

@@ -101,6 +101,9 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 		row("Far counters", farCounters(pv))
 	}
 	roceRows(row, p, pv)
+	if pv.CableDirection != "" {
+		row("Cable", cableSummary(pv))
+	}
 	if lb := pv.LatchedBreaches(); len(lb) > 0 {
 		row("Latched", p.red(strings.Join(lb, ", "))+fmt.Sprintf("  (after remediation: nichealthctl ack %s %d)", pv.Device, pv.Port))
 	}

@@ -34,6 +34,10 @@ type statusPort struct {
 	Verdict    string                  `json:"verdict"`
 	Message    string                  `json:"message"`
 	Conditions []dbusapi.ConditionView `json:"conditions"`
+	// CableDirection and CableSuspect are the port's cable verdict, which
+	// nichealth-fabric map --status draws on the HCA's link.
+	CableDirection string `json:"cableDirection,omitempty"`
+	CableSuspect   string `json:"cableSuspect,omitempty"`
 }
 
 func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -67,7 +71,7 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		for _, p := range ports {
 			st.Ports = append(st.Ports, statusPort{Device: p.Device, Port: p.Port, LinkLayer: p.LinkLayer,
 				NodeGUID: p.NodeGUID, PortGUID: p.PortGUID, State: p.State, PhysState: p.PhysState, Rate: p.Rate,
-				Verdict: p.Verdict, Message: p.Message, Conditions: p.Conditions})
+				Verdict: p.Verdict, Message: p.Message, Conditions: p.Conditions, CableDirection: p.CableDirection, CableSuspect: p.CableSuspect})
 		}
 		if err := writeJSON(stdout, st); err != nil {
 			return fail(stderr, "status", err)

@@ -130,6 +130,7 @@ const (
 	mPortXmitWaitLostPercent
 	mPortLinkDownEpisodes
 	mSanityFindings
+	mCableVerdict
 	mCounterValue
 	mCounterRate
 	mCounterBreached
@@ -224,7 +225,9 @@ func descriptors() [numFamilies]desc {
 			"Estimated port_xmit_wait bandwidth loss as a percentage of the port rate (0 when the rate is unknown).", gauge},
 		mPortLinkDownEpisodes: {p + "port_link_down_episodes_total",
 			"Link-down episodes of the port this boot (a link_downed or link_down_events_phy step or a fall from ACTIVE to DOWN, each episode counted once; carrier_changes is a netdev event, not one), counted as the node's flap rule counts them.", counter},
-		mSanityFindings:   {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
+		mSanityFindings: {p + "sanity_findings", "Number of link sanity findings (PCIe width/speed, SM LID, character devices); list them with nichealthctl port DEVICE PORT.", gauge},
+		mCableVerdict: {p + "cable_verdict",
+			"Always 1; the port's cable verdict: direction (none, to-host, from-host, both: which receiver counts errors) and suspect (host-transceiver, peer-transceiver, cable, host-port, unknown; empty when nothing is suspect), as nichealthctl cables shows it.", gauge},
 		mCounterValue:     {p + "hwcounter_value", "Last value read from the counter file (hardware counters may reset or saturate, so this is a gauge).", gauge},
 		mCounterRate:      {p + "hwcounter_rate", "Rate of a velocity counter over its last full window, per unit (second, minute or hour), latched or not (the breach's own rate is in the latched condition's message); for a ber counter, its bit error rate (unit \"ber\").", gauge},
 		mCounterBreached:  {p + "hwcounter_breached", "1 while the counter's threshold breach is latched (clear with nichealthctl ack).", gauge},
@@ -383,6 +386,9 @@ func fillPort(e *encoder, pv *health.Port) {
 	}
 	e.add(mSanityFindings, short, uval(uint64(findings)))
 	e.add(mPortLinkDownEpisodes, id, uval(pv.LinkDownEpisodes))
+	if !pv.Missing && pv.Cable.Direction != "" {
+		e.add(mCableVerdict, e.extend(e.extend(short, "direction", pv.Cable.Direction), "suspect", pv.Cable.Suspect), uval(1))
+	}
 	if xw := xmitWait(pv.Counters); xw != nil {
 		e.add(mPortXmitWaitLostGbps, short, fval(xw.LostGbps))
 		e.add(mPortXmitWaitLostPercent, short, fval(xw.LostPercent))

@@ -69,6 +69,7 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 				Saturated: c.Saturated, LostGbps: c.LostGbps, LostPercent: c.LostPercent})
 		}
 		pi.LinkDownEpisodes = f.episodes[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
+		pi.Cable = health.Cable{Direction: pv.CableDirection, Suspect: pv.CableSuspect}
 		infos = append(infos, pi)
 		port := condition.Entity{Kind: condition.Port, Device: pv.Device, Port: int(pv.Port)}
 		switch {

@@ -21,6 +21,28 @@ type Port struct {
 	// Conditions are what makes the verdict: fatal and degraded
 	// conditions, latched counters and firing alerts, one line each.
 	Conditions []string `json:"conditions,omitempty"`
+	// Cable is which way errors flow across the port's cable, as its
+	// daemon's cable verdict says (DESIGN.md section 15): "to-host",
+	// "from-host", "both", or "" when the cable is clean or not judged.
+	Cable string `json:"cable,omitempty"`
+}
+
+// cableDirection keeps what a report says of a cable's direction to the
+// closed vocabulary the page draws.
+func cableDirection(s string) string {
+	switch s {
+	case "to-host", "from-host", "both":
+		return s
+	}
+	return ""
+}
+
+// cableCondition is the verdict as a condition line.
+func cableCondition(direction, suspect string) string {
+	if suspect == "" {
+		suspect = "unknown"
+	}
+	return "cable: errors " + direction + ", suspect " + suspect
 }
 
 // Overlay is the fleet's port health keyed by GUID.
@@ -55,6 +77,11 @@ func (o *Overlay) add(p *Port) {
 	}
 	if old := o.Lookup(p.NodeGUID, p.Port, p.PortGUID); old != nil {
 		old.Verdict = Worse(old.Verdict, p.Verdict)
+		if old.Cable == "" {
+			old.Cable = p.Cable
+		} else if p.Cable != "" && p.Cable != old.Cable {
+			old.Cable = "both"
+		}
 		for _, c := range p.Conditions {
 			if !slices.Contains(old.Conditions, c) {
 				old.Conditions = append(old.Conditions, c)

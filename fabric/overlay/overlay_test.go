@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,8 @@ func TestFabric_12_StatusDumps(t *testing.T) {
 		}
 	}
 	write("a017.json", `{"nodeName":"gpu-a017","ports":[
-		{"device":"mlx5_0","port":1,"nodeGUID":"0xb83fd20300a0b010","portGUID":"0xb83fd20300a0b010","verdict":"healthy","state":"ACTIVE","physState":"LinkUp","conditions":[]},
-		{"device":"mlx5_3","port":1,"nodeGUID":"0xb83fd20300a0b040","portGUID":"","verdict":"fatal","state":"DOWN","physState":"Disabled",
+		{"device":"mlx5_0","port":1,"nodeGUID":"0xb83fd20300a0b010","portGUID":"0xb83fd20300a0b010","verdict":"healthy","state":"ACTIVE","physState":"LinkUp","conditions":[],"cableDirection":"sideways"},
+		{"device":"mlx5_3","port":1,"nodeGUID":"0xb83fd20300a0b040","portGUID":"","verdict":"fatal","state":"DOWN","physState":"Disabled","cableDirection":"from-host","cableSuspect":"cable",
 		 "conditions":[{"fatal":true,"message":"Port mlx5_3 port 1: state DOWN, phys_state Disabled"}]}]}`)
 	write("old.json", `{"nodeName":"gpu-a018","healthy":true}`)
 	write("garbage.json", `not json`)
@@ -45,8 +46,14 @@ func TestFabric_12_StatusDumps(t *testing.T) {
 		t.Errorf("mlx5_0: %+v", p)
 	}
 	p := o.Lookup(0xb83fd20300a0b040, 1, 0x1234)
-	if p == nil || p.Verdict != Fatal || p.State != "DOWN/Disabled" || len(p.Conditions) != 1 || p.Device != "mlx5_3" {
+	if p == nil || p.Verdict != Fatal || p.State != "DOWN/Disabled" || len(p.Conditions) != 2 || p.Device != "mlx5_3" {
 		t.Errorf("mlx5_3: %+v", p)
+	}
+	if p := o.Lookup(0, 1, 0xb83fd20300a0b010); p == nil || p.Cable != "" {
+		t.Errorf("a clean cable has a direction: %+v", p)
+	}
+	if p.Cable != "from-host" || !slices.Contains(p.Conditions, "cable: errors from-host, suspect cable") {
+		t.Errorf("mlx5_3's cable verdict: %q %v", p.Cable, p.Conditions)
 	}
 	if o.Lookup(0xb83fd20300a0b040, 2, 0) != nil {
 		t.Error("port 2 was never reported")

@@ -21,13 +21,14 @@ const maxResponse = 256 << 20
 // first names every port with its GUIDs; the others are joined to it by
 // (instance, device, port).
 var Queries = struct {
-	Info, Verdict, State, Breached, Alerts string
+	Info, Verdict, State, Breached, Alerts, Cable string
 }{
 	Info:     `nichealth_port_info`,
 	Verdict:  `nichealth_port_verdict`,
 	State:    `nichealth_port_state_info`,
 	Breached: `nichealth_hwcounter_breached == 1`,
 	Alerts:   `ALERTS{alertstate="firing",device!="",port!=""}`,
+	Cable:    `nichealth_cable_verdict{direction!="none"}`,
 }
 
 type sample struct {
@@ -109,6 +110,18 @@ func FromPrometheus(ctx context.Context, client *http.Client, base string) (*Ove
 		for _, s := range alerts {
 			if p := ports[keyOf(s.Metric)]; p != nil {
 				p.Conditions = append(p.Conditions, "alert "+s.Metric["alertname"]+" firing")
+			}
+		}
+	}
+	// The cable verdicts are an extra too: daemons older than the verdict
+	// export none.
+	if cables, err := q(Queries.Cable); err == nil {
+		for _, s := range cables {
+			if p := ports[keyOf(s.Metric)]; p != nil {
+				if d := cableDirection(s.Metric["direction"]); d != "" {
+					p.Cable = d
+					p.Conditions = append(p.Conditions, cableCondition(d, s.Metric["suspect"]))
+				}
 			}
 		}
 	}

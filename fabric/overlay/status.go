@@ -20,14 +20,18 @@ const maxDump = 16 << 20
 type dump struct {
 	NodeName string `json:"nodeName"`
 	Ports    []struct {
-		Device     string `json:"device"`
-		Port       int    `json:"port"`
-		NodeGUID   string `json:"nodeGUID"`
-		PortGUID   string `json:"portGUID"`
-		State      string `json:"state"`
-		PhysState  string `json:"physState"`
-		Verdict    string `json:"verdict"`
-		Conditions []struct {
+		Device    string `json:"device"`
+		Port      int    `json:"port"`
+		NodeGUID  string `json:"nodeGUID"`
+		PortGUID  string `json:"portGUID"`
+		State     string `json:"state"`
+		PhysState string `json:"physState"`
+		Verdict   string `json:"verdict"`
+		// CableDirection and CableSuspect are the port's cable verdict
+		// (nichealthctl status --json of a daemon that judges it).
+		CableDirection string `json:"cableDirection"`
+		CableSuspect   string `json:"cableSuspect"`
+		Conditions     []struct {
 			Fatal   bool   `json:"fatal"`
 			Message string `json:"message"`
 		} `json:"conditions"`
@@ -102,6 +106,9 @@ func (o *Overlay) addDump(name string) error {
 		}
 		for _, c := range dp.Conditions {
 			p.Conditions = append(p.Conditions, c.Message)
+		}
+		if p.Cable = cableDirection(dp.CableDirection); p.Cable != "" {
+			p.Conditions = append(p.Conditions, cableCondition(p.Cable, dp.CableSuspect))
 		}
 		o.add(p)
 	}

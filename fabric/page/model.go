@@ -65,6 +65,11 @@ type Link struct {
 	// Unread: a switch port of this link is in a fabric share but no
 	// daemon has read it lately.
 	Unread bool
+	// ErrA and ErrB say the half of the link at end A (B) carries errors:
+	// the receiver at that end counts them, by the HCA's cable verdict
+	// (DESIGN.md section 15: to-host errs the HCA's half, from-host the
+	// switch's, both both).
+	ErrA, ErrB bool
 }
 
 // Rate is a link rate as printed ("4x", "NDR") and its data rate.
@@ -143,6 +148,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 	// GUID and port.
 	type key struct{ node, port int }
 	reported := map[key]overlay.Verdict{}
+	cable := map[key]string{} // an HCA port's cable direction
 	matched := 0
 	report := func(node, port int, portGUID ibnet.GUID) {
 		if o == nil || g.Nodes[node].Kind == ibnet.Switch {
@@ -157,6 +163,9 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 		}
 		matched++
 		reported[key{node, port}] = r.Verdict
+		if r.Cable != "" {
+			cable[key{node, port}] = r.Cable
+		}
 		m.Reports = append(m.Reports, Report{Node: node, Port: port, Verdict: r.Verdict,
 			Reporter: fmt.Sprintf("%s %s port %d", r.Node, r.Device, r.Port), State: r.State, Conditions: r.Conditions})
 		m.Nodes[node].Verdict = overlay.Worse(m.Nodes[node].Verdict, r.Verdict)
@@ -217,6 +226,7 @@ func Build(title, source string, g *ibnet.Graph, o *overlay.Overlay) *Model {
 		if l.Degraded {
 			ml.Expected = rate(l.ExpectedWidth, l.ExpectedSpeed)
 		}
+		ml.ErrA, ml.ErrB = errHalves(cable[key{int(l.A.Node), int(l.A.Port)}], cable[key{int(l.B.Node), int(l.B.Port)}])
 		m.Links = append(m.Links, ml)
 	}
 	if o != nil {
@@ -317,3 +327,23 @@ func Chassis(g *ibnet.Graph) map[int]string {
 }
 
 func ibnetRate(r Rate) float64 { return ibnet.Rate(r.Width, r.Speed) }
+
+// errHalves says which halves of a link err from the cable verdicts of its
+// ends (a switch end has none): errors are drawn on the half next to the
+// receiver that counts them, so to-host lights the HCA's half and
+// from-host the far one.
+func errHalves(a, b string) (errA, errB bool) {
+	mark := func(d string, self, other *bool) {
+		switch d {
+		case "to-host":
+			*self = true
+		case "from-host":
+			*other = true
+		case "both":
+			*self, *other = true, true
+		}
+	}
+	mark(a, &errA, &errB)
+	mark(b, &errB, &errA)
+	return errA, errB
+}

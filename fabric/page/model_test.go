@@ -102,3 +102,23 @@ func TestFabric_34_2_PortLabelsOnThePage(t *testing.T) {
 		t.Errorf("label not on the page: %+v", m.Ends)
 	}
 }
+
+// TestFabric_15_CableHalves: the half of an HCA's link next to the
+// receiver that counts errors is the one drawn erring.
+func TestFabric_15_CableHalves(t *testing.T) {
+	for _, c := range []struct {
+		a, b       string
+		errA, errB bool
+	}{
+		{"", "", false, false},
+		{"to-host", "", true, false},
+		{"from-host", "", false, true},
+		{"both", "", true, true},
+		{"", "to-host", false, true},
+		{"", "from-host", true, false},
+	} {
+		if a, b := errHalves(c.a, c.b); a != c.errA || b != c.errB {
+			t.Errorf("ends %q %q: halves %v %v, want %v %v", c.a, c.b, a, b, c.errA, c.errB)
+		}
+	}
+}

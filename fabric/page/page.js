@@ -48,7 +48,7 @@
     links.push({
       a: a.id, ap: num(r[1]), b: b.id, bp: num(r[3]), rate: rate.label, gbps: rate.gbps,
       expected: code(r[5], rates) < 0 ? "" : rates[r[5]].label, degraded: (flags & 1) !== 0, disagree: (flags & 2) !== 0,
-      unread: (flags & 4) !== 0, verdict: verdictOf(r[7])
+      unread: (flags & 4) !== 0, errA: (flags & 8) !== 0, errB: (flags & 16) !== 0, verdict: verdictOf(r[7])
     });
   });
   // Ports that carry more than their node and number: GUIDs, LIDs,
@@ -218,6 +218,18 @@
       });
       line.appendChild(el("title", {}, l.rate + (l.degraded ? " (peers " + l.expected + ")" : "") + (l.unread ? " - read by no node" : "")));
       out.appendChild(line);
+      // The half of an HCA's link whose receiver counts errors (its
+      // daemon's cable verdict), drawn over the link from that end to the
+      // middle.
+      [[l.errA, pa, l.a, l.ap, "a"], [l.errB, pb, l.b, l.bp, "b"]].forEach(function (h) {
+        if (!h[0]) return;
+        var half = el("line", {
+          "class": "cable-err", "data-node": h[2], "data-port": h[3], "data-end": h[4],
+          x1: h[1].x, y1: h[1].y, x2: (pa.x + pb.x) / 2, y2: (pa.y + pb.y) / 2
+        });
+        half.appendChild(el("title", {}, "errors counted at " + h[2] + " port " + h[3]));
+        out.appendChild(half);
+      });
     });
     var drawn = new Map();
     nodes.forEach(function (n) {

@@ -30,7 +30,7 @@ func edrPage(t *testing.T) (string, *ibnet.Graph) {
 	// nichealthctl status --json would list it.
 	dump := `{"nodeName":"node046","healthy":false,"ports":[{"device":"mlx5_0","port":1,"linkLayer":"InfiniBand",
 		"nodeGUID":"0x08c0eb0300ddc0f6","portGUID":"0x08c0eb0300ddc0f6","state":"DOWN","physState":"Disabled",
-		"verdict":"fatal","conditions":[{"fatal":true,"message":"Port mlx5_0 port 1: state DOWN, phys_state Disabled"}]}]}`
+		"verdict":"fatal","cableDirection":"from-host","cableSuspect":"cable","conditions":[{"fatal":true,"message":"Port mlx5_0 port 1: state DOWN, phys_state Disabled"}]}]}`
 	if err := os.WriteFile(filepath.Join(dumps, "node046.json"), []byte(dump), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,18 @@ func TestFabric_12_PageInRealBrowser(t *testing.T) {
 	b.Eval(t, fmt.Sprintf(`getComputedStyle(document.querySelector('line.link[data-a=%q]')).stroke`, hca), &stroke)
 	if stroke != "rgb(214, 39, 40)" {
 		t.Errorf("fatal link stroke %q, want red", stroke)
+	}
+	// Its cable errs from-host: the switch's half of its link is drawn
+	// erring, the HCA's is not (DESIGN.md section 15).
+	if n := count(t, b, "line.cable-err"); n != 1 {
+		t.Errorf("%d erring link halves drawn, want 1", n)
+	}
+	if v := attr(t, b, "line.cable-err", "data-node") + " " + attr(t, b, "line.cable-err", "data-port"); v != leaf+" 12" {
+		t.Errorf("the erring half is at %s, want the leaf's port 12", v)
+	}
+	b.Eval(t, `getComputedStyle(document.querySelector('line.cable-err')).stroke`, &stroke)
+	if stroke != "rgb(227, 119, 194)" {
+		t.Errorf("erring half stroke %q", stroke)
 	}
 	if v := attr(t, b, `#node-`+hca, "class"); v != "node hca v-fatal" {
 		t.Errorf("node046 class %q", v)

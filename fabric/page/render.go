@@ -26,7 +26,7 @@ var script string
 //
 //	rates:   [width, speed, Gb/s]
 //	nodes:   [kind, guid, name, lid, tier, chassis index or -1, leaf index or -1, verdict]
-//	links:   [a, a port, b, b port, rate, expected rate or -1, flags (1 degraded, 2 ends disagree, 4 unread), verdict]
+//	links:   [a, a port, b, b port, rate, expected rate or -1, flags (1 degraded, 2 ends disagree, 4 unread, 8 end a's half errs, 16 end b's), verdict]
 //	ends:    [node, port, port guid or "", lid, label]
 //	reports: [node, port, verdict, reporter, state, [conditions], flags (1 unread)]
 //
@@ -99,6 +99,12 @@ func Render(w io.Writer, m *Model) error {
 		}
 		if l.Unread {
 			flags |= 4
+		}
+		if l.ErrA {
+			flags |= 8
+		}
+		if l.ErrB {
+			flags |= 16
 		}
 		e.raw("[")
 		e.int(int(l.A))

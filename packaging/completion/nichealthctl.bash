@@ -18,7 +18,7 @@ _nichealthctl() {
         cword=$COMP_CWORD
     fi
 
-    local commands="status ports port events ack reload check wait-ready validate topology module"
+    local commands="status ports port cables events ack reload check wait-ready validate topology module"
     # Options of the daemon commands; every command takes them after its
     # name, none before it (nichealthctl --json status is refused).
     local common="--json --bus-address --help"

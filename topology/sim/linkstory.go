@@ -195,8 +195,8 @@ func (h *Host) ModuleSerial(netdev string) (string, error) {
 
 // SetModule changes one reading of netdev's module, installing a healthy
 // one first if the cage is empty: what is "temperature" (°C), "rx" (a
-// lane's received power, dBm), "los" (a lane's latched Rx loss of signal,
-// 1 or 0).
+// lane's received power, dBm), "bias" (a lane's Tx laser bias, mA, up to
+// 131 mA), "los" (a lane's latched Rx loss of signal, 1 or 0).
 func (h *Host) SetModule(netdev, what string, lane int, value float64) error {
 	m, err := Modules{Root: h.Root}.Module(netdev)
 	if errors.Is(err, unix.EOPNOTSUPP) {
@@ -225,6 +225,14 @@ func (h *Host) SetModule(netdev, what string, lane int, value float64) error {
 			raw = math.MaxUint16
 		}
 		binary.BigEndian.PutUint16(p11[186-128+2*(lane-1):], uint16(raw))
+	case "bias":
+		// CMIS page 11h bytes 170-185: 2 µA units (the healthy module's
+		// multiplier is 1).
+		raw := math.Round(value * 500)
+		if raw > math.MaxUint16 || raw < 0 {
+			return fmt.Errorf("bias %v mA: the register holds 0 to 131 mA", value)
+		}
+		binary.BigEndian.PutUint16(p11[170-128+2*(lane-1):], uint16(raw))
 	case "los":
 		bit := byte(1) << (lane - 1)
 		if value != 0 {
@@ -233,7 +241,7 @@ func (h *Host) SetModule(netdev, what string, lane int, value float64) error {
 			p11[147-128] &^= bit
 		}
 	default:
-		return fmt.Errorf("unknown module reading %q (temperature, rx, los)", what)
+		return fmt.Errorf("unknown module reading %q (temperature, rx, bias, los)", what)
 	}
 	return h.writeModule(netdev, m)
 }
