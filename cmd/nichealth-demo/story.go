@@ -70,7 +70,7 @@ func (s *story) paint(code, text string) string {
 func (s *story) bold(text string) string { return s.paint("1", text) }
 
 // verdict is the event's severity in the words every view uses (healthy,
-// degraded, fatal: README, "Words").
+// degraded, fatal: docs/operating.md, "Words").
 func (s *story) verdict(ev event.Event) string {
 	switch {
 	case ev.IsHealthy:
@@ -489,8 +489,8 @@ func (s *story) summary() {
 		p50.Milliseconds(), worst.Milliseconds(), s.opts.interval)
 	s.printf(`
 Next: make try        leaves such a node running (its own D-Bus with the project's policy, metrics on
-                      127.0.0.1:2112) and prints three export lines; after them the README's
-                      "Operating it" commands work as written: nichealthctl status, ports, port mlx5_3 1,
+                      127.0.0.1:2112) and prints three export lines; after them the commands of
+                      docs/operating.md work as written: nichealthctl status, ports, port mlx5_3 1,
                       events --follow, ack, check; busctl tree org.nichealth.NicHealth1; curl .../metrics.
       make try-stop   ends it.
 `)

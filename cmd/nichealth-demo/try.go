@@ -115,8 +115,8 @@ func startTry(w io.Writer, o tryOptions) error {
   a private system bus with the project's D-Bus policy (packaging/dbus), and
   nichealthd on it with metrics on %s, polling every %v.
 mlx5_3 port 1 had its cable pulled and reseated: its link_downed breach stays latched
-until acknowledged. Paste these lines into your shell, then try the README's
-"Operating it" commands (systemctl and journalctl need a real installation):
+until acknowledged. Paste these lines into your shell, then try the commands of
+docs/operating.md (systemctl and journalctl need a real installation):
 
 `, o.shape, dir, o.metricsAddr, o.interval)
 	printExports(w, dir, bin)
@@ -255,7 +255,7 @@ func waitTryReady(busAddr, dir string) (*dbusapi.Client, error) {
 
 // tryHistory gives the node something to look at: a pulled and reseated
 // cable on mlx5_3 port 1, whose link_downed breach stays latched until an
-// operator acknowledges it (the README's ack example).
+// operator acknowledges it (docs/operating.md's ack example).
 func tryHistory(c *dbusapi.Client, h *sim.Host) error {
 	if err := h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		return err
