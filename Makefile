@@ -111,8 +111,12 @@ mutate:
 run: build
 	@$(BIN)/nichealth-demo --bin $(BIN)
 
+# METRICS=host:port: where the try node's daemon serves /metrics (empty:
+# 127.0.0.1:2112, or a free loopback port when that one is taken); make try
+# prints the address the daemon bound and fails when it could not.
+METRICS   ?=
 try: build
-	@$(BIN)/nichealth-demo --keep --dir $(TRY_DIR) --bin $(BIN) --policy packaging/dbus/org.nichealth.NicHealth1.conf
+	@$(BIN)/nichealth-demo --keep --dir $(TRY_DIR) --bin $(BIN) --policy packaging/dbus/org.nichealth.NicHealth1.conf --metrics-address "$(METRICS)"
 
 try-stop:
 	@test -x $(BIN)/nichealth-demo || $(MAKE) --no-print-directory build

@@ -18,7 +18,7 @@ func main() {
 	stop := flag.Bool("stop", false, "stop what --keep left running in --dir and remove it (make try-stop)")
 	dir := flag.String("dir", "/tmp/nichealth-try", "with --keep and --stop: where the node, bus, daemon and pid file live")
 	policy := flag.String("policy", "packaging/dbus/org.nichealth.NicHealth1.conf", "with --keep: the project's D-Bus policy file the private bus loads")
-	metrics := flag.String("metrics-address", "127.0.0.1:2112", "with --keep: where the daemon serves /metrics")
+	metrics := flag.String("metrics-address", "", "with --keep: where the daemon serves /metrics (\"\": 127.0.0.1:2112, or a free loopback port when that one is taken)")
 	flag.Parse()
 	var err error
 	switch {

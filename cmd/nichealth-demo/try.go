@@ -59,7 +59,7 @@ func startTry(w io.Writer, o tryOptions) error {
 		return err
 	}
 	if procs, err := readPidFile(dir); err == nil && len(alive(procs)) == len(procs) {
-		fmt.Fprintf(w, "A try-it node is already running in %s (make try-stop ends it).\n\n", dir)
+		fmt.Fprintf(w, "A try-it node is already running in %s (make try-stop ends it), metrics on %s.\n\n", dir, readMetricsAddr(dir))
 		printExports(w, dir, bin)
 		return nil
 	} else if err == nil {
@@ -88,7 +88,8 @@ func startTry(w io.Writer, o tryOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := daemonConfig{interval: o.interval, jsonl: filepath.Join(dir, "events.jsonl"), dbus: true, metricsAddr: o.metricsAddr}
+	metricsAddr, metricsNote := chooseMetricsAddr(o.metricsAddr)
+	cfg := daemonConfig{interval: o.interval, jsonl: filepath.Join(dir, "events.jsonl"), dbus: true, metricsAddr: metricsAddr}
 	if err := writeConfig(filepath.Join(dir, "config.toml"), h, "try-node", cfg); err != nil {
 		return err
 	}
@@ -107,18 +108,31 @@ func startTry(w io.Writer, o tryOptions) error {
 		return err
 	}
 	defer c.Close()
+	bound, err := boundMetricsAddr(filepath.Join(dir, "nichealthd.log"), 10*time.Second)
+	if err != nil {
+		if o.metricsAddr != "" {
+			return fmt.Errorf("%w (METRICS=%s: pass a free host:port, or leave METRICS unset for a free one)", err, o.metricsAddr)
+		}
+		return err
+	}
+	if err := writeMetricsAddr(dir, bound); err != nil {
+		return err
+	}
 	if err := tryHistory(c, h); err != nil {
 		return err
 	}
 	ok = true
+	if metricsNote != "" {
+		fmt.Fprintf(w, "Note: %s.\n", metricsNote)
+	}
 	fmt.Fprintf(w, `A simulated %s node is running in %s:
   a private system bus with the project's D-Bus policy (packaging/dbus), and
-  nichealthd on it with metrics on %s, polling every %v.
+  nichealthd on it with metrics on http://%s/metrics, polling every %v.
 mlx5_3 port 1 had its cable pulled and reseated: its link_downed breach stays latched
 until acknowledged. Paste these lines into your shell, then try the commands of
 docs/operating.md (systemctl and journalctl need a real installation):
 
-`, o.shape, dir, o.metricsAddr, o.interval)
+`, o.shape, dir, bound, o.interval)
 	printExports(w, dir, bin)
 	fmt.Fprintf(w, `
 More faults: nichealth-sim port-state --root "$NICHEALTH_SIM_ROOT" mlx5_0 1 DOWN Disabled
