@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/internal/iblab"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -90,12 +91,24 @@ func startTry(w io.Writer, o tryOptions) error {
 	}
 	metricsAddr, metricsNote := chooseMetricsAddr(o.metricsAddr)
 	cfg := daemonConfig{interval: o.interval, jsonl: filepath.Join(dir, "events.jsonl"), dbus: true, metricsAddr: metricsAddr}
+	lab, farEnd, noFabric := startTryFabric(h, bin, dir)
+	if lab != nil {
+		defer lab.Close()
+		cfg.farEnd = farEnd
+	}
 	if err := writeConfig(filepath.Join(dir, "config.toml"), h, "try-node", cfg); err != nil {
 		return err
 	}
 	cmd, err := daemonCommand(bin, dir, busAddr)
 	if err != nil {
 		return err
+	}
+	if lab != nil {
+		// nichealth-mad, the daemon's child, speaks MADs as the lab's
+		// gpu-a017 (umad2sim writes its view of sysfs into the working
+		// directory); nichealthd itself is static Go, untouched by the
+		// preload.
+		cmd.Env, cmd.Dir = append(cmd.Env, lab.Vars(iblab.GPUA017)...), lab.Dir
 	}
 	if err := startDetached(cmd, dir, "nichealthd"); err != nil {
 		return err
@@ -134,6 +147,7 @@ docs/operating.md (systemctl and journalctl need a real installation):
 
 `, o.shape, dir, bound, o.interval)
 	printExports(w, dir, bin)
+	printFabric(w, lab != nil, noFabric, bound)
 	fmt.Fprintf(w, `
 More faults: nichealth-sim port-state --root "$NICHEALTH_SIM_ROOT" mlx5_0 1 DOWN Disabled
              (nichealth-sim --help lists them all)
@@ -211,9 +225,15 @@ func startDetached(cmd *exec.Cmd, dir, name string) error {
 	pid := cmd.Process.Pid
 	// Not waited for: it outlives this process and is reaped by init.
 	_ = cmd.Process.Release()
+	return recordProcs(dir, tryProc{pid: pid, name: name})
+}
+
+// recordProcs puts procs at the head of the pid file, in their order:
+// what starts last (the daemon) is stopped first, before the lab and the
+// bus it uses.
+func recordProcs(dir string, started ...tryProc) error {
 	procs, _ := readPidFile(dir)
-	// The daemon goes first so --stop ends it before its bus.
-	procs = append([]tryProc{{pid: pid, name: name}}, procs...)
+	procs = append(started, procs...)
 	var b strings.Builder
 	for _, p := range procs {
 		fmt.Fprintf(&b, "%d %s\n", p.pid, p.name)
