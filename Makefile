@@ -13,12 +13,13 @@ TRY_DIR   ?= $(CURDIR)/.try
 # The go test -json stream of test-go, for the closing summary of make test.
 TEST_JSON ?= $(BIN)/test-go.json
 
-.PHONY: help build test test-go test-fuzz test-packaging run try try-stop bench lint analyze proto deb install clean mutate
+.PHONY: help build test test-go test-fuzz test-packaging run try try-fleet try-stop bench lint analyze proto deb install clean mutate
 
 help:
 	@echo "make run        build and run the demo on a simulated DGX H100 node"
 	@echo "make try        leave a simulated node, its own D-Bus and nichealthd running; prints the exports"
-	@echo "make try-stop   stop what make try left running"
+	@echo "make try-fleet  make try, plus a local Prometheus with the shipped rules scraping the node"
+	@echo "make try-stop   stop what make try and make try-fleet left running"
 	@echo "make test       the whole test suite (what CI runs)"
 	@echo "make build      build $(CMDS) into $(BIN)/"
 	@echo "make bench      benchmarks (poll cycle, evaluator, outbox, D-Bus)"
@@ -117,6 +118,11 @@ run: build
 METRICS   ?=
 try: build
 	@$(BIN)/nichealth-demo --keep --dir $(TRY_DIR) --bin $(BIN) --policy packaging/dbus/org.nichealth.NicHealth1.conf --metrics-address "$(METRICS)"
+
+# make try's node (started if need be), scraped by a local Prometheus
+# (Debian's prometheus package) with the shipped rules.
+try-fleet: try
+	@$(BIN)/nichealth-demo --fleet --dir $(TRY_DIR) --bin $(BIN) --rules packaging/prometheus/nichealth.rules.yml
 
 try-stop:
 	@test -x $(BIN)/nichealth-demo || $(MAKE) --no-print-directory build
