@@ -6,14 +6,14 @@ BIN       ?= bin
 VERSION   ?= $(shell $(GO) run ./scripts/version)
 LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/internal/version.stamp=$(VERSION)
 PKGS      := ./...
-FUZZTIME  ?= 3s
+FUZZTIME  ?= 2s
 CMDS      := $(notdir $(wildcard cmd/*))
 # The try-it node of `make try`: simulated host, private bus, daemon, pid file.
 TRY_DIR   ?= $(CURDIR)/.try
 # The go test -json stream of test-go, for the closing summary of make test.
 TEST_JSON ?= $(BIN)/test-go.json
 
-.PHONY: help build test test-go test-fuzz test-packaging run try try-fleet try-stop bench lint analyze proto deb install clean mutate
+.PHONY: help build test test-go test-fuzz test-packaging test-packaging-scripts run try try-fleet try-stop bench lint analyze proto deb install clean mutate
 
 help:
 	@echo "make run        build and run the demo on a simulated DGX H100 node"
@@ -68,8 +68,22 @@ analyze:
 	$(GO) tool nilaway $(NILAWAY_FLAGS) -tags simulate ./cmd/nichealthd
 
 # Ends with the skipped tests, their reasons and one line of counts.
-test: lint analyze build test-go test-fuzz test-packaging
-	@$(GO) run ./scripts/testsummary report $(TEST_JSON)
+# The packaging scripts run beside test-go: they mostly wait (a container
+# booting, a daemon's watchdog) while test-go mostly computes, and they
+# share nothing with it (the container has a private network; the Go tests
+# use their own temporary directories and buses). The fuzz run comes after:
+# it writes into testdata/fuzz, which test-go reads. Every stage runs even
+# when one before it failed, and make test fails if any did.
+test: lint analyze build deb
+	@status=0; \
+	$(MAKE) --no-print-directory test-packaging-scripts >$(BIN)/test-packaging.log 2>&1 & pk=$$!; \
+	$(MAKE) --no-print-directory test-go || status=1; \
+	wait $$pk || status=2; \
+	echo "== test-packaging (ran beside test-go; its log: $(BIN)/test-packaging.log)"; cat $(BIN)/test-packaging.log; \
+	if [ $$status = 2 ]; then echo "test-packaging: FAILED"; fi; \
+	$(MAKE) --no-print-directory test-fuzz || status=1; \
+	$(GO) run ./scripts/testsummary report $(TEST_JSON) || status=1; \
+	exit $$status
 
 # go test -json, reported package by package with failures in full
 # (scripts/testsummary); the raw stream stays in $(TEST_JSON).
@@ -85,7 +99,9 @@ test-go:
 test-fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
-test-packaging: build deb
+test-packaging: build deb test-packaging-scripts
+
+test-packaging-scripts:
 	bash packaging/test/unit-quality.sh $(BIN)
 	bash packaging/test/prometheus-rules.sh
 	bash packaging/test/e2e-systemd.sh $(BIN) $$(ls -t dist/*.deb | head -n1)

@@ -29,11 +29,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	out, err := exec.Command("go", "build", "-trimpath", "-o", dir+"/",
+	// As make build builds them: -trimpath and CGO_ENABLED=0, so that the
+	// compiled packages come from the cache make build (and the memory
+	// test's production build) filled; with cgo on, every package that
+	// imports net would be compiled once more.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir+"/",
 		"github.com/nichealth/nichealthd/cmd/nichealthd",
 		"github.com/nichealth/nichealthd/cmd/nichealthctl",
 		"github.com/nichealth/nichealthd/cmd/nichealth-sim",
-		"github.com/nichealth/nichealthd/cmd/nichealth-demo").CombinedOutput()
+		"github.com/nichealth/nichealthd/cmd/nichealth-demo")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build the binaries: %v\n%s", err, out)
 		os.RemoveAll(dir)
