@@ -6,19 +6,20 @@ BIN       ?= bin
 VERSION   ?= $(shell $(GO) run ./scripts/version)
 LDFLAGS   := -s -w -X github.com/nichealth/nichealthd/internal/version.stamp=$(VERSION)
 PKGS      := ./...
-FUZZTIME  ?= 3s
+FUZZTIME  ?= 2s
 CMDS      := $(notdir $(wildcard cmd/*))
 # The try-it node of `make try`: simulated host, private bus, daemon, pid file.
 TRY_DIR   ?= $(CURDIR)/.try
 # The go test -json stream of test-go, for the closing summary of make test.
 TEST_JSON ?= $(BIN)/test-go.json
 
-.PHONY: help build test test-go test-fuzz test-packaging run try try-stop bench lint analyze proto deb install clean mutate
+.PHONY: help build test test-go test-fuzz test-packaging test-packaging-scripts run try try-fleet try-stop bench lint analyze proto deb install clean mutate
 
 help:
 	@echo "make run        build and run the demo on a simulated DGX H100 node"
 	@echo "make try        leave a simulated node, its own D-Bus and nichealthd running; prints the exports"
-	@echo "make try-stop   stop what make try left running"
+	@echo "make try-fleet  make try, plus a local Prometheus with the shipped rules scraping the node"
+	@echo "make try-stop   stop what make try and make try-fleet left running"
 	@echo "make test       the whole test suite (what CI runs)"
 	@echo "make build      build $(CMDS) into $(BIN)/"
 	@echo "make bench      benchmarks (poll cycle, evaluator, outbox, D-Bus)"
@@ -67,8 +68,22 @@ analyze:
 	$(GO) tool nilaway $(NILAWAY_FLAGS) -tags simulate ./cmd/nichealthd
 
 # Ends with the skipped tests, their reasons and one line of counts.
-test: lint analyze build test-go test-fuzz test-packaging
-	@$(GO) run ./scripts/testsummary report $(TEST_JSON)
+# The packaging scripts run beside test-go: they mostly wait (a container
+# booting, a daemon's watchdog) while test-go mostly computes, and they
+# share nothing with it (the container has a private network; the Go tests
+# use their own temporary directories and buses). The fuzz run comes after:
+# it writes into testdata/fuzz, which test-go reads. Every stage runs even
+# when one before it failed, and make test fails if any did.
+test: lint analyze build deb
+	@status=0; \
+	$(MAKE) --no-print-directory test-packaging-scripts >$(BIN)/test-packaging.log 2>&1 & pk=$$!; \
+	$(MAKE) --no-print-directory test-go || status=1; \
+	wait $$pk || status=2; \
+	echo "== test-packaging (ran beside test-go; its log: $(BIN)/test-packaging.log)"; cat $(BIN)/test-packaging.log; \
+	if [ $$status = 2 ]; then echo "test-packaging: FAILED"; fi; \
+	$(MAKE) --no-print-directory test-fuzz || status=1; \
+	$(GO) run ./scripts/testsummary report $(TEST_JSON) || status=1; \
+	exit $$status
 
 # go test -json, reported package by package with failures in full
 # (scripts/testsummary); the raw stream stays in $(TEST_JSON).
@@ -84,7 +99,9 @@ test-go:
 test-fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
-test-packaging: build deb
+test-packaging: build deb test-packaging-scripts
+
+test-packaging-scripts:
 	bash packaging/test/unit-quality.sh $(BIN)
 	bash packaging/test/prometheus-rules.sh
 	bash packaging/test/e2e-systemd.sh $(BIN) $$(ls -t dist/*.deb | head -n1)
@@ -111,8 +128,17 @@ mutate:
 run: build
 	@$(BIN)/nichealth-demo --bin $(BIN)
 
+# METRICS=host:port: where the try node's daemon serves /metrics (empty:
+# 127.0.0.1:2112, or a free loopback port when that one is taken); make try
+# prints the address the daemon bound and fails when it could not.
+METRICS   ?=
 try: build
-	@$(BIN)/nichealth-demo --keep --dir $(TRY_DIR) --bin $(BIN) --policy packaging/dbus/org.nichealth.NicHealth1.conf
+	@$(BIN)/nichealth-demo --keep --dir $(TRY_DIR) --bin $(BIN) --policy packaging/dbus/org.nichealth.NicHealth1.conf --metrics-address "$(METRICS)"
+
+# make try's node (started if need be), scraped by a local Prometheus
+# (Debian's prometheus package) with the shipped rules.
+try-fleet: try
+	@$(BIN)/nichealth-demo --fleet --dir $(TRY_DIR) --bin $(BIN) --rules packaging/prometheus/nichealth.rules.yml
 
 try-stop:
 	@test -x $(BIN)/nichealth-demo || $(MAKE) --no-print-directory build

@@ -1,9 +1,11 @@
 package observe
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strconv"
 	"sync"
 
@@ -177,7 +179,16 @@ func (o *Observer) noteStatsUnavailable(pp *portPlan, err error) {
 		return
 	}
 	o.statsUnavailable[key] = err.Error()
-	o.log.Warn("driver statistics unavailable; the ethtool: counters of this port are skipped until the next rediscovery or reload",
+	level, msg := slog.LevelWarn, "driver statistics unavailable; the ethtool: counters of this port are skipped until the next rediscovery or reload"
+	if errors.Is(err, unix.ENODEV) {
+		// No such netdev in this network namespace, although the port's
+		// files name it: the rest of the port is read, discovery looks for
+		// the netdev again every minute, and after a udev rename it plans
+		// the new name. A gap in one port's PHY counters, said once at
+		// info (a driver without statistics, below, is a lasting one).
+		level, msg = slog.LevelInfo, "driver statistics unavailable: no such netdev in this network namespace; the ethtool: counters of this port are skipped until a rediscovery finds it"
+	}
+	o.log.Log(context.Background(), level, msg,
 		"device", pp.Device.Name, "port", pp.Port.Port.Num, "netdev", pp.NetDev, "err", err.Error(),
 		"fix", statsFix(err))
 }

@@ -120,6 +120,11 @@ inst 0644 "$PKG/examples/transceivers.conf" "$d$DOCDIR/examples/transceivers.con
 inst 0644 "$PKG/examples/slurmd-after-nichealthd.conf" "$d$DOCDIR/examples/slurmd-after-nichealthd.conf"
 inst 0644 "$PKG/examples/fabric-dgx-h100.topo" "$d$DOCDIR/examples/fabric-dgx-h100.topo"
 [ ! -f "$ROOT/README.md" ] || inst 0644 "$ROOT/README.md" "$d$DOCDIR/README.md"
+# The README's pages, where its links point (docs/<page>.md beside it).
+for f in "$ROOT"/docs/*.md; do
+    [ -f "$f" ] || continue
+    inst 0644 "$f" "$d$DOCDIR/docs/$(basename "$f")"
+done
 inst 0644 "$ROOT/LICENSE" "$d$DOCDIR/LICENSE"
 inst 0644 "$PKG/debian/copyright" "$d$DOCDIR/copyright"
 mkdir -p "$d$DOCDIR"

@@ -9,5 +9,5 @@
 // simulated host, a private system bus carrying the project's own D-Bus
 // policy, and the daemon with D-Bus and loopback metrics on; it prints the
 // export lines after which nichealthctl, busctl and curl work as the
-// README's "Operating it" block shows. --stop (make try-stop) ends it.
+// block of docs/operating.md shows. --stop (make try-stop) ends it.
 package main

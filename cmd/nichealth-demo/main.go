@@ -18,12 +18,16 @@ func main() {
 	stop := flag.Bool("stop", false, "stop what --keep left running in --dir and remove it (make try-stop)")
 	dir := flag.String("dir", "/tmp/nichealth-try", "with --keep and --stop: where the node, bus, daemon and pid file live")
 	policy := flag.String("policy", "packaging/dbus/org.nichealth.NicHealth1.conf", "with --keep: the project's D-Bus policy file the private bus loads")
-	metrics := flag.String("metrics-address", "127.0.0.1:2112", "with --keep: where the daemon serves /metrics")
+	metrics := flag.String("metrics-address", "", "with --keep: where the daemon serves /metrics (\"\": 127.0.0.1:2112, or a free loopback port when that one is taken)")
+	fleet := flag.Bool("fleet", false, "beside the try-it node in --dir, run Prometheus with --rules scraping it and print its URL, alerts and the fabric map command (make try-fleet)")
+	rules := flag.String("rules", "packaging/prometheus/nichealth.rules.yml", "with --fleet: the alerting rules Prometheus loads")
 	flag.Parse()
 	var err error
 	switch {
 	case *stop:
 		err = stopTry(os.Stdout, *dir)
+	case *fleet:
+		err = startFleet(os.Stdout, fleetOptions{dir: *dir, bin: *bin, rules: *rules})
 	case *keep:
 		err = startTry(os.Stdout, tryOptions{bin: *bin, shape: *shape, dir: *dir, policy: *policy, metricsAddr: *metrics, interval: *interval})
 	default:

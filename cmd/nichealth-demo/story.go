@@ -70,7 +70,7 @@ func (s *story) paint(code, text string) string {
 func (s *story) bold(text string) string { return s.paint("1", text) }
 
 // verdict is the event's severity in the words every view uses (healthy,
-// degraded, fatal: README, "Words").
+// degraded, fatal: docs/operating.md, "Words").
 func (s *story) verdict(ev event.Event) string {
 	switch {
 	case ev.IsHealthy:
@@ -197,39 +197,10 @@ func runStory(w io.Writer, o storyOptions) error {
 	return nil
 }
 
-// startLab starts the fabric lab when its programs are installed, gives
-// mlx5_0 the GUIDs of its node gpu-a017, and returns the [farEnd] table
-// that reads it; otherwise why not.
+// startLab starts the fabric lab behind mlx5_0 (fabric.go) for the
+// story, reading the far end every second so the fault shows at once.
 func (s *story) startLab(dir string) (*iblab.Lab, string, string) {
-	helper, err := filepath.Abs(filepath.Join(s.opts.bin, "nichealth-mad"))
-	if err != nil {
-		return nil, "", err.Error()
-	}
-	if _, err := os.Stat(helper); err != nil {
-		return nil, "", "no nichealth-mad in " + s.opts.bin
-	}
-	if err := iblab.Tools(); err != nil {
-		return nil, "", err.Error()
-	}
-	lab, err := iblab.Start(iblab.Options{Fabric: iblab.TwoLeaves, SM: iblab.SMHost, Active: []string{iblab.GPUA017}})
-	if err != nil {
-		return nil, "", "the fabric lab did not start: " + err.Error()
-	}
-	mapf, err := iblab.FabricFile(dir, iblab.NodeNameMap)
-	if err == nil {
-		err = s.h.SetGUID("mlx5_0", 0, 0xa088c20300ab0000)
-	}
-	if err == nil {
-		err = s.h.SetGUID("mlx5_0", 1, 0xa088c20300ab0001)
-	}
-	if err == nil {
-		err = lab.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.SymbolErrorCounter", 0)
-	}
-	if err != nil {
-		lab.Close()
-		return nil, "", err.Error()
-	}
-	return lab, fmt.Sprintf("[farEnd]\ninterval = \"1s\"\ntimeout = \"800ms\"\nhelper = %q\nnodeNameMap = %q\n", helper, mapf), ""
+	return startFabric(s.h, s.opts.bin, dir, "", "[farEnd]\ninterval = \"1s\"\ntimeout = \"800ms\"\n")
 }
 
 // ownGroup is the caller's primary group when not root, so that the
@@ -490,8 +461,8 @@ func (s *story) summary() {
 		p50.Milliseconds(), worst.Milliseconds(), s.opts.interval)
 	s.printf(`
 Next: make try        leaves such a node running (its own D-Bus with the project's policy, metrics on
-                      127.0.0.1:2112) and prints three export lines; after them the README's
-                      "Operating it" commands work as written: nichealthctl status, ports, port mlx5_3 1,
+                      127.0.0.1:2112) and prints three export lines; after them the commands of
+                      docs/operating.md work as written: nichealthctl status, ports, port mlx5_3 1,
                       events --follow, ack, check; busctl tree org.nichealth.NicHealth1; curl .../metrics.
       make try-stop   ends it.
 `)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/dbusapi"
+	"github.com/nichealth/nichealthd/internal/iblab"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -59,7 +60,7 @@ func startTry(w io.Writer, o tryOptions) error {
 		return err
 	}
 	if procs, err := readPidFile(dir); err == nil && len(alive(procs)) == len(procs) {
-		fmt.Fprintf(w, "A try-it node is already running in %s (make try-stop ends it).\n\n", dir)
+		fmt.Fprintf(w, "A try-it node is already running in %s (make try-stop ends it), metrics on %s.\n\n", dir, readMetricsAddr(dir))
 		printExports(w, dir, bin)
 		return nil
 	} else if err == nil {
@@ -88,13 +89,26 @@ func startTry(w io.Writer, o tryOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := daemonConfig{interval: o.interval, jsonl: filepath.Join(dir, "events.jsonl"), dbus: true, metricsAddr: o.metricsAddr}
+	metricsAddr, metricsNote := chooseMetricsAddr(o.metricsAddr)
+	cfg := daemonConfig{interval: o.interval, jsonl: filepath.Join(dir, "events.jsonl"), dbus: true, metricsAddr: metricsAddr}
+	lab, farEnd, noFabric := startTryFabric(h, bin, dir)
+	if lab != nil {
+		defer lab.Close()
+		cfg.farEnd = farEnd
+	}
 	if err := writeConfig(filepath.Join(dir, "config.toml"), h, "try-node", cfg); err != nil {
 		return err
 	}
 	cmd, err := daemonCommand(bin, dir, busAddr)
 	if err != nil {
 		return err
+	}
+	if lab != nil {
+		// nichealth-mad, the daemon's child, speaks MADs as the lab's
+		// gpu-a017 (umad2sim writes its view of sysfs into the working
+		// directory); nichealthd itself is static Go, untouched by the
+		// preload.
+		cmd.Env, cmd.Dir = append(cmd.Env, lab.Vars(iblab.GPUA017)...), lab.Dir
 	}
 	if err := startDetached(cmd, dir, "nichealthd"); err != nil {
 		return err
@@ -107,19 +121,33 @@ func startTry(w io.Writer, o tryOptions) error {
 		return err
 	}
 	defer c.Close()
+	bound, err := boundMetricsAddr(filepath.Join(dir, "nichealthd.log"), 10*time.Second)
+	if err != nil {
+		if o.metricsAddr != "" {
+			return fmt.Errorf("%w (METRICS=%s: pass a free host:port, or leave METRICS unset for a free one)", err, o.metricsAddr)
+		}
+		return err
+	}
+	if err := writeMetricsAddr(dir, bound); err != nil {
+		return err
+	}
 	if err := tryHistory(c, h); err != nil {
 		return err
 	}
 	ok = true
+	if metricsNote != "" {
+		fmt.Fprintf(w, "Note: %s.\n", metricsNote)
+	}
 	fmt.Fprintf(w, `A simulated %s node is running in %s:
   a private system bus with the project's D-Bus policy (packaging/dbus), and
-  nichealthd on it with metrics on %s, polling every %v.
+  nichealthd on it with metrics on http://%s/metrics, polling every %v.
 mlx5_3 port 1 had its cable pulled and reseated: its link_downed breach stays latched
-until acknowledged. Paste these lines into your shell, then try the README's
-"Operating it" commands (systemctl and journalctl need a real installation):
+until acknowledged. Paste these lines into your shell, then try the commands of
+docs/operating.md (systemctl and journalctl need a real installation):
 
-`, o.shape, dir, o.metricsAddr, o.interval)
+`, o.shape, dir, bound, o.interval)
 	printExports(w, dir, bin)
+	printFabric(w, lab != nil, noFabric, bound)
 	fmt.Fprintf(w, `
 More faults: nichealth-sim port-state --root "$NICHEALTH_SIM_ROOT" mlx5_0 1 DOWN Disabled
              (nichealth-sim --help lists them all)
@@ -197,9 +225,15 @@ func startDetached(cmd *exec.Cmd, dir, name string) error {
 	pid := cmd.Process.Pid
 	// Not waited for: it outlives this process and is reaped by init.
 	_ = cmd.Process.Release()
+	return recordProcs(dir, tryProc{pid: pid, name: name})
+}
+
+// recordProcs puts procs at the head of the pid file, in their order:
+// what starts last (the daemon) is stopped first, before the lab and the
+// bus it uses.
+func recordProcs(dir string, started ...tryProc) error {
 	procs, _ := readPidFile(dir)
-	// The daemon goes first so --stop ends it before its bus.
-	procs = append([]tryProc{{pid: pid, name: name}}, procs...)
+	procs = append(started, procs...)
 	var b strings.Builder
 	for _, p := range procs {
 		fmt.Fprintf(&b, "%d %s\n", p.pid, p.name)
@@ -255,7 +289,7 @@ func waitTryReady(busAddr, dir string) (*dbusapi.Client, error) {
 
 // tryHistory gives the node something to look at: a pulled and reseated
 // cable on mlx5_3 port 1, whose link_downed breach stays latched until an
-// operator acknowledges it (the README's ack example).
+// operator acknowledges it (docs/operating.md's ack example).
 func tryHistory(c *dbusapi.Client, h *sim.Host) error {
 	if err := h.SetPortState("mlx5_3", 1, "DOWN", "Disabled"); err != nil {
 		return err

@@ -76,6 +76,12 @@ const usage = `usage: nichealth-sim COMMAND [--root DIR] ARGS...
                                           kernel log records into H/dev/kmsg (a FIFO), e.g.
                                           kmsg --nic mlx5_0 "mlx5_core 0000:3b:00.0: ... timeout.
                                           Will cause a leak of a command resource"
+  farend [--lab DIR] errors COUNTER N     the switch port at the far end of make try's mlx5_0
+                                          (ibsw-leaf1 port 17 in its fabric lab) sets a PMA
+                                          counter, e.g. errors SymbolErrorCounter 500
+  farend [--lab DIR] unlink|relink|clear  pull / plug back that cable; clear zeroes the
+                                          port's error counters and plugs it back
+                                          (DIR: the lab beside --root, as make try keeps it)
 
 (*) what a temporary directory cannot make the kernel say: only nichealthd
 built with -tags simulate and started with --simulate-root H sees it; the
@@ -139,6 +145,9 @@ func dispatch(args []string, stdout io.Writer) error {
 	}
 	if cmd == "kmsg" {
 		return kmsgDispatch(args, stdout)
+	}
+	if cmd == "farend" {
+		return farEndDispatch(args, stdout)
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -33,8 +35,10 @@ func newFlagSet(name, usageLine string, stderr io.Writer) (*flag.FlagSet, *clien
 	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
 	fs.StringVar(&cf.busAddress, "bus-address", "", "D-Bus address of the system bus (default $DBUS_SYSTEM_BUS_ADDRESS or the standard socket)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: nichealthctl %s\n\nOptions:\n", usageLine)
-		flagdoc.PrintOptions(stderr, fs)
+		// fs.Output(), not stderr: parseArgs holds back what the flag
+		// package prints for a value it explains itself.
+		fmt.Fprintf(fs.Output(), "Usage: nichealthctl %s\n\nOptions:\n", usageLine)
+		flagdoc.PrintOptions(fs.Output(), fs)
 	}
 	return fs, cf
 }
@@ -46,7 +50,7 @@ func newFlagSet(name, usageLine string, stderr io.Writer) (*flag.FlagSet, *clien
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseExplained(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, exitOK, false
 			}
@@ -62,6 +66,28 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// explainedValue is the flag package's line for a value its flag's own
+// type refused with an explanation that names the flag ("--timeout 5: a
+// duration needs a unit, e.g. 5s", internal/flagdoc).
+var explainedValue = regexp.MustCompile(`^invalid value ".*" for flag -\S+: (--\S+ .*)\n`)
+
+// parseExplained is fs.Parse, except that a value refused with its own
+// explanation is said in one line, with where to find the usage, instead
+// of "invalid value" followed by the whole usage text.
+func parseExplained(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if m := explainedValue.FindStringSubmatch(buf.String()); err != nil && m != nil {
+		fmt.Fprintf(out, "nichealthctl %s: %s (nichealthctl %s --help for usage)\n", fs.Name(), m[1], fs.Name())
+		return err
+	}
+	_, _ = buf.WriteTo(out)
+	return err
 }
 
 func usageError(stderr io.Writer, fs *flag.FlagSet, format string, a ...any) int {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nichealth/nichealthd/dbusapi"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/flagdoc"
 	"github.com/nichealth/nichealthd/topology"
 )
 
@@ -73,7 +74,7 @@ type waitOutcome struct {
 
 func runWaitReady(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, cf := newFlagSet("wait-ready", waitReadyUsage, stderr)
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long (0: wait forever)")
+	timeout := flagdoc.Duration(fs, "timeout", 5*time.Minute, "give up after this long (0: wait forever)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

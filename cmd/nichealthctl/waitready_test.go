@@ -205,6 +205,22 @@ func TestWaitReady_Usage(t *testing.T) {
 	}
 }
 
+// "--timeout 5" is the common slip: one line names the flag and the fix,
+// not the flag package's "parse error" above the whole usage text.
+func TestWaitReady_TimeoutWithoutUnitSaysWhatToWrite(t *testing.T) {
+	_, errs, code := runIn("wait-ready", "--timeout", "5")
+	if code != exitUsage {
+		t.Errorf("code %d, want %d", code, exitUsage)
+	}
+	want := "nichealthctl wait-ready: --timeout 5: a duration needs a unit, e.g. 5s (nichealthctl wait-ready --help for usage)\n"
+	if errs != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errs, want)
+	}
+	if _, errs, _ := runIn("wait-ready", "--bogus"); !strings.Contains(errs, "Usage: nichealthctl wait-ready") {
+		t.Errorf("an unknown flag still shows the usage:\n%s", errs)
+	}
+}
+
 // The gate's rule, in the words of its help: a latched fatal counter
 // breach holds it (the node should not take work), a latched non-fatal
 // one, congestion and a saturated counter do not (they tell of traffic on

@@ -15,6 +15,9 @@ func PrintOptions(w io.Writer, fs *flag.FlagSet) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "  --%s", f.Name)
 		name, text := flag.UnquoteUsage(f)
+		if t, ok := f.Value.(interface{ Type() string }); ok && name == "value" {
+			name = t.Type()
+		}
 		if name != "" {
 			b.WriteString(" " + name)
 		}

@@ -1,5 +1,8 @@
-// Package iblab is test support: a real InfiniBand fabric lab on one
-// machine. ibsim (Debian's ibsim-utils) simulates the fabric of an
+// Package iblab runs a real InfiniBand fabric lab on one machine: the
+// tests' fabric (with infiniband-diags as their oracle), and the fabric
+// behind the simulated node of the demo (make run) and of make try, which
+// keeps its lab running after it returns (Options.Keep, Detach) and lets
+// nichealth-sim farend drive it from another process (Attach). ibsim (Debian's ibsim-utils) simulates the fabric of an
 // ibnetdiscover output, a real opensm attached to one of its hosts through
 // the umad2sim preload assigns LIDs and routes, and any program run with
 // the lab's environment (Env) speaks MADs as a chosen host: its libibumad

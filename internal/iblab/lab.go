@@ -60,6 +60,12 @@ type Options struct {
 	Active []string
 	// Timeout bounds Start and each tool run. Default 60 s.
 	Timeout time.Duration
+	// Keep, a directory, makes a lab that outlives this process (make
+	// try's): it runs in Keep, in sessions of its own, its console a FIFO
+	// there, so that Attach drives it from another process; Detach hands
+	// its processes to the caller. Empty: a lab that dies with this
+	// process, in a temporary directory (the tests').
+	Keep string
 }
 
 // Lab is one running fabric.
@@ -74,10 +80,23 @@ type Lab struct {
 
 	ibsim, sm *exec.Cmd
 	console   io.WriteCloser
-	out, warn *output
+	out, warn replies
 	mu        sync.Mutex // one console command at a time
 	mark      int
 	closeOnce sync.Once
+	// detached: the processes are not this one's to end (Detach, Attach);
+	// Close only lets go of the console.
+	detached bool
+	// afterStart: this process's copies of a kept ibsim's output files.
+	afterStart []io.Closer
+}
+
+// replies is what ibsim printed: in memory for a lab of this process, in
+// its output file for a kept one.
+type replies interface {
+	Len() int
+	From(n int) string
+	String() string
 }
 
 // MissingError is a tool the lab needs that this machine lacks.
@@ -141,13 +160,13 @@ func Start(opt Options) (_ *Lab, err error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 60 * time.Second
 	}
-	dir, err := os.MkdirTemp("", "iblab-")
+	dir, err := labDir(opt.Keep)
 	if err != nil {
 		return nil, err
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	l := &Lab{Dir: dir, Sock: "nichealth-lab-" + hex.EncodeToString(rnd[:]), preload: preload, timeout: opt.Timeout, out: &output{}, warn: &output{}}
+	l := &Lab{Dir: dir, Sock: "nichealth-lab-" + hex.EncodeToString(rnd[:]), preload: preload, timeout: opt.Timeout}
 	defer func() {
 		if err != nil {
 			l.Close()
@@ -163,13 +182,25 @@ func Start(opt Options) (_ *Lab, err error) {
 	// Replies come on stdout; ibsim's warnings (a trap it dropped, a
 	// client it could not reach) on stderr, at any time: kept apart so a
 	// command's reply is never mixed with them.
-	l.ibsim.Stdout, l.ibsim.Stderr = l.out, l.warn
-	// The console must stay open: at EOF ibsim spins on its stdin.
-	if l.console, err = l.ibsim.StdinPipe(); err != nil {
-		return nil, err
+	if opt.Keep != "" {
+		if err := l.keepConsole(); err != nil {
+			return nil, err
+		}
+	} else {
+		mem, warn := &output{}, &output{}
+		l.out, l.warn = mem, warn
+		l.ibsim.Stdout, l.ibsim.Stderr = mem, warn
+		// The console must stay open: at EOF ibsim spins on its stdin.
+		if l.console, err = l.ibsim.StdinPipe(); err != nil {
+			return nil, err
+		}
+		l.ibsim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
-	l.ibsim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := l.ibsim.Start(); err != nil {
+	err = l.ibsim.Start()
+	for _, c := range l.afterStart {
+		c.Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start ibsim: %w", err)
 	}
 	if _, err := l.Console("# started"); err != nil {
@@ -185,11 +216,19 @@ func Start(opt Options) (_ *Lab, err error) {
 	defer smOut.Close()
 	l.sm.Stdout, l.sm.Stderr = smOut, smOut
 	l.sm.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if opt.Keep != "" {
+		l.sm.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := l.sm.Start(); err != nil {
 		return nil, fmt.Errorf("start opensm: %w", err)
 	}
 	for _, h := range opt.Active {
 		if err := l.WaitActive(h, time.Now().Add(opt.Timeout)); err != nil {
+			return nil, err
+		}
+	}
+	if opt.Keep != "" {
+		if err := l.writeEnv(); err != nil {
 			return nil, err
 		}
 	}
@@ -275,7 +314,8 @@ func (l *Lab) Console(cmd string) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mark++
-	marker := fmt.Sprintf("# nichealth-lab-mark-%d", l.mark)
+	// The pid tells apart markers of processes sharing a kept lab.
+	marker := fmt.Sprintf("# nichealth-lab-mark-%d-%d", os.Getpid(), l.mark)
 	from := l.out.Len()
 	if _, err := io.WriteString(l.console, cmd+"\n"+marker+"\n"); err != nil {
 		return "", fmt.Errorf("console %q: %w", cmd, err)
@@ -369,10 +409,17 @@ func (l *Lab) Free(pid int) error {
 }
 
 // Stop freezes the whole fabric (SIGSTOP to ibsim): every MAD hangs.
-func (l *Lab) Stop() error { return l.ibsim.Process.Signal(syscall.SIGSTOP) }
+func (l *Lab) Stop() error { return l.signalIbsim(syscall.SIGSTOP) }
 
 // Cont thaws it.
-func (l *Lab) Cont() error { return l.ibsim.Process.Signal(syscall.SIGCONT) }
+func (l *Lab) Cont() error { return l.signalIbsim(syscall.SIGCONT) }
+
+func (l *Lab) signalIbsim(sig syscall.Signal) error {
+	if l.detached || l.ibsim == nil || l.ibsim.Process == nil {
+		return errors.New("ibsim is not this process's child: signal it by its pid")
+	}
+	return l.ibsim.Process.Signal(sig)
+}
 
 // Output is everything ibsim printed (its console, then its warnings),
 // for failure messages.
@@ -381,6 +428,12 @@ func (l *Lab) Output() string { return l.out.String() + "\n" + l.warn.String() }
 // Close ends opensm, then ibsim, and removes the lab's directory.
 func (l *Lab) Close() {
 	l.closeOnce.Do(func() {
+		if l.detached {
+			if l.console != nil {
+				l.console.Close()
+			}
+			return
+		}
 		for _, c := range []*exec.Cmd{l.sm, l.ibsim} {
 			if c == nil || c.Process == nil {
 				continue

@@ -12,7 +12,7 @@ import (
 )
 
 // The .deb carries the fleet's Prometheus rules and Grafana dashboard
-// under /usr/share/nichealthd (README "Fleet" points there) and the udev
+// under /usr/share/nichealthd (docs/fleet.md points there) and the udev
 // rule that lets the daemon read the NICs' VPD, byte for byte as in the
 // source tree, and the MAD helper with the libraries it needs.
 func TestDeb_CarriesRulesDashboardAndUdevRule(t *testing.T) {
