@@ -92,7 +92,7 @@ func TestPlan_40_12_Rule2AtLMC2(t *testing.T) {
 	if len(g.Problems) != 0 {
 		t.Fatal(g.Problems)
 	}
-	tables, err := ParseLFTs(strings.NewReader(lmcLFTs()))
+	tables, err := ParseLFTs(strings.NewReader(lmcLFTs()), g)
 	if err != nil || len(tables.Problems) != 0 || len(tables.Switches) != 4 {
 		t.Fatalf("%v %v %d tables", err, tables.Problems, len(tables.Switches))
 	}
