@@ -29,7 +29,9 @@ func kinds(specs []event.Spec, k event.Kind) int {
 // next poll after the scan judges it.
 func TestInventory_ScanCadenceSeesWhatDiscoveryCannot(t *testing.T) {
 	h := simtest.Build(t, "dgx-h100")
-	m := simMonitor(t, h, "")
+	// A 2 s hold (DESIGN.md difference 18) from the configuration: the
+	// third enumeration, 1 s apart, is the first 2 s after the first.
+	m := simMonitor(t, h, "[inventory]\nlostFunctionHold = \"2s\"\n")
 	now := time.Unix(1_700_000_000, 0)
 	specs, _ := m.Cycle(now)
 	if kinds(specs, event.KindFunctionFailed) != 0 {
@@ -37,7 +39,8 @@ func TestInventory_ScanCadenceSeesWhatDiscoveryCannot(t *testing.T) {
 	}
 	// mlx5_3 leaves class/infiniband (rediscovery sees that): unbound at
 	// run time, it is judged after DESIGN.md difference 3's three complete
-	// enumerations, as one condition (no disappearance besides).
+	// enumerations and difference 18's hold, as one condition (no
+	// disappearance besides).
 	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
 		t.Fatal(err)
 	}
