@@ -305,7 +305,7 @@ func TestWaitReady_Design13_FarEndConditionsNeverHold(t *testing.T) {
 		// ports' and the node-level ones.
 		m.Verdict, m.Healthy, m.DegradedPorts = "degraded", false, []string{"mlx5_0/1"}
 		m.Conditions = append(slices.Clone((*p)[0].Conditions),
-			dbusapi.ConditionView{Check: "InfiniBandFarEndCheck", Entity: "NICHealthCheck farEnd", Kind: "far-end-lost", Message: lost})
+			dbusapi.ConditionView{Check: "InfiniBandFarEndCheck", Entity: "node farEnd", Kind: "far-end-lost", Message: lost})
 	}
 	f.update(farEnd)
 	o := fastWaiter(f.bus.Address, 2*time.Second, newProgressLog()).wait(context.Background())
