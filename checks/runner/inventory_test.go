@@ -194,3 +194,27 @@ func TestInventory_VPDReadOnceWhileTheFunctionStays(t *testing.T) {
 		t.Fatalf("after a reload %s's VPD was not read again", addr)
 	}
 }
+
+// inventory.lostFunctionHold is reloadable (DESIGN.md difference 18): a
+// loss pending under a 1 h hold is raised at the next poll once a reload
+// shortens the hold to 2 s.
+func TestInventory_LostFunctionHoldReloads(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	m := simMonitor(t, h, "[inventory]\nlostFunctionHold = \"10m\"\n")
+	now := time.Unix(1_700_000_000, 0)
+	m.Cycle(now)
+	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		now = now.Add(time.Second)
+		if specs, _ := m.Cycle(now); kinds(specs, event.KindFunctionFailed) != 0 {
+			t.Fatalf("raised within the 10 min hold, poll %d: %+v", i, specs)
+		}
+	}
+	m.Reconfigure(simConfig(t, h, "[inventory]\nlostFunctionHold = \"2s\"\n"), now)
+	now = now.Add(time.Second)
+	if specs, _ := m.Cycle(now); kinds(specs, event.KindFunctionFailed) != 1 {
+		t.Fatalf("not raised after the reload to a 2 s hold: %+v", specs)
+	}
+}
