@@ -275,7 +275,7 @@ func Parse(path string, b []byte) (*Config, error) {
 
 // durationKeys take a duration string ("1s", "250ms").
 var durationKeys = []string{"pollingInterval", "readTimeout", "parkReprobeInterval", "cardAnomalyHold", "sinks.connector.batchInterval", "sinks.connector.timeout",
-	"inventory.expectedPortsHold", "farEnd.interval", "farEnd.timeout", "roce.window",
+	"inventory.expectedPortsHold", "inventory.lostFunctionHold", "farEnd.interval", "farEnd.timeout", "roce.window",
 	"fabric.interval", "fabric.timeout"}
 
 // durationError names the key and line of a duration written as something

@@ -32,3 +32,32 @@ func TestConfig_InventoryDefaultsAndLimits(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md difference 18: the hold of a run-time loss of a NIC function
+// defaults to 30 s (long enough for a mlx5_core reload of every function
+// at any poll interval), is set as a duration, and a hold out of 0..10m or
+// not a duration is refused naming the key and what it is for.
+func TestConfig_Design18_LostFunctionHold(t *testing.T) {
+	c, err := Parse("c.toml", nil)
+	if err != nil || c.Inventory.LostHold != 30*time.Second {
+		t.Fatalf("default %v %v", c.Inventory.LostHold, err)
+	}
+	c, err = Parse("c.toml", []byte("[inventory]\nlostFunctionHold = \"5s\"\n"))
+	if err != nil || c.Inventory.LostHold != 5*time.Second {
+		t.Fatalf("5s: %v %v", c.Inventory.LostHold, err)
+	}
+	c, err = Parse("c.toml", []byte("[inventory]\nlostFunctionHold = \"0s\"\n"))
+	if err != nil || c.Inventory.LostHold != 0 {
+		t.Fatalf("0s: %v %v", c.Inventory.LostHold, err)
+	}
+	for _, bad := range []string{"lostFunctionHold = \"-1s\"", "lostFunctionHold = \"11m\"", "lostFunctionHold = 30"} {
+		_, err := Parse("c.toml", []byte("[inventory]\n"+bad+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "inventory.lostFunctionHold") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	_, err = Parse("c.toml", []byte("[inventory]\nlostFunctionHold = \"11m\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "must be 0..10m0s") || !strings.Contains(err.Error(), "mlx5_ib reload") {
+		t.Errorf("the refusal does not say the range and why: %v", err)
+	}
+}

@@ -91,3 +91,9 @@ const (
 	DropCheck        = "NICPortDrop"
 	DegradationCheck = "RepeatedNICDegradation"
 )
+
+// FoldedBaselineName is the counter name of the condition key of a port's
+// folded counter baselines (one healthy event per port and check at a
+// reboot): a key of their own, never the port's, which under the state
+// check is the link state's condition.
+const FoldedBaselineName = "counters-baseline"

@@ -83,8 +83,11 @@ func legacyEntity(e *Event) (condition.Entity, bool) {
 		return condition.OfCounter(dev, port, e.ErrorCode[0]), true
 	case KindCounterBreach, KindCounterRecovered, KindCounterBaseline:
 		if e.Metadata["counters"] != "" && dev != "" {
-			// The first tick's baselines of a port, folded into one.
-			return condition.OfPort(dev, port), true
+			// The first tick's baselines of a port, folded into one: a key
+			// of their own, never the port's, since under the state check
+			// the port's key is its link state's condition, which a
+			// baseline must not clear (a port DOWN at boot stays fatal).
+			return condition.OfCounter(dev, port, FoldedBaselineName), true
 		}
 		name := e.Metadata["counter"]
 		if name == "" && len(e.ErrorCode) == 1 {

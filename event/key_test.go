@@ -32,3 +32,24 @@ func TestEvent_CarriesItsConditionKey(t *testing.T) {
 		t.Fatal("a hung-read event without its file has a key")
 	}
 }
+
+// DESIGN.md difference 2: a port's folded counter baselines under the
+// state check (its fatal counters) never take the port's own key, which
+// is its link state's condition under that check: a healthy baseline
+// must not clear a port DOWN. Written by this build (Spec.Condition) and
+// replayed from the outbox (no key stored) alike.
+func TestKeyOf_Design2_FoldedBaselineIsNotThePortsCondition(t *testing.T) {
+	port := condition.Key{Check: InfiniBandStateCheck, Entity: condition.OfPort("mlx5_0", 1)}
+	e := New(Spec{Kind: KindCounterBaseline, CheckName: InfiniBandStateCheck, IsHealthy: true, Device: "mlx5_0", Port: 1,
+		ErrorCode: []string{"link_downed", "symbol_error_fatal"}, Metadata: map[string]string{"counters": "link_downed,symbol_error_fatal"},
+		Condition: condition.OfCounter("mlx5_0", 1, FoldedBaselineName)}, Stamp{})
+	k, ok := KeyOf(&e)
+	if !ok || k == port {
+		t.Fatalf("written: key %v", k)
+	}
+	e.Condition = condition.Key{}
+	legacy, ok := KeyOf(&e)
+	if !ok || legacy == port || legacy != k {
+		t.Fatalf("replayed: key %v, written %v", legacy, k)
+	}
+}

@@ -309,7 +309,7 @@ func (ev *evaluation) step(rebootDetected bool) {
 	breached := ev.hasFlag && ev.flag.Breached
 	switch {
 	case rebootDetected && !ent.seen:
-		ev.specs = append(ev.specs, baselineSpec(d.Name, s.Device, s.Port, ev.check, cur, ev.e.freshStart))
+		ev.specs = append(ev.specs, baselineSpec(d.Name, s.Device, s.Port, event.CounterCheckFor(s.LinkLayer, d.IsFatal), cur, ev.e.freshStart))
 		ev.setSnap()
 		ent.hasRate = false
 	case ent.seen && ent.path != d.Path:

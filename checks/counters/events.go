@@ -29,6 +29,12 @@ func CheckClearedSpec(checkName string) event.Spec {
 	}
 }
 
+// baselineSpec is a counter's healthy baseline after a reboot (or a
+// start without state), under the check its breach would be reported
+// under (event.CounterCheckFor: DESIGN.md difference 2, counter seed
+// 11.1): a fatal counter's under the state check, a non-fatal one's under
+// the degradation check, so NVSentinel's condition of each check hears of
+// exactly its own counters.
 func baselineSpec(name, device string, port int, check string, value uint64, fresh bool) event.Spec {
 	msg := fmt.Sprintf("Counter %s healthy after reboot on port %s port %d", name, device, port)
 	reason := "reboot"
@@ -357,6 +363,6 @@ func foldedBaseline(specs []event.Spec, idx []int) event.Spec {
 			"values":   strings.Join(values, ","),
 			"reason":   first.Metadata["reason"],
 		},
-		Condition: condition.OfPort(first.Device, first.Port),
+		Condition: condition.OfCounter(first.Device, first.Port, event.FoldedBaselineName),
 	}
 }

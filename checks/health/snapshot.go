@@ -144,10 +144,14 @@ type Peer struct {
 	Switch      bool
 	// Found says the peer answered its last discovery; ReadAt is when its
 	// counters were last read (zero: not yet); Err why the last attempt
-	// failed ("" when it did not).
-	Found  bool
-	ReadAt time.Time
-	Err    string
+	// failed ("" when it did not). A peer that stopped answering keeps its
+	// identity and last counters (Found false, ReadAt old): the views age
+	// them instead of dropping them. ReadErrors counts the failed
+	// attempts since the daemon started.
+	Found      bool
+	ReadAt     time.Time
+	Err        string
+	ReadErrors uint64
 	// Counters are its PortCounters fields, in wire order.
 	Counters []PeerCounter
 }

@@ -32,6 +32,9 @@ type Config struct {
 	ExpectedRateGbps float64
 	// Hold is how long a shortfall must last before it is reported.
 	Hold time.Duration
+	// LostHold is how long a run-time loss of a function must last, on
+	// top of its checks.LostAfter enumerations (Scan.LostHold).
+	LostHold time.Duration
 	// Checks are the checks switched on: a card's conditions are its link
 	// layer's state check's, so a card whose check is off is not judged.
 	Checks map[string]bool
@@ -159,7 +162,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 		ports = true
 		c.expect = c.expectation(obs)
 		ss, ch, ech := JudgeFunctions(mem, c.exp, Scan{Functions: inv.Functions, Complete: inv.Complete, Enumerated: obs.Enumerated,
-			Boot: c.boot, Now: obs.Now, Known: c.known})
+			Boot: c.boot, Now: obs.Now, Known: c.known, LostHold: c.cfg.LostHold})
 		ds, dch := JudgeDrift(mem, c.driftCards(obs.Devices, obs.LinkStory.Infos), c.cfg.FirmwareDrift)
 		cy.Emit(ss...)
 		cy.Emit(ds...)

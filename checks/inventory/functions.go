@@ -39,6 +39,12 @@ type Scan struct {
 	Enumerated bool
 	Boot       string
 	Now        time.Time
+	// LostHold is how long a function monitored this boot must have been
+	// seen without its driver or RDMA device, measured from the first
+	// poll that saw it so, besides its checks.LostAfter enumerations
+	// (DESIGN.md difference 18): enumerations alone are polls, and at a
+	// 250 ms poll three of them are shorter than a mlx5_ib reload.
+	LostHold time.Duration
 	// Known says what the port checks remember of the NIC that had a PCI
 	// address this boot (nil: nothing).
 	Known func(addr string) KnownNIC
@@ -69,8 +75,9 @@ func (s Scan) known(addr string) KnownNIC {
 //     monitored this boot (gone across a reboot, a failed probe) is known
 //     at once; one that lost its driver or RDMA device at run time is
 //     raised only after checks.LostAfter complete enumerations without it
-//     (DESIGN.md difference 18: a driver or devlink reload comes back
-//     within them and says nothing), and then it is the loss's one
+//     and Scan.LostHold since it was first seen so (DESIGN.md difference
+//     18: a driver or devlink reload comes back within them and says
+//     nothing, at any poll interval), and then it is the loss's one
 //     condition: it names the NIC's last known ports, and the port check,
 //     asking Check.Reports, does not report the NIC disappeared as well.
 //     If the port check already did (the scan came too late), that stays
@@ -92,7 +99,7 @@ func (s Scan) known(addr string) KnownNIC {
 // and expChanged say whether mem and exp moved.
 func JudgeFunctions(mem *Memory, exp *Expected, s Scan) (specs []event.Spec, changed, expChanged bool) {
 	if mem.pending == nil {
-		mem.pending = map[string]int{}
+		mem.pending = map[string]pendingLoss{}
 	}
 	present := make(map[string]*pci.Function, len(s.Functions))
 	for i := range s.Functions {
@@ -151,12 +158,15 @@ func judgePresent(mem *Memory, exp *Expected, f *pci.Function, s Scan) ([]event.
 			delete(mem.pending, f.Address)
 			return nil, false, expChanged
 		}
-		n := mem.pending[f.Address]
-		if s.Enumerated {
-			n++
+		pl, ok := mem.pending[f.Address]
+		if !ok {
+			pl.Since = s.Now
 		}
-		mem.pending[f.Address] = n
-		if n < checks.LostAfter {
+		if s.Enumerated {
+			pl.Enumerations++
+		}
+		mem.pending[f.Address] = pl
+		if pl.Enumerations < checks.LostAfter || s.Now.Sub(pl.Since) < s.LostHold {
 			return nil, false, expChanged
 		}
 	}
@@ -235,7 +245,9 @@ func clearReason(f *pci.Function, judged bool, role string) string {
 
 // failedText says what is wrong with a present function and the fix.
 func failedText(f *pci.Function, state pci.State) string {
-	dmesg := fmt.Sprintf("dmesg | grep %s", f.Address)
+	// No shell pipe in a fix: the Nagios line reserves "|" for its
+	// performance data, and the kernel log is read by journalctl alone.
+	dmesg := fmt.Sprintf("journalctl -k --grep %s", f.Address)
 	switch state {
 	case pci.Unbound:
 		return fmt.Sprintf("is on the PCI bus with no driver bound, so it has no RDMA device and no port: "+
@@ -298,7 +310,7 @@ func judgeAbsent(mem *Memory, exp *Expected, present map[string]*pci.Function, s
 		specs = append(specs, event.Spec{
 			Kind: event.KindFunctionAbsent, CheckName: check, IsFatal: true,
 			Message: fmt.Sprintf("%s %s, absent now: the card is gone from the PCI bus (no %s in /sys/bus/pci/devices). "+
-				"Reseat or replace it (slot, riser, power; `dmesg | grep %s`, `lspci -s %s`). If it was removed on purpose, "+
+				"Reseat or replace it (slot, riser, power; `journalctl -k --grep %s`, `lspci -s %s`). If it was removed on purpose, "+
 				"`nichealthctl ack %s` forgets it", describe(addr, e.Role, e.Reason, e.Device, e.Serial), when, addr, addr, addr, addr) + gpusText(e.GPUs),
 			ErrorCode: []string{ErrorCode},
 			Ports:     ports,

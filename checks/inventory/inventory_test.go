@@ -71,11 +71,11 @@ func TestLinkState_7_3_PresentWithoutRDMAIsFatal(t *testing.T) {
 		want  []string // in the message
 	}{
 		{"unbound (probe failed)", fn("0000:3b:00.0", "", pci.Unbound), true,
-			[]string{"0000:3b:00.0", "Compute, PIX to GPU3", "no driver", "dmesg | grep 0000:3b:00.0", "modprobe", "firmware", "GPU3 (0000:5d:00.0 GPU-3)"}},
+			[]string{"0000:3b:00.0", "Compute, PIX to GPU3", "no driver", "journalctl -k --grep 0000:3b:00.0", "modprobe", "firmware", "GPU3 (0000:5d:00.0 GPU-3)"}},
 		{"bound to vfio-pci", fn("0000:3b:00.0", "", pci.OtherDriver), true,
-			[]string{"vfio-pci", "nicExclusionRegex", "dmesg | grep 0000:3b:00.0"}},
+			[]string{"vfio-pci", "nicExclusionRegex", "journalctl -k --grep 0000:3b:00.0"}},
 		{"mlx5_core without RDMA device", fn("0000:3b:00.0", "", pci.NoRDMA), true,
-			[]string{"no RDMA device", "modprobe mlx5_ib", "dmesg | grep 0000:3b:00.0"}},
+			[]string{"no RDMA device", "modprobe mlx5_ib", "journalctl -k --grep 0000:3b:00.0"}},
 		{"healthy", fn("0000:3b:00.0", "mlx5_3", pci.Healthy), false, nil},
 		{"left alone (excluded)", func() pci.Function { f := fn("0000:3b:00.0", "", pci.Unbound); f.LeftAlone = "excluded"; return f }(), false, nil},
 		{"VF", func() pci.Function { f := fn("0000:3b:00.2", "", pci.Unbound); f.IsVF = true; return f }(), false, nil},

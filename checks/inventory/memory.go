@@ -30,12 +30,20 @@ type Memory struct {
 	// Ports is the expected compute ports' condition.
 	Ports PortsMemory `json:"ports"`
 
-	// pending counts, by address, the complete enumerations a function
-	// monitored this boot has been seen without a usable RDMA device and
-	// not yet raised (DESIGN.md difference 18): a driver or devlink reload
-	// comes back within them and says nothing. It lives in the process
-	// only, as the port check's misses do: a restart counts again.
-	pending map[string]int
+	// pending holds, by address, the run-time losses of functions
+	// monitored this boot (seen without a usable RDMA device) not yet
+	// raised (DESIGN.md difference 18): a driver or devlink reload comes
+	// back within their enumerations and hold and says nothing. It lives
+	// in the process only, as the port check's misses do: a restart
+	// counts again.
+	pending map[string]pendingLoss
+}
+
+// pendingLoss is a run-time loss waiting: the complete enumerations that
+// saw it and when the first poll saw it.
+type pendingLoss struct {
+	Enumerations int
+	Since        time.Time
 }
 
 // Raised is one raised condition: under which check, for what, since when.

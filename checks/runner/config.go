@@ -75,7 +75,7 @@ func aerConfig(c *config.Config) aer.Config {
 func inventoryConfig(c *config.Config) inventory.Config {
 	v := c.Inventory
 	ic := inventory.Config{Enabled: v.Enabled, FirmwareDrift: v.FirmwareDrift, ExpectedPorts: v.ExpectedPorts,
-		ExpectedRateGbps: v.ExpectedRateGbps, Hold: v.Hold, Checks: c.Checks}
+		ExpectedRateGbps: v.ExpectedRateGbps, Hold: v.Hold, LostHold: v.LostHold, Checks: c.Checks}
 	if v.ExpectedPorts == config.ModelDefault {
 		ic.ExpectedPorts = inventory.ModelDefault
 	}

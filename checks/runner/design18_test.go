@@ -88,7 +88,10 @@ func realLoss(t *testing.T, dev, gpus, check string) {
 		t.Fatal(err)
 	}
 	var raised []event.Spec
-	for i := 0; i < 8; i++ {
+	// 35 polls 1 s apart: past the default 30 s hold of a run-time loss
+	// (difference 18), with the card anomaly's and the enumerations'
+	// chances long gone.
+	for i := 0; i < 35; i++ {
 		now = now.Add(time.Second)
 		specs, _ := m.Cycle(now)
 		fold(specs)

@@ -29,7 +29,9 @@ func kinds(specs []event.Spec, k event.Kind) int {
 // next poll after the scan judges it.
 func TestInventory_ScanCadenceSeesWhatDiscoveryCannot(t *testing.T) {
 	h := simtest.Build(t, "dgx-h100")
-	m := simMonitor(t, h, "")
+	// A 2 s hold (DESIGN.md difference 18) from the configuration: the
+	// third enumeration, 1 s apart, is the first 2 s after the first.
+	m := simMonitor(t, h, "[inventory]\nlostFunctionHold = \"2s\"\n")
 	now := time.Unix(1_700_000_000, 0)
 	specs, _ := m.Cycle(now)
 	if kinds(specs, event.KindFunctionFailed) != 0 {
@@ -37,7 +39,8 @@ func TestInventory_ScanCadenceSeesWhatDiscoveryCannot(t *testing.T) {
 	}
 	// mlx5_3 leaves class/infiniband (rediscovery sees that): unbound at
 	// run time, it is judged after DESIGN.md difference 3's three complete
-	// enumerations, as one condition (no disappearance besides).
+	// enumerations and difference 18's hold, as one condition (no
+	// disappearance besides).
 	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
 		t.Fatal(err)
 	}
@@ -189,5 +192,29 @@ func TestInventory_VPDReadOnceWhileTheFunctionStays(t *testing.T) {
 	m.Cycle(t0.Add(123 * time.Second))
 	if got := vpdErrOf(addr); got == "" {
 		t.Fatalf("after a reload %s's VPD was not read again", addr)
+	}
+}
+
+// inventory.lostFunctionHold is reloadable (DESIGN.md difference 18): a
+// loss pending under a 1 h hold is raised at the next poll once a reload
+// shortens the hold to 2 s.
+func TestInventory_LostFunctionHoldReloads(t *testing.T) {
+	h := simtest.Build(t, "dgx-h100")
+	m := simMonitor(t, h, "[inventory]\nlostFunctionHold = \"10m\"\n")
+	now := time.Unix(1_700_000_000, 0)
+	m.Cycle(now)
+	if err := h.DetachFunction("mlx5_3", sim.DetachUnbound); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		now = now.Add(time.Second)
+		if specs, _ := m.Cycle(now); kinds(specs, event.KindFunctionFailed) != 0 {
+			t.Fatalf("raised within the 10 min hold, poll %d: %+v", i, specs)
+		}
+	}
+	m.Reconfigure(simConfig(t, h, "[inventory]\nlostFunctionHold = \"2s\"\n"), now)
+	now = now.Add(time.Second)
+	if specs, _ := m.Cycle(now); kinds(specs, event.KindFunctionFailed) != 1 {
+		t.Fatalf("not raised after the reload to a 2 s hold: %+v", specs)
 	}
 }

@@ -246,12 +246,14 @@ func (r *Runner) peerInfo(device string, port int) *health.Peer {
 		return nil
 	}
 	p := r.last.FarEnd.Port(device, port)
-	if p == nil || (!p.Found && p.Err == "") {
+	if p == nil || (!p.Found && p.Err == "" && !p.Read) {
 		return nil
 	}
 	v := r.set.farEnd.View(device, port)
-	out := &health.Peer{Found: p.Found, Err: event.Clean(p.Err)}
-	if p.Found {
+	out := &health.Peer{Found: p.Found, Err: event.Clean(p.Err), ReadErrors: p.ReadErrors}
+	if p.Found || p.Read {
+		// A read that failed leaves the last peer that was read: its
+		// series stay, aged by ReadAt (DESIGN.md section 13).
 		out.GUID, out.PortGUID, out.Port, out.LID = p.Peer.NodeGUID, p.Peer.PortGUID, p.Peer.Port, p.Peer.LID
 		out.Name, out.Description, out.Switch = event.Clean(p.Peer.Name), event.Clean(p.Peer.Description), p.Peer.NodeType == 2
 	}

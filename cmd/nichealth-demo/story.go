@@ -282,6 +282,10 @@ func (s *story) baselines(status string) error {
 		want = len(recs)
 	}
 	type tally struct {
+		// healthy are the ports with a port baseline, ports those whose
+		// counters were baselined: a state check has both, its ports and
+		// their fatal counters (DESIGN.md difference 2).
+		healthy  map[string]bool
 		ports    map[string]bool
 		counters int
 	}
@@ -305,14 +309,14 @@ func (s *story) baselines(status string) error {
 			}
 			t := byCheck[ev.CheckName]
 			if t == nil {
-				t = &tally{ports: map[string]bool{}}
+				t = &tally{healthy: map[string]bool{}, ports: map[string]bool{}}
 				byCheck[ev.CheckName] = t
 			}
 			switch ev.Kind {
 			case event.KindCheckCleared:
 				cleared++
 			case event.KindPortBaseline:
-				t.ports[entityOf(ev)] = true
+				t.healthy[entityOf(ev)] = true
 			case event.KindCounterBaseline:
 				t.counters += len(ev.ErrorCode) // one event names a port's counters
 				t.ports[entityOf(ev)] = true
@@ -342,10 +346,13 @@ func (s *story) baselines(status string) error {
 			continue
 		}
 		switch {
+		case len(t.healthy) > 0 && t.counters > 0:
+			s.printf("         %-27s %d ports healthy at first start; %d fatal counters baselined on %d ports, none breached\n",
+				n, len(t.healthy), t.counters, len(t.ports))
 		case t.counters > 0:
 			s.printf("         %-27s %d counters baselined on %d ports, none breached\n", n, t.counters, len(t.ports))
-		case len(t.ports) > 0:
-			s.printf("         %-27s %d ports healthy at first start\n", n, len(t.ports))
+		case len(t.healthy) > 0:
+			s.printf("         %-27s %d ports healthy at first start\n", n, len(t.healthy))
 		}
 	}
 	for _, ev := range other {

@@ -169,8 +169,10 @@ func clip(s string) string {
 }
 
 // describe turns a NodeDescription's 64 bytes into text: up to the first
-// NUL, trailing blanks trimmed, bytes that are not printable UTF-8 escaped
-// as \xNN (a node names itself; the daemon shows it to operators).
+// NUL, trailing blanks trimmed, bytes that are not printable UTF-8 (C0
+// and C1 controls, DEL, bidi overrides and isolates: wire.Unsafe; an
+// invalid byte) and the backslash escaped as \xNN (a node names itself;
+// the daemon shows it to operators, on terminals and Nagios lines).
 func describe(b []byte) string {
 	if i := strings.IndexByte(string(b), 0); i >= 0 {
 		b = b[:i]
@@ -178,7 +180,7 @@ func describe(b []byte) string {
 	var s strings.Builder
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
-		if r < 0x20 || r == 0x7f || r == 0xfffd && n == 1 || r == '\\' {
+		if wire.Unsafe(r) || r == utf8.RuneError && n == 1 || r == '\\' {
 			for _, c := range b[:n] {
 				fmt.Fprintf(&s, "\\x%02x", c)
 			}

@@ -125,10 +125,15 @@ func TestServe_FailuresKeepTheirKind(t *testing.T) {
 
 func TestDescribe_EscapesWhatIsNotText(t *testing.T) {
 	for in, want := range map[string]string{
-		"ibsw-leaf3\x00garbage":         "ibsw-leaf3",
-		"MF0;leaf:MQM8700/U1   \x00":    "MF0;leaf:MQM8700/U1",
-		"gpu-a017 mlx5_0":               "gpu-a017 mlx5_0",
-		"bad\xffbyte\x1b[31m":           `bad\xffbyte\x1b[31m`,
+		"ibsw-leaf3\x00garbage":      "ibsw-leaf3",
+		"MF0;leaf:MQM8700/U1   \x00": "MF0;leaf:MQM8700/U1",
+		"gpu-a017 mlx5_0":            "gpu-a017 mlx5_0",
+		"bad\xffbyte\x1b[31m":        `bad\xffbyte\x1b[31m`,
+		// Bidi overrides and isolates, C1 controls (CSI U+009B): every
+		// byte of the rune escaped.
+		"ibsw\u202eevil\u202c":          `ibsw\xe2\x80\xaeevil\xe2\x80\xac`,
+		"iso\u2066late\u2069":           `iso\xe2\x81\xa6late\xe2\x81\xa9`,
+		"c1\u009b31m":                   `c1\xc2\x9b31m`,
 		`back\slash`:                    `back\x5cslash`,
 		strings.Repeat("\x01", 64):      strings.Repeat(`\x01`, 64),
 		"Grüße":                         "Grüße",

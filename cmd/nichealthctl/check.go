@@ -92,6 +92,10 @@ type checkEntry struct {
 	Status  nagiosStatus `json:"status"`
 	Reasons []string     `json:"reasons"`
 	Perf    []perfDatum  `json:"perfdata,omitempty"`
+	// Node says the entry is a condition no port shows (a NIC function
+	// without its RDMA device, the node's compute ports): the summary
+	// counts it apart, since it is not a port.
+	Node bool `json:"node,omitempty"`
 }
 
 func (e *checkEntry) add(s nagiosStatus, reason string) {
@@ -199,10 +203,18 @@ func (r *checkResult) finish(perf bool) {
 		r.ExitCode = int(r.Status)
 		return
 	}
-	counts := map[nagiosStatus]int{}
+	// Ports are counted as ports: a condition off the ports is counted
+	// apart ("1 of 13 ports" for a node condition and 12 ports would
+	// be a port that does not exist).
+	counts, nodeCounts, ports := map[nagiosStatus]int{}, map[nagiosStatus]int{}, 0
 	for _, e := range r.Ports {
 		r.Status = worst(r.Status, e.Status)
+		if e.Node {
+			nodeCounts[e.Status]++
+			continue
+		}
 		counts[e.Status]++
+		ports++
 	}
 	r.ExitCode = int(r.Status)
 	// Worst first, then the order of the ports (naturally sorted devices).
@@ -215,11 +227,14 @@ func (r *checkResult) finish(perf bool) {
 		}
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "%s - %s", r.Status, r.lead(summaryOf(counts, len(r.Ports))))
+	fmt.Fprintf(&head, "%s - %s", r.Status, r.lead(summaryOf(counts, ports)+nodeSummary(nodeCounts)))
 	var summaryPerf string
 	if perf {
 		summaryPerf = fmt.Sprintf(" | ports=%d;;;0 fatal_ports=%d;;;0;%d degraded_ports=%d;;;0;%d unknown_ports=%d;;;0;%d",
-			len(r.Ports), counts[nagiosCritical], len(r.Ports), counts[nagiosWarning], len(r.Ports), counts[nagiosUnknown], len(r.Ports))
+			ports, counts[nagiosCritical], ports, counts[nagiosWarning], ports, counts[nagiosUnknown], ports)
+		if n := len(r.Ports) - ports; n > 0 {
+			summaryPerf += fmt.Sprintf(" node_conditions=%d;;;0", n)
+		}
 	}
 	bad := 0
 	for _, i := range order {
@@ -322,6 +337,32 @@ func summaryOf(counts map[nagiosStatus]int, total int) string {
 		return fmt.Sprintf("%d of %d ports healthy", total, total)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// nodeSummary counts the conditions off the ports by state, after the
+// ports: "; 1 node condition fatal", "; 2 node conditions: 1 fatal, 1
+// degraded" ("" when there are none).
+func nodeSummary(counts map[nagiosStatus]int) string {
+	var parts []string
+	total := 0
+	for _, c := range []struct {
+		st   nagiosStatus
+		word string
+	}{{nagiosCritical, "fatal"}, {nagiosWarning, "degraded"}, {nagiosUnknown, "unknown"}, {nagiosOK, "OK"}} {
+		if n := counts[c.st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, c.word))
+			total += n
+		}
+	}
+	switch {
+	case total == 0:
+		return ""
+	case len(parts) == 1 && total == 1:
+		return "; 1 node condition " + strings.TrimPrefix(parts[0], "1 ")
+	case len(parts) == 1:
+		return fmt.Sprintf("; %d node conditions %s", total, strings.TrimPrefix(parts[0], fmt.Sprintf("%d ", total)))
+	}
+	return fmt.Sprintf("; %d node conditions: %s", total, strings.Join(parts, ", "))
 }
 
 const checkUsage = `check [--offline] [--perfdata] [--json] [--config FILE] [--state-file FILE] [--root H] [--bus-address ADDR]
@@ -510,7 +551,7 @@ func offPortEntries(conds []dbusapi.ConditionView, ports []dbusapi.PortView) []c
 		if f := strings.Fields(c.Entity); len(f) >= 2 && f[0] == "PCI" {
 			name = f[1]
 		}
-		e := checkEntry{Name: name, Reasons: []string{}}
+		e := checkEntry{Name: name, Reasons: []string{}, Node: true}
 		st := nagiosWarning
 		if c.Fatal {
 			st = nagiosCritical

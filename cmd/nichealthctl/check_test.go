@@ -136,6 +136,14 @@ func TestCheck_Slides_DaemonOutput(t *testing.T) {
 			p[2].State, p[2].PhysState = "", ""
 			p[1].State, p[1].Healthy, p[1].Fatal = "DOWN", false, true
 		}, code: 2, line: "CRITICAL - 1 of 3 ports fatal, 1 unknown: mlx5_1-ibp140s0:CRITICAL ;; mlx5_bond_0-bond0:UNKNOWN - Port mlx5_bond_0 port 1: state not read yet ;;"},
+		// A condition no port shows (a NIC function without its RDMA
+		// device) is its own entry and counted apart: ports are counted
+		// as ports, never "1 of 4 ports".
+		{name: "a node condition is not a port", mutate: func(m *dbusapi.ManagerView, _ []dbusapi.PortView) {
+			m.Verdict, m.Healthy = "fatal", false
+			m.Conditions = []dbusapi.ConditionView{{Check: "InfiniBandStateCheck", Entity: "PCI 0000:3b:00.0", Kind: "nic-function-failed", Fatal: true,
+				Message: "NIC function 0000:3b:00.0 is on the PCI bus with no driver bound"}}
+		}, code: 2, line: "CRITICAL - 3 of 3 ports healthy; 1 node condition fatal: 0000:3b:00.0:CRITICAL - NIC function 0000:3b:00.0 is on the PCI bus with no driver bound ;;"},
 		{name: "port without a netdev", mutate: func(_ *dbusapi.ManagerView, p []dbusapi.PortView) {
 			p[0].NetDev = ""
 		}, code: 0, want: []string{"\nmlx5_0-p1:OK ;;"}},
@@ -551,5 +559,28 @@ func TestCheck_SummaryLineBounded(t *testing.T) {
 	}
 	if r.ExitCode != 2 {
 		t.Errorf("exit %d", r.ExitCode)
+	}
+}
+
+// The summary's words for conditions off the ports, by count and state.
+func TestCheck_NodeSummaryCountsConditionsApart(t *testing.T) {
+	for _, c := range []struct {
+		counts map[nagiosStatus]int
+		want   string
+	}{
+		{nil, ""},
+		{map[nagiosStatus]int{nagiosCritical: 1}, "; 1 node condition fatal"},
+		{map[nagiosStatus]int{nagiosWarning: 2}, "; 2 node conditions degraded"},
+		{map[nagiosStatus]int{nagiosCritical: 1, nagiosWarning: 1}, "; 2 node conditions: 1 fatal, 1 degraded"},
+	} {
+		if got := nodeSummary(c.counts); got != c.want {
+			t.Errorf("%v: %q, want %q", c.counts, got, c.want)
+		}
+	}
+	r := checkResult{Ports: []checkEntry{{Name: "mlx5_0-ib0", Status: nagiosOK}, {Name: "node", Status: nagiosCritical, Node: true, Reasons: []string{"short"}}}}
+	r.finish(true)
+	first, _, _ := strings.Cut(r.Output, "\n")
+	if first != "CRITICAL - 1 of 1 ports healthy; 1 node condition fatal: node:CRITICAL - short ;; | ports=1;;;0 fatal_ports=0;;;0;1 degraded_ports=0;;;0;1 unknown_ports=0;;;0;1 node_conditions=1;;;0" {
+		t.Errorf("first line %q", first)
 	}
 }

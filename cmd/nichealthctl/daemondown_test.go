@@ -375,7 +375,7 @@ func TestDesign_17_DaemonDownAfterRebootKnowsTheNICGone(t *testing.T) {
 	unchanged(t, before, filepath.Dir(n.state))
 	first, _, _ := strings.Cut(plain, "\n")
 	want := "CRITICAL - nichealthd is not running and the system bus is unreachable (its state file " + n.state +
-		" is from an earlier boot: verdict from sysfs and the expected NIC inventory, as at a first start after a reboot); 1 of 12 ports fatal: " + dev6.PCIAddress + ":CRITICAL - "
+		" is from an earlier boot: verdict from sysfs and the expected NIC inventory, as at a first start after a reboot); 11 of 11 ports healthy; 1 node condition fatal: " + dev6.PCIAddress + ":CRITICAL - "
 	if code != 2 || down.Source != "sysfs" || !strings.HasPrefix(first, want) || !strings.Contains(first, "present last boot, absent now") {
 		t.Errorf("exit %d source %s\n got %s\nwant %s...", code, down.Source, first, want)
 	}

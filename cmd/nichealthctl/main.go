@@ -38,7 +38,7 @@ func commands() map[string]command {
 		"reload":     {"re-read the configuration file (root or nichealth-admin)", runReload},
 		"topology":   {"collect, show or parse the GPU/NIC topology (offline)", runTopology},
 		"check":      {"Nagios/Icinga plugin: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the daemon's state file and sysfs when it is down)", runCheck},
-		"wait-ready": {"boot gate: wait until every compute and storage port is up, at its peers' rate, with no condition but non-fatal counter ones (a latched fatal breach holds it): wait-ready [--timeout 5m]", runWaitReady},
+		"wait-ready": {"boot gate: wait until every compute and storage port is up, at its peers' rate, with no condition but non-fatal counter ones (a latched fatal breach holds it; far-end conditions never do): wait-ready [--timeout 5m]", runWaitReady},
 		"validate":   {"check a configuration file without applying it: validate [FILE] (offline)", runValidate},
 		"module":     {"decode a saved transceiver dump: module decode [--json] FILE (offline)", runModule},
 	}

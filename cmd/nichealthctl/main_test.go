@@ -162,6 +162,23 @@ func TestCtl_Ports(t *testing.T) {
 	if code != exitFailed || !strings.Contains(out, "fatal (latched: link_downed)") {
 		t.Errorf("ports with a fatal port: code %d\n%s", code, out)
 	}
+
+	// DESIGN.md section 13: the far end's latches are listed as the local
+	// ones, in the codes nichealthctl ack takes.
+	f.update(func(_ *dbusapi.ManagerView, ports *[]dbusapi.PortView) {
+		p := &(*ports)[0]
+		p.Healthy, p.Verdict = false, "degraded"
+		p.Counters[1].Breached = true
+		p.Conditions = []dbusapi.ConditionView{
+			{Check: "InfiniBandDegradationCheck", Entity: "mlx5_0/1 symbol_error", Kind: "counter-breach", Message: "symbol_error latched"},
+			{Check: "InfiniBandFarEndCheck", Entity: "mlx5_0/1 peer:symbol_error", Kind: "peer-breach", Message: "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]"},
+			{Check: "InfiniBandFarEndCheck", Entity: "mlx5_0/1 peer-saturated:PortXmitDiscards", Kind: "peer-saturated", Message: "saturated"},
+		}
+	})
+	out, _, _ = ctl(t, f.bus, nil, "ports")
+	if !strings.Contains(out, "degraded (latched: symbol_error, peer:symbol_error, peer-saturated:PortXmitDiscards)") {
+		t.Errorf("ports with far-end latches:\n%s", out)
+	}
 }
 
 func TestCtl_Port(t *testing.T) {

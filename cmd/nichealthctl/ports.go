@@ -60,7 +60,7 @@ func printPorts(w io.Writer, ports []dbusapi.PortView) {
 	fmt.Fprintln(tw, "DEVICE\tPORT\tROLE\tLINK LAYER\tSTATE\tPHYS STATE\tRATE\tGPUS\tFIRMWARE\tHEALTH")
 	for _, pv := range ports {
 		h := p.health(health(pv))
-		if lb := pv.LatchedBreaches(); len(lb) > 0 {
+		if lb := latched(pv); len(lb) > 0 {
 			h += " (latched: " + strings.Join(lb, ", ") + ")"
 		}
 		if ds := drift(pv); len(ds) > 0 {
@@ -81,6 +81,24 @@ func printPorts(w io.Writer, ports []dbusapi.PortView) {
 			fmt.Fprintln(w, "  "+d)
 		}
 	}
+}
+
+// latched is what the port holds until acknowledged, in the codes
+// nichealthctl ack takes: its local latched breaches, then the far end's
+// (peer:<counter>, a latched breach of the switch port; peer-saturated:
+// <field>, a saturated switch counter), read from the verdict's
+// conditions of the far-end check.
+func latched(pv dbusapi.PortView) []string {
+	out := pv.LatchedBreaches()
+	for _, c := range pv.Conditions {
+		if c.Check != event.FarEndCheck || (c.Kind != string(event.KindPeerBreach) && c.Kind != string(event.KindPeerSaturated)) {
+			continue
+		}
+		if code := counterOf(c.Entity); code != "" && !slices.Contains(out, code) {
+			out = append(out, code)
+		}
+	}
+	return out
 }
 
 // firmware is the FIRMWARE column: fw_ver and the PSID (board_id).

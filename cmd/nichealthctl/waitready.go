@@ -39,9 +39,14 @@ A latched non-fatal counter breach (an error rate above its threshold),
 congestion and a saturated counter do not hold it: they tell of traffic on
 a link that is up and usable, and a latch clears only when acknowledged, so
 a burst of symbol errors while the links trained would otherwise keep the
-gate shut for good. They are listed on stderr when the gate opens and stay
-WARNING in nichealthctl check. Nor does a RoCE class (roce-lossy,
-roce-rx-starved, roce-pause-storm): only traffic makes one.
+gate shut for good. Far-end conditions (InfiniBandFarEndCheck: a breach
+or a saturated counter of the switch port at the other end of the cable,
+peer:* and peer-saturated:*, or the far end not being read) do not hold
+it either: they are evidence about the cable for the fabric's team, and a
+node cabled to a saturated or breached switch port can take work. They are
+listed on stderr when the gate opens and stay WARNING in nichealthctl check.
+Nor does a RoCE class (roce-lossy, roce-rx-starved, roce-pause-storm):
+only traffic makes one.
 
 Meant for ExecStartPre= of a job launcher or for node bring-up scripts.
 While waiting it says on stderr, every 10 s, what it is still waiting for.
@@ -65,7 +70,7 @@ type waitOutcome struct {
 	Waited  string   `json:"waited"`
 	Pending []string `json:"pending"`
 	// NotWaitedFor are the conditions that do not hold the gate (non-fatal
-	// counter conditions), as last seen.
+	// counter conditions, far-end conditions), as last seen.
 	NotWaitedFor []string `json:"notWaitedFor,omitempty"`
 	// Appeared is false when nichealthd was never seen on the bus.
 	Appeared bool   `json:"appeared"`
@@ -93,7 +98,7 @@ func runWaitReady(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case out.Ready:
 		if len(out.NotWaitedFor) > 0 {
-			fmt.Fprintf(stderr, "nichealthctl wait-ready: ready; not waited for (non-fatal counter conditions, WARNING in nichealthctl check):\n")
+			fmt.Fprintf(stderr, "nichealthctl wait-ready: ready; not waited for (non-fatal counter and far-end conditions, WARNING in nichealthctl check):\n")
 			for _, c := range out.NotWaitedFor {
 				fmt.Fprintf(stderr, "  %s\n", c)
 			}
@@ -241,6 +246,10 @@ func readiness(ctx context.Context, c *dbusapi.Client) (pending, ignored []strin
 	// RDMA device or gone since the last boot, too few compute ports. A
 	// node one NIC short is not ready, whatever its remaining ports say.
 	for _, c := range offPort(m.Conditions, ports) {
+		if !holds(c) {
+			ignored = append(ignored, c.Message)
+			continue
+		}
 		pending = append(pending, c.Message)
 	}
 	return pending, ignored, nil
@@ -254,8 +263,16 @@ var trafficKinds = []event.Kind{event.KindCounterBreach, event.KindCongestion, e
 
 // holds reports whether a condition keeps the gate shut: every fatal one,
 // and every non-fatal one but the counter conditions (see waitReadyUsage
-// for why).
+// for why); never a far-end one. The far end is decided by the check that
+// raised the condition, not by its kind or code: a far-end condition is
+// non-fatal evidence about the cable (DESIGN.md section 13), whatever
+// kind a later far-end rule raises, and the far-end check's own node
+// condition (its helper not answering) says only that the switch side is
+// not read.
 func holds(c dbusapi.ConditionView) bool {
+	if c.Check == event.FarEndCheck {
+		return false
+	}
 	return c.Fatal || !slices.Contains(trafficKinds, event.Kind(c.Kind))
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -296,6 +297,7 @@ func TestWaitReady_HelpSaysWhatHoldsTheGate(t *testing.T) {
 		"a latched fatal counter breach (link_downed, ...) included",
 		"nichealthctl ack DEVICE PORT COUNTER opens the gate",
 		"A latched non-fatal counter breach (an error rate above its threshold), congestion and a saturated counter do not hold it",
+		"Far-end conditions (InfiniBandFarEndCheck: a breach or a saturated counter of the switch port at the other end of the cable, peer:* and peer-saturated:*, or the far end not being read) do not hold it either",
 		"runs below its role peers' rate",
 	} {
 		if code != exitOK || !strings.Contains(help, want) {
@@ -303,7 +305,59 @@ func TestWaitReady_HelpSaysWhatHoldsTheGate(t *testing.T) {
 		}
 	}
 	summary := commands()["wait-ready"].summary
-	if !strings.Contains(summary, "no condition but non-fatal counter ones") || !strings.Contains(summary, "a latched fatal breach holds it") {
+	if !strings.Contains(summary, "no condition but non-fatal counter ones") || !strings.Contains(summary, "a latched fatal breach holds it") || !strings.Contains(summary, "far-end conditions never do") {
 		t.Errorf("nichealthctl --help's line for wait-ready: %q", summary)
+	}
+}
+
+// DESIGN.md section 13 ("Judged as the near end is"): far-end conditions
+// are non-fatal evidence about the cable and never hold the boot gate: a
+// latched breach of the switch port (peer:*), its saturated field
+// (peer-saturated:*) and the far end not being read all let the node
+// become ready, and are listed as not waited for. The gate decides by the
+// condition's check, so a far-end condition of any kind, even one marked
+// fatal, does not hold it, while the same kind under a local check does.
+func TestWaitReady_Design13_FarEndConditionsNeverHold(t *testing.T) {
+	f := newFixture(t)
+	const breach = "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55]"
+	const sat = "Direct-attached ibsw-leaf1 port 17: SymbolErrorCounter stuck at 65535"
+	const lost = "The far end of the InfiniBand ports is not read: nichealth-mad hung; it is started again after a backoff"
+	farEnd := func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		*m, *p = dbustest.SampleManager(), dbustest.SamplePorts()
+		(*p)[0].Healthy, (*p)[0].Verdict, (*p)[0].Message = false, "degraded", breach
+		(*p)[0].Conditions = []dbusapi.ConditionView{
+			{Check: "InfiniBandFarEndCheck", Entity: "mlx5_0/1 peer:symbol_error", Kind: "peer-breach", Message: breach},
+			{Check: "InfiniBandFarEndCheck", Entity: "mlx5_0/1 peer-saturated:SymbolErrorCounter", Kind: "peer-saturated", Message: sat},
+		}
+		// As the daemon's snapshot says it: the node's conditions are the
+		// ports' and the node-level ones.
+		m.Verdict, m.Healthy, m.DegradedPorts = "degraded", false, []string{"mlx5_0/1"}
+		m.Conditions = append(slices.Clone((*p)[0].Conditions),
+			dbusapi.ConditionView{Check: "InfiniBandFarEndCheck", Entity: "node farEnd", Kind: "far-end-lost", Message: lost})
+	}
+	f.update(farEnd)
+	o := fastWaiter(f.bus.Address, 2*time.Second, newProgressLog()).wait(context.Background())
+	if !o.Ready || len(o.Pending) != 0 || len(o.NotWaitedFor) != 3 {
+		t.Fatalf("far-end conditions held the gate: %+v", o)
+	}
+	_, errs, code := ctl(t, f.bus, nil, "wait-ready", "--timeout", "20s")
+	for _, w := range []string{"ready; not waited for", "  mlx5_0/1: " + breach + "\n", "  mlx5_0/1: " + sat + "\n", "  " + lost + "\n"} {
+		if code != exitOK || !strings.Contains(errs, w) {
+			t.Errorf("wait-ready (exit %d) lacks %q:\n%s", code, w, errs)
+		}
+	}
+
+	// Decided by the check, not the kind: a far-end condition marked
+	// fatal still does not hold; a port-state condition does.
+	f.update(func(m *dbusapi.ManagerView, p *[]dbusapi.PortView) {
+		farEnd(m, p)
+		(*p)[0].Conditions[0].Fatal = true
+		(*p)[1].Conditions = []dbusapi.ConditionView{{Check: "InfiniBandStateCheck", Entity: "mlx5_1/1", Kind: "port-nonfatal",
+			Message: "Port mlx5_1 port 1: state INIT, phys_state LinkUp"}}
+		(*p)[1].Healthy, (*p)[1].Verdict = false, "degraded"
+	})
+	o = fastWaiter(f.bus.Address, 300*time.Millisecond, newProgressLog()).wait(context.Background())
+	if o.Ready || len(o.Pending) != 1 || o.Pending[0] != "Port mlx5_1 port 1: state INIT, phys_state LinkUp" {
+		t.Fatalf("outcome %+v", o)
 	}
 }

@@ -384,9 +384,29 @@ func TestBlackBox_RestartNewBootEmitsBaselines(t *testing.T) {
 	n.waitEventAfter(before, "counter baseline", portEvent("mlx5_0", event.KindCounterBaseline))
 	n.stop()
 	after := n.read()[before:]
-	// DESIGN.md difference 5: the check-scoped clear comes first.
+	// DESIGN.md difference 5: the check-scoped clear comes first, for
+	// every check: the state check's too, under which the fatal counters'
+	// baselines now go (difference 2).
 	if after[0].Kind != event.KindCheckCleared || len(after[0].EntitiesImpacted) != 0 {
 		t.Fatalf("first event after reboot: %s", summary(after))
+	}
+	first := map[string]event.Kind{}
+	baselines := map[string]int{}
+	for _, e := range after {
+		if _, seen := first[e.CheckName]; !seen {
+			first[e.CheckName] = e.Kind
+		}
+		if e.Kind == event.KindCounterBaseline && e.Device() == "mlx5_0" {
+			baselines[e.CheckName]++
+		}
+	}
+	for c, k := range first {
+		if k != event.KindCheckCleared {
+			t.Errorf("%s's first event after the reboot is %s, not its check-scoped clear: %s", c, k, summary(after))
+		}
+	}
+	if baselines[event.InfiniBandStateCheck] != 1 || baselines[event.InfiniBandDegradationCheck] != 1 {
+		t.Errorf("mlx5_0's counter baselines by check: %v, want one under each", baselines)
 	}
 }
 

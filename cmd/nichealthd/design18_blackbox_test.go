@@ -37,10 +37,12 @@ func cameBack(log, dev string) bool {
 // MISSING (after one enumeration) is back before the third. A machine so
 // loaded that the test could not undo it within two more polls makes that
 // a real loss, which the daemon rightly reports; such an attempt is
-// counted as void and repeated on another NIC.
+// counted as void and repeated on another NIC. The hold in time on top of
+// the enumerations is 0 here (TestDesign_18_BlackBox_LossIsHeldInTime...
+// tests it): this test is about the enumerations and the one condition.
 func TestDesign_18_BlackBox_DriverReloadIsSilentRealLossIsOneCondition(t *testing.T) {
 	t.Parallel()
-	v := newViewNode(t)
+	v := newShapeViewNode(t, "dgx-h100", "[inventory]\nlostFunctionHold = \"0s\"\n")
 	v.start("--state-polling-interval", "1s")
 	v.waitReady()
 	reloaded := false

@@ -2,12 +2,14 @@ package metrics
 
 import (
 	"fmt"
-
-	"github.com/nichealth/nichealthd/topology/fabricshare"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // discardWriter is a ResponseWriter that drops the body, so the benchmark
@@ -93,4 +95,39 @@ func BenchmarkScrape_FabricShare10000Ports(b *testing.B) {
 		h.ServeHTTP(w, req)
 	}
 	b.ReportMetric(float64(rec.Body.Len())/(1<<20), "page-MiB")
+}
+
+// BenchmarkScrape_dgxH100FarEnds is BenchmarkScrape_dgxH100 with the far
+// end of each of its 8 InfiniBand ports read (17 PortCounters fields, a
+// latched breach each) and its read errors counted: what a DGX H100 on a
+// fabric serves.
+func BenchmarkScrape_dgxH100FarEnds(b *testing.B) {
+	src := simSource(b, "dgx-h100", true)
+	src.peers = map[string]*health.Peer{}
+	for _, pv := range src.ports {
+		if pv.LinkLayer != "InfiniBand" {
+			continue
+		}
+		p := &health.Peer{GUID: "0xb83fd20300a01000", PortGUID: "0xb83fd20300a01000", Port: 17, LID: 3, Name: "ibsw-leaf1", Switch: true,
+			Found: true, ReadAt: time.Unix(1_700_000_000, 0), ReadErrors: 3}
+		for i := range 17 {
+			p.Counters = append(p.Counters, health.PeerCounter{Field: fmt.Sprintf("Field%d", i), Value: uint64(i), Bits: 32, Judged: i < 8})
+		}
+		p.Counters[0].Latched = []string{"symbol_error"}
+		src.peers[fmt.Sprintf("%s/%d", pv.Device, pv.Port)] = p
+	}
+	h := New().Handler(src)
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	w := &discardWriter{h: http.Header{}}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "nichealth_peer_port_read_errors_total") {
+		b.Fatalf("status %d", rec.Code)
+	}
+	b.SetBytes(int64(rec.Body.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		h.ServeHTTP(w, req)
+	}
 }

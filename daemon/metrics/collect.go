@@ -138,6 +138,7 @@ const (
 	mPeerCounter
 	mPeerBreached
 	mPeerReadTime
+	mPeerReadErrors
 	mOutboxRecords
 	mOutboxBytes
 	mOutboxSegments
@@ -237,7 +238,9 @@ func descriptors() [numFamilies]desc {
 		mPeerBreached: {p + "peer_port_counter_breached",
 			"1 while the far end's counter (a counter table row judging the field) has a latched breach; clear with nichealthctl ack DEV PORT peer:<counter>.", gauge},
 		mPeerReadTime: {p + "peer_port_read_timestamp_seconds",
-			"Unix time the far end's counters were last read.", gauge},
+			"Unix time of the last good read of the far end's counters. While reads fail (the MAD helper stopped, the fabric frozen) the far end's series stay with their last values and this stays put: time() minus it is how stale they are (alert NICPeerPortUnread).", gauge},
+		mPeerReadErrors: {p + "peer_port_read_errors_total",
+			"Failed attempts to find or read the far end of the port (a MAD timeout, the helper not answering) since the daemon started.", counter},
 		mOutboxRecords:   {p + "outbox_records", "Events retained in the outbox.", gauge},
 		mOutboxBytes:     {p + "outbox_bytes", "Bytes of all outbox segments.", gauge},
 		mOutboxSegments:  {p + "outbox_segments", "Number of outbox segment files.", gauge},
@@ -403,7 +406,14 @@ func fillPort(e *encoder, pv *health.Port) {
 			e.add(mCounterRate, e.extend(cl, "unit", unitName(c.Unit)), fval(c.Rate))
 		}
 	}
-	if pr := pv.Peer; pr != nil && pr.Found && !pr.ReadAt.IsZero() {
+	if pr := pv.Peer; pr != nil {
+		e.add(mPeerReadErrors, short, uval(pr.ReadErrors))
+	}
+	// The last peer read keeps its series while reads fail (Found false),
+	// aged by its read timestamp: a frozen fabric is not a vanished one.
+	// Only that one peer per port is exported: a peer that changes GUID on
+	// every read replaces its series, never adds to them.
+	if pr := pv.Peer; pr != nil && pr.GUID != "" && !pr.ReadAt.IsZero() {
 		var peerBuf [12]byte
 		peer := e.labels("device", pv.Device, "port", port, "peer_guid", pr.GUID,
 			"peer_port", string(strconv.AppendInt(peerBuf[:0], int64(pr.Port), 10)), "peer_name", pr.Name)

@@ -32,6 +32,8 @@ type fakeSource struct {
 	panicMsg string
 	// episodes are the link-down episode totals by "<device>/<port>".
 	episodes map[string]uint64
+	// peers are the far ends by "<device>/<port>".
+	peers map[string]*health.Peer
 }
 
 // Snapshot turns the fixed views into the verdict the daemon would
@@ -70,6 +72,9 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 		}
 		pi.LinkDownEpisodes = f.episodes[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
 		pi.Cable = health.Cable{Direction: pv.CableDirection, Suspect: pv.CableSuspect}
+		f.mu.Lock()
+		pi.Peer = f.peers[fmt.Sprintf("%s/%d", pv.Device, pv.Port)]
+		f.mu.Unlock()
 		infos = append(infos, pi)
 		port := condition.Entity{Kind: condition.Port, Device: pv.Device, Port: int(pv.Port)}
 		switch {

@@ -29,6 +29,9 @@ var fabrics embed.FS
 const (
 	// TwoLeaves: two HDR leaves; the node under test on leaf 1 port 17.
 	TwoLeaves = "two-leaves.topo"
+	// TwoLeavesHostile: TwoLeaves whose leaf 1 describes itself with
+	// control characters and a bidi override (LeafHostileDescription).
+	TwoLeavesHostile = "two-leaves-hostile.topo"
 	// X5: a real 100-node QDR cluster's ibnetdiscover output.
 	X5 = "psmn-x5-qdr-2020.topo"
 )
@@ -46,6 +49,9 @@ const (
 	// GPUA017PortGUID is gpu-a017 mlx5_0 port 1's GUID (ibsim gives a CA
 	// port its node GUID plus the port number).
 	GPUA017PortGUID = "0xa088c20300ab0001"
+	// LeafHostileDescription is leaf 1's NodeDescription in
+	// TwoLeavesHostile: ESC [31m, a C1 CSI and U+202E, raw.
+	LeafHostileDescription = "MF0;ibsw-\x1b[31mleaf1\u009b0m\u202e1U/0078MQM"
 	// NodeNameMap is TwoLeaves' node-name map.
 	NodeNameMap = "two-leaves.map"
 )

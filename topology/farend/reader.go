@@ -87,6 +87,12 @@ type PortReading struct {
 	Ext      *wire.PortCountersExt
 	// Err says why the last attempt failed ("" when it did not).
 	Err string
+	// ReadErrors counts the failed attempts to find or read this port's
+	// far end since the reader started (a counter: it survives a new
+	// peer). A failure leaves Read, ReadAt, Peer and Counters as the last
+	// good read left them, so the views keep the last series, aged by
+	// ReadAt, instead of losing them while the fabric does not answer.
+	ReadErrors uint64
 }
 
 // Reading is one published state of every watched port's far end. It is
@@ -331,7 +337,7 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 			p.Found = false
 			return
 		}
-		*p = PortReading{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq}
+		*p = PortReading{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq, ReadErrors: p.ReadErrors}
 		read = true
 	}
 	p.Found, p.Peer, p.FoundAt, p.Err = true, np, time.Now(), ""
@@ -373,6 +379,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 
 func (r *Reader) fail(p *PortReading, what string, err error) {
 	r.lastErr = err
+	p.ReadErrors++
 	p.Err = fmt.Sprintf("%s: %v", what, err)
 	if ok, n := r.logs.Note(fmt.Sprintf("%s/%d %s", p.Device, p.Port, what), time.Now()); ok {
 		r.log.Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)

@@ -304,3 +304,44 @@ func TestReader_RediscoversNowAndThenAndAfterAFailedRead(t *testing.T) {
 		t.Fatalf("no complete discovery after the failed read (%d, then %d)", before, after)
 	}
 }
+
+// DESIGN.md section 13 ("a failed read leaves the last series in place"):
+// while the far end does not answer (every MAD times out: the helper
+// stopped, the fabric frozen), the reading keeps the last peer, its last
+// counters and the time of the last good read, and counts each failed
+// attempt; a read that succeeds again moves ReadAt, and the count stays
+// (a counter).
+func TestReader_Design13_FailedReadsKeepTheLastReadingAndCount(t *testing.T) {
+	f := newFake()
+	f.sym = 55
+	r := Start(Config{Interval: 10 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	defer r.Close()
+	r.SetTargets([]Target{up})
+	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	good := *rd.Port("mlx5_0", 1)
+	if good.ReadErrors != 0 {
+		t.Fatalf("errors before any failure: %d", good.ReadErrors)
+	}
+	f.mu.Lock()
+	f.err = &wire.Error{Kind: wire.ErrTimeout, Msg: "MAD timed out"}
+	f.mu.Unlock()
+	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return rd.Port("mlx5_0", 1).ReadErrors >= 3 })
+	p := rd.Port("mlx5_0", 1)
+	if p.Found || !p.Read || !strings.Contains(p.Err, "MAD timed out") {
+		t.Fatalf("failing: %+v", p)
+	}
+	if p.Peer.NodeGUID != "0xb83fd20300a01000" || p.Peer.Port != 17 || p.Counters.SymbolErrorCounter != 55 || !p.ReadAt.Equal(good.ReadAt) {
+		t.Fatalf("the last reading was not kept: peer %+v counters %d read at %v (was %v)", p.Peer, p.Counters.SymbolErrorCounter, p.ReadAt, good.ReadAt)
+	}
+	n := p.ReadErrors
+	f.mu.Lock()
+	f.err = nil
+	f.mu.Unlock()
+	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool {
+		p := rd.Port("mlx5_0", 1)
+		return p.Found && p.Read && p.ReadAt.After(good.ReadAt)
+	})
+	if p := rd.Port("mlx5_0", 1); p.ReadErrors < n || p.Err != "" {
+		t.Fatalf("after the fabric answers again: %d errors (had %d), err %q", p.ReadErrors, n, p.Err)
+	}
+}

@@ -377,6 +377,11 @@ func DecodeAnswer(line []byte) (Answer, error) {
 	if err := a.validate(); err != nil {
 		return Answer{}, fmt.Errorf("answer %d: %w", a.ID, err)
 	}
+	if a.Peer != nil {
+		// A node names itself: what an older or broken helper let through
+		// is escaped here, before any view, event or Nagios line sees it.
+		a.Peer.Description = EscapeText(a.Peer.Description)
+	}
 	return a, nil
 }
 

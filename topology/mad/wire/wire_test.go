@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,4 +185,38 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("accepted %q that does not validate: %v", line, err)
 		}
 	})
+}
+
+// DESIGN.md section 9 (strings leaving the daemon) and 13: a peer's
+// NodeDescription carrying ESC (a terminal escape sequence), a C1 CSI, a
+// bidi override U+202E or an isolate U+2066 is escaped when the answer is
+// decoded, whatever the helper sent, so no view, event message or Nagios
+// line shows it raw; text the helper already escaped passes unchanged.
+func TestDesign_13_PeerDescriptionControlsEscapedAtTheWire(t *testing.T) {
+	for in, want := range map[string]string{
+		"ibsw-leaf1\x1b[2Jport":         `ibsw-leaf1\x1b[2Jport`,
+		"ibsw-\u202eeliforp":            `ibsw-\xe2\x80\xaeeliforp`,
+		"ibsw-\u2066x\u2069":            `ibsw-\xe2\x81\xa6x\xe2\x81\xa9`,
+		"csi\u009b31m":                  `csi\xc2\x9b31m`,
+		"del\x7f":                       `del\x7f`,
+		`MF0;ibsw-leaf1:MQM8700/U1`:     `MF0;ibsw-leaf1:MQM8700/U1`,
+		`already\x1b escaped\x5c`:       `already\x1b escaped\x5c`,
+		"Grüße aus dem Rechenzentrum ✓": "Grüße aus dem Rechenzentrum ✓",
+	} {
+		line, err := json.Marshal(Answer{ID: 7, Peer: &Peer{NodeGUID: "0xb83fd20300a01000", PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41,
+			Port: 17, LID: 3, Description: in, State: 4, PhysState: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := DecodeAnswer(line)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if a.Peer.Description != want {
+			t.Errorf("%q decoded as %q, want %q", in, a.Peer.Description, want)
+		}
+		if again := EscapeText(a.Peer.Description); again != a.Peer.Description {
+			t.Errorf("escaping %q twice gives %q", a.Peer.Description, again)
+		}
+	}
 }
