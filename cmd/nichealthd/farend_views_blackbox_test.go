@@ -42,6 +42,17 @@ func TestDesign_13_FarEndConditionsNeverHoldWaitReady(t *testing.T) {
 	if e.IsFatal {
 		t.Fatalf("a far-end condition is fatal: %+v", e)
 	}
+	// The event reaches the JSON lines before the D-Bus view may show its
+	// condition (views never hold the poll loop): wait until check reads
+	// it from the bus, then ask the gate.
+	for deadline := time.Now().Add(waitDeadline); ; time.Sleep(100 * time.Millisecond) {
+		if _, code := v.ctl("check"); code == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nichealthctl check never said WARNING for the far-end condition")
+		}
+	}
 	_, errs, code := v.ctlAll("wait-ready", "--timeout", "20s")
 	if code != 0 || !strings.Contains(errs, "not waited for") || !strings.Contains(errs, "mlx5_0/1: "+e.Message) {
 		t.Fatalf("wait-ready with a far-end condition: exit %d\n%s", code, errs)
@@ -95,7 +106,24 @@ func TestDesign_13_FrozenFabricLeavesAgedSeries(t *testing.T) {
 			l.Cont()
 		}
 	}()
+	// A read in flight when ibsim stopped may still have answered: the
+	// last good read is the one stamped once the first failure counts.
 	deadline := time.Now().Add(waitDeadline)
+	for v.peerReadErrors() < errs0+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed read counted (%v, from %v)\nstderr:\n%s", v.peerReadErrors(), errs0, v.stderr.Tail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	frozen := v.scrape()
+	if m = readStamp.FindStringSubmatch(frozen); m == nil {
+		t.Fatalf("no read timestamp once frozen:\n%s", frozen)
+	}
+	stamp = m[1]
+	if labels, value, ok = v.peerCounter("SymbolErrorCounter"); !ok {
+		t.Fatal("no far-end counter series once frozen")
+	}
+	errs0 = v.peerReadErrors()
 	for v.peerReadErrors() < errs0+3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the failed reads were not counted (%v, from %v)\nstderr:\n%s", v.peerReadErrors(), errs0, v.stderr.Tail())
