@@ -399,3 +399,27 @@ func TestDesign_13_ReloadClearsWhatIsNoLongerJudged(t *testing.T) {
 		}
 	}
 }
+
+// A start reconciles the restored memory with the configuration as a
+// reload does (DESIGN.md section 13): a field switched off while the
+// daemon was stopped clears its latch and saturation; one still judged
+// keeps them.
+func TestDesign_13_ResumeClearsWhatIsNoLongerJudged(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(60*time.Second, leaf1, func(c *wire.PortCounters) { c.LinkDownedCounter, c.SymbolErrorCounter = 255, 655 })
+	raw, err := h.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, "[farEnd.counters]\nLinkDownedCounter = false\n")
+	if dropped := h2.c.Restore(raw); len(dropped) != 0 {
+		t.Fatal(dropped)
+	}
+	if got := strings.Join(codes(h2.c.Resume()), " "); got != "peer-recovered peer:link_downed peer-unsaturated peer-saturated:LinkDownedCounter" {
+		t.Fatalf("resume said %q", got)
+	}
+	if v := h2.c.View("mlx5_0", 1); strings.Join(v.Codes, " ") != "peer:symbol_error" {
+		t.Fatalf("view after resume %v", v.Codes)
+	}
+}
