@@ -423,3 +423,32 @@ func TestDesign_13_ResumeClearsWhatIsNoLongerJudged(t *testing.T) {
 		t.Fatalf("view after resume %v", v.Codes)
 	}
 }
+
+// A hostile or corrupt state file (DESIGN.md section 13's memory): a
+// latch no build could have raised (an unknown row, control characters,
+// thousands of them) is dropped and listed, never restated as a
+// condition nothing would ever clear; an unprintable peer name never
+// reaches a message.
+func TestMemory_HostileLatchesAndNames(t *testing.T) {
+	lat := map[string]string{"symbol_error": "2026-01-01T00:00:00Z", "unstable": "2026-01-01T00:00:00Z"}
+	for i := range 5000 {
+		lat[fmt.Sprintf("row\x1b[2J%d", i)] = "2026-01-01T00:00:00Z"
+	}
+	bad, _ := json.Marshal(map[string]any{"version": 1, "ports": map[string]any{
+		"mlx5_0/1": map[string]any{"peerGUID": "0xb83fd20300a01000", "peerPort": 17, "peerName": "leaf\x1b]0;owned\x07", "latched": lat,
+			"peers": []map[string]any{{"guid": "0xb83fd20300a01000", "port": 17, "name": "x\x1by", "at": "2026-01-01T00:00:00Z"}}},
+	}})
+	c := NewCheck()
+	dropped := c.Restore(bad)
+	if len(dropped) != 5002 {
+		t.Fatalf("dropped %d entries, want the 5000 latches and 2 names", len(dropped))
+	}
+	if v := c.View("mlx5_0", 1); strings.Join(v.Codes, " ") != "peer:symbol_error peer:unstable" {
+		t.Fatalf("view %v", v.Codes)
+	}
+	for _, r := range c.Restate() {
+		if strings.ContainsAny(r.Spec.Message, "\x1b\x07") {
+			t.Fatalf("restated %q", r.Spec.Message)
+		}
+	}
+}
