@@ -209,7 +209,15 @@ func (c *Check) Rename(old, nw string) {
 		}
 	}
 	c.local.rename(old, nw)
-	clear(c.seen)
+	// Only the renamed device's readings start again (the reader reads it
+	// under its new name, a new sequence): forgetting every port's would
+	// make each one's next read a first one, whose per-second windows
+	// restart unjudged, and a burst on any other cable would go unseen.
+	for k := range c.seen {
+		if dev, _, _ := splitKey(k); dev == old {
+			delete(c.seen, k)
+		}
+	}
 }
 
 // Section is the check's section of the state file.
