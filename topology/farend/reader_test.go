@@ -26,6 +26,8 @@ type fakeClient struct {
 	extErrs *wire.PortCounters
 	// counterErr fails PortCounters alone.
 	counterErr error
+	// slow delays the PortCounters call of that number (1-based).
+	slow map[int]time.Duration
 }
 
 func newFake() *fakeClient {
@@ -74,6 +76,10 @@ func (f *fakeClient) ClassPortInfo(context.Context, wire.Local, int, time.Durati
 
 func (f *fakeClient) PortCounters(context.Context, wire.Local, int, int, time.Duration) (wire.PortCounters, error) {
 	err := f.note("counters")
+	f.mu.Lock()
+	d := f.slow[f.calls["counters"]]
+	f.mu.Unlock()
+	time.Sleep(d)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.counterErr != nil {
@@ -302,5 +308,31 @@ func TestReader_RediscoversNowAndThenAndAfterAFailedRead(t *testing.T) {
 	waitFor(t, r, rd.Gen, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p.Found && p.Err == "" })
 	if after := f.count("peer") - f.count("peernode"); after <= before {
 		t.Fatalf("no complete discovery after the failed read (%d, then %d)", before, after)
+	}
+}
+
+// A reading stands for its round, as a local counter sample stands for
+// its tick (DESIGN.md difference 14; section 13, "judged as the near
+// end is"): two reads of a port in consecutive full rounds are at least
+// an interval apart whatever the MADs before them took, so a per-minute
+// rule at the default 60 s interval is judged over one minute, never
+// held to the next read and diluted over two because one read answered
+// 40 ms later than the next.
+func TestReader_ReadsAFullIntervalApart(t *testing.T) {
+	f := newFake()
+	f.slow = map[int]time.Duration{2: 40 * time.Millisecond}
+	const interval = 100 * time.Millisecond
+	r := Start(Config{Interval: interval, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	t.Cleanup(r.Close)
+	r.SetTargets([]Target{up})
+	at := map[uint64]time.Time{}
+	waitFor(t, r, 0, func(rd *Reading) bool {
+		if p := rd.Port("mlx5_0", 1); p != nil && p.Read {
+			at[p.Seq] = p.ReadAt
+		}
+		return len(at) >= 3 && !at[2].IsZero() && !at[3].IsZero()
+	})
+	if d := at[3].Sub(at[2]); d < interval {
+		t.Fatalf("the reads of two full rounds are %v apart, less than the %v interval", d, interval)
 	}
 }
