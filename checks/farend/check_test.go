@@ -426,6 +426,13 @@ func TestDesign_13_ResumeClearsWhatIsNoLongerJudged(t *testing.T) {
 	if v := h2.c.View("mlx5_0", 1); strings.Join(v.Codes, " ") != "peer:symbol_error" {
 		t.Fatalf("view after resume %v", v.Codes)
 	}
+	// The far end switched off as a whole (its rows still resolved).
+	c3 := NewCheck()
+	c3.Configure(Config{On: false, Rows: h.c.cfg.Rows})
+	c3.Restore(raw)
+	if got := strings.Join(codes(c3.Resume()), " "); got != "peer-recovered peer:link_downed peer-recovered peer:symbol_error peer-unsaturated peer-saturated:LinkDownedCounter" {
+		t.Fatalf("resume with the far end off said %q", got)
+	}
 }
 
 // A hostile or corrupt state file (DESIGN.md section 13's memory): a

@@ -86,6 +86,9 @@ func TestSeed_AppendixA_FarEndJudgedAsItsLocalTwin(t *testing.T) {
 		// ... and not a latch: it describes the fabric now, and clears
 		// below half of it a full window later.
 		{"port_xmit_wait", "PortXmitWait", 10, one(minute, 60*15_625_001, 60*15_625_001, 60*15_625_001), 1},
+		// Between half the threshold and the threshold it holds; below
+		// half it clears: 10% raises, 7% holds, 4% clears.
+		{"port_xmit_wait", "PortXmitWait", 10, one(minute, 60*15_625_001, 60*15_625_001+42*15_625_000, 60*15_625_001+66*15_625_000), 1},
 		// One 10 s spike at 40% read 10 s apart is 6.7% of the minute.
 		{"port_xmit_wait", "PortXmitWait", 10, one(10*sec, 40*15_625_000, 40*15_625_000, 40*15_625_000, 40*15_625_000, 40*15_625_000, 40*15_625_000, 40*15_625_000), 0},
 	} {
