@@ -151,3 +151,22 @@ func setField(t *testing.T, field string, v uint64) func(*wire.PortCounters) {
 		}
 	}
 }
+
+// A far-end congestion restated from the state file (no health model
+// saved) names its rule as its breach did: a share of the link over a
+// minute, not a count per read.
+func TestDesign_13_CongestionRestatedWithItsRule(t *testing.T) {
+	h := newHarness(t, "[farEnd.counters]\nPortXmitWait = true\n")
+	h.obs.Ports[0].RateGbps = 10
+	h.read(0, leaf1, nil)
+	h.read(time.Minute, leaf1, setField(t, "PortXmitWait", 60*20_000_000))
+	var msg string
+	for _, r := range h.c.Restate() {
+		if r.Spec.ErrorCode[0] == "peer:port_xmit_wait" {
+			msg = r.Spec.Message
+		}
+	}
+	if !strings.Contains(msg, "(rule > 10% of the link lost over a minute)") {
+		t.Fatalf("restated %q", msg)
+	}
+}
