@@ -29,3 +29,20 @@ func TestCounters_DESIGN2_CheckNames(t *testing.T) {
 		t.Fatal("wrong degradation check names")
 	}
 }
+
+// How messages say a rule (the far end's breaches and restatements name
+// theirs, DESIGN.md section 13): the seed's units, a delta per read, and
+// congestion as a share of the link over its window, never per read.
+func TestThresholdText_SaysEachRuleAsItIsJudged(t *testing.T) {
+	for name, want := range map[string]string{
+		"symbol_error":        "> 10/sec",
+		"symbol_error_fatal":  "> 120/hour",
+		"link_error_recovery": "> 5/min",
+		"link_downed":         "> 0 per read",
+		"port_xmit_wait":      "> 10% of the link lost over a minute",
+	} {
+		if got := ThresholdText(def(name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

@@ -225,11 +225,16 @@ func RuleText(d *countertable.Definition) string {
 }
 
 // ThresholdText is a rule's threshold and window as messages say it:
-// "> 10/sec", "> 120/hour", "> 0 per read" for a delta.
+// "> 10/sec", "> 120/hour", "> 0 per read" for a delta, "> 10% of the
+// link lost over a minute" for congestion (never "per read": it is judged
+// over its window).
 func ThresholdText(d *countertable.Definition) string {
 	th := strconv.FormatFloat(d.Threshold, 'g', -1, 64)
-	if d.ThresholdType == countertable.TypeVelocity {
+	switch d.ThresholdType {
+	case countertable.TypeVelocity:
 		return "> " + th + unitSuffix(d.VelocityUnit)
+	case countertable.TypeCongestion:
+		return "> " + th + "% of the link lost over a " + d.VelocityUnit
 	}
 	return "> " + th + " per read"
 }

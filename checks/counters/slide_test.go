@@ -41,3 +41,22 @@ func TestSeed_10_4_SlideWindow(t *testing.T) {
 		t.Fatal("out of order starts accepted")
 	}
 }
+
+// Seed 6.3 "evaluated only after Δt ≥ window": readings exactly a window
+// apart (the far end's 60 s reads, stamped by their round) are each a
+// full window, judged over that window alone: 6 link error recoveries in
+// one minute are over 5/min, not diluted into the next.
+func TestSeed_10_4_SlideWindowExactlyItsUnitApart(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	var s Slide
+	s.Judge(time.Minute, 5, t0, 0)
+	for i, want := range []struct {
+		value  uint64
+		breach bool
+	}{{5, false}, {11, true}, {11, false}} {
+		v := s.Judge(time.Minute, 5, t0.Add(time.Duration(i+1)*time.Minute), want.value)
+		if !v.Judged || v.Elapsed != time.Minute || v.Breach != want.breach {
+			t.Fatalf("minute %d: %+v", i+1, v)
+		}
+	}
+}

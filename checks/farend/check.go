@@ -68,12 +68,31 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 		before[r.Def.Name] = r.Def.Fingerprint()
 	}
 	c.cfg = cfg
-	judged := map[string]bool{UnstableRow: true}
 	redefined := map[string]bool{}
+	for _, r := range cfg.Rows {
+		redefined[r.Def.Name] = before[r.Def.Name] != "" && before[r.Def.Name] != r.Def.Fingerprint()
+	}
+	specs := c.reconcile(redefined)
+	// A new configuration judges the next reading afresh.
+	c.seenGen = 0
+	return specs
+}
+
+// Resume reconciles the memory restored from the state file with the
+// configuration, as a reload does: a row switched off, or the far end as
+// a whole, while the daemon was stopped must not keep its latch (or its
+// saturation, or the helper's condition) forever, since nothing judges it
+// again to clear it.
+func (c *Check) Resume() []event.Spec { return c.reconcile(nil) }
+
+// reconcile clears what the configuration no longer judges and drops the
+// windows of rows no longer judged or redefined.
+func (c *Check) reconcile(redefined map[string]bool) []event.Spec {
+	cfg := c.cfg
+	judged := map[string]bool{UnstableRow: true}
 	for _, r := range cfg.Rows {
 		judged[r.Def.Name] = true
 		judged[SaturatedCode(r.Field)] = true
-		redefined[r.Def.Name] = before[r.Def.Name] != "" && before[r.Def.Name] != r.Def.Fingerprint()
 	}
 	var specs []event.Spec
 	for _, k := range c.mem.keys() {
@@ -111,8 +130,6 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 	if !cfg.On && c.mem.Lost != nil {
 		specs = append(specs, c.restored("the far end is no longer read ([farEnd] enabled = false or the check is off)"))
 	}
-	// A new configuration judges the next reading afresh.
-	c.seenGen = 0
 	return specs
 }
 
@@ -192,7 +209,15 @@ func (c *Check) Rename(old, nw string) {
 		}
 	}
 	c.local.rename(old, nw)
-	clear(c.seen)
+	// Only the renamed device's readings start again (the reader reads it
+	// under its new name, a new sequence): forgetting every port's would
+	// make each one's next read a first one, whose per-second windows
+	// restart unjudged, and a burst on any other cable would go unseen.
+	for k := range c.seen {
+		if dev, _, _ := splitKey(k); dev == old {
+			delete(c.seen, k)
+		}
+	}
 }
 
 // Section is the check's section of the state file.

@@ -176,8 +176,12 @@ func TestDesign_13_SuppressedCountersOffByDefaultAndSwitchable(t *testing.T) {
 		t.Fatalf("suppressed counters judged: %v", codes(specs))
 	}
 	h = newHarness(t, "[farEnd.counters]\nPortXmitDiscards = true\nVL15Dropped = true\nPortXmitWait = true\n")
+	// PortXmitWait is judged as the local port_xmit_wait is, as the share
+	// of the link lost over at least a minute: 4e9 ticks of 8 bytes in a
+	// minute are 43% of a 10 Gb/s link.
+	h.obs.Ports[0].RateGbps = 10
 	h.read(0, leaf1, nil)
-	got := strings.Join(codes(h.read(time.Second, leaf1, traffic)), " ")
+	got := strings.Join(codes(h.read(time.Minute, leaf1, traffic)), " ")
 	for _, w := range []string{"peer:port_xmit_discards", "peer:VL15_dropped", "peer:port_xmit_wait"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("%s not raised once switched on: %s", w, got)
@@ -396,6 +400,66 @@ func TestDesign_13_ReloadClearsWhatIsNoLongerJudged(t *testing.T) {
 	for _, s := range specs {
 		if !s.IsHealthy || s.Metadata["reason"] != "no-longer-judged" {
 			t.Fatalf("%+v", s)
+		}
+	}
+}
+
+// A start reconciles the restored memory with the configuration as a
+// reload does (DESIGN.md section 13): a field switched off while the
+// daemon was stopped clears its latch and saturation; one still judged
+// keeps them.
+func TestDesign_13_ResumeClearsWhatIsNoLongerJudged(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(60*time.Second, leaf1, func(c *wire.PortCounters) { c.LinkDownedCounter, c.SymbolErrorCounter = 255, 655 })
+	raw, err := h.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, "[farEnd.counters]\nLinkDownedCounter = false\n")
+	if dropped := h2.c.Restore(raw); len(dropped) != 0 {
+		t.Fatal(dropped)
+	}
+	if got := strings.Join(codes(h2.c.Resume()), " "); got != "peer-recovered peer:link_downed peer-unsaturated peer-saturated:LinkDownedCounter" {
+		t.Fatalf("resume said %q", got)
+	}
+	if v := h2.c.View("mlx5_0", 1); strings.Join(v.Codes, " ") != "peer:symbol_error" {
+		t.Fatalf("view after resume %v", v.Codes)
+	}
+	// The far end switched off as a whole (its rows still resolved).
+	c3 := NewCheck()
+	c3.Configure(Config{On: false, Rows: h.c.cfg.Rows})
+	c3.Restore(raw)
+	if got := strings.Join(codes(c3.Resume()), " "); got != "peer-recovered peer:link_downed peer-recovered peer:symbol_error peer-unsaturated peer-saturated:LinkDownedCounter" {
+		t.Fatalf("resume with the far end off said %q", got)
+	}
+}
+
+// A hostile or corrupt state file (DESIGN.md section 13's memory): a
+// latch no build could have raised (an unknown row, control characters,
+// thousands of them) is dropped and listed, never restated as a
+// condition nothing would ever clear; an unprintable peer name never
+// reaches a message.
+func TestMemory_HostileLatchesAndNames(t *testing.T) {
+	lat := map[string]string{"symbol_error": "2026-01-01T00:00:00Z", "unstable": "2026-01-01T00:00:00Z"}
+	for i := range 5000 {
+		lat[fmt.Sprintf("row\x1b[2J%d", i)] = "2026-01-01T00:00:00Z"
+	}
+	bad, _ := json.Marshal(map[string]any{"version": 1, "ports": map[string]any{
+		"mlx5_0/1": map[string]any{"peerGUID": "0xb83fd20300a01000", "peerPort": 17, "peerName": "leaf\x1b]0;owned\x07", "latched": lat,
+			"peers": []map[string]any{{"guid": "0xb83fd20300a01000", "port": 17, "name": "x\x1by", "at": "2026-01-01T00:00:00Z"}}},
+	}})
+	c := NewCheck()
+	dropped := c.Restore(bad)
+	if len(dropped) != 5002 {
+		t.Fatalf("dropped %d entries, want the 5000 latches and 2 names", len(dropped))
+	}
+	if v := c.View("mlx5_0", 1); strings.Join(v.Codes, " ") != "peer:symbol_error peer:unstable" {
+		t.Fatalf("view %v", v.Codes)
+	}
+	for _, r := range c.Restate() {
+		if strings.ContainsAny(r.Spec.Message, "\x1b\x07") {
+			t.Fatalf("restated %q", r.Spec.Message)
 		}
 	}
 }

@@ -14,7 +14,8 @@
 // then the rule and window in its message), latched until the switch's
 // counter goes back (cleared on the fabric side), the port is cabled to
 // another peer, or an operator acknowledges it (nichealthctl ack DEV PORT
-// peer:<counter>). A field stuck at its width's maximum is its own
+// peer:<counter>); a congestion row (PortXmitWait, switched on) is no
+// latch, as locally: it clears once a full window is below half of it. A field stuck at its width's maximum is its own
 // visibility-lost condition (peer-saturated:<field>, acknowledgeable, its
 // fix the fabric team's perfquery -R). A peer link-down or link-recovery
 // increase across a local episode of the same port (its link down, its

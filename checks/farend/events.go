@@ -28,6 +28,8 @@ func head(peer farend.Peer, field string, value uint64) string {
 
 // judged is a row's verdict on one reading, for its event.
 type judged struct {
+	// full says a full window was judged (velocity and congestion rows).
+	full    bool
 	delta   uint64
 	elapsed time.Duration
 	rate    float64

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
@@ -150,7 +151,7 @@ const peerRefreshParts = 12
 func (c *Check) startWindows(pm *PortMemory, values [17]uint64, at time.Time) {
 	for i := range c.cfg.Rows {
 		r := &c.cfg.Rows[i]
-		if r.Def.ThresholdType == countertable.TypeVelocity {
+		if windowed(&r.Def) {
 			pm.window(r.Def.Name).Restart(at, values[r.Index])
 		}
 	}
@@ -202,7 +203,7 @@ func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint
 			c.restartWindow(pm, r, p.ReadAt, cur)
 			continue
 		}
-		if latched {
+		if latched && r.Def.ThresholdType != countertable.TypeCongestion {
 			// Latched (seed 10.4 step 4): nothing is judged; the window
 			// starts again when the latch ends.
 			c.restartWindow(pm, r, p.ReadAt, cur)
@@ -222,6 +223,18 @@ func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint
 			continue
 		}
 		j := c.judgeRow(pm, r, cur, prev, p.ReadAt, elapsed, rateGbps)
+		if latched {
+			// Congestion is no latch (DESIGN.md difference 14, the local
+			// rule): it describes the fabric now, and clears below half
+			// of its threshold over a full window.
+			if j.full && j.rate < r.Def.Threshold/2 {
+				specs = append(specs, c.recovered(p.Device, p.Port, pm, row, "below-half",
+					fmt.Sprintf("the switch port lost %.1f%% of the link to backpressure over %s, below half of %s%%",
+						j.rate, j.elapsed.Round(time.Second), strconv.FormatFloat(r.Def.Threshold, 'g', -1, 64))))
+				delete(pm.Latched, row)
+			}
+			continue
+		}
 		if !j.breach {
 			continue
 		}
@@ -235,9 +248,16 @@ func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint
 }
 
 func (c *Check) restartWindow(pm *PortMemory, r *countertable.FarEndRow, at time.Time, v uint64) {
-	if r.Def.ThresholdType == countertable.TypeVelocity {
+	if windowed(&r.Def) {
 		pm.window(r.Def.Name).Restart(at, v)
 	}
+}
+
+// windowed reports whether a row is judged over a window (a Slide): a
+// velocity row, and a congestion row (its share of the link over its
+// window, at least a minute, as the local port_xmit_wait's).
+func windowed(d *countertable.Definition) bool {
+	return d.ThresholdType == countertable.TypeVelocity || d.ThresholdType == countertable.TypeCongestion
 }
 
 // judgeRow applies a row's rule: a velocity row by its window, the same
@@ -245,22 +265,27 @@ func (c *Check) restartWindow(pm *PortMemory, r *countertable.FarEndRow, at time
 // time between two reads, per minute over at least a minute, per hour
 // only over a full hour of reads; never extrapolated); a delta row to the
 // increase between two reads; a congestion row as the share of the
-// link's rate lost to backpressure between two reads.
+// link's rate lost to backpressure over its window (the local rule:
+// never over less than its unit, so one 10 s spike at a 10 s [farEnd]
+// interval is not a congested minute).
 func (c *Check) judgeRow(pm *PortMemory, r *countertable.FarEndRow, cur, prev uint64, at time.Time, elapsed time.Duration, rateGbps float64) judged {
 	d := &r.Def
 	switch d.ThresholdType {
 	case countertable.TypeVelocity:
 		v := pm.window(d.Name).Judge(d.Window(), d.Threshold, at, cur)
-		return judged{delta: v.Delta, elapsed: v.Elapsed, rate: v.Rate, unit: d.VelocityUnit, breach: v.Judged && v.Breach}
+		return judged{full: v.Judged, delta: v.Delta, elapsed: v.Elapsed, rate: v.Rate, unit: d.VelocityUnit, breach: v.Judged && v.Breach}
 	case countertable.TypeDelta:
 		return judged{delta: cur - prev, elapsed: elapsed, rate: float64(cur-prev) / elapsed.Seconds(), unit: countertable.UnitSecond,
 			breach: float64(cur-prev) > d.Threshold}
 	case countertable.TypeCongestion:
-		if rateGbps <= 0 || elapsed <= 0 {
+		v := pm.window(d.Name).Judge(d.Window(), d.Threshold, at, cur)
+		if !v.Judged || rateGbps <= 0 {
+			// A port whose rate is unknown is not judged: there is no
+			// share to compute.
 			return judged{}
 		}
-		pct := float64(cur-prev) / elapsed.Seconds() * c.cfg.XmitWaitBytesPerTick * 8 / (rateGbps * 1e9) * 100
-		return judged{delta: cur - prev, elapsed: elapsed, rate: pct, unit: "percent", breach: pct > d.Threshold}
+		_, pct := counters.LostBandwidth(v.PerSec, c.cfg.XmitWaitBytesPerTick, rateGbps)
+		return judged{full: true, delta: v.Delta, elapsed: v.Elapsed, rate: pct, unit: "percent", breach: pct > d.Threshold}
 	}
 	return judged{}
 }

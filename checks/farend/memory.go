@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/config/countertable"
+	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
@@ -158,10 +160,54 @@ func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
 		*dropped = append(*dropped, fmt.Sprintf("ports[%q].peers: over the bound of %d", k, MaxPeersSeen))
 		pm.Peers = pm.Peers[len(pm.Peers)-MaxPeersSeen:]
 	}
+	for row := range pm.Latched {
+		if !latchable(row) {
+			*dropped = append(*dropped, fmt.Sprintf("ports[%q].latched[%q]: not a far-end row", k, clip(row)))
+			delete(pm.Latched, row)
+		}
+	}
+	// A name goes into messages, the Nagios line and the journal: one no
+	// reader could have written (control characters) is dropped; the
+	// next read names the peer again.
+	if pm.PeerName != "" && !topology.PrintableName(pm.PeerName) {
+		*dropped = append(*dropped, fmt.Sprintf("ports[%q].peerName: unprintable", k))
+		pm.PeerName = ""
+	}
+	for i := range pm.Peers {
+		if n := pm.Peers[i].Name; n != "" && !topology.PrintableName(n) {
+			*dropped = append(*dropped, fmt.Sprintf("ports[%q].peers[%d].name: unprintable", k, i))
+			pm.Peers[i].Name = ""
+		}
+	}
 	for f := range pm.SaturationAcked {
 		if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
 			*dropped = append(*dropped, fmt.Sprintf("ports[%q].saturationAcked[%q]: not a PortCounters field", k, f))
 			delete(pm.SaturationAcked, f)
 		}
 	}
+}
+
+// latchable reports whether row can be latched: a row of the far-end
+// table (countertable.FarEndFields, whatever the configuration judges
+// now: a row switched off is cleared by Resume, with its event) or the
+// peer-unstable finding. A state file's other keys are no condition any
+// build raised, and nothing would ever clear them.
+func latchable(row string) bool {
+	if row == UnstableRow {
+		return true
+	}
+	for _, f := range countertable.FarEndFields() {
+		if f.Own != nil && f.Own.Name == row || slices.Contains(f.Rows, row) {
+			return true
+		}
+	}
+	return false
+}
+
+// clip bounds what a dropped entry's note repeats of a state file.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return s
 }

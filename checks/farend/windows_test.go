@@ -212,3 +212,21 @@ func TestSeed_VelocityWindows_FarEndShortWindowRestartsAfterARestart(t *testing.
 		t.Fatalf("601 in the next minute: %v", got)
 	}
 }
+
+// A NIC renamed under its PCI address (udev, rdma dev set) moves its far
+// end's memory to the new name; every other port's windows go on: 700
+// symbol errors in the minute that straddles another device's rename are
+// still over 10/sec.
+func TestSeed_VelocityWindows_FarEndOtherDeviceRenamed(t *testing.T) {
+	h := newHarness(t, "")
+	h.read(0, leaf1, nil)
+	h.read(time.Minute, leaf1, nil)
+	h.c.Rename("mlx5_9", "mlx5_10")
+	if got := codes(h.read(time.Minute, leaf1, sym(700))); strings.Join(got, " ") != "peer-breach peer:symbol_error" {
+		t.Fatalf("700 in the minute of another device's rename: %v", got)
+	}
+	h.c.Rename("mlx5_0", "mlx5_4")
+	if pm := h.c.Memory().Ports["mlx5_4/1"]; pm == nil || pm.Latched["symbol_error"].IsZero() {
+		t.Fatalf("the renamed port's memory: %+v", h.c.Memory().Ports)
+	}
+}

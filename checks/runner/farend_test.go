@@ -2,12 +2,17 @@ package runner
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/health"
+	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology/farend"
 	"github.com/nichealth/nichealthd/topology/mad"
 	"github.com/nichealth/nichealthd/topology/mad/wire"
@@ -155,5 +160,51 @@ func BenchmarkFarEnd_CycleWithNewReading(b *testing.B) {
 		}
 		now = now.Add(time.Second)
 		m.Cycle(now)
+	}
+}
+
+// DESIGN.md section 13: the far end's memory restored at a start is
+// reconciled with the configuration as a reload's is. A far-end field
+// switched off (or the far end as a whole) while the daemon was stopped
+// clears its latch, its saturation and the helper's condition with the
+// first cycle; nothing would judge them again to clear them.
+func TestFarEnd_StartReconcilesRestoredMemoryWithTheConfiguration(t *testing.T) {
+	section := `{"version":1,"ports":{"mlx5_0/1":{"peerGUID":"0xb83fd20300a01000","peerPort":17,"peerName":"ibsw-leaf1",` +
+		`"latched":{"link_downed":"2026-01-01T00:00:00Z","symbol_error":"2026-01-01T00:00:00Z"},"saturated":{"LinkDownedCounter":"2026-01-01T00:00:00Z"}}},` +
+		`"lost":{"since":"2026-01-01T00:00:00Z","reason":"nichealth-mad exited"}}`
+	for _, tc := range []struct{ name, toml, want string }{
+		{"LinkDownedCounter switched off", "[farEnd.counters]\nLinkDownedCounter = false\n",
+			"peer-recovered peer:link_downed; peer-unsaturated peer-saturated:LinkDownedCounter"},
+		{"the far end switched off", "[farEnd]\nenabled = false\n",
+			"peer-recovered peer:link_downed; peer-recovered peer:symbol_error; peer-unsaturated peer-saturated:LinkDownedCounter; far-end-restored far-end-lost"},
+		{"nothing changed", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse(filepath.Join(t.TempDir(), "config.toml"), []byte("nodeName = \"t\"\n"+tc.toml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := health.NewModel()
+			r := New(cfg, observe.BootSame, "boot", slog.New(slog.DiscardHandler), Seams{}, model)
+			t.Cleanup(r.Close)
+			if dropped := r.Restore(func(s string) []byte {
+				if s == "farEnd" {
+					return []byte(section)
+				}
+				return nil
+			}); len(dropped) != 0 {
+				t.Fatal(dropped)
+			}
+			r.Resume(model)
+			var got []string
+			for _, s := range r.pending {
+				if s.CheckName == event.FarEndCheck {
+					got = append(got, string(s.Kind)+" "+strings.Join(s.ErrorCode, ","))
+				}
+			}
+			if strings.Join(got, "; ") != tc.want {
+				t.Fatalf("the first cycle says %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

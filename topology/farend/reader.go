@@ -142,6 +142,7 @@ type Reader struct {
 	saidOnce map[string]bool
 	lastErr  error
 	rounds   uint64
+	at       time.Time // round start, every reading's ReadAt: full rounds' reads an interval apart, as local ticks (DESIGN.md difference 14)
 }
 
 // rediscoverEvery is how many full rounds pass between two complete
@@ -211,14 +212,14 @@ func (r *Reader) loop(ctx context.Context) {
 	var last time.Time
 	for {
 		cfg, ts := r.snapshot()
-		now := time.Now()
-		full := last.IsZero() || now.Sub(last) >= cfg.Interval
+		r.at = time.Now()
+		full := last.IsZero() || r.at.Sub(last) >= cfg.Interval
 		if full {
 			r.rounds++
 		}
 		r.round(ctx, cfg, ts, full)
 		if full {
-			last = now
+			last = r.at
 		}
 		if ctx.Err() != nil {
 			return
@@ -359,7 +360,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 			return
 		}
 		if x.Errors != nil {
-			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), *x.Errors, true, &x
+			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, *x.Errors, true, &x
 			return
 		}
 		ext = &x
@@ -374,7 +375,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 	if ext != nil {
 		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = ext.PortXmitData, ext.PortRcvData, ext.PortXmitPkts, ext.PortRcvPkts
 	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, time.Now(), pc, false, ext
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, pc, false, ext
 }
 
 func (r *Reader) fail(p *PortReading, what string, err error) {

@@ -2,6 +2,7 @@ package farend
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,17 @@ type fakeClient struct {
 	extErrs *wire.PortCounters
 	// counterErr fails PortCounters alone.
 	counterErr error
+	// slow delays the counter read (PortCounters or PortCountersExt) of
+	// that number (1-based).
+	slow map[int]time.Duration
+}
+
+// delay holds the counter read that op counted last as slow says.
+func (f *fakeClient) delay(op string) {
+	f.mu.Lock()
+	d := f.slow[f.calls[op]]
+	f.mu.Unlock()
+	time.Sleep(d)
 }
 
 func newFake() *fakeClient {
@@ -74,6 +86,7 @@ func (f *fakeClient) ClassPortInfo(context.Context, wire.Local, int, time.Durati
 
 func (f *fakeClient) PortCounters(context.Context, wire.Local, int, int, time.Duration) (wire.PortCounters, error) {
 	err := f.note("counters")
+	f.delay("counters")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.counterErr != nil {
@@ -84,6 +97,7 @@ func (f *fakeClient) PortCounters(context.Context, wire.Local, int, int, time.Du
 
 func (f *fakeClient) PortCountersExt(_ context.Context, _ wire.Local, _, _ int, withErrors bool, _ time.Duration) (wire.PortCountersExt, error) {
 	err := f.note("ext")
+	f.delay("ext")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := wire.PortCountersExt{PortXmitData: 7}
@@ -343,5 +357,39 @@ func TestReader_Design13_FailedReadsKeepTheLastReadingAndCount(t *testing.T) {
 	})
 	if p := rd.Port("mlx5_0", 1); p.ReadErrors < n || p.Err != "" {
 		t.Fatalf("after the fabric answers again: %d errors (had %d), err %q", p.ReadErrors, n, p.Err)
+	}
+}
+
+// A reading stands for its round, as a local counter sample stands for
+// its tick (DESIGN.md difference 14; section 13, "judged as the near
+// end is"): two reads of a port in consecutive full rounds are at least
+// an interval apart whatever the MADs before them took, so a per-minute
+// rule at the default 60 s interval is judged over one minute, never
+// held to the next read and diluted over two because one read answered
+// 40 ms later than the next.
+func TestReader_ReadsAFullIntervalApart(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("PortCountersExtended %v", wide), func(t *testing.T) {
+			f := newFake()
+			if wide {
+				f.cpi = wire.ClassPortInfo{CapMask: wire.CapExtWidth, CapMask2: wire.Cap2AddlPortCountersX}
+				f.extErrs = &wire.PortCounters{SymbolErrorCounter: 3}
+			}
+			f.slow = map[int]time.Duration{2: 40 * time.Millisecond}
+			const interval = 100 * time.Millisecond
+			r := Start(Config{Interval: interval, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+			t.Cleanup(r.Close)
+			r.SetTargets([]Target{up})
+			at := map[uint64]time.Time{}
+			waitFor(t, r, 0, func(rd *Reading) bool {
+				if p := rd.Port("mlx5_0", 1); p != nil && p.Read && p.Wide == wide {
+					at[p.Seq] = p.ReadAt
+				}
+				return !at[2].IsZero() && !at[3].IsZero()
+			})
+			if d := at[3].Sub(at[2]); d < interval {
+				t.Fatalf("the reads of two full rounds are %v apart, less than the %v interval", d, interval)
+			}
+		})
 	}
 }
