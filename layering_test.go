@@ -55,6 +55,9 @@ var ranks = []struct {
 	{"daemon/metrics", 7},
 	{"dbusapi", 7},
 	{"systemd", 7},
+	// The daemon's tree: its lifecycle and the packages only it uses
+	// (daemon/sinkset runs the sinks, daemon/delivery moves their events
+	// out of the outbox, daemon/sink holds the destinations).
 	{"daemon", 8},
 	// fabric is the fleet-side view (nichealth-fabric): it reads what the
 	// fleet exports (Prometheus, status dumps) and never the daemon's

@@ -30,7 +30,7 @@ func (s metricsSource) Undeliverable() string { return undeliverable(s.d.Snapsho
 
 func (s metricsSource) Sinks() []metrics.SinkStats {
 	var out []metrics.SinkStats
-	for _, dr := range s.d.drainerList() {
+	for _, dr := range s.d.sinks.Drainers() {
 		out = append(out, metrics.SinkStats{Name: dr.Sink().Name(), Sent: dr.Sent(), Failed: dr.Failed()})
 	}
 	return out

@@ -117,7 +117,7 @@ func (d *Daemon) applyReload(cfg *config.Config, err error) error {
 	d.generation++
 	// Off the loop: stopping a sink waits for its drainer, which may be
 	// blocked in a write to a hung filesystem.
-	d.requestSinks(cfg)
+	d.sinks.Request(cfg)
 	d.reloadErr = ""
 	d.holdLocked(specs, time.Now())
 	evs := d.commitLocked(true)

@@ -14,6 +14,7 @@ import (
 	"github.com/nichealth/nichealthd/checks/runner"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/daemon/sinkset"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/internal/version"
@@ -67,12 +68,9 @@ type Daemon struct {
 	metrics    *metrics.Metrics
 	metricsSrv *metricsServer // owned by the Run goroutine
 
-	sinkMu sync.Mutex
-	sinks  *sinkSet
-	// sinkWant is the configuration the sinks should run with; sinkReq
-	// wakes the goroutine that brings them there (daemon/sinks.go).
-	sinkWant atomic.Pointer[sinkWant]
-	sinkReq  chan struct{}
+	// sinks are the event destinations and their drainers (package
+	// sinkset), brought to each reload's configuration off the loop.
+	sinks    *sinkset.Set
 	runCtx   context.Context
 	bus      atomic.Pointer[busHolder]
 	busDone  chan struct{}
@@ -122,13 +120,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.nt = notify.New(d.log)
 	d.wd = notify.NewProgressWatchdog(d.nt, notify.WatchdogOptions{StallAfter: 5 * d.cfg.PollInterval, Logger: d.log})
 
-	if err := d.startSinks(ctx, d.cfg, false); err != nil {
+	if err := d.sinks.Start(ctx, d.cfg); err != nil {
 		return err
 	}
 	sinksDone := make(chan struct{})
-	go func() { defer close(sinksDone); d.sinkWorker(ctx) }()
+	go func() { defer close(sinksDone); d.sinks.Run(ctx) }()
 	d.mu.Lock()
-	d.sinksRestartedLocked(d.sinkNames(), "the daemon restarted and the sink runs again")
+	d.sinksRestartedLocked(d.sinks.Names(), "the daemon restarted and the sink runs again")
 	d.mu.Unlock()
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
@@ -326,10 +324,10 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 	// Give drainers a moment to flush what is queued; anything left stays
 	// in the outbox for the next start.
 	deadline := time.Now().Add(2 * time.Second)
-	for answers && time.Now().Before(deadline) && d.pending() > 0 {
+	for answers && time.Now().Before(deadline) && d.sinks.Pending() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	d.stopSinksWithin(sinkStopTimeout)
+	d.sinks.StopWithin(sinkset.StopTimeout)
 	d.stopMetrics()
 	cancel()
 	select {

@@ -13,6 +13,7 @@ import (
 	"github.com/nichealth/nichealthd/daemon/delivery"
 	"github.com/nichealth/nichealthd/daemon/metrics"
 	"github.com/nichealth/nichealthd/daemon/sink"
+	"github.com/nichealth/nichealthd/daemon/sinkset"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/internal/repeats"
@@ -143,7 +144,6 @@ func New(opts Options) (*Daemon, error) {
 	d := &Daemon{
 		opts: opts, log: log, store: store, st: st, ob: ob, cfg: cfg, bootID: bootID, generation: 1,
 		reloadCh: make(chan chan error, 4), loadedCh: make(chan loaded), reloadLogs: repeats.Limiter{Window: time.Minute},
-		sinkReq: make(chan struct{}, 1),
 		metrics: metrics.New(),
 		model:   model,
 		run:     run,
@@ -155,6 +155,13 @@ func New(opts Options) (*Daemon, error) {
 		// cannot be saved: retried at most every few seconds.
 		held: heldEvents{ep: backoff.Episode{Min: delivery.BackoffMin, Max: delivery.SaveBackoffMax}},
 	}
+	d.sinks = sinkset.New(sinkset.Options{Outbox: ob, Log: log, Extra: opts.ExtraSinks,
+		Panicked: d.sinkPanicked, Failed: d.anySinkFailed,
+		Restarted: func(running []string) {
+			d.mu.Lock()
+			d.sinksRestartedLocked(running, "a reload restarted the sink")
+			d.mu.Unlock()
+		}})
 	run.SetConditions(model)
 	run.Resume(model)
 	run.UseExpectedInventory(persist.NewCrossBootFile(filepath.Join(filepath.Dir(opts.StateFile), "inventory.json")))

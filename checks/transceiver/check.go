@@ -148,7 +148,7 @@ func (c *Check) apply(cy *checks.Cycle, pm *PortMemory, r *observe.ModuleReading
 			continue
 		}
 		delete(pm.Raised, code)
-		cy.Emit(clear(pm.Device, pm.Port, code))
+		cy.Emit(cleared(pm.Device, pm.Port, code))
 		cy.Changed()
 	}
 }
@@ -262,7 +262,9 @@ func raise(r *observe.ModuleReading, f finding) event.Spec {
 	}
 }
 
-func clear(device string, port int, code string) event.Spec {
+// cleared is the event that ends a finding: the module reads within
+// its thresholds again.
+func cleared(device string, port int, code string) event.Spec {
 	return event.Spec{
 		Kind: event.KindTransceiverOK, CheckName: event.TransceiverCheck, IsHealthy: true,
 		Message: fmt.Sprintf("RoCE port %s port %d transceiver: %s is within the module's thresholds again", device, port, code),

@@ -1,0 +1,302 @@
+package mad
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nichealth/nichealthd/internal/repeats"
+	"github.com/nichealth/nichealthd/topology/mad/wire"
+)
+
+// lose kills the helper after a failed exchange, records why and when it
+// may be started again, and returns the reason.
+func (c *Client) lose(what string) string {
+	status, tail := c.p.stop(0)
+	c.p = nil
+	reason := "nichealth-mad " + what
+	if status != "" {
+		reason += "; " + status
+	}
+	if tail != "" {
+		reason += "; its last words: " + tail
+	}
+	c.backOff(Restarting, reason)
+	return reason
+}
+
+func (c *Client) backOff(h Health, reason string) {
+	first, wait := c.ep.Fail()
+	if h == Unavailable {
+		wait = c.cfg.MaxBackoff
+	}
+	c.notBefore, c.lastWait = time.Now().Add(wait), wait
+	c.setState(h, reason)
+	if h == Unavailable {
+		// Nothing will change until someone installs something: the
+		// caller says it once, with the fix.
+		c.cfg.Log.Debug("nichealth-mad cannot run here", "reason", reason, "retryIn", wait)
+		return
+	}
+	if ok, n := c.logs.Note(reason, time.Now()); ok || first {
+		c.cfg.Log.Warn("nichealth-mad failed; it is started again after a backoff", "reason", reason, "retryIn", wait.Round(time.Millisecond), "suppressed", n)
+	}
+}
+
+// start runs the helper and checks it answers hello.
+func (c *Client) start(ctx context.Context) error {
+	if wait := time.Until(c.notBefore); wait > 0 {
+		st := c.State()
+		return fmt.Errorf("%w (%s; next attempt in %v): %s", ErrNotRunning, st.Health, wait.Round(time.Second), st.Reason)
+	}
+	p, err := launch(c.cfg)
+	if err != nil {
+		h := Restarting
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			h = Unavailable
+			err = fmt.Errorf("%w (install the nichealthd package, or set [farEnd] helper to its path)", err)
+		}
+		c.backOff(h, "nichealth-mad cannot be started: "+err.Error())
+		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+	}
+	c.p = p
+	c.nextID++
+	line, _ := wire.Encode(wire.Request{ID: c.nextID, Op: wire.OpHello})
+	a, err := p.exchange(ctx, line, time.Now().Add(c.cfg.StartTimeout))
+	if err == nil && (a.Hello == nil || a.ID != c.nextID) {
+		err = fmt.Errorf("answered hello with %+v", a)
+	}
+	if err == nil && a.Hello.Version != wire.Version {
+		err = fmt.Errorf("speaks protocol version %d, this daemon %d (install nichealthd and nichealth-mad from one package)", a.Hello.Version, wire.Version)
+	}
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up (the daemon stopping, a reader
+		// reconfigured) while the helper was still starting: not the
+		// helper's failure, so no backoff; the next request starts it.
+		p.stop(0)
+		c.p = nil
+		return fmt.Errorf("start nichealth-mad: %w", ctx.Err())
+	}
+	if err != nil {
+		status, tail := p.stop(0)
+		c.p = nil
+		reason := fmt.Sprintf("nichealth-mad (%s) did not start: %v", c.cfg.Path, err)
+		if status != "" {
+			reason += "; " + status
+		}
+		h := Restarting
+		if strings.Contains(tail, "error while loading shared libraries") {
+			h = Unavailable
+			reason += "; " + tail + " (install rdma-core's MAD libraries: apt-get install libibumad3 libibmad5)"
+		} else if tail != "" {
+			reason += "; its last words: " + tail
+		}
+		c.backOff(h, reason)
+		return fmt.Errorf("%w: %s", ErrNotRunning, reason)
+	}
+	c.stateMu.Lock()
+	c.state.Starts++
+	c.state.PID = p.cmd.Process.Pid
+	c.stateMu.Unlock()
+	c.cfg.Log.Debug("nichealth-mad started", "pid", p.cmd.Process.Pid, "helper", a.Hello.Helper)
+	return nil
+}
+
+// proc is one run of the helper.
+type proc struct {
+	cmd    *exec.Cmd
+	in     *os.File // our end of its stdin
+	out    *os.File // our end of its stdout
+	rd     *bufio.Reader
+	stderr *tail
+	waited chan struct{}
+	status string
+}
+
+func launch(cfg Config) (*proc, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Path)
+	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
+	cmd.Stdin, cmd.Stdout = inR, outW
+	// A helper wedged in a library call cannot notice its stdin closing:
+	// the kernel ends it with the daemon.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	errR, err := cmd.StderrPipe()
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	inR.Close()
+	outW.Close()
+	p := &proc{cmd: cmd, in: inW, out: outR, rd: bufio.NewReaderSize(outR, wire.MaxLine), stderr: &tail{}, waited: make(chan struct{})}
+	go func() {
+		p.stderr.drain(errR, cfg.Log)
+		// Wait only after stderr is drained (os/exec's rule for StderrPipe).
+		err := cmd.Wait()
+		p.status = exitStatus(err)
+		close(p.waited)
+	}()
+	return p, nil
+}
+
+func exitStatus(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "it exited with status 0"
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "it was ended by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("it exited with status %d", ee.ExitCode())
+	default:
+		return err.Error()
+	}
+}
+
+// exchange writes one line and reads one answer by deadline (or until ctx
+// is done).
+func (p *proc) exchange(ctx context.Context, line []byte, deadline time.Time) (wire.Answer, error) {
+	stop := context.AfterFunc(ctx, func() {
+		p.in.SetWriteDeadline(time.Now())
+		p.out.SetReadDeadline(time.Now())
+	})
+	defer stop()
+	if err := p.in.SetWriteDeadline(deadline); err != nil {
+		return wire.Answer{}, err
+	}
+	if _, err := p.in.Write(line); err != nil {
+		return wire.Answer{}, p.explain("write the request", err)
+	}
+	if err := p.out.SetReadDeadline(deadline); err != nil {
+		return wire.Answer{}, err
+	}
+	b, err := p.rd.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return wire.Answer{}, fmt.Errorf("wrote a line over the protocol's %d bytes", wire.MaxLine)
+	case err != nil:
+		return wire.Answer{}, p.explain("read the answer", err)
+	}
+	a, err := wire.DecodeAnswer(b)
+	if err != nil {
+		return wire.Answer{}, fmt.Errorf("broke the protocol: %v", err)
+	}
+	return a, nil
+}
+
+func (p *proc) explain(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errors.New("did not answer by its deadline; killed")
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) {
+		return errors.New("exited")
+	}
+	return fmt.Errorf("%s: %v", what, err)
+}
+
+// stop ends the run: EOF on stdin, then SIGKILL if it has not exited
+// within linger; returns how it ended and the end of its stderr.
+func (p *proc) stop(linger time.Duration) (status, lastWords string) {
+	p.in.Close()
+	t := time.NewTimer(linger)
+	defer t.Stop()
+	select {
+	case <-p.waited:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.waited:
+		case <-time.After(reapTimeout):
+			// Stuck in the kernel past SIGKILL: leave it to the reaper
+			// goroutine rather than stall every later request.
+			p.out.Close()
+			return "it did not exit within " + reapTimeout.String() + " of SIGKILL", p.stderr.String()
+		}
+	}
+	p.out.Close()
+	return p.status, p.stderr.String()
+}
+
+// reapTimeout bounds the wait for a killed helper to be reaped.
+const reapTimeout = 5 * time.Second
+
+// tail keeps the last lines the helper wrote to stderr, bounded, for the
+// reason of a crash; each line is logged at debug level, repeats counted.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const (
+	tailLines   = 4
+	tailLineMax = 200
+)
+
+func (t *tail) drain(r io.Reader, log *slog.Logger) {
+	br := bufio.NewReaderSize(r, 4096)
+	var lim repeats.Limiter
+	lim.Window = time.Hour
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 {
+			line := strings.ToValidUTF8(string(bytes.TrimRight(b, "\r\n")), "?")
+			if len(line) > tailLineMax {
+				line = line[:tailLineMax] + "…"
+			}
+			t.mu.Lock()
+			t.lines = append(t.lines, line)
+			if len(t.lines) > tailLines {
+				t.lines = t.lines[1:]
+			}
+			t.mu.Unlock()
+			if ok, n := lim.Note(stripPID(line), time.Now()); ok {
+				log.Debug("nichealth-mad stderr", "line", line, "suppressed", n)
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// stripPID makes libibmad's "ibwarn: [1234] ..." lines of one kind alike.
+func stripPID(s string) string {
+	if i := strings.Index(s, "] "); i > 0 && strings.HasPrefix(s, "ibwarn: [") {
+		return s[i+2:]
+	}
+	return s
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
+}
