@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/config/countertable"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/event"
 )
 
 // FarEndFile is the [farEnd] table: the switch port at the other end of
@@ -49,6 +49,14 @@ type FarEndConfig struct {
 	Rows  []countertable.FarEndRow
 }
 
+// FarEndOn says whether the far end is read and judged: [farEnd] enabled
+// and InfiniBandFarEndCheck selected (checks). The daemon starts the
+// reader, the check judges and the opening clears name the check on this
+// one answer, so they never disagree.
+func (c *Config) FarEndOn() bool {
+	return c.FarEnd.Enabled && c.Checks[event.FarEndCheck]
+}
+
 // The [farEnd] defaults and why:
 //   - interval 60s: the far end is one cable's evidence, not the 1 s
 //     counter tick; a minute is the link sanity pass's cadence, and what
@@ -63,16 +71,22 @@ const (
 	DefaultNodeNameMap    = "/etc/rdma/ib-node-name-map"
 )
 
+// maxMADTimeout is the largest budget a request to nichealth-mad carries
+// (the wire's MaxTimeout, 60000 ms). config, the configuration's model,
+// does not import the helper's wire format: TestFarEnd_40_12_TimeoutBoundedAsTheWireIs
+// puts the largest accepted budget on the wire and fails if the two part.
+const maxMADTimeout = 60 * time.Second
+
 // madTimeoutProblem bounds a request's budget to the helper as its wire
-// carries it: whole milliseconds, at most wire.MaxTimeout. A budget the
+// carries it: whole milliseconds, at most maxMADTimeout. A budget the
 // wire cannot carry would be refused by the client on every request at
 // run time (or cut to a shorter one), after validate said it was fine.
 // Below 10 ms no MAD answers.
 func madTimeoutProblem(d time.Duration) string {
-	maxD := time.Duration(wire.MaxTimeout) * time.Millisecond
+	maxD := maxMADTimeout
 	switch {
 	case d < 10*time.Millisecond || d > maxD:
-		return fmt.Sprintf("%v must be 10ms..%v (a request to nichealth-mad carries at most %d ms)", d, maxD, wire.MaxTimeout)
+		return fmt.Sprintf("%v must be 10ms..%v (a request to nichealth-mad carries at most %d ms)", d, maxD, maxD.Milliseconds())
 	case d%time.Millisecond != 0:
 		return fmt.Sprintf("%v is not a whole number of milliseconds, as requests to nichealth-mad carry it (e.g. %v)", d, d.Truncate(time.Millisecond))
 	}

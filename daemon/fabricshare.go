@@ -3,9 +3,9 @@ package daemon
 import (
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nichealth/nichealthd/config"
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 	"github.com/nichealth/nichealthd/topology/fabricshare"
 	"github.com/nichealth/nichealthd/topology/mad"
 )
@@ -29,8 +29,7 @@ func fabricHost(cfg *config.Config) string {
 	if err != nil {
 		return ""
 	}
-	h, _, _ = strings.Cut(h, ".")
-	return h
+	return fabricentry.ShortHost(h)
 }
 
 func fabricConfig(cfg *config.Config) fabricshare.Config {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/config"
-	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology/farend"
 	"github.com/nichealth/nichealthd/topology/mad"
 )
@@ -18,11 +17,6 @@ import (
 type farEndRun struct {
 	reader *farend.Reader
 	helper string
-}
-
-// farEndOn says whether cfg reads the far end.
-func farEndOn(cfg *config.Config) bool {
-	return cfg.FarEnd.Enabled && cfg.Checks[event.FarEndCheck]
 }
 
 // helperPath is nichealth-mad's path: the configured one, else the one
@@ -57,7 +51,7 @@ func readerConfig(cfg *config.Config) farend.Config {
 // Caller holds d.mu.
 func (d *Daemon) syncFarEndLocked(cfg *config.Config) {
 	fe := &d.farEnd
-	if !farEndOn(cfg) {
+	if !cfg.FarEndOn() {
 		if fe.reader != nil {
 			d.log.Info("the far end of the InfiniBand ports is no longer read", "reason", "[farEnd] enabled = false or the check is off")
 		}

@@ -148,11 +148,11 @@ func (c *Check) stable(p *farend.PortReading, pm *PortMemory, at time.Time) ([]e
 const peerRefreshParts = 12
 
 // startWindows starts every velocity row's window at a baseline reading.
-func (c *Check) startWindows(pm *PortMemory, values [17]uint64, at time.Time) {
+func (c *Check) startWindows(pm *PortMemory, values [wire.NumFields]uint64, at time.Time) {
 	for i := range c.cfg.Rows {
 		r := &c.cfg.Rows[i]
 		if windowed(&r.Def) {
-			pm.window(r.Def.Name).Restart(at, values[r.Index])
+			pm.window(r.Def.Name).Restart(at, values[fieldIndex(r)])
 		}
 	}
 }
@@ -184,13 +184,14 @@ func witnessField(field string) bool {
 // there instead of being judged over the daemon's downtime, which would
 // dilute a burst; a minute or an hour resumes, judged over the time it
 // really covered.
-func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [17]uint64, rateGbps float64, first bool) []event.Spec {
+func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [wire.NumFields]uint64, rateGbps float64, first bool) []event.Spec {
 	var specs []event.Spec
 	elapsed := p.ReadAt.Sub(pm.At)
 	for i := range c.cfg.Rows {
 		r := &c.cfg.Rows[i]
 		row := r.Def.Name
-		cur, prev := values[r.Index], pm.Values[r.Index]
+		ix := fieldIndex(r)
+		cur, prev := values[ix], pm.Values[ix]
 		_, latched := pm.Latched[row]
 		if cur < prev {
 			// Cleared on the fabric side: a latch ends with it, and the
@@ -296,28 +297,29 @@ func (c *Check) judgeRow(pm *PortMemory, r *countertable.FarEndRow, cur, prev ui
 // move (read below its maximum: cleared on the fabric side) and saturate
 // again: the operator has taken note that this switch port is blind, and
 // saying it again at every read would undo the acknowledgement.
-func (c *Check) saturation(p *farend.PortReading, pm *PortMemory, values [17]uint64) []event.Spec {
+func (c *Check) saturation(p *farend.PortReading, pm *PortMemory, values [wire.NumFields]uint64) []event.Spec {
 	var specs []event.Spec
-	var done [17]bool
+	var done [wire.NumFields]bool
 	for i := range c.cfg.Rows {
 		r := &c.cfg.Rows[i]
-		if done[r.Index] {
+		ix := fieldIndex(r)
+		if done[ix] {
 			continue
 		}
-		done[r.Index] = true
-		f := wire.Fields[r.Index]
+		done[ix] = true
+		f := wire.Fields[ix]
 		_, sat := pm.Saturated[r.Field]
 		_, acked := pm.SaturationAcked[r.Field]
-		full := !p.Wide && values[r.Index] >= f.Max()
+		full := !p.Wide && values[ix] >= f.Max()
 		switch {
 		case full && !sat && !acked:
 			if pm.Saturated == nil {
 				pm.Saturated = map[string]time.Time{}
 			}
 			pm.Saturated[r.Field] = p.ReadAt
-			specs = append(specs, saturated(p, r.Field, values[r.Index], f))
+			specs = append(specs, saturated(p, r.Field, values[ix], f))
 		case !full && sat:
-			specs = append(specs, c.unsaturated(p.Device, p.Port, pm, r.Field, fmt.Sprintf("%s reads %d", r.Field, values[r.Index])))
+			specs = append(specs, c.unsaturated(p.Device, p.Port, pm, r.Field, fmt.Sprintf("%s reads %d", r.Field, values[ix])))
 			delete(pm.Saturated, r.Field)
 		case !full && acked:
 			delete(pm.SaturationAcked, r.Field)
@@ -325,3 +327,8 @@ func (c *Check) saturation(p *farend.PortReading, pm *PortMemory, values [17]uin
 	}
 	return specs
 }
+
+// fieldIndex is r's field's slot in a reading's values: the wire owns the
+// order; every row names a wire field (countertable.ValidateFarEnd and
+// TestFarEndFields_AreWireFields).
+func fieldIndex(r *countertable.FarEndRow) int { return wire.FieldIndex(r.Field) }

@@ -40,9 +40,9 @@ type PortMemory struct {
 	// Values is the last reading of the PortCounters fields, in
 	// wire.Fields' order, taken At; Wide says they came from
 	// PortCountersExtended.
-	Values [17]uint64 `json:"values"`
-	At     time.Time  `json:"at"`
-	Wide   bool       `json:"wide,omitempty"`
+	Values [wire.NumFields]uint64 `json:"values"`
+	At     time.Time              `json:"at"`
+	Wide   bool                   `json:"wide,omitempty"`
 	// Latched are the rows in breach and Saturated the saturated fields,
 	// each with since when.
 	Latched   map[string]time.Time `json:"latched,omitempty"`
@@ -124,7 +124,7 @@ func (m *Memory) Validate() (dropped []string) {
 		default:
 			pm.validateExtras(k, &dropped)
 			for f := range pm.Saturated {
-				if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
+				if wire.FieldIndex(f) < 0 {
 					dropped = append(dropped, fmt.Sprintf("ports[%q].saturated[%q]: not a PortCounters field", k, f))
 					delete(pm.Saturated, f)
 				}
@@ -180,7 +180,7 @@ func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
 		}
 	}
 	for f := range pm.SaturationAcked {
-		if !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
+		if wire.FieldIndex(f) < 0 {
 			*dropped = append(*dropped, fmt.Sprintf("ports[%q].saturationAcked[%q]: not a PortCounters field", k, f))
 			delete(pm.SaturationAcked, f)
 		}

@@ -26,7 +26,7 @@ var (
 // saturatedField reads a saturation code back ("" when code is not one).
 func saturatedField(code string) string {
 	f, ok := strings.CutPrefix(code, "peer-saturated:")
-	if !ok || !slices.ContainsFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f }) {
+	if !ok || wire.FieldIndex(f) < 0 {
 		return ""
 	}
 	return f
@@ -92,7 +92,7 @@ func (c *Check) Acknowledge(device string, port int, counter string, who string)
 func rowIndex(rows []countertable.FarEndRow, row string) int {
 	for _, r := range rows {
 		if r.Def.Name == row {
-			return r.Index
+			return fieldIndex(&r)
 		}
 	}
 	return 0
@@ -232,4 +232,16 @@ func (c *Check) ruleWords(row string) string {
 		}
 	}
 	return row
+}
+
+// JudgedRows are the counter rows the check judges, by the PortCounters
+// field they read (field → row names, in the table's order): what the
+// views mark as judged is what the check judges, not a second reading of
+// the configuration.
+func (c *Check) JudgedRows() map[string][]string {
+	out := map[string][]string{}
+	for _, r := range c.cfg.Rows {
+		out[r.Field] = append(out[r.Field], r.Def.Name)
+	}
+	return out
 }

@@ -91,7 +91,7 @@ func kernelLogConfig(c *config.Config) kernellog.Config {
 }
 
 func farEndConfig(c *config.Config) farend.Config {
-	return farend.Config{On: c.FarEnd.Enabled && c.Checks[farend.CheckName], Rows: c.FarEnd.Rows, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
+	return farend.Config{On: c.FarEndOn(), Rows: c.FarEnd.Rows, XmitWaitBytesPerTick: c.XmitWaitBytesPerTick}
 }
 
 // cableConfig holds a rise as errors flowing for two far-end intervals:

@@ -174,7 +174,7 @@ func (r *Runner) openingClears(specs []event.Spec) []event.Spec {
 		why = "host rebooted (boot ID changed)"
 	}
 	for _, c := range config.AllChecks {
-		if c == event.FarEndCheck && !r.cfg.FarEnd.Enabled {
+		if c == event.FarEndCheck && !r.cfg.FarEndOn() {
 			continue
 		}
 		if r.cfg.Checks[c] && (r.cfg.CountersEnabled || !strings.Contains(c, "Degradation")) || r.countersSpeakAs(c) {

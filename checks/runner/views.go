@@ -261,10 +261,7 @@ func (r *Runner) peerInfo(device string, port int) *health.Peer {
 		return out
 	}
 	out.ReadAt = p.ReadAt
-	judged := map[string][]string{}
-	for _, row := range r.cfg.FarEnd.Rows {
-		judged[row.Field] = append(judged[row.Field], row.Def.Name)
-	}
+	judged := r.set.farEnd.JudgedRows()
 	values := p.Counters.Values()
 	for i, f := range wire.Fields {
 		pc := health.PeerCounter{Field: f.Name, Value: values[i], Bits: int(f.Bits), Saturated: slices.Contains(v.Saturated, f.Name)}

@@ -362,7 +362,7 @@ func (f *umadFabric) ClassPortInfo(l wire.Local, lid int, deadline time.Time) (w
 }
 
 // basic are PortCounters' fields as libibmad names them, in wire.Fields' order.
-var basic = [17]C.int{
+var basic = [...]C.int{
 	C.IB_PC_ERR_SYM_F, C.IB_PC_LINK_RECOVERS_F, C.IB_PC_LINK_DOWNED_F,
 	C.IB_PC_ERR_RCV_F, C.IB_PC_ERR_PHYSRCV_F, C.IB_PC_ERR_SWITCH_REL_F,
 	C.IB_PC_XMT_DISCARDS_F, C.IB_PC_ERR_XMTCONSTR_F, C.IB_PC_ERR_RCVCONSTR_F,
@@ -373,7 +373,7 @@ var basic = [17]C.int{
 
 // extErrors are PortCountersExtended's error fields (64-bit), in the same
 // order; the four data fields are read separately.
-var extErrors = [17]C.int{
+var extErrors = [...]C.int{
 	C.IB_PC_EXT_ERR_SYM_F, C.IB_PC_EXT_LINK_RECOVERS_F, C.IB_PC_EXT_LINK_DOWNED_F,
 	C.IB_PC_EXT_ERR_RCV_F, C.IB_PC_EXT_ERR_PHYSRCV_F, C.IB_PC_EXT_ERR_SWITCH_REL_F,
 	C.IB_PC_EXT_XMT_DISCARDS_F, C.IB_PC_EXT_ERR_XMTCONSTR_F, C.IB_PC_EXT_ERR_RCVCONSTR_F,
@@ -382,7 +382,15 @@ var extErrors = [17]C.int{
 	C.IB_PC_EXT_XMT_WAIT_F,
 }
 
-func fill(v [17]uint64) wire.PortCounters {
+// Both tables name every wire field, no more and no fewer: the build fails
+// (a constant index out of [0, 1)) when either length differs from
+// wire.NumFields, so a field added to the wire cannot go unread.
+var (
+	_ = [1]struct{}{}[len(basic)-wire.NumFields]
+	_ = [1]struct{}{}[len(extErrors)-wire.NumFields]
+)
+
+func fill(v [wire.NumFields]uint64) wire.PortCounters {
 	return wire.PortCounters{
 		SymbolErrorCounter: v[0], LinkErrorRecoveryCounter: v[1], LinkDownedCounter: v[2],
 		PortRcvErrors: v[3], PortRcvRemotePhysicalErrors: v[4], PortRcvSwitchRelayErrors: v[5],
@@ -406,7 +414,7 @@ func (f *umadFabric) PortCounters(l wire.Local, lid, port int, deadline time.Tim
 
 // countersAt decodes PortCounters from the PMA attribute data at buf.
 func countersAt(buf *C.uint8_t) wire.PortCounters {
-	var v [17]uint64
+	var v [wire.NumFields]uint64
 	for i, fld := range basic {
 		v[i] = uint64(C.nh_decode32(buf, fld))
 	}
@@ -423,7 +431,7 @@ func extAt(buf *C.uint8_t, withErrors bool) wire.PortCountersExt {
 		PortRcvPkts:  uint64(C.nh_decode64(buf, C.IB_PC_EXT_RCV_PKTS_F)),
 	}
 	if withErrors {
-		var v [17]uint64
+		var v [wire.NumFields]uint64
 		for i, fld := range extErrors {
 			v[i] = uint64(C.nh_decode64(buf, fld))
 		}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 // FarEndField is one PortCounters field of the switch port at the other
@@ -60,9 +58,9 @@ func FarEndFields() []FarEndField {
 // the counter table's definition of its threshold, always non-fatal (the
 // far end is evidence about our link, not a failure of this node's NIC).
 type FarEndRow struct {
+	// Field is the PortCounters field's PMA name; its position in the
+	// wire format is the wire's to say (wire.FieldIndex), not the table's.
 	Field string
-	// Index is the field's position in wire.Fields (its width, its value).
-	Index int
 	Def   Definition
 }
 
@@ -100,9 +98,8 @@ func FarEndTable(table []Definition, judge map[string]bool) []FarEndRow {
 		if !on {
 			continue
 		}
-		idx := slices.IndexFunc(wire.Fields, func(w wire.Field) bool { return w.Name == f.Field })
 		if f.Own != nil {
-			out = append(out, FarEndRow{Field: f.Field, Index: idx, Def: *f.Own})
+			out = append(out, FarEndRow{Field: f.Field, Def: *f.Own})
 			continue
 		}
 		for _, name := range f.Rows {
@@ -112,7 +109,7 @@ func FarEndTable(table []Definition, judge map[string]bool) []FarEndRow {
 			}
 			row := *d
 			row.IsFatal = false
-			out = append(out, FarEndRow{Field: f.Field, Index: idx, Def: row})
+			out = append(out, FarEndRow{Field: f.Field, Def: row})
 		}
 	}
 	return out

@@ -84,8 +84,7 @@ func sameHost(job, hca string) bool {
 	if strings.EqualFold(job, hca) {
 		return true
 	}
-	j, _, _ := strings.Cut(job, ".")
-	h, _, _ := strings.Cut(hca, ".")
+	j, h := fabricentry.ShortHost(job), fabricentry.ShortHost(hca)
 	return j != "" && strings.EqualFold(j, h)
 }
 
@@ -95,8 +94,7 @@ func sameHost(job, hca string) bool {
 func HostPorts(g *ibnet.Graph, hosts []string) ([]HostPort, []string) {
 	want := map[string]string{} // lower-cased short name -> job name
 	for _, h := range hosts {
-		short, _, _ := strings.Cut(h, ".")
-		want[strings.ToLower(short)] = h
+		want[strings.ToLower(fabricentry.ShortHost(h))] = h
 	}
 	var out []HostPort
 	found := map[string]bool{}
@@ -108,8 +106,7 @@ func HostPorts(g *ibnet.Graph, hosts []string) ([]HostPort, []string) {
 				continue
 			}
 			hca := HostOf(cn.Name)
-			short, _, _ := strings.Cut(hca, ".")
-			job, ok := want[strings.ToLower(short)]
+			job, ok := want[strings.ToLower(fabricentry.ShortHost(hca))]
 			if !ok || !sameHost(job, hca) {
 				continue
 			}

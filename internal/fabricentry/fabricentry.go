@@ -84,3 +84,13 @@ func lastRune(s string) (rune, int) {
 	}
 	return 0, 1
 }
+
+// ShortHost is the name a host's entries are listed under: h up to its
+// first dot, as hostname -s and a Slurm node list write it. The plan
+// matches job hosts to HCAs, the daemon names itself and the reader finds
+// its list by this one rule, so a fully qualified name on one side and a
+// short one on the other still meet.
+func ShortHost(h string) string {
+	h, _, _ = strings.Cut(h, ".")
+	return h
+}

@@ -35,3 +35,20 @@ func TestDesign_14_CleanNameIsAccepted(t *testing.T) {
 		t.Error("a good name was changed")
 	}
 }
+
+// TestShortHost_FirstLabel (DESIGN.md section 14): a host is listed under
+// its first label, as hostname -s writes it.
+func TestShortHost_FirstLabel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"gpu-a017", "gpu-a017"},
+		{"gpu-a017.cluster.example", "gpu-a017"},
+		{"GPU-A017.example", "GPU-A017"},
+		{".example", ""},
+		{"", ""},
+		{"node018.", "node018"},
+	} {
+		if got := ShortHost(tc.in); got != tc.want {
+			t.Errorf("ShortHost(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

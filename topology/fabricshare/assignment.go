@@ -177,11 +177,9 @@ func parseGUID(s string) (string, error) {
 	return wire.FormatGUID(v), nil
 }
 
-// firstLabel is a host name up to its first dot.
-func firstLabel(h string) string {
-	h, _, _ = strings.Cut(strings.TrimSpace(h), ".")
-	return h
-}
+// firstLabel is the name h's entries are listed under, blanks around it
+// aside.
+func firstLabel(h string) string { return fabricentry.ShortHost(strings.TrimSpace(h)) }
 
 // clip bounds a value quoted in a message.
 func clip(s string) string {

@@ -45,9 +45,6 @@ type Config struct {
 	UmadDir string
 }
 
-// NumCounters is the number of PortCounters fields (wire.Fields).
-const NumCounters = 17
-
 // PortReading is what the reader knows of one assigned port. Published
 // readings are never modified.
 type PortReading struct {
@@ -58,7 +55,7 @@ type PortReading struct {
 	// offers PortCountersExtended at all.
 	Read     bool
 	ReadAt   time.Time
-	Counters [NumCounters]uint64
+	Counters [wire.NumFields]uint64
 	Wide     bool
 	// Errors counts failed reads since start (or since the port was
 	// assigned); Err says why the last attempt failed ("" when it did not).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -241,6 +242,11 @@ func (f Field) Max() uint64 {
 	return 1<<f.Bits - 1
 }
 
+// NumFields is the number of PortCounters fields (len(Fields)): the length
+// of every array that holds one value per field (Values, the far end's and
+// the fabric share's counters, the helper's libibmad field tables).
+const NumFields = 17
+
 // Fields are PortCounters' fields in wire order with their widths (IBTA
 // vol. 1, PortCounters).
 var Fields = []Field{
@@ -263,9 +269,15 @@ var Fields = []Field{
 	{"PortXmitWait", 32},
 }
 
+// FieldIndex is the position in Fields of the field called name, or -1
+// when PortCounters has no such field.
+func FieldIndex(name string) int {
+	return slices.IndexFunc(Fields, func(f Field) bool { return f.Name == name })
+}
+
 // Values lists c's fields in the order of Fields.
-func (c *PortCounters) Values() [17]uint64 {
-	return [17]uint64{
+func (c *PortCounters) Values() [NumFields]uint64 {
+	return [NumFields]uint64{
 		c.SymbolErrorCounter, c.LinkErrorRecoveryCounter, c.LinkDownedCounter,
 		c.PortRcvErrors, c.PortRcvRemotePhysicalErrors, c.PortRcvSwitchRelayErrors,
 		c.PortXmitDiscards, c.PortXmitConstraintErrors, c.PortRcvConstraintErrors,
