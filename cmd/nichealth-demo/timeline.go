@@ -59,7 +59,20 @@ func (s *story) steps() []step {
 				// for an hour of reads, as the local counters' does (never
 				// extrapolated from one read).
 				{check: event.FarEndCheck, device: "mlx5_0", port: "1", verdict: "non-fatal", mentions: "Direct-attached ibsw-leaf1 port 17: [SymbolErrorCounter == 55] symbol_error - "},
-			}})
+			}},
+			// The second half of DESIGN.md section 15's direction rule:
+			// with the switch's receiver still erring, errors at our own
+			// receiver too make it both ways, and the part both ends share
+			// is the cable. The RoCE module and link-down verdicts are not
+			// shown: the production nichealthd reads transceivers and the
+			// link-down reason over netlink, which a simulated host cannot
+			// answer (nichealth-sim usage, the (*) commands).
+			step{stepFault,
+				"mlx5_0's own receiver counts 40 symbol errors too: its cable's verdict turns from from-host to both, suspect the cable",
+				func(s *story) error { return s.h.AddCounter("mlx5_0", 1, "counters/symbol_error", 40) },
+				[]expectation{
+					{check: event.InfiniBandDegradationCheck, device: "mlx5_0", port: "1", verdict: "non-fatal", mentions: "symbol_error"},
+				}})
 	}
 	return steps
 }
