@@ -143,6 +143,12 @@ func portProps() []propDef[PortView] {
 		{"PeerPort", "u", true, func(p *PortView) any { return p.PeerPort }},
 		{"PeerName", "s", true, func(p *PortView) any { return p.PeerName }},
 		{"PeerCounters", "a{st}", false, func(p *PortView) any { return nonNilMap(p.PeerCounters) }},
+		// The read time moves every [farEnd] interval and the error
+		// count every failed one: read, not signalled. The error text
+		// is the answering/silent crossing and is signalled.
+		{"PeerReadUSec", "t", false, func(p *PortView) any { return p.PeerReadUSec }},
+		{"PeerReadErrors", "t", false, func(p *PortView) any { return p.PeerReadErrors }},
+		{"PeerReadError", "s", true, func(p *PortView) any { return p.PeerReadError }},
 		{"RoCEClass", "s", true, func(p *PortView) any { return p.RoCEClass }},
 		{"RoCEEvidence", "s", true, func(p *PortView) any { return p.RoCEEvidence }},
 		{"RoCEPauseLostGbps", "d", false, func(p *PortView) any { return p.RoCEPauseLostGbps }},

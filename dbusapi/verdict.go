@@ -116,8 +116,15 @@ func PortViewOf(p *health.Port) PortView {
 	if !p.LastChange.IsZero() {
 		pv.LastChangeUSec = uint64(p.LastChange.UnixMicro())
 	}
-	if pr := p.Peer; pr != nil && pr.Found {
+	if pr := p.Peer; pr != nil {
+		// The snapshot keeps a far end that stopped answering (Found
+		// false) with its last identity and counters; the bus shows
+		// them with their age, as /metrics does.
 		pv.PeerGUID, pv.PeerPort, pv.PeerName = pr.GUID, uint32(max(pr.Port, 0)), pr.Name
+		pv.PeerReadErrors, pv.PeerReadError = pr.ReadErrors, pr.Err
+		if !pr.ReadAt.IsZero() {
+			pv.PeerReadUSec = uint64(pr.ReadAt.UnixMicro())
+		}
 		if len(pr.Counters) > 0 {
 			pv.PeerCounters = make(map[string]uint64, len(pr.Counters))
 			for _, c := range pr.Counters {

@@ -56,6 +56,16 @@ type PortView struct {
 	// PeerCounters are the peer port's PortCounters fields by PMA name,
 	// as last read (empty when not read).
 	PeerCounters map[string]uint64 `json:"peerCounters,omitempty"`
+	// PeerReadUSec is the realtime µs of the far end's last good counter
+	// read (0: never read), PeerReadErrors the failed attempts to find
+	// or read it since the daemon started, and PeerReadError why the
+	// last attempt failed ("" when it did not). A far end that stops
+	// answering keeps PeerGUID, PeerName and PeerCounters as last read:
+	// stale, aged by PeerReadUSec, never vanished (the series on
+	// /metrics stay the same way).
+	PeerReadUSec   uint64 `json:"peerReadUSec,omitempty"`
+	PeerReadErrors uint64 `json:"peerReadErrors,omitempty"`
+	PeerReadError  string `json:"peerReadError,omitempty"`
 	// LinkDownReason is why a RoCE port's link is down, as its driver said
 	// ("" while up or when the driver said nothing).
 	LinkDownReason string `json:"linkDownReason"`

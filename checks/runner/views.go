@@ -251,9 +251,11 @@ func (r *Runner) peerInfo(device string, port int) *health.Peer {
 	}
 	v := r.set.farEnd.View(device, port)
 	out := &health.Peer{Found: p.Found, Err: event.Clean(p.Err), ReadErrors: p.ReadErrors}
-	if p.Found || p.Read {
-		// A read that failed leaves the last peer that was read: its
-		// series stay, aged by ReadAt (DESIGN.md section 13).
+	if p.Found || p.Read || p.Peer.NodeGUID != "" {
+		// A read that failed leaves the last peer that was found: every
+		// view (D-Bus, nichealthctl, /metrics) keeps it, aged by ReadAt
+		// and counted by ReadErrors, instead of losing it while the
+		// fabric does not answer (DESIGN.md sections 9 and 13).
 		out.GUID, out.PortGUID, out.Port, out.LID = p.Peer.NodeGUID, p.Peer.PortGUID, p.Peer.Port, p.Peer.LID
 		out.Name, out.Description, out.Switch = event.Clean(p.Peer.Name), event.Clean(p.Peer.Description), p.Peer.NodeType == 2
 	}

@@ -96,9 +96,15 @@ func printPort(w io.Writer, pv dbusapi.PortView, now time.Time) {
 	} else {
 		row("Link sanity", p.yellow(strings.Join(pv.Sanity, "; ")))
 	}
-	if pv.PeerGUID != "" {
-		row("Far end", fmt.Sprintf("%s port %d (node GUID %s)", pv.PeerName, pv.PeerPort, pv.PeerGUID))
+	switch {
+	case pv.PeerGUID != "":
+		row("Far end", fmt.Sprintf("%s port %d (node GUID %s)", pv.PeerName, pv.PeerPort, pv.PeerGUID)+farAge(p, pv, now))
 		row("Far counters", farCounters(pv))
+	case pv.PeerReadError != "":
+		row("Far end", p.yellow(fmt.Sprintf("not found, %s", failedReads(pv.PeerReadErrors))))
+	}
+	if pv.PeerReadError != "" {
+		row("Far error", pv.PeerReadError)
 	}
 	roceRows(row, p, pv)
 	if pv.CableDirection != "" {
@@ -170,6 +176,31 @@ func counterStatus(p palette, c dbusapi.CounterView) string {
 		parts = append(parts, fmt.Sprintf("lost %.2f Gb/s (%.1f%%)", c.LostGbps, c.LostPercent))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// farAge says how old the far end's counters are. A far end that stopped
+// answering keeps its last peer and counters (the daemon's snapshot keeps
+// them, as /metrics keeps its series): the line says they are stale, since
+// when, and how many reads failed, so this view and /metrics agree.
+func farAge(p palette, pv dbusapi.PortView, now time.Time) string {
+	if pv.PeerReadError == "" {
+		if pv.PeerReadUSec == 0 {
+			return ""
+		}
+		return ", read " + age(pv.PeerReadUSec, now)
+	}
+	last := "never read"
+	if pv.PeerReadUSec != 0 {
+		last = "last read " + age(pv.PeerReadUSec, now)
+	}
+	return p.yellow(", stale: " + last + ", " + failedReads(pv.PeerReadErrors))
+}
+
+func failedReads(n uint64) string {
+	if n == 1 {
+		return "1 failed read"
+	}
+	return fmt.Sprintf("%d failed reads", n)
 }
 
 // farCounters names the far end's error counters that are not zero, in

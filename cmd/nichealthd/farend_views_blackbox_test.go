@@ -140,6 +140,28 @@ func TestDesign_13_FrozenFabricLeavesAgedSeries(t *testing.T) {
 	if age := time.Since(parseStamp(t, stamp)); age < 2*time.Second {
 		t.Fatalf("the series are only %v old after three failed reads", age)
 	}
+	// DESIGN.md section 9: D-Bus and nichealthctl port read the same
+	// snapshot: the same peer and counter, the same last good read, stale.
+	for {
+		pv, err := v.cl.Port(ctxT(t), "mlx5_0", 1)
+		if err == nil && pv.PeerReadError != "" && pv.PeerReadErrors >= uint64(errs0)+3 {
+			want := parseStamp(t, stamp)
+			if got := time.UnixMicro(int64(pv.PeerReadUSec)); pv.PeerGUID != iblab.Leaf1GUID || pv.PeerPort != 17 || pv.PeerCounters["SymbolErrorCounter"] != value ||
+				got.Sub(want).Abs() > time.Millisecond {
+				t.Fatalf("D-Bus while frozen: peer %q %d counters %v read at %v, want %s port 17, %d, read at %v (/metrics)",
+					pv.PeerGUID, pv.PeerPort, pv.PeerCounters, got, iblab.Leaf1GUID, value, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("D-Bus never said the far end is stale: %+v %v", pv, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if port, _ := v.ctl("port", "mlx5_0", "1"); !strings.Contains(port, "Far end: ibsw-leaf1 port 17 (node GUID "+iblab.Leaf1GUID+"), stale: last read ") ||
+		!strings.Contains(port, "failed reads") || !strings.Contains(port, "Far error: ") {
+		t.Fatalf("nichealthctl port while frozen:\n%s", port)
+	}
 	if err := l.Cont(); err != nil {
 		t.Fatal(err)
 	}
