@@ -41,24 +41,9 @@ func nonNilStrings(s []string) []string {
 }
 
 func runCables(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs, cf := newFlagSet("cables", "cables [--json]", stderr)
-	pos, code, ok := parseArgs(fs, args)
+	ports, cf, code, ok := listPorts("cables", args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(stderr, fs, "takes no arguments")
-	}
-	c, code, ok := connect(cf, "cables", stderr)
-	if !ok {
-		return code
-	}
-	defer c.Close()
-	ctx, cancel := callCtx()
-	defer cancel()
-	ports, err := c.Ports(ctx)
-	if err != nil {
-		return fail(stderr, "cables", err)
 	}
 	lines := make([]cableLine, 0, len(ports))
 	suspect := false

@@ -12,25 +12,35 @@ import (
 	"github.com/nichealth/nichealthd/event"
 )
 
-func runPorts(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs, cf := newFlagSet("ports", "ports [--json]", stderr)
+// listPorts is what every port-listing command does first: parse its
+// flags (no arguments), reach the daemon and read every port's view.
+func listPorts(name string, args []string, stderr io.Writer) ([]dbusapi.PortView, *clientFlags, int, bool) {
+	fs, cf := newFlagSet(name, name+" [--json]", stderr)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
-		return code
+		return nil, nil, code, false
 	}
 	if len(pos) != 0 {
-		return usageError(stderr, fs, "takes no arguments")
+		return nil, nil, usageError(stderr, fs, "takes no arguments"), false
 	}
-	c, code, ok := connect(cf, "ports", stderr)
+	c, code, ok := connect(cf, name, stderr)
 	if !ok {
-		return code
+		return nil, nil, code, false
 	}
 	defer c.Close()
 	ctx, cancel := callCtx()
 	defer cancel()
 	ports, err := c.Ports(ctx)
 	if err != nil {
-		return fail(stderr, "ports", err)
+		return nil, nil, fail(stderr, name, err), false
+	}
+	return ports, cf, 0, true
+}
+
+func runPorts(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	ports, cf, code, ok := listPorts("ports", args, stderr)
+	if !ok {
+		return code
 	}
 	if cf.json {
 		if err := writeJSON(stdout, ports); err != nil {
