@@ -141,7 +141,11 @@ func TestStuckReadersAreBounded(t *testing.T) {
 		t.Fatal("Read returned while a second read hangs past the bound")
 	case <-time.After(200 * time.Millisecond):
 	}
-	for _, p := range []string{b, a} {
+	// Release fb alone: while fa is still stuck the bound forbids
+	// abandoning fb, so Read can only return by fb's read completing.
+	// (Releasing fa first, or both at once, would let a late tick abandon fb
+	// legitimately once fa's goroutine had returned and freed the bound.)
+	release := func(p string) {
 		w, err := os.OpenFile(p, os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -149,11 +153,19 @@ func TestStuckReadersAreBounded(t *testing.T) {
 		w.Write([]byte("1\n"))
 		w.Close()
 	}
+	release(b)
 	stuck := <-returned
 	// (pread on a FIFO fails with ESPIPE; what matters is that the read of
 	// fb completed rather than being abandoned.)
 	if len(stuck) != 1 || stuck[0] != fa || errors.Is(fb.Err, ErrStuck) {
 		t.Fatalf("stuck %v, fb err %v", stuck, fb.Err)
+	}
+	release(a)
+	for i := 0; i < 4000 && r.StuckCount() != 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.StuckCount() != 0 {
+		t.Fatalf("fa's read returned but the stuck count stays %d", r.StuckCount())
 	}
 	r.Close()
 }
