@@ -19,6 +19,10 @@ type ClassifyOptions struct {
 	// monitored) instead of failing; Classification.Unclassified says
 	// why.
 	Unclassified bool
+	// LoadMetadata reads the metadata file (nil: gpumeta.Load, no
+	// deadline: for one-shot tools). The daemon's observer passes one
+	// with the read deadline.
+	LoadMetadata gpumeta.LoadFunc
 }
 
 // Classification is how Classify decided.
@@ -77,7 +81,7 @@ func Classify(devs []*topology.Device, opts ClassifyOptions, read topology.ReadF
 	if len(nics) == 0 {
 		return c, roles.Classify(devs, nil, nil) // only says why the others are not monitored
 	}
-	mx, notes, err := gpumeta.SelectWith(opts.TopologySource, opts.MetadataPath, opts.Paths, nics, read)
+	mx, notes, err := gpumeta.SelectWith(opts.TopologySource, opts.MetadataPath, opts.Paths, nics, read, opts.LoadMetadata)
 	c.Notes = notes
 	if err == nil {
 		c.Matrix = mx

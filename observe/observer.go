@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
@@ -43,7 +44,10 @@ type Observer struct {
 	present        map[string]Presence
 	devices        []*topology.Device
 	matrix         *gpumeta.Matrix
-	unclassified   string
+	// metaFiles joins a metadata read still hung from an earlier
+	// classification (gpumeta.LoadWithin).
+	metaFiles    regularfile.Joined
+	unclassified string
 	// gpusOf describes the GPUs behind each monitored device (gpusBehind).
 	gpusOf map[string]string
 	// returned are devices back after leaving, not yet handed to a cycle.
@@ -295,9 +299,16 @@ func (o *Observer) Discover() error {
 	return nil
 }
 
+// loadMetadata reads gpu_metadata.json within the read deadline (the
+// sysfs reads' own, at least a second: the file is read whole, and is not
+// an attribute the kernel answers from memory).
+func (o *Observer) loadMetadata(path string) (*gpumeta.Matrix, error) {
+	return gpumeta.LoadWithin(&o.metaFiles, path, max(o.cfg.ReadTimeout, time.Second))
+}
+
 func (o *Observer) classify(devs []*topology.Device) error {
 	c, err := Classify(devs, ClassifyOptions{Paths: o.cfg.Paths, Filter: o.cfg.Filter, TopologySource: o.cfg.TopologySource,
-		MetadataPath: o.cfg.MetadataPath, Unclassified: o.cfg.Unclassified}, o.readFile)
+		MetadataPath: o.cfg.MetadataPath, Unclassified: o.cfg.Unclassified, LoadMetadata: o.loadMetadata}, o.readFile)
 	for _, n := range c.Notes {
 		o.log.Warn("topology sources disagree", "detail", n)
 	}

@@ -106,6 +106,20 @@ type metadataFile struct {
 // MaxMetadataBytes, never a FIFO.
 func Load(path string) (*Matrix, error) {
 	b, err := regularfile.Read(path, MaxMetadataBytes)
+	return loaded(path, b, err)
+}
+
+// LoadWithin is Load for a daemon: the read waits at most deadline, and a
+// read still hung from an earlier call is joined rather than repeated
+// (files: regularfile.Joined), so a metadata file on a hung filesystem
+// costs one blocked thread and a clear error at each classification, never
+// a stalled poll loop.
+func LoadWithin(files *regularfile.Joined, path string, deadline time.Duration) (*Matrix, error) {
+	b, err := files.Read(path, MaxMetadataBytes, deadline)
+	return loaded(path, b, err)
+}
+
+func loaded(path string, b []byte, err error) (*Matrix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read GPU metadata %s: %w", path, err)
 	}

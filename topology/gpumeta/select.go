@@ -37,18 +37,26 @@ const howToProvide = "provide it by installing NVSentinel's metadata collector, 
 // file that was present but unusable, which source a fallback used. They
 // never change the outcome.
 func Select(source, metadataPath string, paths topology.Paths, nics []*topology.Device) (m *Matrix, notes []string, err error) {
-	return SelectWith(source, metadataPath, paths, nics, nil)
+	return SelectWith(source, metadataPath, paths, nics, nil, nil)
 }
 
+// LoadFunc reads and decodes a metadata file as Load does.
+type LoadFunc func(path string) (*Matrix, error)
+
 // SelectWith is Select reading sysfs attributes with read (see
-// FromSysfsWith).
-func SelectWith(source, metadataPath string, paths topology.Paths, nics []*topology.Device, read topology.ReadFunc) (m *Matrix, notes []string, err error) {
+// FromSysfsWith) and the metadata file with load (nil: Load). A daemon
+// passes a load with a deadline (LoadWithin): the file may sit on a
+// filesystem that hangs, and classification runs on the poll loop.
+func SelectWith(source, metadataPath string, paths topology.Paths, nics []*topology.Device, read topology.ReadFunc, load LoadFunc) (m *Matrix, notes []string, err error) {
+	if load == nil {
+		load = Load
+	}
 	if metadataPath == "" {
 		metadataPath = DefaultMetadataPath
 	}
 	switch source {
 	case TopologyMetadata:
-		m, err := Load(metadataPath)
+		m, err := load(metadataPath)
 		if err != nil {
 			return nil, nil, fmt.Errorf("topologySource = %q: %w; %s", source, err, howToProvide)
 		}
@@ -64,7 +72,7 @@ func SelectWith(source, metadataPath string, paths topology.Paths, nics []*topol
 		return nil, nil, fmt.Errorf("topologySource = %q is not one of \"auto\", \"metadata\", \"sysfs\"", source)
 	}
 
-	meta, metaErr := Load(metadataPath)
+	meta, metaErr := load(metadataPath)
 	derived, sysErr := FromSysfsWith(paths, nics, read)
 	switch {
 	case metaErr == nil && sysErr == nil:
