@@ -29,6 +29,7 @@ import (
 	"github.com/nichealth/nichealthd/fabric/ibnet"
 	"github.com/nichealth/nichealthd/fabric/plan"
 	"github.com/nichealth/nichealthd/internal/component"
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 )
 
 // umad2sim is where Debian's ibsim-utils installs the preload.
@@ -274,14 +275,7 @@ func planInLab(t *testing.T, bin string, l *lab, job []string) {
 	if said, _ := strings.CutPrefix(stderr.String(), "nichealth-fabric plan: wrote "); said == stderr.String() || strings.Count(said, "\n") != 1 {
 		t.Errorf("plan said: %s", stderr.String())
 	}
-	var p struct {
-		Assignments map[string][]struct {
-			SwitchGUID string `json:"switchGUID"`
-			Port       int    `json:"port"`
-			SwitchName string `json:"switchName"`
-		} `json:"assignments"`
-		Unassigned []json.RawMessage `json:"unassigned"`
-	}
+	var p fabricentry.Plan
 	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout.String())
 	}
@@ -289,14 +283,17 @@ func planInLab(t *testing.T, bin string, l *lab, job []string) {
 	least, most := -1, 0
 	for h, list := range p.Assignments {
 		for _, a := range list {
-			g, err := ibnet.ParseGUID(a.SwitchGUID)
+			if a.SwitchGUID == nil || a.Port == nil {
+				t.Fatalf("entry %+v without switchGUID or port", a)
+			}
+			g, err := ibnet.ParseGUID(*a.SwitchGUID)
 			if err != nil || a.SwitchName == "" {
 				t.Fatalf("entry %+v: %v", a, err)
 			}
-			if prev, dup := owner[hop{g, a.Port}]; dup {
-				t.Errorf("%s port %d read by %s and %s", a.SwitchGUID, a.Port, prev, h)
+			if prev, dup := owner[hop{g, *a.Port}]; dup {
+				t.Errorf("%s port %d read by %s and %s", *a.SwitchGUID, *a.Port, prev, h)
 			}
-			owner[hop{g, a.Port}] = h
+			owner[hop{g, *a.Port}] = h
 		}
 		if least < 0 || len(list) < least {
 			least = len(list)
@@ -307,15 +304,14 @@ func planInLab(t *testing.T, bin string, l *lab, job []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var one struct {
-			Assignments map[string][]json.RawMessage `json:"assignments"`
-		}
+		var one fabricentry.File
 		if err := json.Unmarshal(b, &one); err != nil || len(one.Assignments) != 1 || len(one.Assignments[h]) != len(list) {
 			t.Errorf("%s.json: %v %s", h, err, b)
 		}
 	}
 	if len(p.Assignments) != len(job) || len(p.Unassigned) != 0 {
-		t.Fatalf("%d lists for a job of %d, unassigned %s", len(p.Assignments), len(job), p.Unassigned)
+		un, _ := json.Marshal(p.Unassigned)
+		t.Fatalf("%d lists for a job of %d, unassigned %s", len(p.Assignments), len(job), un)
 	}
 	// The oracle: every switch port on every traced path between two
 	// hosts of the job is read by exactly one host, and nothing else is;

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/nichealth/nichealthd/fabric/plan"
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
@@ -98,7 +99,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("none of the %d hosts of %s has an HCA in %s", len(hosts), *nodes, *topo))
 	}
 	if *asJSON {
-		if err := writePlan(stdout, p); err != nil {
+		if err := writePlanJSON(stdout, p.Whole()); err != nil {
 			return fail(err)
 		}
 	}
@@ -107,9 +108,8 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("create %s: %w", *out, err))
 		}
 		for _, h := range hosts {
-			one := &plan.Plan{Assignments: map[string][]plan.Assignment{h: p.Assignments[h]}}
 			path := filepath.Join(*out, h+".json")
-			if err := writeFile(path, func(w io.Writer) error { return writeHostPlan(w, one) }); err != nil {
+			if err := writeFile(path, func(w io.Writer) error { return writePlanJSON(w, p.File(h)) }); err != nil {
 				return fail(err)
 			}
 		}
@@ -136,23 +136,13 @@ func planSummary(dir string, hosts []string, p *plan.Plan) string {
 	return fmt.Sprintf("%s: %d switch ports assigned to %d hosts, %d unassigned", files, ports, len(hosts), len(p.Unassigned))
 }
 
-// writePlan prints the plan as DESIGN 14 gives it:
-// {"assignments": {"<host>": [{"switchGUID", "port", "switchName"}]}, "unassigned": [...]},
-// each entry with its switch's port 0 LID too ("switchLID": the daemon's
-// PMA reads go there).
-func writePlan(w io.Writer, p *plan.Plan) error {
+// writePlanJSON writes a whole plan or one host's file indented, as DESIGN 14
+// gives it: {"assignments": {"<host>": [{"switchGUID", "port",
+// "switchName"}]}, "unassigned": [...]}, each entry with its switch's port
+// 0 LID too ("switchLID": the daemon's PMA reads go there). The shape is
+// internal/fabricentry's, the one the daemon parses.
+func writePlanJSON[T fabricentry.Plan | fabricentry.File](w io.Writer, v T) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(p)
-}
-
-// writeHostPlan writes one host's file: its list alone, in the same
-// shape, so a daemon reads the file it was given and checks that it names
-// its own host.
-func writeHostPlan(w io.Writer, p *plan.Plan) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Assignments map[string][]plan.Assignment `json:"assignments"`
-	}{p.Assignments})
+	return enc.Encode(v)
 }

@@ -16,16 +16,7 @@ import (
 // has every host's file read by the daemon's own assignment parser.
 func planAndParse(t *testing.T, ports string, hosts ...string) []map[string]any {
 	t.Helper()
-	dir := t.TempDir()
-	nodes := filepath.Join(dir, "nodes")
-	if err := os.WriteFile(nodes, []byte(strings.Join(hosts, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errs bytes.Buffer
-	planDir := filepath.Join(dir, "plan")
-	if code := run([]string{"plan", "--ibnetdiscover", ports, "--lfts", edrLFTs, "--nodes", nodes, "--json", "-o", planDir}, &out, &errs); code != exitOK {
-		t.Fatalf("plan: exit %d: %s", code, errs.String())
-	}
+	out, planDir := planFiles(t, ports, hosts...)
 	total := 0
 	for _, h := range hosts {
 		b, err := os.ReadFile(filepath.Join(planDir, h+".json"))
@@ -66,6 +57,42 @@ func TestIssue40Row7_PlanWritesOnlyWhatTheDaemonAccepts(t *testing.T) {
 // plan still writes every host's list, the daemon accepts each, and
 // port 255 is in the unassigned list with the daemon's reason.
 func TestIssue40Row7_CAOnSwitchPort255IsNotPlanned(t *testing.T) {
+	un := planAndParse(t, port255Ports(t), "node001", "node039", "gpu004")
+	found := false
+	for _, u := range un {
+		if u["port"] == float64(255) {
+			found = true
+			if r, _ := u["reason"].(string); !strings.Contains(r, "1..254") {
+				t.Errorf("port 255 unassigned as %q, want the range said", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("switch port 255 is not in the unassigned list: %v", un)
+	}
+}
+
+// planFiles runs plan --json -o DIR over ports and the EDR tables for
+// hosts, and returns what it printed and DIR.
+func planFiles(t *testing.T, ports string, hosts ...string) (*bytes.Buffer, string) {
+	t.Helper()
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes")
+	if err := os.WriteFile(nodes, []byte(strings.Join(hosts, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	planDir := filepath.Join(dir, "plan")
+	if code := run([]string{"plan", "--ibnetdiscover", ports, "--lfts", edrLFTs, "--nodes", nodes, "--json", "-o", planDir}, &out, &errs); code != exitOK {
+		t.Fatalf("plan: exit %d: %s", code, errs.String())
+	}
+	return &out, planDir
+}
+
+// port255Ports is the EDR lab's ports report crafted so node039's HCA
+// is cabled to switch port 255, which no switch has.
+func port255Ports(t *testing.T) string {
+	t.Helper()
 	b, err := os.ReadFile(edrPorts)
 	if err != nil {
 		t.Fatal(err)
@@ -79,19 +106,7 @@ func TestIssue40Row7_CAOnSwitchPort255IsNotPlanned(t *testing.T) {
 	if err := os.WriteFile(crafted, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	un := planAndParse(t, crafted, "node001", "node039", "gpu004")
-	found := false
-	for _, u := range un {
-		if u["port"] == float64(255) {
-			found = true
-			if r, _ := u["reason"].(string); !strings.Contains(r, "1..254") {
-				t.Errorf("port 255 unassigned as %q, want the range said", r)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("switch port 255 is not in the unassigned list: %v", un)
-	}
+	return crafted
 }
 
 // TestIssue40Row4_ForeignTablesSaidAsSuch: a dump_lfts whose tables are

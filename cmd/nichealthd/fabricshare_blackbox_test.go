@@ -20,14 +20,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/internal/fabricentry"
 	"github.com/nichealth/nichealthd/internal/iblab"
 )
 
+// shareEntry is an entry of a plan's file by value; the file's shape is
+// fabricentry's, the one the plan writes and the daemon parses.
 type shareEntry struct {
-	SwitchGUID string `json:"switchGUID"`
-	Port       int    `json:"port"`
-	SwitchName string `json:"switchName"`
-	SwitchLID  int    `json:"switchLID"`
+	SwitchGUID string
+	Port       int
+	SwitchName string
+	SwitchLID  int // 0: the file left it out
+}
+
+// shareEntries is l by value; an entry without its switch or port fails
+// the test.
+func shareEntries(t *testing.T, l []fabricentry.Entry) []shareEntry {
+	t.Helper()
+	out := make([]shareEntry, 0, len(l))
+	for _, fe := range l {
+		if fe.SwitchGUID == nil || fe.Port == nil {
+			t.Fatalf("an entry without switchGUID or port: %+v", fe)
+		}
+		e := shareEntry{SwitchGUID: *fe.SwitchGUID, Port: *fe.Port, SwitchName: fe.SwitchName}
+		if fe.SwitchLID != nil {
+			e.SwitchLID = *fe.SwitchLID
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // planJob runs nichealth-fabric plan for job on the lab's own dumps and
@@ -77,13 +98,11 @@ func planJobAs(t *testing.T, l *iblab.Lab, runAs, nameMap string, job ...string)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var f struct {
-			Assignments map[string][]shareEntry `json:"assignments"`
-		}
+		var f fabricentry.File
 		if err := json.Unmarshal(b, &f); err != nil || len(f.Assignments) != 1 {
 			t.Fatalf("%s.json: %v\n%s", h, err, b)
 		}
-		lists[h] = f.Assignments[h]
+		lists[h] = shareEntries(t, f.Assignments[h])
 	}
 	return lists, out
 }
@@ -238,7 +257,11 @@ func TestDesign_14_EachSwitchPortReadByTheHostItIsAssignedTo(t *testing.T) {
 
 func writeShare(t *testing.T, path, host string, list []shareEntry) {
 	t.Helper()
-	b, err := json.Marshal(map[string]map[string][]shareEntry{"assignments": {host: list}})
+	f := fabricentry.File{Assignments: map[string][]fabricentry.Entry{host: {}}}
+	for _, e := range list {
+		f.Assignments[host] = append(f.Assignments[host], fabricentry.NewEntry(e.SwitchGUID, e.Port, e.SwitchName, e.SwitchLID))
+	}
+	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}

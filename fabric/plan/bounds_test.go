@@ -91,10 +91,10 @@ func BenchmarkIssue40Row4_CraftedForeignTables(b *testing.B) {
 	}
 }
 
-// TestIssue40Row7_PlanLeavesOutPortsNoDaemonReads: an HCA on switch port
-// 255 (no such port: 1..254) and a switch without a LID are in the
-// plan's unassigned list with the reason, never in a host's list.
-func TestIssue40Row7_PlanLeavesOutPortsNoDaemonReads(t *testing.T) {
+// planPort255AndNoLID plans h1, h2 and h3 on two switches: h1 on port 1
+// of sw (LID 1), h2 on its port 255, h3 on a switch without a LID.
+func planPort255AndNoLID(t *testing.T) *Plan {
+	t.Helper()
 	g := ibnet.Parse([]byte("Switch\t255 \"S-000000000000000a\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n" +
 		"[1]\t\"H-00000000000000b1\"[1](b1) \t\t# \"h1 mlx5_0\" lid 2 4xNDR\n" +
 		"[255]\t\"H-00000000000000b2\"[1](b2) \t\t# \"h2 mlx5_0\" lid 3 4xNDR\n" +
@@ -105,6 +105,14 @@ func TestIssue40Row7_PlanLeavesOutPortsNoDaemonReads(t *testing.T) {
 	}
 	tab, _ := ParseLFTs(bytes.NewReader(nil), g)
 	p, _ := Make(g, tab, []string{"h1", "h2", "h3"})
+	return p
+}
+
+// TestIssue40Row7_PlanLeavesOutPortsNoDaemonReads: an HCA on switch port
+// 255 (no such port: 1..254) and a switch without a LID are in the
+// plan's unassigned list with the reason, never in a host's list.
+func TestIssue40Row7_PlanLeavesOutPortsNoDaemonReads(t *testing.T) {
+	p := planPort255AndNoLID(t)
 	if len(p.Assignments["h1"]) != 1 || p.Assignments["h1"][0].Port != 1 {
 		t.Errorf("h1: %+v, want switch port 1 (%+v)", p.Assignments["h1"], p)
 	}

@@ -16,26 +16,27 @@ import (
 // this many ports more than the least-loaded host.
 const Threshold = 5
 
-// Assignment is one switch port for a host to read.
+// Assignment is one switch port for a host to read. Its Entry is what
+// the host's file holds.
 type Assignment struct {
-	SwitchGUID ibnet.GUID `json:"switchGUID"`
-	Port       int        `json:"port"`
-	SwitchName string     `json:"switchName"`
+	SwitchGUID ibnet.GUID
+	Port       int
+	SwitchName string
 	// SwitchLID is the switch's port 0 LID, where its PMA answers: the
 	// reading daemon sends its MADs there, after checking the LID still
-	// belongs to SwitchGUID (0, left out: the inputs gave none, and a
-	// daemon refuses the entry).
-	SwitchLID int `json:"switchLID,omitempty"`
-	// Rule says why the port is this host's (not in the JSON): Direct,
+	// belongs to SwitchGUID (0, left out of the file: the inputs gave
+	// none, and a daemon refuses the entry).
+	SwitchLID int
+	// Rule says why the port is this host's (not in the file): Direct,
 	// Forwarded or LeastLoaded.
-	Rule Rule `json:"-"`
+	Rule Rule
 }
 
 // Unassigned is a port on the job's paths that no host of the job can
 // read, and why.
 type Unassigned struct {
 	Assignment
-	Reason string `json:"reason"`
+	Reason string
 }
 
 // Rule is which of the slides' rules gave a port to its host.
@@ -52,10 +53,11 @@ const (
 	LeastLoaded
 )
 
-// Plan is one list of switch ports per host of the job (rule 5).
+// Plan is one list of switch ports per host of the job (rule 5). Whole
+// and File give it the assignment file's shape.
 type Plan struct {
-	Assignments map[string][]Assignment `json:"assignments"`
-	Unassigned  []Unassigned            `json:"unassigned"`
+	Assignments map[string][]Assignment
+	Unassigned  []Unassigned
 }
 
 // HostPort is one cabled HCA port of a job host.

@@ -35,20 +35,6 @@ type Entry struct {
 	Port      int
 }
 
-// fileEntry is an entry as nichealth-fabric plan writes it.
-type fileEntry struct {
-	SwitchGUID *string `json:"switchGUID"`
-	Port       *int    `json:"port"`
-	SwitchName string  `json:"switchName"`
-	SwitchLID  *int    `json:"switchLID"`
-}
-
-type file struct {
-	Assignments map[string][]fileEntry `json:"assignments"`
-	// Unassigned is in a whole plan (--json); a host reads none of it.
-	Unassigned json.RawMessage `json:"unassigned"`
-}
-
 // Parse validates an assignment file and returns the list of host: its
 // entry in "assignments" (host names compare by their first label,
 // case-insensitively, as hostname -s and a Slurm node list write them).
@@ -64,7 +50,10 @@ func Parse(b []byte, host string) ([]Entry, error) {
 		return nil, errors.New("not valid UTF-8: not a file nichealth-fabric plan wrote")
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
-	var f file
+	// The file's shape is fabricentry's, the one the plan writes. A whole
+	// plan (--json) parses too: its "unassigned" list is no host's to
+	// read, and File leaves it out.
+	var f fabricentry.File
 	if err := d.Decode(&f); err != nil {
 		return nil, fmt.Errorf("not the JSON nichealth-fabric plan writes ({\"assignments\": {\"<host>\": [...]}}): %v", err)
 	}
@@ -78,7 +67,7 @@ func Parse(b []byte, host string) ([]Entry, error) {
 	if want == "" {
 		return nil, errors.New("this host has no name to look up in the file: set [fabric] host")
 	}
-	var list []fileEntry
+	var list []fabricentry.Entry
 	found := false
 	names := make([]string, 0, len(f.Assignments))
 	for h, l := range f.Assignments {
@@ -109,7 +98,7 @@ func Parse(b []byte, host string) ([]Entry, error) {
 	seen := make(map[sp]int, len(list))
 	lids := map[string]int{}
 	for i, fe := range list {
-		e, err := fe.entry()
+		e, err := entry(fe)
 		if err != nil {
 			return nil, fmt.Errorf("%s entry %d: %v", want, i+1, err)
 		}
@@ -133,7 +122,8 @@ func Parse(b []byte, host string) ([]Entry, error) {
 	return out, nil
 }
 
-func (fe *fileEntry) entry() (Entry, error) {
+// entry validates fe, telling a key left out (nil) from a value refused.
+func entry(fe fabricentry.Entry) (Entry, error) {
 	if fe.SwitchGUID == nil {
 		return Entry{}, errors.New("no switchGUID")
 	}

@@ -38,6 +38,13 @@ func TestParse_TheHostsList(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].SwitchGUID != "0x0000000000000002" || got[0].SwitchName != "0x0000000000000002" {
 		t.Fatalf("whole plan: %+v %v", got, err)
 	}
+	// The unassigned list is no host's: whatever it holds, the host's
+	// list is read.
+	for _, un := range []string{`[]`, `null`, `5`, `[{"switchGUID": 5, "port": "x"}]`, `{"a": []}`} {
+		if got, err := Parse([]byte(`{"assignments": {"gpu-a017": []}, "unassigned": `+un+`}`), "gpu-a017"); err != nil || len(got) != 0 {
+			t.Errorf("unassigned %s: %v %v", un, got, err)
+		}
+	}
 	// An empty list is a list: this host reads nothing in this job.
 	if got, err := Parse([]byte(`{"assignments": {"gpu-a017": []}}`), "gpu-a017"); err != nil || len(got) != 0 {
 		t.Fatalf("empty: %v %v", got, err)
