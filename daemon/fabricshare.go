@@ -6,8 +6,8 @@ import (
 
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/internal/fabricentry"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
-	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // fabricRun is the reader of this host's share of the fabric's switch

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/config"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
 )
 
 // farEndRun is the far end's reader and the helper it runs: the daemon's

@@ -6,8 +6,8 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 	"github.com/nichealth/nichealthd/persist/outbox"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // metricsSource is the daemon as the metrics endpoint sees it: the same

@@ -18,10 +18,10 @@ import (
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/internal/version"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // Daemon is a running nichealthd.

@@ -3,9 +3,9 @@ package cable
 import (
 	"time"
 
+	"github.com/nichealth/nichealthd/mad/farend"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
 )
 
 // The error counters that give a direction, at each end of an InfiniBand

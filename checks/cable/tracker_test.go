@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 

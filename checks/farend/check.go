@@ -11,8 +11,8 @@ import (
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
 )
 
 // CheckName is the check's name on the wire and in --checks.

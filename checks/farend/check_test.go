@@ -12,11 +12,11 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 type boundary struct{}

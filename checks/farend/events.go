@@ -11,8 +11,8 @@ import (
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // UnstableRow is the row name of the peer-unstable finding (error code

@@ -10,8 +10,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Peer churn (DESIGN.md section 13, "a peer whose GUID keeps changing"):

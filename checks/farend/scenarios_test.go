@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // readAs is read with the reading's width given (PortCountersExtended's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/farend"
+	"github.com/nichealth/nichealthd/mad/farend"
 )
 
 // TestFarEnd_13_StaleNotVanished (DESIGN.md sections 9 and 13): a far end

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // discardWriter is a ResponseWriter that drops the body, so the benchmark

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // TestIssue40Row8_RefusedEntriesAreNotFabricPorts: an entry refused for

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // FabricSource is a Source that reads a share of the fabric's switch

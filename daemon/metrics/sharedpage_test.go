@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // largeShare is the largest share an assignment may hold: 10,000 switch

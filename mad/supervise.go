@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // lose kills the helper after a failed exchange, records why and when it

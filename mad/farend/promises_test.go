@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // recabling is the fake fabric with one recabling: at the first NodeInfo

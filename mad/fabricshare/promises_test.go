@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // lidWatch records the LIDs counters are read at once armed, which it is

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/internal/nodenamemap"
 	"github.com/nichealth/nichealthd/internal/regularfile"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // names is the node-name map, read again when the file changes.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Client is what the reader asks of the MAD helper (*mad.Client).

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/iblab"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // The reader over the real helper in the lab fabric: an assigned port's

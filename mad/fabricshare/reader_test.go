@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // fakeFabric answers as a fabric of switches by LID would. The helper

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // errNoSource: no local ACTIVE InfiniBand port to send MADs from.

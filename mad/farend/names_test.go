@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/hangfs"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 var leaf1 = wire.Peer{NodeGUID: "0xb83fd20300a01000", Description: "MF0;ibsw-leaf1:MQM8700/U1"}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // fakeClient is a fabric of switches answering by the local port's GUID.
