@@ -32,8 +32,8 @@ func fabricHost(cfg *config.Config) string {
 	return fabricentry.ShortHost(h)
 }
 
-func fabricConfig(cfg *config.Config) fabricshare.Config {
-	return fabricshare.Config{Assignment: cfg.Fabric.Assignment, Optional: cfg.Fabric.AssignmentOptional, Host: fabricHost(cfg),
+func fabricConfig(cfg *config.Config) fabricshare.ShareConfig {
+	return fabricshare.ShareConfig{Assignment: cfg.Fabric.Assignment, Optional: cfg.Fabric.AssignmentOptional, Host: fabricHost(cfg),
 		Interval: cfg.Fabric.Interval, Timeout: cfg.Fabric.Timeout, UmadDir: filepath.Join(cfg.Paths.DevRoot, "infiniband")}
 }
 
@@ -59,7 +59,7 @@ func (d *Daemon) syncFabricLocked(cfg *config.Config) {
 	d.stopFabricLocked()
 	log := d.log.With("component", "fabric-share")
 	client := mad.New(mad.Config{Path: path, Log: log})
-	d.fabricReader.Store(fabricshare.Start(fabricConfig(cfg), client, log))
+	d.fabricReader.Store(fabricshare.StartShareReader(fabricConfig(cfg), client, log))
 	fr.helper = path
 }
 
@@ -76,7 +76,7 @@ func (d *Daemon) stopFabricLocked() {
 
 // fabricReading is the share's latest reading, nil when none is read;
 // lock-free, for /metrics.
-func (d *Daemon) fabricReading() *fabricshare.Reading {
+func (d *Daemon) fabricReading() *fabricshare.ShareReading {
 	if r := d.fabricReader.Load(); r != nil {
 		return r.Latest()
 	}

@@ -15,7 +15,7 @@ import (
 // to start, reconfigure and stop, on the loop's goroutine, never waiting
 // for them there.
 type farEndRun struct {
-	reader *farend.Reader
+	reader *farend.PeerReader
 	helper string
 }
 
@@ -40,8 +40,8 @@ func helperPath(cfg *config.Config) string {
 	return filepath.Clean(cands[0])
 }
 
-func readerConfig(cfg *config.Config) farend.Config {
-	return farend.Config{Interval: cfg.FarEnd.Interval, Timeout: cfg.FarEnd.Timeout, NodeNameMap: cfg.FarEnd.NodeNameMap,
+func readerConfig(cfg *config.Config) farend.PeerConfig {
+	return farend.PeerConfig{Interval: cfg.FarEnd.Interval, Timeout: cfg.FarEnd.Timeout, NodeNameMap: cfg.FarEnd.NodeNameMap,
 		Optional: cfg.FarEnd.NodeNameMapOptional, UmadDir: filepath.Join(cfg.Paths.DevRoot, "infiniband")}
 }
 
@@ -66,7 +66,7 @@ func (d *Daemon) syncFarEndLocked(cfg *config.Config) {
 	d.stopFarEndLocked()
 	log := d.log.With("component", "far-end")
 	client := mad.New(mad.Config{Path: path, Log: log})
-	fe.reader, fe.helper = farend.Start(readerConfig(cfg), client, log), path
+	fe.reader, fe.helper = farend.StartPeerReader(readerConfig(cfg), client, log), path
 	d.run.UseFarEnd(fe.reader)
 	d.log.Info("reading the far end of the InfiniBand ports", "helper", path, "interval", cfg.FarEnd.Interval)
 }

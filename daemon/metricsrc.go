@@ -83,4 +83,4 @@ func outboxStats(st outbox.Stats) metrics.OutboxStats {
 
 // Fabric is the share of the fabric's switch ports this host reads: the
 // reader's published reading, an atomic load.
-func (s metricsSource) Fabric() *fabricshare.Reading { return s.d.fabricReading() }
+func (s metricsSource) Fabric() *fabricshare.ShareReading { return s.d.fabricReading() }

@@ -92,7 +92,7 @@ type Daemon struct {
 	// fabric is the reader of this host's share of the fabric
 	// (fabricshare.go), published for /metrics without the lock.
 	fabric       fabricRun
-	fabricReader atomic.Pointer[fabricshare.Reader]
+	fabricReader atomic.Pointer[fabricshare.ShareReader]
 }
 
 type busHolder struct{ b busPublisher }

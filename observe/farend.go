@@ -14,7 +14,7 @@ var farEndChecks = []string{event.FarEndCheck}
 // when they change and takes its latest reading.
 type FarEndSource interface {
 	SetTargets([]farend.Target)
-	Latest() *farend.Reading
+	Latest() *farend.PeerReading
 }
 
 // farEndWatch is what the observer tells the far end's reader: the plan's

@@ -81,7 +81,7 @@ type Observation struct {
 
 	// FarEnd is the far end's latest reading (nil when it is not read:
 	// the one-shot check, [farEnd] off). It is shared and immutable.
-	FarEnd *farend.Reading
+	FarEnd *farend.PeerReading
 	// LinkStory is what the last pass read of the RoCE ports'
 	// transceivers and of devlink (LinkStory.New: a pass finished since
 	// the last cycle).

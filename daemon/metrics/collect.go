@@ -79,7 +79,7 @@ type snapshot struct {
 	stalled  bool
 	// fabric is the share of the fabric's switch ports (nil: none read,
 	// or a Source that reads none).
-	fabric *fabricshare.Reading
+	fabric *fabricshare.ShareReading
 }
 
 func gather(src Source) snapshot {

@@ -15,7 +15,7 @@ var errNoSource = errors.New("no ACTIVE InfiniBand port on this host to send MAD
 
 // source finds (once, and again after a failure) the local port the MADs
 // leave by: the first ACTIVE InfiniBand port with a LID.
-func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
+func (r *ShareReader) source(ctx context.Context, cfg ShareConfig) (wire.Local, error) {
 	if r.src.GUID != "" {
 		return r.src, nil
 	}
@@ -41,7 +41,7 @@ func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
 
 // readPort reads one assigned port: its switch's LID checked first (once
 // per round), its PMA's offer known (cached), then one counter read.
-func (r *Reader) readPort(ctx context.Context, cfg Config, e Entry) error {
+func (r *ShareReader) readPort(ctx context.Context, cfg ShareConfig, e Entry) error {
 	k := portKey{e.SwitchGUID, e.Port}
 	old := r.ports[k]
 	if old == nil {
@@ -76,7 +76,7 @@ type refusal struct{ why string }
 
 func (e *refusal) Error() string { return e.why }
 
-func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReading) error {
+func (r *ShareReader) readInto(ctx context.Context, cfg ShareConfig, e Entry, p *SharePort) error {
 	local, err := r.source(ctx, cfg)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReadi
 }
 
 // classPortInfo asks the switch's PMA what it offers.
-func (r *Reader) classPortInfo(ctx context.Context, cfg Config, local wire.Local, e Entry, s *switchState) error {
+func (r *ShareReader) classPortInfo(ctx context.Context, cfg ShareConfig, local wire.Local, e Entry, s *switchState) error {
 	cpi, err := r.c.ClassPortInfo(ctx, local, e.SwitchLID, cfg.Timeout)
 	if err != nil {
 		r.lost(err)
@@ -176,7 +176,7 @@ const nodeSwitch = 2
 
 // lost forgets the source port after a failure that may mean it is gone
 // (no such port, cannot open it): the next read looks for one again.
-func (r *Reader) lost(err error) {
+func (r *ShareReader) lost(err error) {
 	var we *wire.Error
 	if errors.As(err, &we) && (we.Kind == wire.ErrNoPort || we.Kind == wire.ErrOpen) {
 		r.src = wire.Local{}

@@ -17,8 +17,8 @@ import (
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
-// Client is what the reader asks of the MAD helper (*mad.Client).
-type Client interface {
+// ShareClient is what the reader asks of the MAD helper (*mad.Client).
+type ShareClient interface {
 	Ports(ctx context.Context, timeout time.Duration) ([]wire.LocalPort, error)
 	NodeInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.Node, error)
 	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
@@ -28,8 +28,8 @@ type Client interface {
 	Close() error
 }
 
-// Config is how the reader reads.
-type Config struct {
+// ShareConfig is how the reader reads.
+type ShareConfig struct {
 	// Assignment is the assignment file ("" reads nothing). Optional
 	// says it is the conventional path, quietly nothing while absent.
 	Assignment string
@@ -45,9 +45,9 @@ type Config struct {
 	UmadDir string
 }
 
-// PortReading is what the reader knows of one assigned port. Published
+// SharePort is what the reader knows of one assigned port. Published
 // readings are never modified.
-type PortReading struct {
+type SharePort struct {
 	Entry
 	// Read says Counters hold a reading, taken at ReadAt; in the order
 	// of wire.Fields. Wide says the error counters are PortCountersExtended's
@@ -67,9 +67,9 @@ type PortReading struct {
 	Refused string
 }
 
-// Reading is one published state of the share. It is never modified once
+// ShareReading is one published state of the share. It is never modified once
 // published.
-type Reading struct {
+type ShareReading struct {
 	// Gen increments with every publication.
 	Gen uint64
 	At  time.Time
@@ -85,18 +85,18 @@ type Reading struct {
 	// when it can).
 	Unavailable string
 	// Ports is the list in force, by switch GUID and port.
-	Ports []*PortReading
+	Ports []*SharePort
 }
 
-// Reader reads the share on its own goroutine.
-type Reader struct {
-	c   Client
+// ShareReader reads the share on its own goroutine.
+type ShareReader struct {
+	c   ShareClient
 	log *slog.Logger
 
 	mu  sync.Mutex
-	cfg Config
+	cfg ShareConfig
 
-	latest atomic.Pointer[Reading]
+	latest atomic.Pointer[ShareReading]
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -107,7 +107,7 @@ type Reader struct {
 	stopWatch context.CancelFunc
 	rewatch   func()
 	list      []Entry
-	ports     map[portKey]*PortReading
+	ports     map[portKey]*SharePort
 	switches  map[string]*switchState
 	// tried is when each listed port was last asked for (read or not):
 	// a round reads the longest-waiting first, so a list that changes
@@ -151,24 +151,24 @@ const cpiEvery = 10
 // publication copies the list's pointers.
 const publishEvery = 2 * time.Second
 
-// Start runs the reader over c; Close ends it.
-func Start(cfg Config, c Client, log *slog.Logger) *Reader {
+// StartShareReader runs the reader over c; Close ends it.
+func StartShareReader(cfg ShareConfig, c ShareClient, log *slog.Logger) *ShareReader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[portKey]*PortReading{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
+	r := &ShareReader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		ports: map[portKey]*SharePort{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
 		logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}, timer: time.NewTimer(time.Hour)}
 	r.timer.Stop()
-	r.latest.Store(&Reading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
+	r.latest.Store(&ShareReading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
 	go r.loop(ctx)
 	return r
 }
 
 // Configure applies a new configuration and reads the assignment file
 // again (a reload: systemctl reload, SIGHUP).
-func (r *Reader) Configure(cfg Config) {
+func (r *ShareReader) Configure(cfg ShareConfig) {
 	r.mu.Lock()
 	r.cfg = cfg
 	r.mu.Unlock()
@@ -176,9 +176,9 @@ func (r *Reader) Configure(cfg Config) {
 }
 
 // fileChanged has the file read again.
-func (r *Reader) fileChanged() { r.poke() }
+func (r *ShareReader) fileChanged() { r.poke() }
 
-func (r *Reader) poke() {
+func (r *ShareReader) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -186,22 +186,22 @@ func (r *Reader) poke() {
 }
 
 // Latest is the last published reading (never nil).
-func (r *Reader) Latest() *Reading { return r.latest.Load() }
+func (r *ShareReader) Latest() *ShareReading { return r.latest.Load() }
 
 // Close stops the reader and the helper.
-func (r *Reader) Close() {
+func (r *ShareReader) Close() {
 	r.cancel()
 	<-r.done
 	r.c.Close()
 }
 
-func (r *Reader) config() Config {
+func (r *ShareReader) config() ShareConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg
 }
 
-func (r *Reader) loop(ctx context.Context) {
+func (r *ShareReader) loop(ctx context.Context) {
 	defer close(r.done)
 	defer func() {
 		if r.stopWatch != nil {
@@ -233,7 +233,7 @@ func (r *Reader) loop(ctx context.Context) {
 // reports whether the list or the pace changed (a new round starts);
 // otherwise the round goes on where it was, so a reload now and then
 // does not starve the end of a long list.
-func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
+func (r *ShareReader) changed(ctx context.Context, cfg *ShareConfig) bool {
 	before := r.list
 	now := r.refresh(ctx)
 	differs := !slices.Equal(before, r.list) || now.Interval != cfg.Interval || now.Timeout != cfg.Timeout
@@ -247,7 +247,7 @@ func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
 // every wake-up (the file changed, a reload): a watch that could not be
 // set up, or a directory that appeared later, is caught within an
 // interval.
-func (r *Reader) refresh(ctx context.Context) Config {
+func (r *ShareReader) refresh(ctx context.Context) ShareConfig {
 	cfg := r.config()
 	if cfg.Assignment != r.watched {
 		if r.stopWatch != nil {
@@ -271,7 +271,7 @@ func (r *Reader) refresh(ctx context.Context) Config {
 
 // load reads and applies the assignment file; a refused file keeps the
 // list in force.
-func (r *Reader) load(cfg Config) {
+func (r *ShareReader) load(cfg ShareConfig) {
 	if cfg.Assignment == "" {
 		r.apply(nil)
 		r.valid, r.refused, r.absent = true, "", false
@@ -322,12 +322,12 @@ func countSwitches(list []Entry) int {
 // apply puts list in force: ports kept keep their readings and error
 // counts, ports dropped are forgotten, and so are switches no longer
 // listed (memory follows the list).
-func (r *Reader) apply(list []Entry) {
+func (r *ShareReader) apply(list []Entry) {
 	if slices.Equal(list, r.list) {
 		return
 	}
 	r.list = list
-	keep := make(map[portKey]*PortReading, len(list))
+	keep := make(map[portKey]*SharePort, len(list))
 	tried := make(map[portKey]time.Time, len(list))
 	sw := map[string]*switchState{}
 	for _, e := range list {
@@ -337,7 +337,7 @@ func (r *Reader) apply(list []Entry) {
 		}
 		p := r.ports[k]
 		if p == nil || p.Entry != e {
-			np := &PortReading{Entry: e}
+			np := &SharePort{Entry: e}
 			if p != nil && p.SwitchLID == e.SwitchLID {
 				np.Errors = p.Errors
 			}
@@ -352,7 +352,7 @@ func (r *Reader) apply(list []Entry) {
 }
 
 // sleepUntil waits until t; false when woken first (or ctx ended).
-func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
+func (r *ShareReader) sleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return true
@@ -372,7 +372,7 @@ func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
 // readRound reads every port of the list once, the reads spread evenly
 // over the interval. A change of the list or the pace ends the round
 // early (restart): the next one starts with the new list at once.
-func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (restart bool) {
+func (r *ShareReader) readRound(ctx context.Context, cfg ShareConfig, start time.Time) (restart bool) {
 	if len(r.list) == 0 {
 		return false
 	}
@@ -424,7 +424,7 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 }
 
 // sayOnce logs a line once per process for key.
-func (r *Reader) sayOnce(key, msg string, args ...any) {
+func (r *ShareReader) sayOnce(key, msg string, args ...any) {
 	if r.saidOnce[key] {
 		return
 	}
@@ -432,12 +432,12 @@ func (r *Reader) sayOnce(key, msg string, args ...any) {
 	r.log.Warn(msg, args...)
 }
 
-func (r *Reader) publish(cfg Config) {
+func (r *ShareReader) publish(cfg ShareConfig) {
 	r.gen++
 	now := time.Now()
 	r.published = now
-	rd := &Reading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
-		Ports: make([]*PortReading, 0, len(r.list))}
+	rd := &ShareReading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
+		Ports: make([]*SharePort, 0, len(r.list))}
 	if len(r.list) > 0 {
 		rd.Unavailable = umadMissing(cfg.UmadDir)
 		if rd.Unavailable == "" && rd.Helper.Health == mad.Unavailable {

@@ -34,7 +34,7 @@ const maxMapBytes = 8 << 20
 // returned by then is joined by the next round's, never repeated.
 const mapReadDeadline = 5 * time.Second
 
-func (n *names) refresh(cfg Config, log *slog.Logger, once func(key, msg string, args ...any)) {
+func (n *names) refresh(cfg PeerConfig, log *slog.Logger, once func(key, msg string, args ...any)) {
 	if n.files == nil {
 		n.files = &regularfile.Joined{}
 	}

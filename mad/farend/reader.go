@@ -17,8 +17,8 @@ import (
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
-// Client is what the reader asks of the MAD helper (*mad.Client).
-type Client interface {
+// PeerClient is what the reader asks of the MAD helper (*mad.Client).
+type PeerClient interface {
 	Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
 	PeerNode(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
 	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
@@ -43,8 +43,8 @@ type Target struct {
 	Epoch uint64
 }
 
-// Config is how the reader reads.
-type Config struct {
+// PeerConfig is how the reader reads.
+type PeerConfig struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	// NodeNameMap names peers ("" none); Optional says it is the
@@ -63,8 +63,8 @@ type Peer struct {
 	Name string
 }
 
-// PortReading is what the reader knows of one local port's far end.
-type PortReading struct {
+// PeerPort is what the reader knows of one local port's far end.
+type PeerPort struct {
 	Device string
 	Port   int
 	GUID   string
@@ -95,9 +95,9 @@ type PortReading struct {
 	ReadErrors uint64
 }
 
-// Reading is one published state of every watched port's far end. It is
+// PeerReading is one published state of every watched port's far end. It is
 // never modified once published.
-type Reading struct {
+type PeerReading struct {
 	// Gen increments with every publication.
 	Gen uint64
 	At  time.Time
@@ -106,11 +106,11 @@ type Reading struct {
 	// Unavailable says why no far end can be read on this host at all ("":
 	// it can): no umad device, the helper or its libraries missing.
 	Unavailable string
-	Ports       []PortReading
+	Ports       []PeerPort
 }
 
 // Port is the reading of device/port (nil when not watched).
-func (r *Reading) Port(device string, port int) *PortReading {
+func (r *PeerReading) Port(device string, port int) *PeerPort {
 	for i := range r.Ports {
 		if r.Ports[i].Device == device && r.Ports[i].Port == port {
 			return &r.Ports[i]
@@ -119,22 +119,22 @@ func (r *Reading) Port(device string, port int) *PortReading {
 	return nil
 }
 
-// Reader reads the far ends on its own goroutine.
-type Reader struct {
-	c   Client
+// PeerReader reads the far ends on its own goroutine.
+type PeerReader struct {
+	c   PeerClient
 	log *slog.Logger
 
 	mu      sync.Mutex
-	cfg     Config
+	cfg     PeerConfig
 	targets []Target
 
-	latest atomic.Pointer[Reading]
+	latest atomic.Pointer[PeerReading]
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	// Owned by the goroutine:
-	ports    map[key]*PortReading
+	ports    map[key]*PeerPort
 	epochs   map[key]uint64
 	names    names
 	logs     repeats.Limiter
@@ -154,22 +154,22 @@ type key struct {
 	port int
 }
 
-// Start runs the reader over c; Close ends it.
-func Start(cfg Config, c Client, log *slog.Logger) *Reader {
+// StartPeerReader runs the reader over c; Close ends it.
+func StartPeerReader(cfg PeerConfig, c PeerClient, log *slog.Logger) *PeerReader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[key]*PortReading{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}}
-	r.latest.Store(&Reading{At: time.Now(), Helper: c.State()})
+	r := &PeerReader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		ports: map[key]*PeerPort{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}}
+	r.latest.Store(&PeerReading{At: time.Now(), Helper: c.State()})
 	go r.loop(ctx)
 	return r
 }
 
 // SetTargets replaces the ports to watch; the reader looks at once at
 // what changed. The caller keeps ts (it is copied).
-func (r *Reader) SetTargets(ts []Target) {
+func (r *PeerReader) SetTargets(ts []Target) {
 	r.mu.Lock()
 	r.targets = append(r.targets[:0], ts...)
 	r.mu.Unlock()
@@ -177,14 +177,14 @@ func (r *Reader) SetTargets(ts []Target) {
 }
 
 // Configure applies a new configuration at once.
-func (r *Reader) Configure(cfg Config) {
+func (r *PeerReader) Configure(cfg PeerConfig) {
 	r.mu.Lock()
 	r.cfg = cfg
 	r.mu.Unlock()
 	r.poke()
 }
 
-func (r *Reader) poke() {
+func (r *PeerReader) poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -192,22 +192,22 @@ func (r *Reader) poke() {
 }
 
 // Latest is the last published reading (never nil).
-func (r *Reader) Latest() *Reading { return r.latest.Load() }
+func (r *PeerReader) Latest() *PeerReading { return r.latest.Load() }
 
 // Close stops the reader and the helper.
-func (r *Reader) Close() {
+func (r *PeerReader) Close() {
 	r.cancel()
 	<-r.done
 	r.c.Close()
 }
 
-func (r *Reader) snapshot() (Config, []Target) {
+func (r *PeerReader) snapshot() (PeerConfig, []Target) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg, slices.Clone(r.targets)
 }
 
-func (r *Reader) loop(ctx context.Context) {
+func (r *PeerReader) loop(ctx context.Context) {
 	defer close(r.done)
 	var last time.Time
 	for {
@@ -240,7 +240,7 @@ func (r *Reader) loop(ctx context.Context) {
 // reads its counters; otherwise only ports whose state changed (or that
 // were never found) are found again, and only a new peer is read (its
 // baseline).
-func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) {
+func (r *PeerReader) round(ctx context.Context, cfg PeerConfig, ts []Target, full bool) {
 	now := time.Now()
 	r.names.refresh(cfg, r.log, r.sayOnce)
 	unavailable := umadMissing(cfg.UmadDir)
@@ -250,7 +250,7 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 		keep[k] = true
 		p := r.ports[k]
 		if p == nil {
-			p = &PortReading{Device: t.Device, Port: t.Port}
+			p = &PeerPort{Device: t.Device, Port: t.Port}
 			r.ports[k] = p
 		}
 		changed := r.epochs[k] != t.Epoch || p.GUID != t.GUID
@@ -303,7 +303,7 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 // offers. Counters are one GMP: PortCounters, or PortCountersExtended
 // when it carries the 64-bit error counters (PortCounters too when it
 // carries only the 64-bit data counters).
-func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, read bool) {
+func (r *PeerReader) look(ctx context.Context, cfg PeerConfig, p *PeerPort, changed, read bool) {
 	r.lastErr = nil
 	local := wire.Local{GUID: p.GUID}
 	if p.Found && !changed {
@@ -338,7 +338,7 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 			p.Found = false
 			return
 		}
-		*p = PortReading{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq, ReadErrors: p.ReadErrors}
+		*p = PeerPort{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq, ReadErrors: p.ReadErrors}
 		read = true
 	}
 	p.Found, p.Peer, p.FoundAt, p.Err = true, np, time.Now(), ""
@@ -347,7 +347,7 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 	}
 }
 
-func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, local wire.Local) {
+func (r *PeerReader) readCounters(ctx context.Context, cfg PeerConfig, p *PeerPort, local wire.Local) {
 	peer := &p.Peer
 	var ext *wire.PortCountersExt
 	if p.CPI.Extended() {
@@ -378,7 +378,7 @@ func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, l
 	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, pc, false, ext
 }
 
-func (r *Reader) fail(p *PortReading, what string, err error) {
+func (r *PeerReader) fail(p *PeerPort, what string, err error) {
 	r.lastErr = err
 	p.ReadErrors++
 	p.Err = fmt.Sprintf("%s: %v", what, err)
@@ -388,7 +388,7 @@ func (r *Reader) fail(p *PortReading, what string, err error) {
 }
 
 // sayOnce logs a line once per process for key.
-func (r *Reader) sayOnce(key, msg string, args ...any) {
+func (r *PeerReader) sayOnce(key, msg string, args ...any) {
 	if r.saidOnce[key] {
 		return
 	}
@@ -396,9 +396,9 @@ func (r *Reader) sayOnce(key, msg string, args ...any) {
 	r.log.Warn(msg, args...)
 }
 
-func (r *Reader) publish(now time.Time, st mad.State, unavailable string) {
+func (r *PeerReader) publish(now time.Time, st mad.State, unavailable string) {
 	r.gen++
-	rd := &Reading{Gen: r.gen, At: now, Helper: st, Unavailable: unavailable, Ports: make([]PortReading, 0, len(r.ports))}
+	rd := &PeerReading{Gen: r.gen, At: now, Helper: st, Unavailable: unavailable, Ports: make([]PeerPort, 0, len(r.ports))}
 	for _, p := range r.ports {
 		c := *p
 		if p.Ext != nil {
@@ -407,7 +407,7 @@ func (r *Reader) publish(now time.Time, st mad.State, unavailable string) {
 		}
 		rd.Ports = append(rd.Ports, c)
 	}
-	slices.SortFunc(rd.Ports, func(a, b PortReading) int {
+	slices.SortFunc(rd.Ports, func(a, b PeerPort) int {
 		if a.Device != b.Device {
 			return strings.Compare(a.Device, b.Device)
 		}
