@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/mad/readcore"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
@@ -57,7 +58,7 @@ func (r *ShareReader) readPort(ctx context.Context, cfg ShareConfig, e Entry) er
 		// cannot have this port, so no later round asks again while
 		// the entry stays in the list.
 		np.Refused, np.Err = refused.why, ""
-		r.log.Warn("fabric assignment entry refused: it is not read", "switch", e.SwitchGUID, "switchName", e.SwitchName,
+		r.loop.Log().Warn("fabric assignment entry refused: it is not read", "switch", e.SwitchGUID, "switchName", e.SwitchName,
 			"port", e.Port, "lid", e.SwitchLID, "reason", refused.why)
 		err = nil
 	case err != nil:
@@ -128,33 +129,16 @@ func (r *ShareReader) readInto(ctx context.Context, cfg ShareConfig, e Entry, p 
 	if s.cpi == nil {
 		return fmt.Errorf("switch %s: its PMA's offer is unknown", e.SwitchGUID)
 	}
-	if s.cpi.Extended() {
-		x, err := r.c.PortCountersExt(ctx, local, e.SwitchLID, e.Port, s.cpi.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCountersExtended of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		if x.Errors != nil {
-			p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), x.Errors.Values(), true
-			return nil
-		}
-		// The error counters only in PortCounters: read it, and keep
-		// the 64-bit data counters.
-		pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = x.PortXmitData, x.PortRcvData, x.PortXmitPkts, x.PortRcvPkts
-		p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
-		return nil
-	}
-	pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
+	c, err := readcore.ReadCounters(ctx, r.c, local, *s.cpi, e.SwitchLID, e.Port, cfg.Timeout)
 	if err != nil {
 		r.lost(err)
-		return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
+		req := "PortCounters"
+		if ce := (*readcore.CounterError)(nil); errors.As(err, &ce) && ce.Extended {
+			req = "PortCountersExtended"
+		}
+		return fmt.Errorf("PMA %s of %s port %d (LID %d): %w", req, e.SwitchName, e.Port, e.SwitchLID, err)
 	}
-	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
+	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), c.Values(), c.Wide
 	return nil
 }
 

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/readcore"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
@@ -21,11 +19,7 @@ import (
 type ShareClient interface {
 	Ports(ctx context.Context, timeout time.Duration) ([]wire.LocalPort, error)
 	NodeInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.Node, error)
-	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
-	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
-	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
-	State() mad.State
-	Close() error
+	readcore.Client
 }
 
 // ShareConfig is how the reader reads.
@@ -88,18 +82,14 @@ type ShareReading struct {
 	Ports []*SharePort
 }
 
-// ShareReader reads the share on its own goroutine.
+// ShareReader reads the share on its own goroutine. Its Configure (which
+// reads the assignment file again: a reload, systemctl reload or SIGHUP,
+// reloads the assignment too), Latest and Close are the MAD readers'
+// shared core's.
 type ShareReader struct {
-	c   ShareClient
-	log *slog.Logger
-
-	mu  sync.Mutex
-	cfg ShareConfig
-
-	latest atomic.Pointer[ShareReading]
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	readcore.Core[ShareConfig, ShareReading]
+	loop *readcore.Loop[ShareConfig, ShareReading]
+	c    ShareClient
 
 	// Owned by the goroutine:
 	files     regularfile.Joined
@@ -122,7 +112,6 @@ type ShareReader struct {
 	round     uint64
 	published time.Time
 	timer     *time.Timer
-	saidOnce  map[string]bool
 }
 
 type portKey struct {
@@ -153,62 +142,22 @@ const publishEvery = 2 * time.Second
 
 // StartShareReader runs the reader over c; Close ends it.
 func StartShareReader(cfg ShareConfig, c ShareClient, log *slog.Logger) *ShareReader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &ShareReader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+	l := readcore.New(cfg, &ShareReading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()}, c, log)
+	r := &ShareReader{Core: l.Core(), loop: l, c: c,
 		ports: map[portKey]*SharePort{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
-		logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}, timer: time.NewTimer(time.Hour)}
+		logs: repeats.Limiter{Window: time.Hour}, timer: time.NewTimer(time.Hour)}
 	r.timer.Stop()
-	r.latest.Store(&ShareReading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
-	go r.loop(ctx)
+	l.Go(r.run)
 	return r
 }
 
-// Configure applies a new configuration and reads the assignment file
-// again (a reload: systemctl reload, SIGHUP).
-func (r *ShareReader) Configure(cfg ShareConfig) {
-	r.mu.Lock()
-	r.cfg = cfg
-	r.mu.Unlock()
-	r.poke()
-}
-
-// fileChanged has the file read again.
-func (r *ShareReader) fileChanged() { r.poke() }
-
-func (r *ShareReader) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Latest is the last published reading (never nil).
-func (r *ShareReader) Latest() *ShareReading { return r.latest.Load() }
-
-// Close stops the reader and the helper.
-func (r *ShareReader) Close() {
-	r.cancel()
-	<-r.done
-	r.c.Close()
-}
-
-func (r *ShareReader) config() ShareConfig {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cfg
-}
-
-func (r *ShareReader) loop(ctx context.Context) {
-	defer close(r.done)
+func (r *ShareReader) run(ctx context.Context) {
 	defer func() {
 		if r.stopWatch != nil {
 			r.stopWatch()
 		}
 	}()
-	cfg := r.config()
+	cfg := r.loop.Config()
 	for ctx.Err() == nil {
 		cfg = r.refresh(ctx)
 		start := time.Now()
@@ -248,7 +197,7 @@ func (r *ShareReader) changed(ctx context.Context, cfg *ShareConfig) bool {
 // set up, or a directory that appeared later, is caught within an
 // interval.
 func (r *ShareReader) refresh(ctx context.Context) ShareConfig {
-	cfg := r.config()
+	cfg := r.loop.Config()
 	if cfg.Assignment != r.watched {
 		if r.stopWatch != nil {
 			r.stopWatch()
@@ -258,7 +207,7 @@ func (r *ShareReader) refresh(ctx context.Context) ShareConfig {
 		if cfg.Assignment != "" {
 			wctx, cancel := context.WithCancel(ctx)
 			r.stopWatch = cancel
-			r.rewatch = watch(wctx, cfg.Assignment, r.fileChanged, r.log.Warn)
+			r.rewatch = watch(wctx, cfg.Assignment, r.loop.Poke, r.loop.Log().Warn)
 		}
 	}
 	if r.rewatch != nil {
@@ -280,7 +229,7 @@ func (r *ShareReader) load(cfg ShareConfig) {
 	b, err := readFile(&r.files, cfg.Assignment, readDeadline)
 	if errors.Is(err, errAbsent) {
 		if !r.absent && len(r.list) > 0 || !r.absent && !cfg.Optional {
-			r.log.Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
+			r.loop.Log().Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
 		}
 		r.absent = true
 		r.apply(nil)
@@ -297,14 +246,14 @@ func (r *ShareReader) load(cfg ShareConfig) {
 	if err != nil {
 		r.valid, r.refused = false, err.Error()
 		if ok, n := r.logs.Note("refused "+r.refused, time.Now()); ok {
-			r.log.Warn("fabric assignment refused; the list in force is kept", "file", cfg.Assignment, "reason", r.refused, "inForce", len(r.list), "suppressed", n)
+			r.loop.Log().Warn("fabric assignment refused; the list in force is kept", "file", cfg.Assignment, "reason", r.refused, "inForce", len(r.list), "suppressed", n)
 		}
 		return
 	}
 	r.absent = false
 	r.valid, r.refused = true, ""
 	if !slices.Equal(list, r.list) {
-		r.log.Info("fabric assignment in force", "file", cfg.Assignment, "host", cfg.Host, "ports", len(list), "switches", countSwitches(list))
+		r.loop.Log().Info("fabric assignment in force", "file", cfg.Assignment, "host", cfg.Host, "ports", len(list), "switches", countSwitches(list))
 		r.apply(list)
 	}
 }
@@ -362,7 +311,7 @@ func (r *ShareReader) sleepUntil(ctx context.Context, t time.Time) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-r.wake:
+	case <-r.loop.Wake():
 		return false
 	case <-r.timer.C:
 		return true
@@ -376,12 +325,12 @@ func (r *ShareReader) readRound(ctx context.Context, cfg ShareConfig, start time
 	if len(r.list) == 0 {
 		return false
 	}
-	if why := umadMissing(cfg.UmadDir); why != "" {
-		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", why)
+	if why := readcore.UmadMissing(cfg.UmadDir); why != "" {
+		r.loop.SayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", why)
 		return false
 	}
 	if r.c.State().Health == mad.Unavailable {
-		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
+		r.loop.SayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
 	}
 	list := r.order()
 	var failed map[string]*failure
@@ -423,15 +372,6 @@ func (r *ShareReader) readRound(ctx context.Context, cfg ShareConfig, start time
 	return false
 }
 
-// sayOnce logs a line once per process for key.
-func (r *ShareReader) sayOnce(key, msg string, args ...any) {
-	if r.saidOnce[key] {
-		return
-	}
-	r.saidOnce[key] = true
-	r.log.Warn(msg, args...)
-}
-
 func (r *ShareReader) publish(cfg ShareConfig) {
 	r.gen++
 	now := time.Now()
@@ -439,28 +379,12 @@ func (r *ShareReader) publish(cfg ShareConfig) {
 	rd := &ShareReading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
 		Ports: make([]*SharePort, 0, len(r.list))}
 	if len(r.list) > 0 {
-		rd.Unavailable = umadMissing(cfg.UmadDir)
-		if rd.Unavailable == "" && rd.Helper.Health == mad.Unavailable {
-			rd.Unavailable = rd.Helper.Reason
-		}
+		rd.Unavailable = readcore.Unavailable(cfg.UmadDir, rd.Helper)
 	}
 	for _, e := range r.list {
 		if p := r.ports[portKey{e.SwitchGUID, e.Port}]; p != nil {
 			rd.Ports = append(rd.Ports, p)
 		}
 	}
-	r.latest.Store(rd)
-}
-
-// umadMissing says why MADs cannot be sent from this host, "" when a
-// umad device exists.
-func umadMissing(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
-	if len(m) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad)", dir)
+	r.loop.Publish(rd)
 }

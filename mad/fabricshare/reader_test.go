@@ -3,7 +3,6 @@ package fabricshare
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/mad"
 	"github.com/nichealth/nichealthd/mad/wire"
@@ -31,6 +32,8 @@ type fakeFabric struct {
 	helperErr error
 	// numPorts is every switch's port count (41 when 0).
 	numPorts int
+	// pcErr and pcxErr fail every PortCounters, PortCountersExtended.
+	pcErr, pcxErr error
 }
 
 func newFabric() *fakeFabric {
@@ -93,7 +96,7 @@ func (f *fakeFabric) PortCounters(_ context.Context, _ wire.Local, lid, port int
 	f.note("pc")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return wire.PortCounters{SymbolErrorCounter: f.sym, PortXmitData: uint64(lid*1000 + port)}, nil
+	return wire.PortCounters{SymbolErrorCounter: f.sym, PortXmitData: uint64(lid*1000 + port)}, f.pcErr
 }
 
 func (f *fakeFabric) PortCountersExt(_ context.Context, _ wire.Local, lid, port int, withErrors bool, _ time.Duration) (wire.PortCountersExt, error) {
@@ -104,7 +107,7 @@ func (f *fakeFabric) PortCountersExt(_ context.Context, _ wire.Local, lid, port 
 	if withErrors {
 		x.Errors = &wire.PortCounters{SymbolErrorCounter: f.sym + 1<<33, PortXmitData: 1 << 40}
 	}
-	return x, nil
+	return x, f.pcxErr
 }
 
 func (f *fakeFabric) State() mad.State { return mad.State{Health: mad.Running} }
@@ -182,6 +185,37 @@ func TestReader_ReadsEachPortCheckingEachSwitchOnce(t *testing.T) {
 	if reads >= 30 || f.count("cpi") != 2 || f.count("ports") != 1 || f.count("pc") != 0 {
 		t.Fatalf("ClassPortInfo %d times, ports %d, PortCounters %d over %d reads: cached once per switch (for 10 rounds), the source found once, PortCountersExtended carries the errors",
 			f.count("cpi"), f.count("ports"), f.count("pc"), reads)
+	}
+}
+
+// A failed counter read names the PMA request that failed, the switch, the
+// port and the LID: PortCountersExtended where the switch offers it,
+// PortCounters where it does not.
+func TestReader_FailedCounterReadNamesTheRequest(t *testing.T) {
+	t.Parallel()
+	timeout := &wire.Error{Kind: wire.ErrTimeout, Msg: "no answer within 1000 ms"}
+	for _, tc := range []struct {
+		name string
+		set  func(*fakeFabric)
+		want string
+	}{
+		{"extended", func(f *fakeFabric) { f.pcxErr = timeout },
+			"PMA PortCountersExtended of ibsw-leaf2 port 34 (LID 2): timeout: no answer within 1000 ms"},
+		{"PortCounters", func(f *fakeFabric) { f.cpi, f.pcErr = wire.ClassPortInfo{}, timeout },
+			"PMA PortCounters of ibsw-leaf2 port 34 (LID 2): timeout: no answer within 1000 ms"},
+	} {
+		f := newFabric()
+		tc.set(f)
+		path := filepath.Join(t.TempDir(), "share.json")
+		writeFile(t, path, goodFile)
+		r := start(t, f, path, 150*time.Millisecond)
+		rd := waitFor(t, r, tc.name+": leaf 2 port 34 failed", func(rd *ShareReading) bool {
+			p := portOf(rd, "0xb83fd20300a02000", 34)
+			return p != nil && p.Errors >= 1
+		})
+		if p := portOf(rd, "0xb83fd20300a02000", 34); p.Read || !strings.Contains(p.Err, tc.want) {
+			t.Errorf("%s: %+v\nwant Err to hold %q", tc.name, p, tc.want)
+		}
 	}
 }
 

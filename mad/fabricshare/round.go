@@ -40,7 +40,7 @@ type failure struct {
 func (r *ShareReader) logFailures(failed map[string]*failure) {
 	for guid, f := range failed {
 		if ok, sup := r.logs.Note("switch "+guid, time.Now()); ok {
-			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
+			r.loop.Log().Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
 		}
 	}
 }

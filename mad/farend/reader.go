@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/readcore"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
@@ -21,11 +20,7 @@ import (
 type PeerClient interface {
 	Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
 	PeerNode(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
-	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
-	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
-	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
-	State() mad.State
-	Close() error
+	readcore.Client
 }
 
 // Target is a local port to read the far end of.
@@ -119,30 +114,25 @@ func (r *PeerReading) Port(device string, port int) *PeerPort {
 	return nil
 }
 
-// PeerReader reads the far ends on its own goroutine.
+// PeerReader reads the far ends on its own goroutine. Its Configure,
+// Latest and Close are the MAD readers' shared core's.
 type PeerReader struct {
-	c   PeerClient
-	log *slog.Logger
+	readcore.Core[PeerConfig, PeerReading]
+	loop *readcore.Loop[PeerConfig, PeerReading]
+	c    PeerClient
 
 	mu      sync.Mutex
-	cfg     PeerConfig
 	targets []Target
 
-	latest atomic.Pointer[PeerReading]
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
-
 	// Owned by the goroutine:
-	ports    map[key]*PeerPort
-	epochs   map[key]uint64
-	names    names
-	logs     repeats.Limiter
-	gen      uint64
-	saidOnce map[string]bool
-	lastErr  error
-	rounds   uint64
-	at       time.Time // round start, every reading's ReadAt: full rounds' reads an interval apart, as local ticks (DESIGN.md difference 14)
+	ports   map[key]*PeerPort
+	epochs  map[key]uint64
+	names   names
+	logs    repeats.Limiter
+	gen     uint64
+	lastErr error
+	rounds  uint64
+	at      time.Time // round start, every reading's ReadAt: full rounds' reads an interval apart, as local ticks (DESIGN.md difference 14)
 }
 
 // rediscoverEvery is how many full rounds pass between two complete
@@ -156,14 +146,10 @@ type key struct {
 
 // StartPeerReader runs the reader over c; Close ends it.
 func StartPeerReader(cfg PeerConfig, c PeerClient, log *slog.Logger) *PeerReader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &PeerReader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[key]*PeerPort{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}}
-	r.latest.Store(&PeerReading{At: time.Now(), Helper: c.State()})
-	go r.loop(ctx)
+	l := readcore.New(cfg, &PeerReading{At: time.Now(), Helper: c.State()}, c, log)
+	r := &PeerReader{Core: l.Core(), loop: l, c: c,
+		ports: map[key]*PeerPort{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}}
+	l.Go(r.run)
 	return r
 }
 
@@ -173,42 +159,17 @@ func (r *PeerReader) SetTargets(ts []Target) {
 	r.mu.Lock()
 	r.targets = append(r.targets[:0], ts...)
 	r.mu.Unlock()
-	r.poke()
-}
-
-// Configure applies a new configuration at once.
-func (r *PeerReader) Configure(cfg PeerConfig) {
-	r.mu.Lock()
-	r.cfg = cfg
-	r.mu.Unlock()
-	r.poke()
-}
-
-func (r *PeerReader) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Latest is the last published reading (never nil).
-func (r *PeerReader) Latest() *PeerReading { return r.latest.Load() }
-
-// Close stops the reader and the helper.
-func (r *PeerReader) Close() {
-	r.cancel()
-	<-r.done
-	r.c.Close()
+	r.loop.Poke()
 }
 
 func (r *PeerReader) snapshot() (PeerConfig, []Target) {
+	cfg := r.loop.Config()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cfg, slices.Clone(r.targets)
+	return cfg, slices.Clone(r.targets)
 }
 
-func (r *PeerReader) loop(ctx context.Context) {
-	defer close(r.done)
+func (r *PeerReader) run(ctx context.Context) {
 	var last time.Time
 	for {
 		cfg, ts := r.snapshot()
@@ -229,7 +190,7 @@ func (r *PeerReader) loop(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-r.wake:
+		case <-r.loop.Wake():
 		case <-t.C:
 		}
 		t.Stop()
@@ -242,8 +203,8 @@ func (r *PeerReader) loop(ctx context.Context) {
 // baseline).
 func (r *PeerReader) round(ctx context.Context, cfg PeerConfig, ts []Target, full bool) {
 	now := time.Now()
-	r.names.refresh(cfg, r.log, r.sayOnce)
-	unavailable := umadMissing(cfg.UmadDir)
+	r.names.refresh(cfg, r.loop.Log(), r.loop.SayOnce)
+	umad := readcore.UmadMissing(cfg.UmadDir)
 	keep := map[key]bool{}
 	for _, t := range ts {
 		k := key{t.Device, t.Port}
@@ -264,7 +225,7 @@ func (r *PeerReader) round(ctx context.Context, cfg PeerConfig, ts []Target, ful
 			}
 			continue
 		}
-		if unavailable != "" || ctx.Err() != nil {
+		if umad != "" || ctx.Err() != nil {
 			continue
 		}
 		if !full && !changed && p.Found {
@@ -287,11 +248,9 @@ func (r *PeerReader) round(ctx context.Context, cfg PeerConfig, ts []Target, ful
 		}
 	}
 	st := r.c.State()
-	if unavailable == "" && st.Health == mad.Unavailable {
-		unavailable = st.Reason
-	}
+	unavailable := readcore.Unavailable(cfg.UmadDir, st)
 	if unavailable != "" {
-		r.sayOnce("unavailable", "the far end of the InfiniBand ports is not read on this host; every other check runs", "reason", unavailable)
+		r.loop.SayOnce("unavailable", "the far end of the InfiniBand ports is not read on this host; every other check runs", "reason", unavailable)
 	}
 	r.publish(now, st, unavailable)
 }
@@ -349,33 +308,18 @@ func (r *PeerReader) look(ctx context.Context, cfg PeerConfig, p *PeerPort, chan
 
 func (r *PeerReader) readCounters(ctx context.Context, cfg PeerConfig, p *PeerPort, local wire.Local) {
 	peer := &p.Peer
-	var ext *wire.PortCountersExt
-	if p.CPI.Extended() {
-		// 64-bit data counters whenever offered (PortCounters' saturate in
-		// a second at HDR); the errors too when offered: then one read does.
-		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
-			p.Found = false
-			return
-		}
-		if x.Errors != nil {
-			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, *x.Errors, true, &x
-			return
-		}
-		ext = &x
-	}
-	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
+	c, err := readcore.ReadCounters(ctx, r.c, local, p.CPI, peer.LID, peer.Port, cfg.Timeout)
 	if err != nil {
-		r.fail(p, fmt.Sprintf("read the counters of %s port %d", peer.Name, peer.Port), err)
+		what := "read the counters of"
+		if ce := (*readcore.CounterError)(nil); errors.As(err, &ce) && ce.Extended {
+			what = "read the extended counters of"
+		}
+		r.fail(p, fmt.Sprintf("%s %s port %d", what, peer.Name, peer.Port), err)
 		// Its LID may have moved: ask everything again next round.
 		p.Found = false
 		return
 	}
-	if ext != nil {
-		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = ext.PortXmitData, ext.PortRcvData, ext.PortXmitPkts, ext.PortRcvPkts
-	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, pc, false, ext
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, c.PortCounters, c.Wide, c.Ext
 }
 
 func (r *PeerReader) fail(p *PeerPort, what string, err error) {
@@ -383,17 +327,8 @@ func (r *PeerReader) fail(p *PeerPort, what string, err error) {
 	p.ReadErrors++
 	p.Err = fmt.Sprintf("%s: %v", what, err)
 	if ok, n := r.logs.Note(fmt.Sprintf("%s/%d %s", p.Device, p.Port, what), time.Now()); ok {
-		r.log.Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)
+		r.loop.Log().Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)
 	}
-}
-
-// sayOnce logs a line once per process for key.
-func (r *PeerReader) sayOnce(key, msg string, args ...any) {
-	if r.saidOnce[key] {
-		return
-	}
-	r.saidOnce[key] = true
-	r.log.Warn(msg, args...)
 }
 
 func (r *PeerReader) publish(now time.Time, st mad.State, unavailable string) {
@@ -413,18 +348,5 @@ func (r *PeerReader) publish(now time.Time, st mad.State, unavailable string) {
 		}
 		return a.Port - b.Port
 	})
-	r.latest.Store(rd)
-}
-
-// umadMissing says why MADs cannot be sent from this host, "" when a
-// umad device exists.
-func umadMissing(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
-	if len(m) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad; rdma-core's rdma-load-modules@rdma.service loads it at boot)", dir)
+	r.loop.Publish(rd)
 }
