@@ -23,8 +23,8 @@ type farEndRun struct {
 // installed beside the daemon (../libexec/nichealthd/ from /usr/bin or
 // /usr/local/bin, then the daemon's own directory, as in a build tree).
 func helperPath(cfg *config.Config) string {
-	if cfg.FarEnd.Helper != "" {
-		return cfg.FarEnd.Helper
+	if cfg.MAD.Helper != "" {
+		return cfg.MAD.Helper
 	}
 	exe, err := os.Executable()
 	if err != nil {
