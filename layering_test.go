@@ -36,6 +36,13 @@ var ranks = []struct {
 	// support, the log-repeat limiter).
 	{"internal", -1},
 	{"topology", 0},
+	// mad is the node's InfiniBand management-datagram side: the
+	// supervised helper, its protocol and the two readers that run on it
+	// (the far end of the node's own cables, this host's share of the
+	// fabric's switch ports). It imports only internal/ and its own tree,
+	// and topology/ never imports it: a sibling of topology on the ground
+	// floor, which observe, the checks and the daemon import.
+	{"mad", 0},
 	// event is the wire type every layer above speaks.
 	{"event", 1},
 	// observe is what the host shows, one typed observation per cycle.

@@ -110,6 +110,8 @@ type File struct {
 
 	Inventory InventoryFile `toml:"inventory"`
 
+	MAD MADFile `toml:"mad"`
+
 	FarEnd FarEndFile `toml:"farEnd"`
 
 	RoCE  RoCEFile  `toml:"roce"`
@@ -194,6 +196,9 @@ type Config struct {
 	KernelLog KernelLogConfig
 
 	Inventory InventoryConfig
+
+	// MAD is what both MAD readers share: the helper they run.
+	MAD MADConfig
 
 	// FarEnd is the switch port at the other end of each IB cable.
 	FarEnd FarEndConfig

@@ -20,7 +20,8 @@ type FarEndFile struct {
 	Enabled  *bool    `toml:"enabled"`
 	Interval Duration `toml:"interval"`
 	Timeout  Duration `toml:"timeout"`
-	Helper   string   `toml:"helper"`
+	// Helper is [mad] helper's older spelling, still accepted (madFrom).
+	Helper string `toml:"helper"`
 	// NodeNameMap is nil when the key is absent (the default map when
 	// present), "" to name peers by their NodeDescription alone.
 	NodeNameMap *string `toml:"nodeNameMap"`
@@ -36,9 +37,6 @@ type FarEndConfig struct {
 	Interval time.Duration
 	// Timeout bounds one request to the helper (all its MADs).
 	Timeout time.Duration
-	// Helper is nichealth-mad's path; "" finds it beside the daemon
-	// (../libexec/nichealthd/, then the daemon's own directory).
-	Helper string
 	// NodeNameMap is the infiniband-diags node-name map ("" none);
 	// NodeNameMapOptional says it is the default, used only when present.
 	NodeNameMap         string
@@ -97,7 +95,7 @@ func madTimeoutProblem(d time.Duration) string {
 func farEndFrom(c *Config, f *File, bad badFunc) error {
 	v := f.FarEnd
 	c.FarEnd = FarEndConfig{Enabled: boolOr(v.Enabled, true), Interval: DefaultFarEndInterval, Timeout: DefaultFarEndTimeout,
-		Helper: v.Helper, NodeNameMap: DefaultNodeNameMap, NodeNameMapOptional: true}
+		NodeNameMap: DefaultNodeNameMap, NodeNameMapOptional: true}
 	setDur(&c.FarEnd.Interval, v.Interval)
 	setDur(&c.FarEnd.Timeout, v.Timeout)
 	if d := c.FarEnd.Interval; d < time.Second || d > time.Hour {
@@ -108,9 +106,6 @@ func farEndFrom(c *Config, f *File, bad badFunc) error {
 	}
 	if c.FarEnd.Timeout >= c.FarEnd.Interval {
 		return bad("farEnd.timeout", "%v must be shorter than farEnd.interval (%v)", c.FarEnd.Timeout, c.FarEnd.Interval)
-	}
-	if h := c.FarEnd.Helper; h != "" && (!filepath.IsAbs(h) || !utf8.ValidString(h) || strings.IndexByte(h, 0) >= 0) {
-		return bad("farEnd.helper", "%q must be an absolute path (leave it out to use the installed nichealth-mad)", h)
 	}
 	if p := v.NodeNameMap; p != nil {
 		// The default spelled out is the default: used when present, as

@@ -27,7 +27,7 @@ func TestDesign_13_FarEndDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.FarEnd
-	if !f.Enabled || f.Interval != 60*time.Second || f.Timeout != 2*time.Second || f.Helper != "" ||
+	if !f.Enabled || f.Interval != 60*time.Second || f.Timeout != 2*time.Second || c.MAD.Helper != "" ||
 		f.NodeNameMap != "/etc/rdma/ib-node-name-map" || !f.NodeNameMapOptional {
 		t.Fatalf("defaults %+v", f)
 	}

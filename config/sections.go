@@ -33,7 +33,7 @@ func fromFile(path string, f *File) (*Config, error) {
 	}
 	c := &Config{Path: path}
 	for _, step := range []func(*Config, *File, badFunc) error{
-		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, kernelLogFrom, inventoryFrom, farEndFrom, roceFrom, cableFrom, fabricFrom, sinksFrom, outboxAndBusFrom,
+		pathsFrom, topologyFrom, timingFrom, identityFrom, countersFrom, sanityAndRulesFrom, aerFrom, kernelLogFrom, inventoryFrom, madFrom, farEndFrom, roceFrom, cableFrom, fabricFrom, sinksFrom, outboxAndBusFrom,
 	} {
 		if err := step(c, f, bad); err != nil {
 			return nil, err

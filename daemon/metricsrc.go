@@ -6,8 +6,8 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/daemon/metrics"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 	"github.com/nichealth/nichealthd/persist/outbox"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // metricsSource is the daemon as the metrics endpoint sees it: the same
@@ -83,4 +83,4 @@ func outboxStats(st outbox.Stats) metrics.OutboxStats {
 
 // Fabric is the share of the fabric's switch ports this host reads: the
 // reader's published reading, an atomic load.
-func (s metricsSource) Fabric() *fabricshare.Reading { return s.d.fabricReading() }
+func (s metricsSource) Fabric() *fabricshare.ShareReading { return s.d.fabricReading() }

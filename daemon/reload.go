@@ -144,8 +144,7 @@ func (d *Daemon) refuseReloadLocked(err error) {
 // latch resolved by a removed counter, a rule switched off).
 func (d *Daemon) reconfigureLocked(cfg *config.Config) []event.Spec {
 	specs := d.run.Reconfigure(cfg, time.Now())
-	d.syncFarEndLocked(cfg)
-	d.syncFabricLocked(cfg)
+	d.syncMADLocked(cfg)
 	d.ob.SetMaxBytes(cfg.OutboxMaxBytes)
 	// /healthz and the watchdog judge a stall against the poll interval
 	// in force, not the one the daemon started with.

@@ -21,7 +21,6 @@ import (
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/persist/outbox"
 	"github.com/nichealth/nichealthd/systemd/notify"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
 )
 
 // Daemon is a running nichealthd.
@@ -85,14 +84,8 @@ type Daemon struct {
 	cfgLoader    config.Loader
 	// sinkFail carries sinks stopped by a panic to the poll loop (guard.go).
 	sinkFail sinkFailures
-	// farEnd is the far end's reader (farend.go); farEndStops are the
-	// readers being stopped.
-	farEnd      farEndRun
-	farEndStops []chan struct{}
-	// fabric is the reader of this host's share of the fabric
-	// (fabricshare.go), published for /metrics without the lock.
-	fabric       fabricRun
-	fabricReader atomic.Pointer[fabricshare.Reader]
+	// mad are the far end's and the fabric share's readers (mad.go).
+	mad madReaders
 }
 
 type busHolder struct{ b busPublisher }
@@ -131,8 +124,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.startMetrics(ctx, d.cfg.MetricsAddress)
 	d.mu.Lock()
 	d.run.StartKernelLog(time.Now())
-	d.syncFarEndLocked(d.cfg)
-	d.syncFabricLocked(d.cfg)
+	d.syncMADLocked(d.cfg)
 	d.run.StartLinkStory()
 	d.mu.Unlock()
 	d.busDone = make(chan struct{})
@@ -338,10 +330,9 @@ func (d *Daemon) shutdown(cancel context.CancelFunc, sinksDone <-chan struct{}) 
 	}
 	<-d.busDone
 	d.mu.Lock()
-	d.stopFarEndLocked()
-	d.stopFabricLocked()
+	d.stopMADLocked()
 	d.mu.Unlock()
-	d.awaitFarEnd(3 * time.Second)
+	d.awaitMAD(3 * time.Second)
 	d.run.Close()
 	return d.closeOutbox()
 }

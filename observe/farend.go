@@ -2,19 +2,19 @@ package observe
 
 import (
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad/farend"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
 var farEndChecks = []string{event.FarEndCheck}
 
-// FarEndSource is the far end's reader (topology/farend.Reader): it reads
+// FarEndSource is the far end's reader (mad/farend.PeerReader): it reads
 // on a goroutine of its own; the cycle only hands it the ports to watch
 // when they change and takes its latest reading.
 type FarEndSource interface {
 	SetTargets([]farend.Target)
-	Latest() *farend.Reading
+	Latest() *farend.PeerReading
 }
 
 // farEndWatch is what the observer tells the far end's reader: the plan's

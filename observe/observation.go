@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad/farend"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/aerfile"
-	"github.com/nichealth/nichealthd/topology/farend"
 	"github.com/nichealth/nichealthd/topology/gpumeta"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
@@ -81,7 +81,7 @@ type Observation struct {
 
 	// FarEnd is the far end's latest reading (nil when it is not read:
 	// the one-shot check, [farEnd] off). It is shared and immutable.
-	FarEnd *farend.Reading
+	FarEnd *farend.PeerReading
 	// LinkStory is what the last pass read of the RoCE ports'
 	// transceivers and of devlink (LinkStory.New: a pass finished since
 	// the last cycle).

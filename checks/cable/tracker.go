@@ -3,9 +3,9 @@ package cable
 import (
 	"time"
 
+	"github.com/nichealth/nichealthd/mad/farend"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
 )
 
 // The error counters that give a direction, at each end of an InfiniBand
@@ -268,7 +268,7 @@ func (t *Tracker) inputs(pm *portMem, p *observe.Port, obs *observe.Observation)
 
 // peerInputs takes the switch port's error fields from the far end's
 // reading: each new reading of the same peer is compared with the last.
-func (t *Tracker) peerInputs(pm *portMem, in *Input, rd *farend.Reading, now time.Time) {
+func (t *Tracker) peerInputs(pm *portMem, in *Input, rd *farend.PeerReading, now time.Time) {
 	w := t.cfg.Window
 	switch {
 	case rd == nil:

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
@@ -33,11 +33,11 @@ func tick(o *observe.Observation, now time.Time, symbol, xmitWait uint64) {
 	s[1].Value, s[1].At = xmitWait, now
 }
 
-func farEndReading(seq uint64, at time.Time, symbol uint64) *farend.Reading {
-	pr := farend.PortReading{Device: "mlx5_0", Port: 1, Found: true, Read: true, Seq: seq, ReadAt: at}
+func farEndReading(seq uint64, at time.Time, symbol uint64) *farend.PeerReading {
+	pr := farend.PeerPort{Device: "mlx5_0", Port: 1, Found: true, Read: true, Seq: seq, ReadAt: at}
 	pr.Peer.PortGUID = "0x0002c90300000001"
 	pr.Counters = wire.PortCounters{SymbolErrorCounter: symbol}
-	return &farend.Reading{Gen: seq, Ports: []farend.PortReading{pr}}
+	return &farend.PeerReading{Gen: seq, Ports: []farend.PeerPort{pr}}
 }
 
 // TestCable_15_TrackerWindow: a counter that rose counts as errors for the
@@ -142,7 +142,7 @@ func TestCable_15_TrackerFarEndMissing(t *testing.T) {
 	if v := tr.Verdict("mlx5_0", 1); v.Missing != FarEndOff {
 		t.Fatalf("missing = %v, want FarEndOff", v.Missing)
 	}
-	o.FarEnd = &farend.Reading{Unavailable: "no umad device"}
+	o.FarEnd = &farend.PeerReading{Unavailable: "no umad device"}
 	tr.Observe(o)
 	if v := tr.Verdict("mlx5_0", 1); v.Missing != FarEndUnavailable || v.MissingWhy != "no umad device" {
 		t.Fatalf("missing = %v %q", v.Missing, v.MissingWhy)

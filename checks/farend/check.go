@@ -11,8 +11,8 @@ import (
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
 )
 
 // CheckName is the check's name on the wire and in --checks.
@@ -172,7 +172,7 @@ func portRate(cy *checks.Cycle, dev string, port int) float64 {
 // judgeHelper raises the monitoring condition of a helper that crashed or
 // hung, and clears it when it answers again. A helper that cannot run on
 // this host at all is no condition: the reader says it once.
-func (c *Check) judgeHelper(rd *farend.Reading) []event.Spec {
+func (c *Check) judgeHelper(rd *farend.PeerReading) []event.Spec {
 	switch h := rd.Helper; {
 	case h.Health == mad.Restarting && c.mem.Lost == nil:
 		c.mem.Lost = &Lost{Since: rd.At, Reason: h.Reason}

@@ -12,11 +12,11 @@ import (
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 type boundary struct{}
@@ -35,7 +35,7 @@ type harness struct {
 	gen uint64
 	seq uint64
 	at  time.Time
-	rd  *farend.Reading
+	rd  *farend.PeerReading
 }
 
 var leaf1 = farend.Peer{Peer: wire.Peer{NodeGUID: "0xb83fd20300a01000", PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41, Port: 17, LID: 1,
@@ -66,8 +66,8 @@ func (h *harness) read(dt time.Duration, peer farend.Peer, set func(*wire.PortCo
 	if set != nil {
 		set(&pc)
 	}
-	h.rd = &farend.Reading{Gen: h.gen, At: h.at, Helper: mad.State{Health: mad.Running},
-		Ports: []farend.PortReading{{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Found: true, Peer: peer, Read: true, Seq: h.seq, ReadAt: h.at, Counters: pc}}}
+	h.rd = &farend.PeerReading{Gen: h.gen, At: h.at, Helper: mad.State{Health: mad.Running},
+		Ports: []farend.PeerPort{{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Found: true, Peer: peer, Read: true, Seq: h.seq, ReadAt: h.at, Counters: pc}}}
 	return h.run()
 }
 
@@ -256,23 +256,23 @@ func TestDesign_13_AcknowledgedAndRecabled(t *testing.T) {
 func TestDesign_13_HelperLostIsAMonitoringCondition(t *testing.T) {
 	h := newHarness(t, "")
 	h.gen++
-	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Unavailable, Reason: "no umad"}, Unavailable: "no umad"}
+	h.rd = &farend.PeerReading{Gen: h.gen, Helper: mad.State{Health: mad.Unavailable, Reason: "no umad"}, Unavailable: "no umad"}
 	if specs := h.run(); len(specs) != 0 {
 		t.Fatalf("unavailable raised %v", codes(specs))
 	}
 	h.gen++
-	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting, Reason: "nichealth-mad peer of port GUID 0x…: did not answer by its deadline; killed"}}
+	h.rd = &farend.PeerReading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting, Reason: "nichealth-mad peer of port GUID 0x…: did not answer by its deadline; killed"}}
 	specs := h.run()
 	if len(specs) != 1 || specs[0].Kind != event.KindFarEndLost || specs[0].IsFatal || !strings.Contains(specs[0].Message, "killed") {
 		t.Fatalf("lost: %+v", specs)
 	}
 	h.gen++
-	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting}}
+	h.rd = &farend.PeerReading{Gen: h.gen, Helper: mad.State{Health: mad.Restarting}}
 	if specs := h.run(); len(specs) != 0 {
 		t.Fatalf("lost said twice: %v", codes(specs))
 	}
 	h.gen++
-	h.rd = &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Running, Starts: 2}}
+	h.rd = &farend.PeerReading{Gen: h.gen, Helper: mad.State{Health: mad.Running, Starts: 2}}
 	if specs := h.run(); len(specs) != 1 || specs[0].Kind != event.KindFarEndRestored || specs[0].ErrorCode[0] != "far-end-lost" {
 		t.Fatalf("restored: %v", specs)
 	}
@@ -333,11 +333,11 @@ func TestCheck_SteadyCycleAllocatesNothing(t *testing.T) {
 // default row of each: the steady case (no breach).
 func BenchmarkJudge_8Ports(b *testing.B) {
 	h := newHarness(b, "")
-	rd := &farend.Reading{Helper: mad.State{Health: mad.Running}}
+	rd := &farend.PeerReading{Helper: mad.State{Health: mad.Running}}
 	for i := range 8 {
 		peer := leaf1
 		peer.Port = 1 + i
-		rd.Ports = append(rd.Ports, farend.PortReading{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: peer, Read: true, ReadAt: h.at})
+		rd.Ports = append(rd.Ports, farend.PeerPort{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: peer, Read: true, ReadAt: h.at})
 	}
 	h.rd = rd
 	b.ReportAllocs()
@@ -357,9 +357,9 @@ func TestMemory_BoundedWhileRunning(t *testing.T) {
 	h := newHarness(t, "")
 	for round := range 2 {
 		h.gen++
-		rd := &farend.Reading{Gen: h.gen, Helper: mad.State{Health: mad.Running}}
+		rd := &farend.PeerReading{Gen: h.gen, Helper: mad.State{Health: mad.Running}}
 		for i := range 10 * MaxPorts {
-			rd.Ports = append(rd.Ports, farend.PortReading{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: leaf1, Read: true,
+			rd.Ports = append(rd.Ports, farend.PeerPort{Device: "mlx5_" + strconv.Itoa(i), Port: 1, Found: true, Peer: leaf1, Read: true,
 				Seq: uint64(round + 1), ReadAt: h.at.Add(time.Duration(round) * time.Minute),
 				Counters: wire.PortCounters{LinkDownedCounter: uint64(round)}})
 		}

@@ -1,7 +1,7 @@
 // Package farend is the far-end check (InfiniBandFarEndCheck, DESIGN.md
 // section 13; the classic health check's "Remote errors check"): it judges
 // what the switch port at the other end of each InfiniBand cable counts,
-// as topology/farend last read it, as the near end is judged: each counter
+// as mad/farend last read it, as the near end is judged: each counter
 // by the counter table's threshold of the same counter and the local
 // counters' window rule (checks/counters' Slide: per second over the real
 // time between two reads, per minute over at least a minute, per hour only

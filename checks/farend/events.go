@@ -11,8 +11,8 @@ import (
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // UnstableRow is the row name of the peer-unstable finding (error code
@@ -41,7 +41,7 @@ type judged struct {
 // it was judged over, as a local counter's does, so peer:symbol_error
 // (per second, between two reads) and peer:symbol_error_fatal (per hour,
 // over an hour of reads) never read alike.
-func (c *Check) breach(p *farend.PortReading, r *countertable.FarEndRow, cur, prev uint64, j judged) event.Spec {
+func (c *Check) breach(p *farend.PeerPort, r *countertable.FarEndRow, cur, prev uint64, j judged) event.Spec {
 	d := &r.Def
 	if d.ThresholdType == countertable.TypeVelocity {
 		// What the window judged started from: the read at its start,
@@ -82,7 +82,7 @@ func (c *Check) breach(p *farend.PortReading, r *countertable.FarEndRow, cur, pr
 // saturated is a field's visibility-lost condition: the fix is the fabric
 // team's (the switch's counters are never cleared from here), or the
 // operator's acknowledgement.
-func saturated(p *farend.PortReading, field string, value uint64, f wire.Field) event.Spec {
+func saturated(p *farend.PeerPort, field string, value uint64, f wire.Field) event.Spec {
 	code := SaturatedCode(field)
 	return event.Spec{
 		Kind: event.KindPeerSaturated, CheckName: CheckName,
@@ -103,7 +103,7 @@ func saturated(p *farend.PortReading, field string, value uint64, f wire.Field) 
 // episode in its metadata. The local episode's own events were sent before
 // the switch could be read (its port is unreachable while the link is
 // down), so this is where the one cable event is told whole.
-func witness(p *farend.PortReading, r *countertable.FarEndRow, cur, prev uint64, ep Episode) event.Spec {
+func witness(p *farend.PeerPort, r *countertable.FarEndRow, cur, prev uint64, ep Episode) event.Spec {
 	d := &r.Def
 	what := "link-down"
 	if ep.Kind == EpisodeDeviceGone {
@@ -141,7 +141,7 @@ func witnessKey(field string) string {
 
 // unstable is the peer-unstable finding: the port's far end changed too
 // often to be a cable that stays put.
-func unstable(p *farend.PortReading, seen []PeerSeen, within time.Duration) event.Spec {
+func unstable(p *farend.PeerPort, seen []PeerSeen, within time.Duration) event.Spec {
 	code := countertable.PeerCode(UnstableRow)
 	list := make([]string, 0, len(seen))
 	for _, s := range seen {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/config/countertable"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // TestFarEndFields_AreWireFields: the counter table names the far end's

@@ -10,8 +10,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Peer churn (DESIGN.md section 13, "a peer whose GUID keeps changing"):
@@ -28,7 +28,7 @@ const (
 )
 
 // judgePort follows one port's peer and judges its new counters.
-func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64) ([]event.Spec, bool) {
+func (c *Check) judgePort(p *farend.PeerPort, at time.Time, rateGbps float64) ([]event.Spec, bool) {
 	if !p.Found {
 		return nil, false
 	}
@@ -81,7 +81,7 @@ func (c *Check) judgePort(p *farend.PortReading, at time.Time, rateGbps float64)
 // recable makes pm the memory of p's new peer: what the old peer counted
 // was about that link, so its latches clear; the churn history and the
 // peer-unstable finding stay with the port.
-func (c *Check) recable(p *farend.PortReading, old *PortMemory, at time.Time) (*PortMemory, []event.Spec) {
+func (c *Check) recable(p *farend.PeerPort, old *PortMemory, at time.Time) (*PortMemory, []event.Spec) {
 	np := &PortMemory{PeerGUID: p.Peer.NodeGUID, PeerPort: p.Peer.Port, StableSince: at}
 	var specs []event.Spec
 	if old != nil {
@@ -127,7 +127,7 @@ func seenPeer(list []PeerSeen, s PeerSeen, now time.Time) []PeerSeen {
 
 // stable clears the peer-unstable finding once the same peer has been
 // read for StableAfter, and keeps the current peer's entry fresh.
-func (c *Check) stable(p *farend.PortReading, pm *PortMemory, at time.Time) ([]event.Spec, bool) {
+func (c *Check) stable(p *farend.PeerPort, pm *PortMemory, at time.Time) ([]event.Spec, bool) {
 	if n := len(pm.Peers); n > 0 && at.Sub(pm.Peers[n-1].At) >= ChurnWindow/peerRefreshParts {
 		pm.Peers[n-1].At = at
 	}
@@ -184,7 +184,7 @@ func witnessField(field string) bool {
 // there instead of being judged over the daemon's downtime, which would
 // dilute a burst; a minute or an hour resumes, judged over the time it
 // really covered.
-func (c *Check) judgeRows(p *farend.PortReading, pm *PortMemory, values [wire.NumFields]uint64, rateGbps float64, first bool) []event.Spec {
+func (c *Check) judgeRows(p *farend.PeerPort, pm *PortMemory, values [wire.NumFields]uint64, rateGbps float64, first bool) []event.Spec {
 	var specs []event.Spec
 	elapsed := p.ReadAt.Sub(pm.At)
 	for i := range c.cfg.Rows {
@@ -297,7 +297,7 @@ func (c *Check) judgeRow(pm *PortMemory, r *countertable.FarEndRow, cur, prev ui
 // move (read below its maximum: cleared on the fabric side) and saturate
 // again: the operator has taken note that this switch port is blind, and
 // saying it again at every read would undo the acknowledgement.
-func (c *Check) saturation(p *farend.PortReading, pm *PortMemory, values [wire.NumFields]uint64) []event.Spec {
+func (c *Check) saturation(p *farend.PeerPort, pm *PortMemory, values [wire.NumFields]uint64) []event.Spec {
 	var specs []event.Spec
 	var done [wire.NumFields]bool
 	for i := range c.cfg.Rows {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/config/countertable"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 // MemoryVersion is the version of the check's section this build writes.

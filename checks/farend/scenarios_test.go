@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // readAs is read with the reading's width given (PortCountersExtended's
@@ -24,8 +24,8 @@ func (h *harness) readAs(dt time.Duration, peer farend.Peer, wide bool, set func
 	if set != nil {
 		set(&pc)
 	}
-	h.rd = &farend.Reading{Gen: h.gen, At: h.at, Helper: mad.State{Health: mad.Running},
-		Ports: []farend.PortReading{{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Found: true, Peer: peer, Read: true, Seq: h.seq, ReadAt: h.at, Counters: pc, Wide: wide}}}
+	h.rd = &farend.PeerReading{Gen: h.gen, At: h.at, Helper: mad.State{Health: mad.Running},
+		Ports: []farend.PeerPort{{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Found: true, Peer: peer, Read: true, Seq: h.seq, ReadAt: h.at, Counters: pc, Wide: wide}}}
 	return h.run()
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nichealth/nichealthd/checks/counters"
 	"github.com/nichealth/nichealthd/config/countertable"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/topology"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 // Seed link counter detection, appendix A (default counter thresholds),

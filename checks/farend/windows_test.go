@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Seed link counter detection, velocity windows (DESIGN.md section 13,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/farend"
+	"github.com/nichealth/nichealthd/mad/farend"
 )
 
 // TestFarEnd_13_StaleNotVanished (DESIGN.md sections 9 and 13): a far end
@@ -15,7 +15,7 @@ import (
 func TestFarEnd_13_StaleNotVanished(t *testing.T) {
 	m, _ := perfMonitor(t, "dgx-h100", false)
 	fe := &fixedFarEnd{}
-	fe.rd.Store(&farend.Reading{})
+	fe.rd.Store(&farend.PeerReading{})
 	m.UseFarEnd(fe)
 	now := perfWarm(m, time.Unix(1_700_000_000, 0), 2)
 	ts := *fe.last.Load()

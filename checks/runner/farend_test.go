@@ -12,15 +12,15 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/farend"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
-	"github.com/nichealth/nichealthd/topology/farend"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 )
 
 // fixedFarEnd is a far end's reader that publishes what the test sets.
 type fixedFarEnd struct {
-	rd      atomic.Pointer[farend.Reading]
+	rd      atomic.Pointer[farend.PeerReading]
 	targets atomic.Int64 // SetTargets calls
 	last    atomic.Pointer[[]farend.Target]
 }
@@ -30,14 +30,14 @@ func (f *fixedFarEnd) SetTargets(ts []farend.Target) {
 	c := append([]farend.Target(nil), ts...)
 	f.last.Store(&c)
 }
-func (f *fixedFarEnd) Latest() *farend.Reading { return f.rd.Load() }
+func (f *fixedFarEnd) Latest() *farend.PeerReading { return f.rd.Load() }
 
 // reading is one far-end reading of every IB port of ts with n symbol
 // errors on each peer port, taken at at.
-func reading(gen uint64, ts []farend.Target, n uint64, at time.Time) *farend.Reading {
-	rd := &farend.Reading{Gen: gen, At: at, Helper: mad.State{Health: mad.Running}}
+func reading(gen uint64, ts []farend.Target, n uint64, at time.Time) *farend.PeerReading {
+	rd := &farend.PeerReading{Gen: gen, At: at, Helper: mad.State{Health: mad.Running}}
 	for i, t := range ts {
-		rd.Ports = append(rd.Ports, farend.PortReading{Device: t.Device, Port: t.Port, GUID: t.GUID, Found: true, Read: true, Seq: gen, ReadAt: at,
+		rd.Ports = append(rd.Ports, farend.PeerPort{Device: t.Device, Port: t.Port, GUID: t.GUID, Found: true, Read: true, Seq: gen, ReadAt: at,
 			Peer: farend.Peer{Peer: wire.Peer{NodeGUID: fmt.Sprintf("0xb83fd20300a0%04x", i), PortGUID: "0xb83fd20300a01000", NodeType: 2, NumPorts: 41,
 				Port: 1 + i, LID: 1, Description: "leaf", State: 4, PhysState: 5}, Name: fmt.Sprintf("ibsw-leaf%d", i)},
 			Counters: wire.PortCounters{SymbolErrorCounter: n}})
@@ -52,7 +52,7 @@ func reading(gen uint64, ts []farend.Target, n uint64, at time.Time) *farend.Rea
 func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
 	m, h := perfMonitor(t, "dgx-h100", false)
 	fe := &fixedFarEnd{}
-	fe.rd.Store(&farend.Reading{})
+	fe.rd.Store(&farend.PeerReading{})
 	m.UseFarEnd(fe)
 	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
 	if n := fe.targets.Load(); n != 1 {
@@ -145,7 +145,7 @@ func TestFarEnd_TargetsReadingsAndSteadyCycle(t *testing.T) {
 func BenchmarkFarEnd_CycleWithNewReading(b *testing.B) {
 	m, _ := perfMonitor(b, "dgx-h100", false)
 	fe := &fixedFarEnd{}
-	fe.rd.Store(&farend.Reading{})
+	fe.rd.Store(&farend.PeerReading{})
 	m.UseFarEnd(fe)
 	now := perfWarm(m, time.Unix(1_700_000_000, 0), perfWarmCycles)
 	rd := reading(1, *fe.last.Load(), 0, now)

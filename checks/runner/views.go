@@ -10,8 +10,8 @@ import (
 	"github.com/nichealth/nichealthd/checks/health"
 	"github.com/nichealth/nichealthd/checks/ports"
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/observe"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // planAndParse runs plan over ports and the EDR tables for hosts and

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // TestAttempt_40_12_RetriesCountedWithinTheDeadline: libibmad sends an

@@ -8,12 +8,12 @@
 //
 // The libraries are C, so this small program carries them and nichealthd
 // stays a static Go binary that runs it as a supervised child (package
-// topology/mad): a hang or a crash in a library is a condition of the
+// mad): a hang or a crash in a library is a condition of the
 // daemon, not an outage.
 //
 // # Protocol
 //
-// One JSON object per line each way (package topology/mad/wire): a request
+// One JSON object per line each way (package mad/wire): a request
 // on stdin, its answer on stdout, one at a time. Every request carries an
 // id, which its answer repeats, and a budget in milliseconds for the MADs
 // it sends; lines are at most 16 KiB. For example:

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/iblab"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // One lab of each fabric for the package's tests, started on first use.

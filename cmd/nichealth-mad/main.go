@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/internal/version"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 func main() {

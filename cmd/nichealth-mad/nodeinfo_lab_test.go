@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nichealth/nichealthd/internal/iblab"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // nodeinfo at a LID names the node that answers there, as smpquery's

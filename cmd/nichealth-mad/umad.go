@@ -80,7 +80,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // exit ends the program through the C library's exit, which runs the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // discardWriter is a ResponseWriter that drops the body, so the benchmark
@@ -70,16 +70,16 @@ func BenchmarkObservePoll_Parallel(b *testing.B) {
 // own ports. The page is about 190,000 series; its cost is per scrape,
 // never on the poll loop.
 func BenchmarkScrape_FabricShare10000Ports(b *testing.B) {
-	ports := make([]*fabricshare.PortReading, 10000)
+	ports := make([]*fabricshare.SharePort, 10000)
 	for i := range ports {
-		p := &fabricshare.PortReading{Entry: fabricshare.Entry{SwitchGUID: fmt.Sprintf("0xb83fd20300a%05x", i/40), SwitchName: fmt.Sprintf("ibsw-%04d", i/40),
+		p := &fabricshare.SharePort{Entry: fabricshare.Entry{SwitchGUID: fmt.Sprintf("0xb83fd20300a%05x", i/40), SwitchName: fmt.Sprintf("ibsw-%04d", i/40),
 			SwitchLID: 1 + i/40, Port: 1 + i%40}, Read: true, ReadAt: time.Unix(1_700_000_000, 0)}
 		for j := range p.Counters {
 			p.Counters[j] = uint64(i * j)
 		}
 		ports[i] = p
 	}
-	src := fabricFake{simSource(b, "dgx-h100", true), &fabricshare.Reading{Valid: true, Ports: ports}}
+	src := fabricFake{simSource(b, "dgx-h100", true), &fabricshare.ShareReading{Valid: true, Ports: ports}}
 	h := New().Handler(src)
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	rec := httptest.NewRecorder()

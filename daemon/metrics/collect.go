@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/health"
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // Source is the daemon as the endpoint sees it. Manager, Ports, Outbox
@@ -79,7 +79,7 @@ type snapshot struct {
 	stalled  bool
 	// fabric is the share of the fabric's switch ports (nil: none read,
 	// or a Source that reads none).
-	fabric *fabricshare.Reading
+	fabric *fabricshare.ShareReading
 }
 
 func gather(src Source) snapshot {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // FabricSource is a Source that reads a share of the fabric's switch
@@ -14,7 +14,7 @@ import (
 // not wait: it returns the reader's published reading (an atomic load),
 // nil when no share is read.
 type FabricSource interface {
-	Fabric() *fabricshare.Reading
+	Fabric() *fabricshare.ShareReading
 }
 
 // fillFabric writes the share's two unlabelled families; the per-port
@@ -68,7 +68,7 @@ func (f *fabricIDs) id(i int32) []byte {
 	return f.buf[lo:f.ends[i]]
 }
 
-func (f *fabricIDs) build(rd *fabricshare.Reading) {
+func (f *fabricIDs) build(rd *fabricshare.ShareReading) {
 	f.buf, f.ends, f.idx = f.buf[:0], f.ends[:0], f.idx[:0]
 	if rd == nil {
 		return
@@ -107,7 +107,7 @@ var counterOrder = func() []int {
 }()
 
 // writeFabric writes one per-port family of the share.
-func (e *encoder) writeFabric(d desc, family int, rd *fabricshare.Reading, ids *fabricIDs) {
+func (e *encoder) writeFabric(d desc, family int, rd *fabricshare.ShareReading, ids *fabricIDs) {
 	if rd == nil || len(ids.idx) == 0 {
 		return
 	}

@@ -5,29 +5,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 type fabricFake struct {
 	*fakeSource
-	rd *fabricshare.Reading
+	rd *fabricshare.ShareReading
 }
 
-func (f fabricFake) Fabric() *fabricshare.Reading { return f.rd }
+func (f fabricFake) Fabric() *fabricshare.ShareReading { return f.rd }
 
 // The fabric share's contract, as the fleet's rules and the map read it:
 // every PortCounters field of each read port by its perfquery name, the
 // failed reads and the last good read of every assigned port, the list's
 // size and whether the file in force was the last one written.
 func TestMetrics_14_FabricShare(t *testing.T) {
-	read := &fabricshare.PortReading{
+	read := &fabricshare.SharePort{
 		Entry: fabricshare.Entry{SwitchGUID: "0xb83fd20300a02000", SwitchName: `ibsw "spine" 2`, SwitchLID: 2, Port: 33},
 		Read:  true, ReadAt: time.Unix(1_700_000_000, 500_000_000), Errors: 2, Wide: true,
 	}
 	read.Counters[0] = 1 << 40 // SymbolErrorCounter, 64-bit
 	read.Counters[16] = 9      // PortXmitWait
-	unread := &fabricshare.PortReading{Entry: fabricshare.Entry{SwitchGUID: "0xb83fd20300a01000", SwitchName: "ibsw-leaf1", SwitchLID: 1, Port: 34}, Errors: 5, Err: "timeout"}
-	src := fabricFake{unhealthySource(), &fabricshare.Reading{Valid: false, Refused: "x", Ports: []*fabricshare.PortReading{read, unread}}}
+	unread := &fabricshare.SharePort{Entry: fabricshare.Entry{SwitchGUID: "0xb83fd20300a01000", SwitchName: "ibsw-leaf1", SwitchLID: 1, Port: 34}, Errors: 5, Err: "timeout"}
+	src := fabricFake{unhealthySource(), &fabricshare.ShareReading{Valid: false, Refused: "x", Ports: []*fabricshare.SharePort{read, unread}}}
 	_, page, _ := scrape(t, New().Handler(src))
 	fams := mustParse(t, page)
 	for _, line := range []string{

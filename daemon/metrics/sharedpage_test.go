@@ -16,22 +16,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/fabricshare"
+	"github.com/nichealth/nichealthd/mad/fabricshare"
 )
 
 // largeShare is the largest share an assignment may hold: 10,000 switch
 // ports (250 switches of 40), every one read.
-func largeShare() *fabricshare.Reading {
-	ports := make([]*fabricshare.PortReading, 10000)
+func largeShare() *fabricshare.ShareReading {
+	ports := make([]*fabricshare.SharePort, 10000)
 	for i := range ports {
-		p := &fabricshare.PortReading{Entry: fabricshare.Entry{SwitchGUID: fmt.Sprintf("0xb83fd20300a%05x", i/40), SwitchName: fmt.Sprintf("ibsw-%04d", i/40),
+		p := &fabricshare.SharePort{Entry: fabricshare.Entry{SwitchGUID: fmt.Sprintf("0xb83fd20300a%05x", i/40), SwitchName: fmt.Sprintf("ibsw-%04d", i/40),
 			SwitchLID: 1 + i/40, Port: 1 + i%40}, Read: true, ReadAt: time.Unix(1_700_000_000, 0), Errors: uint64(i % 3)}
 		for j := range p.Counters {
 			p.Counters[j] = uint64(i * j)
 		}
 		ports[i] = p
 	}
-	return &fabricshare.Reading{Valid: true, Ports: ports}
+	return &fabricshare.ShareReading{Valid: true, Ports: ports}
 }
 
 // TestIssue40Row1_ConcurrentScrapesShareOneRendering: six scrapes that

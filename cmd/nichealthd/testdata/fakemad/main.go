@@ -9,7 +9,7 @@ import (
 	"bufio"
 	"os"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 func main() {

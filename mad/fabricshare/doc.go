@@ -1,9 +1,9 @@
 // Package fabricshare reads this node's share of the fabric's switch
 // ports (DESIGN.md section 14): the list nichealth-fabric plan assigned to
 // this host, one file per host, and the PMA counters of every port on it,
-// through the supervised MAD helper (topology/mad).
+// through the supervised MAD helper (package mad).
 //
-// It runs on a goroutine of its own and publishes an immutable Reading
+// It runs on a goroutine of its own and publishes an immutable ShareReading
 // (Latest, an atomic load): nothing the poll loop or /metrics does waits
 // on the file, the helper or the fabric. The reads of one interval are
 // spread evenly across it, so a list of 10,000 ports is a steady trickle

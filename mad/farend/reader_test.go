@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // fakeClient is a fabric of switches answering by the local port's GUID.
@@ -123,7 +123,7 @@ func (f *fakeClient) Close() error {
 var up = Target{Device: "mlx5_0", Port: 1, GUID: "0xa088c20300ab0001", Up: true, Epoch: 1}
 
 // waitFor waits until a published reading satisfies ok.
-func waitFor(t *testing.T, r *Reader, after uint64, ok func(*Reading) bool) *Reading {
+func waitFor(t *testing.T, r *PeerReader, after uint64, ok func(*PeerReading) bool) *PeerReading {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -152,9 +152,9 @@ func umadDir(t *testing.T) string {
 func TestReader_FindsAndReadsEveryInterval(t *testing.T) {
 	f := newFake()
 	f.sym = 55
-	r := Start(Config{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read && p.Seq >= 3 })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read && p.Seq >= 3 })
 	p := rd.Port("mlx5_0", 1)
 	if !p.Found || p.Peer.Port != 17 || p.Peer.LID != 1 || p.Peer.Name != "MF0;ibsw-leaf1:MQM8700/U1" || p.Counters.SymbolErrorCounter != 55 || p.Wide || p.Err != "" {
 		t.Fatalf("%+v", p)
@@ -179,14 +179,14 @@ func TestReader_FindsAndReadsEveryInterval(t *testing.T) {
 // baseline) and asked what it offers.
 func TestReader_StateChangeRediscoversWithoutReadingTwice(t *testing.T) {
 	f := newFake()
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	moved := up
 	moved.Epoch = 2
 	r.SetTargets([]Target{moved})
-	rd = waitFor(t, r, rd.Gen, func(*Reading) bool { return f.count("peer") >= 2 })
+	rd = waitFor(t, r, rd.Gen, func(*PeerReading) bool { return f.count("peer") >= 2 })
 	if c := f.count("counters"); c != 1 {
 		t.Fatalf("a state change read the counters again (%d reads within the interval)", c)
 	}
@@ -195,27 +195,27 @@ func TestReader_StateChangeRediscoversWithoutReadingTwice(t *testing.T) {
 	f.mu.Unlock()
 	moved.Epoch = 3
 	r.SetTargets([]Target{moved})
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p.Peer.LID == 2 && p.Read })
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p.Peer.LID == 2 && p.Read })
 	if p := rd.Port("mlx5_0", 1); p.Peer.NodeGUID != "0xb83fd20300a02000" || f.count("cpi") != 2 || f.count("counters") != 2 {
 		t.Fatalf("recabled: %+v, cpi %d, counters %d", p, f.count("cpi"), f.count("counters"))
 	}
 	// Down: no peer to read.
 	moved.Up, moved.Epoch = false, 4
 	r.SetTargets([]Target{moved})
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return !rd.Port("mlx5_0", 1).Found })
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { return !rd.Port("mlx5_0", 1).Found })
 	// Gone from the targets: gone from the reading.
 	r.SetTargets(nil)
-	waitFor(t, r, rd.Gen, func(rd *Reading) bool { return len(rd.Ports) == 0 })
+	waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { return len(rd.Ports) == 0 })
 }
 
 // Without a umad device the helper is never started, and the reading
 // says why with the fix.
 func TestReader_NoUmadNoHelper(t *testing.T) {
 	f := newFake()
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: t.TempDir()}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: t.TempDir()}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { return rd.Unavailable != "" && len(rd.Ports) == 1 })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { return rd.Unavailable != "" && len(rd.Ports) == 1 })
 	if !strings.Contains(rd.Unavailable, "modprobe ib_umad") || f.count("peer") != 0 {
 		t.Fatalf("%q, %d requests", rd.Unavailable, f.count("peer"))
 	}
@@ -229,10 +229,10 @@ func TestReader_HelperUnavailable(t *testing.T) {
 	f.state = mad.State{Health: mad.Unavailable, Reason: "nichealth-mad: libibmad.so.5 missing (apt-get install libibumad3 libibmad5)"}
 	other := up
 	other.Device, other.GUID = "mlx5_1", "0xa088c20300ab0002"
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up, other})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { return rd.Unavailable != "" })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { return rd.Unavailable != "" })
 	if !strings.Contains(rd.Unavailable, "apt-get install") || f.count("peer "+other.GUID) != 0 {
 		t.Fatalf("%q; the second port was asked %d times after the first found the helper backing off", rd.Unavailable, f.count("peer "+other.GUID))
 	}
@@ -243,10 +243,10 @@ func TestReader_WideCounters(t *testing.T) {
 	f := newFake()
 	f.cpi = wire.ClassPortInfo{CapMask: wire.CapExtWidth, CapMask2: wire.Cap2AddlPortCountersX}
 	f.extErrs = &wire.PortCounters{SymbolErrorCounter: 1 << 40}
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	if p := rd.Port("mlx5_0", 1); !p.Wide || p.Counters.SymbolErrorCounter != 1<<40 || p.Ext == nil || p.Ext.PortXmitData != 7 {
 		t.Fatalf("%+v", p)
 	}
@@ -260,27 +260,27 @@ func TestReader_WideCounters(t *testing.T) {
 func TestReader_NodeNameMap(t *testing.T) {
 	f := newFake()
 	m := filepath.Join(t.TempDir(), "ib-node-name-map")
-	r := Start(Config{Interval: 10 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t), NodeNameMap: m, Optional: true}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: 10 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t), NodeNameMap: m, Optional: true}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Found })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Found })
 	if n := rd.Port("mlx5_0", 1).Peer.Name; n != "MF0;ibsw-leaf1:MQM8700/U1" {
 		t.Fatalf("without a map: %q", n)
 	}
 	if err := os.WriteFile(m, []byte("0xb83fd20300a01000 \"ibsw-leaf1\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return rd.Port("mlx5_0", 1).Peer.Name == "ibsw-leaf1" })
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { return rd.Port("mlx5_0", 1).Peer.Name == "ibsw-leaf1" })
 	if err := os.WriteFile(m, []byte("0xb83fd20300a01000 \"leaf-one, rack 3\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.Chtimes(m, time.Now().Add(time.Minute), time.Now().Add(time.Minute))
-	waitFor(t, r, rd.Gen, func(rd *Reading) bool { return rd.Port("mlx5_0", 1).Peer.Name == "leaf-one, rack 3" })
+	waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { return rd.Port("mlx5_0", 1).Peer.Name == "leaf-one, rack 3" })
 }
 
 func TestReader_CloseClosesTheHelper(t *testing.T) {
 	f := newFake()
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second}, f, nil)
 	r.Close()
 	if !f.closed {
 		t.Fatal("helper left running")
@@ -292,28 +292,30 @@ func TestReader_CloseClosesTheHelper(t *testing.T) {
 // after its counters could not be read.
 func TestReader_RediscoversNowAndThenAndAfterAFailedRead(t *testing.T) {
 	f := newFake()
-	r := Start(Config{Interval: 5 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: 5 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	r.SetTargets([]Target{up})
-	waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Seq >= 2*rediscoverEvery+1 })
+	waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Seq >= 2*rediscoverEvery+1 })
 	r.Close()
 	if full := f.count("peer") - f.count("peernode"); full < 2 {
 		t.Fatalf("%d complete discoveries over %d rounds", full, 2*rediscoverEvery)
 	}
 	// A counter read that fails: the next round asks everything again.
 	f = newFake()
-	r = Start(Config{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r = StartPeerReader(PeerConfig{Interval: 20 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	f.mu.Lock()
 	f.counterErr = &wire.Error{Kind: wire.ErrTimeout, Msg: "no answer from the PMA"}
 	f.mu.Unlock()
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return strings.Contains(rd.Port("mlx5_0", 1).Err, "no answer from the PMA") })
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool {
+		return strings.Contains(rd.Port("mlx5_0", 1).Err, "no answer from the PMA")
+	})
 	before := f.count("peer") - f.count("peernode")
 	f.mu.Lock()
 	f.counterErr = nil
 	f.mu.Unlock()
-	waitFor(t, r, rd.Gen, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p.Found && p.Err == "" })
+	waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p.Found && p.Err == "" })
 	if after := f.count("peer") - f.count("peernode"); after <= before {
 		t.Fatalf("no complete discovery after the failed read (%d, then %d)", before, after)
 	}
@@ -328,10 +330,10 @@ func TestReader_RediscoversNowAndThenAndAfterAFailedRead(t *testing.T) {
 func TestReader_Design13_FailedReadsKeepTheLastReadingAndCount(t *testing.T) {
 	f := newFake()
 	f.sym = 55
-	r := Start(Config{Interval: 10 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: 10 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	good := *rd.Port("mlx5_0", 1)
 	if good.ReadErrors != 0 {
 		t.Fatalf("errors before any failure: %d", good.ReadErrors)
@@ -339,7 +341,7 @@ func TestReader_Design13_FailedReadsKeepTheLastReadingAndCount(t *testing.T) {
 	f.mu.Lock()
 	f.err = &wire.Error{Kind: wire.ErrTimeout, Msg: "MAD timed out"}
 	f.mu.Unlock()
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool { return rd.Port("mlx5_0", 1).ReadErrors >= 3 })
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool { return rd.Port("mlx5_0", 1).ReadErrors >= 3 })
 	p := rd.Port("mlx5_0", 1)
 	if p.Found || !p.Read || !strings.Contains(p.Err, "MAD timed out") {
 		t.Fatalf("failing: %+v", p)
@@ -351,7 +353,7 @@ func TestReader_Design13_FailedReadsKeepTheLastReadingAndCount(t *testing.T) {
 	f.mu.Lock()
 	f.err = nil
 	f.mu.Unlock()
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool {
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool {
 		p := rd.Port("mlx5_0", 1)
 		return p.Found && p.Read && p.ReadAt.After(good.ReadAt)
 	})
@@ -377,11 +379,11 @@ func TestReader_ReadsAFullIntervalApart(t *testing.T) {
 			}
 			f.slow = map[int]time.Duration{2: 40 * time.Millisecond}
 			const interval = 100 * time.Millisecond
-			r := Start(Config{Interval: interval, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+			r := StartPeerReader(PeerConfig{Interval: interval, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 			t.Cleanup(r.Close)
 			r.SetTargets([]Target{up})
 			at := map[uint64]time.Time{}
-			waitFor(t, r, 0, func(rd *Reading) bool {
+			waitFor(t, r, 0, func(rd *PeerReading) bool {
 				if p := rd.Port("mlx5_0", 1); p != nil && p.Read && p.Wide == wide {
 					at[p.Seq] = p.ReadAt
 				}

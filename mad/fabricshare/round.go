@@ -10,7 +10,7 @@ import (
 // changed list ends early starts again from the ports still waiting, not
 // from the list's first: under a list rewritten every few hundred
 // milliseconds every port is still read within about an interval.
-func (r *Reader) order() []Entry {
+func (r *ShareReader) order() []Entry {
 	type waiting struct {
 		tried time.Time
 		e     Entry
@@ -37,10 +37,10 @@ type failure struct {
 // logFailures says, per switch, how many of its ports failed this round
 // and why (rate-limited: a switch that stays unreadable is said hourly,
 // with the count of the lines held back).
-func (r *Reader) logFailures(failed map[string]*failure) {
+func (r *ShareReader) logFailures(failed map[string]*failure) {
 	for guid, f := range failed {
 		if ok, sup := r.logs.Note("switch "+guid, time.Now()); ok {
-			r.log.Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
+			r.loop.Log().Warn("fabric switch ports not read", "switch", guid, "failedPorts", f.ports, "reason", f.reason, "suppressed", sup)
 		}
 	}
 }

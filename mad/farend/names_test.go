@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/hangfs"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 var leaf1 = wire.Peer{NodeGUID: "0xb83fd20300a01000", Description: "MF0;ibsw-leaf1:MQM8700/U1"}
 
 // refreshWithin runs one refresh and fails the test when it does not
 // return within limit.
-func refreshWithin(t *testing.T, n *names, cfg Config, log *slog.Logger, limit time.Duration) {
+func refreshWithin(t *testing.T, n *names, cfg PeerConfig, log *slog.Logger, limit time.Duration) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
@@ -42,7 +42,7 @@ func TestIssue40Row2_NodeNameMapFIFONeverHangs(t *testing.T) {
 	}
 	var logb bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logb, nil))
-	cfg := Config{NodeNameMap: m}
+	cfg := PeerConfig{NodeNameMap: m}
 	var n names
 	for range 3 {
 		refreshWithin(t, &n, cfg, log, 2*time.Second)
@@ -73,7 +73,7 @@ func TestIssue40Row2_NodeNameMapOnHungFilesystem(t *testing.T) {
 	if err := os.WriteFile(m, []byte("0xb83fd20300a01000 \"ibsw-leaf1\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{NodeNameMap: m}
+	cfg := PeerConfig{NodeNameMap: m}
 	n := names{deadline: 50 * time.Millisecond}
 	var logb bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logb, nil))

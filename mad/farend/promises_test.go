@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // recabling is the fake fabric with one recabling: at the first NodeInfo
@@ -50,17 +50,17 @@ func (c *recabling) PortCounters(ctx context.Context, l wire.Local, lid, port in
 // if it were this cable's.
 func TestReader_40_12_PeerConfirmedByNodeGUID(t *testing.T) {
 	c := &recabling{fakeClient: newFake()}
-	r := Start(Config{Interval: 15 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, c, nil)
+	r := StartPeerReader(PeerConfig{Interval: 15 * time.Millisecond, Timeout: time.Second, UmadDir: umadDir(t)}, c, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	if p := rd.Port("mlx5_0", 1); p.Peer.NodeGUID != "0xb83fd20300a01000" {
 		t.Fatalf("first peer %+v", p.Peer)
 	}
 	// The recabling happens at the next round's confirmation: the first
 	// reading after it is the one that must show the new switch.
 	seq := rd.Port("mlx5_0", 1).Seq
-	rd = waitFor(t, r, rd.Gen, func(rd *Reading) bool {
+	rd = waitFor(t, r, rd.Gen, func(rd *PeerReading) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		p := rd.Port("mlx5_0", 1)
@@ -87,9 +87,9 @@ func TestReader_40_12_DataCounters64BitWheneverExtendedIsOffered(t *testing.T) {
 		f := newFake()
 		f.sym = 3
 		f.cpi = wire.ClassPortInfo{CapMask: capMask}
-		r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+		r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 		r.SetTargets([]Target{up})
-		rd := waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+		rd := waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 		r.Close()
 		p := rd.Port("mlx5_0", 1)
 		if p.Ext == nil || p.Ext.PortXmitData != 7 || p.Counters.PortXmitData != 7 || p.Counters.SymbolErrorCounter != 3 || p.Wide || p.Ext.Errors != nil {
@@ -103,10 +103,10 @@ func TestReader_40_12_DataCounters64BitWheneverExtendedIsOffered(t *testing.T) {
 	// not offer it.
 	f := newFake()
 	f.cpi = wire.ClassPortInfo{CapMask: 1<<8 | 1<<12, CapMask2: 1 << 1}
-	r := Start(Config{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
+	r := StartPeerReader(PeerConfig{Interval: time.Hour, Timeout: time.Second, UmadDir: umadDir(t)}, f, nil)
 	defer r.Close()
 	r.SetTargets([]Target{up})
-	waitFor(t, r, 0, func(rd *Reading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
+	waitFor(t, r, 0, func(rd *PeerReading) bool { p := rd.Port("mlx5_0", 1); return p != nil && p.Read })
 	if f.count("ext") != 0 {
 		t.Error("PortCountersExtended asked of a PMA whose CapabilityMask offers neither bit 9 nor bit 10")
 	}

@@ -3,7 +3,6 @@ package fabricshare
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"golang.org/x/sys/unix"
+
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // fakeFabric answers as a fabric of switches by LID would. The helper
@@ -31,6 +32,8 @@ type fakeFabric struct {
 	helperErr error
 	// numPorts is every switch's port count (41 when 0).
 	numPorts int
+	// pcErr and pcxErr fail every PortCounters, PortCountersExtended.
+	pcErr, pcxErr error
 }
 
 func newFabric() *fakeFabric {
@@ -93,7 +96,7 @@ func (f *fakeFabric) PortCounters(_ context.Context, _ wire.Local, lid, port int
 	f.note("pc")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return wire.PortCounters{SymbolErrorCounter: f.sym, PortXmitData: uint64(lid*1000 + port)}, nil
+	return wire.PortCounters{SymbolErrorCounter: f.sym, PortXmitData: uint64(lid*1000 + port)}, f.pcErr
 }
 
 func (f *fakeFabric) PortCountersExt(_ context.Context, _ wire.Local, lid, port int, withErrors bool, _ time.Duration) (wire.PortCountersExt, error) {
@@ -104,7 +107,7 @@ func (f *fakeFabric) PortCountersExt(_ context.Context, _ wire.Local, lid, port 
 	if withErrors {
 		x.Errors = &wire.PortCounters{SymbolErrorCounter: f.sym + 1<<33, PortXmitData: 1 << 40}
 	}
-	return x, nil
+	return x, f.pcxErr
 }
 
 func (f *fakeFabric) State() mad.State { return mad.State{Health: mad.Running} }
@@ -122,7 +125,7 @@ func writeFile(t testing.TB, path, body string) {
 }
 
 // waitFor polls the published reading until ok holds.
-func waitFor(t *testing.T, r *Reader, what string, ok func(*Reading) bool) *Reading {
+func waitFor(t *testing.T, r *ShareReader, what string, ok func(*ShareReading) bool) *ShareReading {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -137,7 +140,7 @@ func waitFor(t *testing.T, r *Reader, what string, ok func(*Reading) bool) *Read
 	}
 }
 
-func portOf(rd *Reading, guid string, port int) *PortReading {
+func portOf(rd *ShareReading, guid string, port int) *SharePort {
 	for _, p := range rd.Ports {
 		if p.SwitchGUID == guid && p.Port == port {
 			return p
@@ -146,9 +149,9 @@ func portOf(rd *Reading, guid string, port int) *PortReading {
 	return nil
 }
 
-func start(t *testing.T, f *fakeFabric, path string, interval time.Duration) *Reader {
+func start(t *testing.T, f *fakeFabric, path string, interval time.Duration) *ShareReader {
 	t.Helper()
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: interval, Timeout: time.Second}, f, nil)
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: interval, Timeout: time.Second}, f, nil)
 	t.Cleanup(r.Close)
 	return r
 }
@@ -161,8 +164,8 @@ func TestReader_ReadsEachPortCheckingEachSwitchOnce(t *testing.T) {
 	f := newFabric()
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, f, nil)
-	rd := waitFor(t, r, "three ports read", func(rd *Reading) bool {
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, f, nil)
+	rd := waitFor(t, r, "three ports read", func(rd *ShareReading) bool {
 		return len(rd.Ports) == 3 && rd.Ports[0].Read && rd.Ports[1].Read && rd.Ports[2].Read
 	})
 	r.Close()
@@ -185,6 +188,37 @@ func TestReader_ReadsEachPortCheckingEachSwitchOnce(t *testing.T) {
 	}
 }
 
+// A failed counter read names the PMA request that failed, the switch, the
+// port and the LID: PortCountersExtended where the switch offers it,
+// PortCounters where it does not.
+func TestReader_FailedCounterReadNamesTheRequest(t *testing.T) {
+	t.Parallel()
+	timeout := &wire.Error{Kind: wire.ErrTimeout, Msg: "no answer within 1000 ms"}
+	for _, tc := range []struct {
+		name string
+		set  func(*fakeFabric)
+		want string
+	}{
+		{"extended", func(f *fakeFabric) { f.pcxErr = timeout },
+			"PMA PortCountersExtended of ibsw-leaf2 port 34 (LID 2): timeout: no answer within 1000 ms"},
+		{"PortCounters", func(f *fakeFabric) { f.cpi, f.pcErr = wire.ClassPortInfo{}, timeout },
+			"PMA PortCounters of ibsw-leaf2 port 34 (LID 2): timeout: no answer within 1000 ms"},
+	} {
+		f := newFabric()
+		tc.set(f)
+		path := filepath.Join(t.TempDir(), "share.json")
+		writeFile(t, path, goodFile)
+		r := start(t, f, path, 150*time.Millisecond)
+		rd := waitFor(t, r, tc.name+": leaf 2 port 34 failed", func(rd *ShareReading) bool {
+			p := portOf(rd, "0xb83fd20300a02000", 34)
+			return p != nil && p.Errors >= 1
+		})
+		if p := portOf(rd, "0xb83fd20300a02000", 34); p.Read || !strings.Contains(p.Err, tc.want) {
+			t.Errorf("%s: %+v\nwant Err to hold %q", tc.name, p, tc.want)
+		}
+	}
+}
+
 // A switch whose LID the subnet manager gave to another node is not read:
 // each of its ports' reads fails, saying why and the fix; the other
 // switch is read as before.
@@ -195,7 +229,7 @@ func TestReader_LIDReassigned(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
 	r := start(t, f, path, 150*time.Millisecond)
-	rd := waitFor(t, r, "leaf 2 port 34 failed twice", func(rd *Reading) bool {
+	rd := waitFor(t, r, "leaf 2 port 34 failed twice", func(rd *ShareReading) bool {
 		p := portOf(rd, "0xb83fd20300a02000", 34)
 		return p != nil && p.Errors >= 2
 	})
@@ -218,26 +252,26 @@ func TestReader_RewritesRefusalsAndRemoval(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
 	r := start(t, f, path, time.Hour)
-	waitFor(t, r, "the first list", func(rd *Reading) bool { return len(rd.Ports) == 3 && rd.Ports[0].Read })
+	waitFor(t, r, "the first list", func(rd *ShareReading) bool { return len(rd.Ports) == 3 && rd.Ports[0].Read })
 
 	one := `{"assignments": {"gpu-a017": [{"switchGUID": "0xb83fd20300a02000", "port": 33, "switchName": "ibsw-leaf2", "switchLID": 2}]}}`
 	writeFile(t, path, one)
-	waitFor(t, r, "the rewritten list read", func(rd *Reading) bool {
+	waitFor(t, r, "the rewritten list read", func(rd *ShareReading) bool {
 		return len(rd.Ports) == 1 && rd.Ports[0].Port == 33 && rd.Ports[0].Read && rd.Valid
 	})
 
 	writeFile(t, path, one[:40])
-	rd := waitFor(t, r, "the corrupt rewrite refused", func(rd *Reading) bool { return !rd.Valid })
+	rd := waitFor(t, r, "the corrupt rewrite refused", func(rd *ShareReading) bool { return !rd.Valid })
 	if !strings.Contains(rd.Refused, path+": not the JSON nichealth-fabric plan writes") || len(rd.Ports) != 1 || rd.Ports[0].Port != 33 {
 		t.Fatalf("%+v", rd)
 	}
 	writeFile(t, path, `{"assignments": {"gpu-a099": []}}`)
-	rd = waitFor(t, r, "another host's file refused", func(rd *Reading) bool { return strings.Contains(rd.Refused, "gpu-a099") })
+	rd = waitFor(t, r, "another host's file refused", func(rd *ShareReading) bool { return strings.Contains(rd.Refused, "gpu-a099") })
 	if rd.Valid || len(rd.Ports) != 1 {
 		t.Fatalf("%+v", rd)
 	}
 	// A reload reads it again: still refused, still the old list.
-	r.Configure(Config{Assignment: path, Host: "gpu-a017", Interval: time.Hour, Timeout: time.Second})
+	r.Configure(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: time.Hour, Timeout: time.Second})
 	if rd := r.Latest(); rd.Valid || len(rd.Ports) != 1 {
 		t.Fatalf("after reload %+v", rd)
 	}
@@ -245,7 +279,7 @@ func TestReader_RewritesRefusalsAndRemoval(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, r, "no list once the file is gone", func(rd *Reading) bool { return len(rd.Ports) == 0 && rd.Valid })
+	waitFor(t, r, "no list once the file is gone", func(rd *ShareReading) bool { return len(rd.Ports) == 0 && rd.Valid })
 }
 
 // The reads of a round are spread evenly: 10,000 ports over a minute are
@@ -291,7 +325,7 @@ func BenchmarkRound_10000Ports(b *testing.B) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: time.Millisecond, Timeout: time.Second}, f, nil)
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: time.Millisecond, Timeout: time.Second}, f, nil)
 	defer r.Close()
 	for f.count("pcx") < MaxPorts {
 		time.Sleep(time.Millisecond)
@@ -346,9 +380,9 @@ func TestReader_FailuresSaidOnceAndTheHelperBackoffRespected(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
 	var log syncBuf
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, f,
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, f,
 		slog.New(slog.NewTextHandler(&log, nil)))
-	waitFor(t, r, "four failed rounds of leaf 2", func(rd *Reading) bool {
+	waitFor(t, r, "four failed rounds of leaf 2", func(rd *ShareReading) bool {
 		p := portOf(rd, "0xb83fd20300a02000", 34)
 		return p != nil && p.Errors >= 4
 	})
@@ -362,15 +396,15 @@ func TestReader_FailuresSaidOnceAndTheHelperBackoffRespected(t *testing.T) {
 
 	g := newFabric()
 	g.helperErr = fmt.Errorf("%w (restarting; next attempt in 1s): nichealth-mad exited", mad.ErrNotRunning)
-	r = Start(Config{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, g, nil)
-	errs := func(rd *Reading) uint64 {
+	r = StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, g, nil)
+	errs := func(rd *ShareReading) uint64 {
 		n := uint64(0)
 		for _, p := range rd.Ports {
 			n += p.Errors
 		}
 		return n
 	}
-	waitFor(t, r, "three rounds against a helper that is down", func(rd *Reading) bool {
+	waitFor(t, r, "three rounds against a helper that is down", func(rd *ShareReading) bool {
 		return len(rd.Ports) == 3 && errs(rd) >= 3
 	})
 	r.Close()
@@ -392,7 +426,7 @@ func TestReader_HostileFilesRefusedTheListKept(t *testing.T) {
 	path := filepath.Join(dir, "share.json")
 	writeFile(t, path, goodFile)
 	r := start(t, f, path, time.Hour)
-	waitFor(t, r, "the first list", func(rd *Reading) bool { return len(rd.Ports) == 3 && rd.Ports[0].Read })
+	waitFor(t, r, "the first list", func(rd *ShareReading) bool { return len(rd.Ports) == 3 && rd.Ports[0].Read })
 
 	fifo := filepath.Join(dir, "fifo")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
@@ -412,12 +446,12 @@ func TestReader_HostileFilesRefusedTheListKept(t *testing.T) {
 		if err := os.Rename(src, path); err != nil {
 			t.Fatal(err)
 		}
-		rd := waitFor(t, r, filepath.Base(src)+" refused", func(rd *Reading) bool { return !rd.Valid })
+		rd := waitFor(t, r, filepath.Base(src)+" refused", func(rd *ShareReading) bool { return !rd.Valid })
 		t.Logf("%s: %s", filepath.Base(src), rd.Refused)
 		if !strings.Contains(rd.Refused, path) || len(rd.Ports) != 3 {
 			t.Fatalf("%s: refused %q, %d ports in force, want 3", filepath.Base(src), rd.Refused, len(rd.Ports))
 		}
 		writeFile(t, path, goodFile)
-		waitFor(t, r, "the good file again", func(rd *Reading) bool { return rd.Valid })
+		waitFor(t, r, "the good file again", func(rd *ShareReading) bool { return rd.Valid })
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // lose kills the helper after a failed exchange, records why and when it
@@ -64,7 +64,7 @@ func (c *Client) start(ctx context.Context) error {
 		h := Restarting
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			h = Unavailable
-			err = fmt.Errorf("%w (install the nichealthd package, or set [farEnd] helper to its path)", err)
+			err = fmt.Errorf("%w (install the nichealthd package, or set [mad] helper to its path)", err)
 		}
 		c.backOff(h, "nichealth-mad cannot be started: "+err.Error())
 		return fmt.Errorf("%w: %v", ErrNotRunning, err)

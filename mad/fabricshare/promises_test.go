@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // lidWatch records the LIDs counters are read at once armed, which it is
@@ -59,9 +59,9 @@ func TestReader_40_12_LIDReassignedAfterAGoodRoundRefused(t *testing.T) {
 	w := &lidWatch{fakeFabric: newFabric()}
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, w, nil)
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, w, nil)
 	t.Cleanup(r.Close)
-	good := waitFor(t, r, "leaf 2 port 34 read", func(rd *Reading) bool {
+	good := waitFor(t, r, "leaf 2 port 34 read", func(rd *ShareReading) bool {
 		p := portOf(rd, "0xb83fd20300a02000", 34)
 		return p != nil && p.Read && p.Err == ""
 	})
@@ -70,12 +70,12 @@ func TestReader_40_12_LIDReassignedAfterAGoodRoundRefused(t *testing.T) {
 	w.fakeFabric.nodes[2] = "0xa088c20300ac0000" // an HCA now holds leaf 2's LID
 	w.fakeFabric.mu.Unlock()
 	want := "LID 2 is now CA 0xa088c20300ac0000, not switch 0xb83fd20300a02000 (ibsw-leaf2): the subnet manager reassigned LIDs; re-run nichealth-fabric plan"
-	rd := waitFor(t, r, "leaf 2 port 34 refused", func(rd *Reading) bool {
+	rd := waitFor(t, r, "leaf 2 port 34 refused", func(rd *ShareReading) bool {
 		p := portOf(rd, "0xb83fd20300a02000", 34)
 		return p != nil && p.Err == want
 	})
 	// Leaf 1 is read on, in the same rounds.
-	rd = waitFor(t, r, "leaf 1 read after the reassignment", func(rd *Reading) bool {
+	rd = waitFor(t, r, "leaf 1 read after the reassignment", func(rd *ShareReading) bool {
 		q := portOf(rd, "0xb83fd20300a01000", 33)
 		return q != nil && q.Read && q.Err == "" && q.ReadAt.After(before)
 	})
@@ -107,8 +107,8 @@ func TestReader_40_12_DataCounters64BitWheneverExtendedIsOffered(t *testing.T) {
 		f.sym = 5
 		path := filepath.Join(t.TempDir(), "share.json")
 		writeFile(t, path, goodFile)
-		r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, f, nil)
-		rd := waitFor(t, r, "leaf 1 port 33 read", func(rd *Reading) bool {
+		r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 150 * time.Millisecond, Timeout: time.Second}, f, nil)
+		rd := waitFor(t, r, "leaf 1 port 33 read", func(rd *ShareReading) bool {
 			p := portOf(rd, "0xb83fd20300a01000", 33)
 			return p != nil && p.Read
 		})

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/iblab"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // The reader over the real helper in the lab fabric: an assigned port's
@@ -56,9 +56,9 @@ func TestLab_ReadsTheShareThroughTheHelper(t *testing.T) {
 		{"switchGUID": %q, "port": 1, "switchName": "gpu-a017 mlx5_0", "switchLID": %d},
 		{"switchGUID": "0xb83fd20300a02000", "port": 34, "switchName": "ibsw-leaf2", "switchLID": %d}]}}`,
 		iblab.Leaf1GUID, leaf1.LID, iblab.Leaf1GUID, leaf1.LID, caGUID, ports[0].LID, leaf1.LID))
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 400 * time.Millisecond, Timeout: time.Second}, c, nil)
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 400 * time.Millisecond, Timeout: time.Second}, c, nil)
 	defer r.Close()
-	rd := waitFor(t, r, "leaf 1 port 33 read and leaf 2's entry refused at the fabric", func(rd *Reading) bool {
+	rd := waitFor(t, r, "leaf 1 port 33 read and leaf 2's entry refused at the fabric", func(rd *ShareReading) bool {
 		p, q := portOf(rd, iblab.Leaf1GUID, 33), portOf(rd, "0xb83fd20300a02000", 34)
 		return p != nil && p.Read && q != nil && q.Errors > 1
 	})

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/readcore"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // errNoSource: no local ACTIVE InfiniBand port to send MADs from.
@@ -15,7 +16,7 @@ var errNoSource = errors.New("no ACTIVE InfiniBand port on this host to send MAD
 
 // source finds (once, and again after a failure) the local port the MADs
 // leave by: the first ACTIVE InfiniBand port with a LID.
-func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
+func (r *ShareReader) source(ctx context.Context, cfg ShareConfig) (wire.Local, error) {
 	if r.src.GUID != "" {
 		return r.src, nil
 	}
@@ -41,7 +42,7 @@ func (r *Reader) source(ctx context.Context, cfg Config) (wire.Local, error) {
 
 // readPort reads one assigned port: its switch's LID checked first (once
 // per round), its PMA's offer known (cached), then one counter read.
-func (r *Reader) readPort(ctx context.Context, cfg Config, e Entry) error {
+func (r *ShareReader) readPort(ctx context.Context, cfg ShareConfig, e Entry) error {
 	k := portKey{e.SwitchGUID, e.Port}
 	old := r.ports[k]
 	if old == nil {
@@ -57,7 +58,7 @@ func (r *Reader) readPort(ctx context.Context, cfg Config, e Entry) error {
 		// cannot have this port, so no later round asks again while
 		// the entry stays in the list.
 		np.Refused, np.Err = refused.why, ""
-		r.log.Warn("fabric assignment entry refused: it is not read", "switch", e.SwitchGUID, "switchName", e.SwitchName,
+		r.loop.Log().Warn("fabric assignment entry refused: it is not read", "switch", e.SwitchGUID, "switchName", e.SwitchName,
 			"port", e.Port, "lid", e.SwitchLID, "reason", refused.why)
 		err = nil
 	case err != nil:
@@ -76,7 +77,7 @@ type refusal struct{ why string }
 
 func (e *refusal) Error() string { return e.why }
 
-func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReading) error {
+func (r *ShareReader) readInto(ctx context.Context, cfg ShareConfig, e Entry, p *SharePort) error {
 	local, err := r.source(ctx, cfg)
 	if err != nil {
 		return err
@@ -128,38 +129,21 @@ func (r *Reader) readInto(ctx context.Context, cfg Config, e Entry, p *PortReadi
 	if s.cpi == nil {
 		return fmt.Errorf("switch %s: its PMA's offer is unknown", e.SwitchGUID)
 	}
-	if s.cpi.Extended() {
-		x, err := r.c.PortCountersExt(ctx, local, e.SwitchLID, e.Port, s.cpi.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCountersExtended of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		if x.Errors != nil {
-			p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), x.Errors.Values(), true
-			return nil
-		}
-		// The error counters only in PortCounters: read it, and keep
-		// the 64-bit data counters.
-		pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
-		if err != nil {
-			r.lost(err)
-			return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
-		}
-		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = x.PortXmitData, x.PortRcvData, x.PortXmitPkts, x.PortRcvPkts
-		p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
-		return nil
-	}
-	pc, err := r.c.PortCounters(ctx, local, e.SwitchLID, e.Port, cfg.Timeout)
+	c, err := readcore.ReadCounters(ctx, r.c, local, *s.cpi, e.SwitchLID, e.Port, cfg.Timeout)
 	if err != nil {
 		r.lost(err)
-		return fmt.Errorf("PMA PortCounters of %s port %d (LID %d): %w", e.SwitchName, e.Port, e.SwitchLID, err)
+		req := "PortCounters"
+		if ce := (*readcore.CounterError)(nil); errors.As(err, &ce) && ce.Extended {
+			req = "PortCountersExtended"
+		}
+		return fmt.Errorf("PMA %s of %s port %d (LID %d): %w", req, e.SwitchName, e.Port, e.SwitchLID, err)
 	}
-	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), pc.Values(), false
+	p.Read, p.ReadAt, p.Counters, p.Wide = true, time.Now(), c.Values(), c.Wide
 	return nil
 }
 
 // classPortInfo asks the switch's PMA what it offers.
-func (r *Reader) classPortInfo(ctx context.Context, cfg Config, local wire.Local, e Entry, s *switchState) error {
+func (r *ShareReader) classPortInfo(ctx context.Context, cfg ShareConfig, local wire.Local, e Entry, s *switchState) error {
 	cpi, err := r.c.ClassPortInfo(ctx, local, e.SwitchLID, cfg.Timeout)
 	if err != nil {
 		r.lost(err)
@@ -176,7 +160,7 @@ const nodeSwitch = 2
 
 // lost forgets the source port after a failure that may mean it is gone
 // (no such port, cannot open it): the next read looks for one again.
-func (r *Reader) lost(err error) {
+func (r *ShareReader) lost(err error) {
 	var we *wire.Error
 	if errors.As(err, &we) && (we.Kind == wire.ErrNoPort || we.Kind == wire.ErrOpen) {
 		r.src = wire.Local{}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/internal/nodenamemap"
 	"github.com/nichealth/nichealthd/internal/regularfile"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // names is the node-name map, read again when the file changes.
@@ -34,7 +34,7 @@ const maxMapBytes = 8 << 20
 // returned by then is joined by the next round's, never repeated.
 const mapReadDeadline = 5 * time.Second
 
-func (n *names) refresh(cfg Config, log *slog.Logger, once func(key, msg string, args ...any)) {
+func (n *names) refresh(cfg PeerConfig, log *slog.Logger, once func(key, msg string, args ...any)) {
 	if n.files == nil {
 		n.files = &regularfile.Joined{}
 	}

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/internal/fabricentry"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Bounds on an assignment file. What one entry may hold, and how many

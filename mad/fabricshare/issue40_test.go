@@ -89,11 +89,11 @@ func TestIssue40Row8_EntriesCheckedAgainstWhatAnswers(t *testing.T) {
 		`{"switchGUID": "0xa088c20300ab0003", "port": 1, "switchName": "gpu-b001 mlx5_0", "switchLID": 3}`,
 		`{"switchGUID": "0xb83fd20300a01000", "port": 200, "switchName": "ibsw-leaf1", "switchLID": 1}`))
 	var log syncBuf
-	r := Start(Config{Assignment: path, Host: "gpu-a017", Interval: 50 * time.Millisecond, Timeout: time.Second}, f,
+	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 50 * time.Millisecond, Timeout: time.Second}, f,
 		slog.New(slog.NewTextHandler(&log, nil)))
 	t.Cleanup(r.Close)
 	// Ten rounds.
-	waitFor(t, r, "ten rounds", func(rd *Reading) bool {
+	waitFor(t, r, "ten rounds", func(rd *ShareReading) bool {
 		p := portOf(rd, "0xb83fd20300a01000", 1)
 		return p != nil && p.Read && f.count("pcx") >= 20
 	})

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/iblab"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 func buildHelper(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nichealth-mad")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nichealth-mad")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/nichealth-mad")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build nichealth-mad (needs libibumad-dev, libibmad-dev): %v\n%s", err, out)
@@ -112,7 +112,7 @@ func BenchmarkLab_RoundTrip(b *testing.B) {
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "nichealth-mad")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nichealth-mad")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/nichealth-mad")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)

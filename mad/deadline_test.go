@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // TestClient_40_12_EveryCallReturnsByItsDeadline: against a helper that

@@ -5,27 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/readcore"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
-// Client is what the reader asks of the MAD helper (*mad.Client).
-type Client interface {
+// PeerClient is what the reader asks of the MAD helper (*mad.Client).
+type PeerClient interface {
 	Peer(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
 	PeerNode(ctx context.Context, l wire.Local, timeout time.Duration) (wire.Peer, error)
-	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
-	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
-	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
-	State() mad.State
-	Close() error
+	readcore.Client
 }
 
 // Target is a local port to read the far end of.
@@ -43,8 +38,8 @@ type Target struct {
 	Epoch uint64
 }
 
-// Config is how the reader reads.
-type Config struct {
+// PeerConfig is how the reader reads.
+type PeerConfig struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	// NodeNameMap names peers ("" none); Optional says it is the
@@ -63,8 +58,8 @@ type Peer struct {
 	Name string
 }
 
-// PortReading is what the reader knows of one local port's far end.
-type PortReading struct {
+// PeerPort is what the reader knows of one local port's far end.
+type PeerPort struct {
 	Device string
 	Port   int
 	GUID   string
@@ -95,9 +90,9 @@ type PortReading struct {
 	ReadErrors uint64
 }
 
-// Reading is one published state of every watched port's far end. It is
+// PeerReading is one published state of every watched port's far end. It is
 // never modified once published.
-type Reading struct {
+type PeerReading struct {
 	// Gen increments with every publication.
 	Gen uint64
 	At  time.Time
@@ -106,11 +101,11 @@ type Reading struct {
 	// Unavailable says why no far end can be read on this host at all ("":
 	// it can): no umad device, the helper or its libraries missing.
 	Unavailable string
-	Ports       []PortReading
+	Ports       []PeerPort
 }
 
 // Port is the reading of device/port (nil when not watched).
-func (r *Reading) Port(device string, port int) *PortReading {
+func (r *PeerReading) Port(device string, port int) *PeerPort {
 	for i := range r.Ports {
 		if r.Ports[i].Device == device && r.Ports[i].Port == port {
 			return &r.Ports[i]
@@ -119,30 +114,25 @@ func (r *Reading) Port(device string, port int) *PortReading {
 	return nil
 }
 
-// Reader reads the far ends on its own goroutine.
-type Reader struct {
-	c   Client
-	log *slog.Logger
+// PeerReader reads the far ends on its own goroutine. Its Configure,
+// Latest and Close are the MAD readers' shared core's.
+type PeerReader struct {
+	readcore.Core[PeerConfig, PeerReading]
+	loop *readcore.Loop[PeerConfig, PeerReading]
+	c    PeerClient
 
 	mu      sync.Mutex
-	cfg     Config
 	targets []Target
 
-	latest atomic.Pointer[Reading]
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
-
 	// Owned by the goroutine:
-	ports    map[key]*PortReading
-	epochs   map[key]uint64
-	names    names
-	logs     repeats.Limiter
-	gen      uint64
-	saidOnce map[string]bool
-	lastErr  error
-	rounds   uint64
-	at       time.Time // round start, every reading's ReadAt: full rounds' reads an interval apart, as local ticks (DESIGN.md difference 14)
+	ports   map[key]*PeerPort
+	epochs  map[key]uint64
+	names   names
+	logs    repeats.Limiter
+	gen     uint64
+	lastErr error
+	rounds  uint64
+	at      time.Time // round start, every reading's ReadAt: full rounds' reads an interval apart, as local ticks (DESIGN.md difference 14)
 }
 
 // rediscoverEvery is how many full rounds pass between two complete
@@ -154,61 +144,32 @@ type key struct {
 	port int
 }
 
-// Start runs the reader over c; Close ends it.
-func Start(cfg Config, c Client, log *slog.Logger) *Reader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[key]*PortReading{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}}
-	r.latest.Store(&Reading{At: time.Now(), Helper: c.State()})
-	go r.loop(ctx)
+// StartPeerReader runs the reader over c; Close ends it.
+func StartPeerReader(cfg PeerConfig, c PeerClient, log *slog.Logger) *PeerReader {
+	l := readcore.New(cfg, &PeerReading{At: time.Now(), Helper: c.State()}, c, log)
+	r := &PeerReader{Core: l.Core(), loop: l, c: c,
+		ports: map[key]*PeerPort{}, epochs: map[key]uint64{}, logs: repeats.Limiter{Window: time.Hour}}
+	l.Go(r.run)
 	return r
 }
 
 // SetTargets replaces the ports to watch; the reader looks at once at
 // what changed. The caller keeps ts (it is copied).
-func (r *Reader) SetTargets(ts []Target) {
+func (r *PeerReader) SetTargets(ts []Target) {
 	r.mu.Lock()
 	r.targets = append(r.targets[:0], ts...)
 	r.mu.Unlock()
-	r.poke()
+	r.loop.Poke()
 }
 
-// Configure applies a new configuration at once.
-func (r *Reader) Configure(cfg Config) {
-	r.mu.Lock()
-	r.cfg = cfg
-	r.mu.Unlock()
-	r.poke()
-}
-
-func (r *Reader) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Latest is the last published reading (never nil).
-func (r *Reader) Latest() *Reading { return r.latest.Load() }
-
-// Close stops the reader and the helper.
-func (r *Reader) Close() {
-	r.cancel()
-	<-r.done
-	r.c.Close()
-}
-
-func (r *Reader) snapshot() (Config, []Target) {
+func (r *PeerReader) snapshot() (PeerConfig, []Target) {
+	cfg := r.loop.Config()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cfg, slices.Clone(r.targets)
+	return cfg, slices.Clone(r.targets)
 }
 
-func (r *Reader) loop(ctx context.Context) {
-	defer close(r.done)
+func (r *PeerReader) run(ctx context.Context) {
 	var last time.Time
 	for {
 		cfg, ts := r.snapshot()
@@ -229,7 +190,7 @@ func (r *Reader) loop(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-r.wake:
+		case <-r.loop.Wake():
 		case <-t.C:
 		}
 		t.Stop()
@@ -240,17 +201,17 @@ func (r *Reader) loop(ctx context.Context) {
 // reads its counters; otherwise only ports whose state changed (or that
 // were never found) are found again, and only a new peer is read (its
 // baseline).
-func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) {
+func (r *PeerReader) round(ctx context.Context, cfg PeerConfig, ts []Target, full bool) {
 	now := time.Now()
-	r.names.refresh(cfg, r.log, r.sayOnce)
-	unavailable := umadMissing(cfg.UmadDir)
+	r.names.refresh(cfg, r.loop.Log(), r.loop.SayOnce)
+	umad := readcore.UmadMissing(cfg.UmadDir)
 	keep := map[key]bool{}
 	for _, t := range ts {
 		k := key{t.Device, t.Port}
 		keep[k] = true
 		p := r.ports[k]
 		if p == nil {
-			p = &PortReading{Device: t.Device, Port: t.Port}
+			p = &PeerPort{Device: t.Device, Port: t.Port}
 			r.ports[k] = p
 		}
 		changed := r.epochs[k] != t.Epoch || p.GUID != t.GUID
@@ -264,7 +225,7 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 			}
 			continue
 		}
-		if unavailable != "" || ctx.Err() != nil {
+		if umad != "" || ctx.Err() != nil {
 			continue
 		}
 		if !full && !changed && p.Found {
@@ -287,11 +248,9 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 		}
 	}
 	st := r.c.State()
-	if unavailable == "" && st.Health == mad.Unavailable {
-		unavailable = st.Reason
-	}
+	unavailable := readcore.Unavailable(cfg.UmadDir, st)
 	if unavailable != "" {
-		r.sayOnce("unavailable", "the far end of the InfiniBand ports is not read on this host; every other check runs", "reason", unavailable)
+		r.loop.SayOnce("unavailable", "the far end of the InfiniBand ports is not read on this host; every other check runs", "reason", unavailable)
 	}
 	r.publish(now, st, unavailable)
 }
@@ -303,7 +262,7 @@ func (r *Reader) round(ctx context.Context, cfg Config, ts []Target, full bool) 
 // offers. Counters are one GMP: PortCounters, or PortCountersExtended
 // when it carries the 64-bit error counters (PortCounters too when it
 // carries only the 64-bit data counters).
-func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, read bool) {
+func (r *PeerReader) look(ctx context.Context, cfg PeerConfig, p *PeerPort, changed, read bool) {
 	r.lastErr = nil
 	local := wire.Local{GUID: p.GUID}
 	if p.Found && !changed {
@@ -338,7 +297,7 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 			p.Found = false
 			return
 		}
-		*p = PortReading{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq, ReadErrors: p.ReadErrors}
+		*p = PeerPort{Device: p.Device, Port: p.Port, GUID: p.GUID, CPI: cpi, Seq: p.Seq, ReadErrors: p.ReadErrors}
 		read = true
 	}
 	p.Found, p.Peer, p.FoundAt, p.Err = true, np, time.Now(), ""
@@ -347,58 +306,34 @@ func (r *Reader) look(ctx context.Context, cfg Config, p *PortReading, changed, 
 	}
 }
 
-func (r *Reader) readCounters(ctx context.Context, cfg Config, p *PortReading, local wire.Local) {
+func (r *PeerReader) readCounters(ctx context.Context, cfg PeerConfig, p *PeerPort, local wire.Local) {
 	peer := &p.Peer
-	var ext *wire.PortCountersExt
-	if p.CPI.Extended() {
-		// 64-bit data counters whenever offered (PortCounters' saturate in
-		// a second at HDR); the errors too when offered: then one read does.
-		x, err := r.c.PortCountersExt(ctx, local, peer.LID, peer.Port, p.CPI.ExtendedErrors(), cfg.Timeout)
-		if err != nil {
-			r.fail(p, fmt.Sprintf("read the extended counters of %s port %d", peer.Name, peer.Port), err)
-			p.Found = false
-			return
-		}
-		if x.Errors != nil {
-			p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, *x.Errors, true, &x
-			return
-		}
-		ext = &x
-	}
-	pc, err := r.c.PortCounters(ctx, local, peer.LID, peer.Port, cfg.Timeout)
+	c, err := readcore.ReadCounters(ctx, r.c, local, p.CPI, peer.LID, peer.Port, cfg.Timeout)
 	if err != nil {
-		r.fail(p, fmt.Sprintf("read the counters of %s port %d", peer.Name, peer.Port), err)
+		what := "read the counters of"
+		if ce := (*readcore.CounterError)(nil); errors.As(err, &ce) && ce.Extended {
+			what = "read the extended counters of"
+		}
+		r.fail(p, fmt.Sprintf("%s %s port %d", what, peer.Name, peer.Port), err)
 		// Its LID may have moved: ask everything again next round.
 		p.Found = false
 		return
 	}
-	if ext != nil {
-		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = ext.PortXmitData, ext.PortRcvData, ext.PortXmitPkts, ext.PortRcvPkts
-	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, pc, false, ext
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, c.PortCounters, c.Wide, c.Ext
 }
 
-func (r *Reader) fail(p *PortReading, what string, err error) {
+func (r *PeerReader) fail(p *PeerPort, what string, err error) {
 	r.lastErr = err
 	p.ReadErrors++
 	p.Err = fmt.Sprintf("%s: %v", what, err)
 	if ok, n := r.logs.Note(fmt.Sprintf("%s/%d %s", p.Device, p.Port, what), time.Now()); ok {
-		r.log.Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)
+		r.loop.Log().Warn("far end not read", "device", p.Device, "port", p.Port, "error", p.Err, "suppressed", n)
 	}
 }
 
-// sayOnce logs a line once per process for key.
-func (r *Reader) sayOnce(key, msg string, args ...any) {
-	if r.saidOnce[key] {
-		return
-	}
-	r.saidOnce[key] = true
-	r.log.Warn(msg, args...)
-}
-
-func (r *Reader) publish(now time.Time, st mad.State, unavailable string) {
+func (r *PeerReader) publish(now time.Time, st mad.State, unavailable string) {
 	r.gen++
-	rd := &Reading{Gen: r.gen, At: now, Helper: st, Unavailable: unavailable, Ports: make([]PortReading, 0, len(r.ports))}
+	rd := &PeerReading{Gen: r.gen, At: now, Helper: st, Unavailable: unavailable, Ports: make([]PeerPort, 0, len(r.ports))}
 	for _, p := range r.ports {
 		c := *p
 		if p.Ext != nil {
@@ -407,24 +342,11 @@ func (r *Reader) publish(now time.Time, st mad.State, unavailable string) {
 		}
 		rd.Ports = append(rd.Ports, c)
 	}
-	slices.SortFunc(rd.Ports, func(a, b PortReading) int {
+	slices.SortFunc(rd.Ports, func(a, b PeerPort) int {
 		if a.Device != b.Device {
 			return strings.Compare(a.Device, b.Device)
 		}
 		return a.Port - b.Port
 	})
-	r.latest.Store(rd)
-}
-
-// umadMissing says why MADs cannot be sent from this host, "" when a
-// umad device exists.
-func umadMissing(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
-	if len(m) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad; rdma-core's rdma-load-modules@rdma.service loads it at boot)", dir)
+	r.loop.Publish(rd)
 }

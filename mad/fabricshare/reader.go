@@ -5,31 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/regularfile"
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad"
+	"github.com/nichealth/nichealthd/mad/readcore"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
-// Client is what the reader asks of the MAD helper (*mad.Client).
-type Client interface {
+// ShareClient is what the reader asks of the MAD helper (*mad.Client).
+type ShareClient interface {
 	Ports(ctx context.Context, timeout time.Duration) ([]wire.LocalPort, error)
 	NodeInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.Node, error)
-	ClassPortInfo(ctx context.Context, l wire.Local, lid int, timeout time.Duration) (wire.ClassPortInfo, error)
-	PortCounters(ctx context.Context, l wire.Local, lid, port int, timeout time.Duration) (wire.PortCounters, error)
-	PortCountersExt(ctx context.Context, l wire.Local, lid, port int, withErrors bool, timeout time.Duration) (wire.PortCountersExt, error)
-	State() mad.State
-	Close() error
+	readcore.Client
 }
 
-// Config is how the reader reads.
-type Config struct {
+// ShareConfig is how the reader reads.
+type ShareConfig struct {
 	// Assignment is the assignment file ("" reads nothing). Optional
 	// says it is the conventional path, quietly nothing while absent.
 	Assignment string
@@ -45,9 +39,9 @@ type Config struct {
 	UmadDir string
 }
 
-// PortReading is what the reader knows of one assigned port. Published
+// SharePort is what the reader knows of one assigned port. Published
 // readings are never modified.
-type PortReading struct {
+type SharePort struct {
 	Entry
 	// Read says Counters hold a reading, taken at ReadAt; in the order
 	// of wire.Fields. Wide says the error counters are PortCountersExtended's
@@ -67,9 +61,9 @@ type PortReading struct {
 	Refused string
 }
 
-// Reading is one published state of the share. It is never modified once
+// ShareReading is one published state of the share. It is never modified once
 // published.
-type Reading struct {
+type ShareReading struct {
 	// Gen increments with every publication.
 	Gen uint64
 	At  time.Time
@@ -85,21 +79,17 @@ type Reading struct {
 	// when it can).
 	Unavailable string
 	// Ports is the list in force, by switch GUID and port.
-	Ports []*PortReading
+	Ports []*SharePort
 }
 
-// Reader reads the share on its own goroutine.
-type Reader struct {
-	c   Client
-	log *slog.Logger
-
-	mu  sync.Mutex
-	cfg Config
-
-	latest atomic.Pointer[Reading]
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+// ShareReader reads the share on its own goroutine. Its Configure (which
+// reads the assignment file again: a reload, systemctl reload or SIGHUP,
+// reloads the assignment too), Latest and Close are the MAD readers'
+// shared core's.
+type ShareReader struct {
+	readcore.Core[ShareConfig, ShareReading]
+	loop *readcore.Loop[ShareConfig, ShareReading]
+	c    ShareClient
 
 	// Owned by the goroutine:
 	files     regularfile.Joined
@@ -107,7 +97,7 @@ type Reader struct {
 	stopWatch context.CancelFunc
 	rewatch   func()
 	list      []Entry
-	ports     map[portKey]*PortReading
+	ports     map[portKey]*SharePort
 	switches  map[string]*switchState
 	// tried is when each listed port was last asked for (read or not):
 	// a round reads the longest-waiting first, so a list that changes
@@ -122,7 +112,6 @@ type Reader struct {
 	round     uint64
 	published time.Time
 	timer     *time.Timer
-	saidOnce  map[string]bool
 }
 
 type portKey struct {
@@ -151,64 +140,24 @@ const cpiEvery = 10
 // publication copies the list's pointers.
 const publishEvery = 2 * time.Second
 
-// Start runs the reader over c; Close ends it.
-func Start(cfg Config, c Client, log *slog.Logger) *Reader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Reader{c: c, log: log, cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		ports: map[portKey]*PortReading{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
-		logs: repeats.Limiter{Window: time.Hour}, saidOnce: map[string]bool{}, timer: time.NewTimer(time.Hour)}
+// StartShareReader runs the reader over c; Close ends it.
+func StartShareReader(cfg ShareConfig, c ShareClient, log *slog.Logger) *ShareReader {
+	l := readcore.New(cfg, &ShareReading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()}, c, log)
+	r := &ShareReader{Core: l.Core(), loop: l, c: c,
+		ports: map[portKey]*SharePort{}, switches: map[string]*switchState{}, tried: map[portKey]time.Time{}, valid: true,
+		logs: repeats.Limiter{Window: time.Hour}, timer: time.NewTimer(time.Hour)}
 	r.timer.Stop()
-	r.latest.Store(&Reading{At: time.Now(), File: cfg.Assignment, Valid: true, Helper: c.State()})
-	go r.loop(ctx)
+	l.Go(r.run)
 	return r
 }
 
-// Configure applies a new configuration and reads the assignment file
-// again (a reload: systemctl reload, SIGHUP).
-func (r *Reader) Configure(cfg Config) {
-	r.mu.Lock()
-	r.cfg = cfg
-	r.mu.Unlock()
-	r.poke()
-}
-
-// fileChanged has the file read again.
-func (r *Reader) fileChanged() { r.poke() }
-
-func (r *Reader) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Latest is the last published reading (never nil).
-func (r *Reader) Latest() *Reading { return r.latest.Load() }
-
-// Close stops the reader and the helper.
-func (r *Reader) Close() {
-	r.cancel()
-	<-r.done
-	r.c.Close()
-}
-
-func (r *Reader) config() Config {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cfg
-}
-
-func (r *Reader) loop(ctx context.Context) {
-	defer close(r.done)
+func (r *ShareReader) run(ctx context.Context) {
 	defer func() {
 		if r.stopWatch != nil {
 			r.stopWatch()
 		}
 	}()
-	cfg := r.config()
+	cfg := r.loop.Config()
 	for ctx.Err() == nil {
 		cfg = r.refresh(ctx)
 		start := time.Now()
@@ -233,7 +182,7 @@ func (r *Reader) loop(ctx context.Context) {
 // reports whether the list or the pace changed (a new round starts);
 // otherwise the round goes on where it was, so a reload now and then
 // does not starve the end of a long list.
-func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
+func (r *ShareReader) changed(ctx context.Context, cfg *ShareConfig) bool {
 	before := r.list
 	now := r.refresh(ctx)
 	differs := !slices.Equal(before, r.list) || now.Interval != cfg.Interval || now.Timeout != cfg.Timeout
@@ -247,8 +196,8 @@ func (r *Reader) changed(ctx context.Context, cfg *Config) bool {
 // every wake-up (the file changed, a reload): a watch that could not be
 // set up, or a directory that appeared later, is caught within an
 // interval.
-func (r *Reader) refresh(ctx context.Context) Config {
-	cfg := r.config()
+func (r *ShareReader) refresh(ctx context.Context) ShareConfig {
+	cfg := r.loop.Config()
 	if cfg.Assignment != r.watched {
 		if r.stopWatch != nil {
 			r.stopWatch()
@@ -258,7 +207,7 @@ func (r *Reader) refresh(ctx context.Context) Config {
 		if cfg.Assignment != "" {
 			wctx, cancel := context.WithCancel(ctx)
 			r.stopWatch = cancel
-			r.rewatch = watch(wctx, cfg.Assignment, r.fileChanged, r.log.Warn)
+			r.rewatch = watch(wctx, cfg.Assignment, r.loop.Poke, r.loop.Log().Warn)
 		}
 	}
 	if r.rewatch != nil {
@@ -271,7 +220,7 @@ func (r *Reader) refresh(ctx context.Context) Config {
 
 // load reads and applies the assignment file; a refused file keeps the
 // list in force.
-func (r *Reader) load(cfg Config) {
+func (r *ShareReader) load(cfg ShareConfig) {
 	if cfg.Assignment == "" {
 		r.apply(nil)
 		r.valid, r.refused, r.absent = true, "", false
@@ -280,7 +229,7 @@ func (r *Reader) load(cfg Config) {
 	b, err := readFile(&r.files, cfg.Assignment, readDeadline)
 	if errors.Is(err, errAbsent) {
 		if !r.absent && len(r.list) > 0 || !r.absent && !cfg.Optional {
-			r.log.Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
+			r.loop.Log().Info("no fabric assignment file: no switch port of the fabric is read by this host", "file", cfg.Assignment)
 		}
 		r.absent = true
 		r.apply(nil)
@@ -297,14 +246,14 @@ func (r *Reader) load(cfg Config) {
 	if err != nil {
 		r.valid, r.refused = false, err.Error()
 		if ok, n := r.logs.Note("refused "+r.refused, time.Now()); ok {
-			r.log.Warn("fabric assignment refused; the list in force is kept", "file", cfg.Assignment, "reason", r.refused, "inForce", len(r.list), "suppressed", n)
+			r.loop.Log().Warn("fabric assignment refused; the list in force is kept", "file", cfg.Assignment, "reason", r.refused, "inForce", len(r.list), "suppressed", n)
 		}
 		return
 	}
 	r.absent = false
 	r.valid, r.refused = true, ""
 	if !slices.Equal(list, r.list) {
-		r.log.Info("fabric assignment in force", "file", cfg.Assignment, "host", cfg.Host, "ports", len(list), "switches", countSwitches(list))
+		r.loop.Log().Info("fabric assignment in force", "file", cfg.Assignment, "host", cfg.Host, "ports", len(list), "switches", countSwitches(list))
 		r.apply(list)
 	}
 }
@@ -322,12 +271,12 @@ func countSwitches(list []Entry) int {
 // apply puts list in force: ports kept keep their readings and error
 // counts, ports dropped are forgotten, and so are switches no longer
 // listed (memory follows the list).
-func (r *Reader) apply(list []Entry) {
+func (r *ShareReader) apply(list []Entry) {
 	if slices.Equal(list, r.list) {
 		return
 	}
 	r.list = list
-	keep := make(map[portKey]*PortReading, len(list))
+	keep := make(map[portKey]*SharePort, len(list))
 	tried := make(map[portKey]time.Time, len(list))
 	sw := map[string]*switchState{}
 	for _, e := range list {
@@ -337,7 +286,7 @@ func (r *Reader) apply(list []Entry) {
 		}
 		p := r.ports[k]
 		if p == nil || p.Entry != e {
-			np := &PortReading{Entry: e}
+			np := &SharePort{Entry: e}
 			if p != nil && p.SwitchLID == e.SwitchLID {
 				np.Errors = p.Errors
 			}
@@ -352,7 +301,7 @@ func (r *Reader) apply(list []Entry) {
 }
 
 // sleepUntil waits until t; false when woken first (or ctx ended).
-func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
+func (r *ShareReader) sleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return true
@@ -362,7 +311,7 @@ func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-r.wake:
+	case <-r.loop.Wake():
 		return false
 	case <-r.timer.C:
 		return true
@@ -372,16 +321,16 @@ func (r *Reader) sleepUntil(ctx context.Context, t time.Time) bool {
 // readRound reads every port of the list once, the reads spread evenly
 // over the interval. A change of the list or the pace ends the round
 // early (restart): the next one starts with the new list at once.
-func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (restart bool) {
+func (r *ShareReader) readRound(ctx context.Context, cfg ShareConfig, start time.Time) (restart bool) {
 	if len(r.list) == 0 {
 		return false
 	}
-	if why := umadMissing(cfg.UmadDir); why != "" {
-		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", why)
+	if why := readcore.UmadMissing(cfg.UmadDir); why != "" {
+		r.loop.SayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", why)
 		return false
 	}
 	if r.c.State().Health == mad.Unavailable {
-		r.sayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
+		r.loop.SayOnce("unavailable", "the fabric's assigned switch ports are not read on this host", "reason", r.c.State().Reason)
 	}
 	list := r.order()
 	var failed map[string]*failure
@@ -423,44 +372,19 @@ func (r *Reader) readRound(ctx context.Context, cfg Config, start time.Time) (re
 	return false
 }
 
-// sayOnce logs a line once per process for key.
-func (r *Reader) sayOnce(key, msg string, args ...any) {
-	if r.saidOnce[key] {
-		return
-	}
-	r.saidOnce[key] = true
-	r.log.Warn(msg, args...)
-}
-
-func (r *Reader) publish(cfg Config) {
+func (r *ShareReader) publish(cfg ShareConfig) {
 	r.gen++
 	now := time.Now()
 	r.published = now
-	rd := &Reading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
-		Ports: make([]*PortReading, 0, len(r.list))}
+	rd := &ShareReading{Gen: r.gen, At: now, File: cfg.Assignment, Valid: r.valid, Refused: r.refused, Helper: r.c.State(),
+		Ports: make([]*SharePort, 0, len(r.list))}
 	if len(r.list) > 0 {
-		rd.Unavailable = umadMissing(cfg.UmadDir)
-		if rd.Unavailable == "" && rd.Helper.Health == mad.Unavailable {
-			rd.Unavailable = rd.Helper.Reason
-		}
+		rd.Unavailable = readcore.Unavailable(cfg.UmadDir, rd.Helper)
 	}
 	for _, e := range r.list {
 		if p := r.ports[portKey{e.SwitchGUID, e.Port}]; p != nil {
 			rd.Ports = append(rd.Ports, p)
 		}
 	}
-	r.latest.Store(rd)
-}
-
-// umadMissing says why MADs cannot be sent from this host, "" when a
-// umad device exists.
-func umadMissing(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "umad*"))
-	if len(m) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("no InfiniBand MAD device (%s/umad*): load the ib_umad kernel module (modprobe ib_umad)", dir)
+	r.loop.Publish(rd)
 }

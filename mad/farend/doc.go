@@ -1,9 +1,9 @@
 // Package farend reads the far end of every ACTIVE InfiniBand port: the
 // node at the other end of the cable, found by directed-route SMPs, and
 // its port's PMA counters, through the supervised MAD helper
-// (topology/mad). It runs on a goroutine of its own: the poll loop hands
+// (package mad). It runs on a goroutine of its own: the poll loop hands
 // it the ports to watch (SetTargets, only when they change) and takes the
-// latest immutable Reading it published (Latest, an atomic load), so no
+// latest immutable PeerReading it published (Latest, an atomic load), so no
 // poll ever waits on the helper or the fabric.
 //
 // Each port is matched to its MAD port by its port GUID (the helper finds

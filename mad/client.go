@@ -10,7 +10,7 @@ import (
 
 	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/internal/repeats"
-	"github.com/nichealth/nichealthd/topology/mad/wire"
+	"github.com/nichealth/nichealthd/mad/wire"
 )
 
 // Config says how to run the helper.
