@@ -23,7 +23,8 @@ const (
 // startFabric starts the fabric lab when its programs and nichealth-mad
 // are there (kept in keep when that is set: make try's), cables h's
 // mlx5_0 into it with a clean switch port, and returns the [farEnd] table
-// (head, plus the helper and the node-name map) that reads it; otherwise
+// (head, plus the node-name map) and the [mad] table (the helper) that
+// read it; otherwise
 // why not, in a sentence that says what to install.
 func startFabric(h *sim.Host, bin, dir, keep, head string) (*iblab.Lab, string, string) {
 	helper, err := filepath.Abs(filepath.Join(bin, "nichealth-mad"))
@@ -54,5 +55,5 @@ func startFabric(h *sim.Host, bin, dir, keep, head string) (*iblab.Lab, string, 
 		lab.Close()
 		return nil, "", err.Error()
 	}
-	return lab, head + fmt.Sprintf("helper = %q\nnodeNameMap = %q\n", helper, mapf), ""
+	return lab, head + fmt.Sprintf("nodeNameMap = %q\n[mad]\nhelper = %q\n", mapf, helper), ""
 }

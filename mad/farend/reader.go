@@ -319,7 +319,11 @@ func (r *PeerReader) readCounters(ctx context.Context, cfg PeerConfig, p *PeerPo
 		p.Found = false
 		return
 	}
-	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, c.PortCounters, c.Wide, c.Ext
+	var ext *wire.PortCountersExt
+	if c.HasExt {
+		ext = &c.Ext
+	}
+	p.Read, p.Seq, p.ReadAt, p.Counters, p.Wide, p.Ext = true, p.Seq+1, r.at, c.PortCounters, c.Wide, ext
 }
 
 func (r *PeerReader) fail(p *PeerPort, what string, err error) {

@@ -33,8 +33,11 @@ type Counters struct {
 	// Wide says the error counters came from PortCountersExtended too
 	// (64-bit: they never saturate).
 	Wide bool
-	// Ext is PortCountersExtended when the PMA offers it (nil when not).
-	Ext *wire.PortCountersExt
+	// Ext is PortCountersExtended when the PMA offers it (HasExt). A
+	// value, not a pointer: a reader that keeps only the counters (the
+	// fabric share, 10,000 ports a round) allocates nothing for it.
+	Ext    wire.PortCountersExt
+	HasExt bool
 }
 
 // CounterError is a failed counter read: Extended says whether
@@ -55,23 +58,23 @@ func (e *CounterError) Unwrap() error { return e.Err }
 // PortCounters too, with the 64-bit data counters spliced in. A failure is
 // a *CounterError.
 func ReadCounters(ctx context.Context, c CounterClient, local wire.Local, cpi wire.ClassPortInfo, lid, port int, timeout time.Duration) (Counters, error) {
-	var ext *wire.PortCountersExt
+	var ext wire.PortCountersExt
 	if cpi.Extended() {
 		x, err := c.PortCountersExt(ctx, local, lid, port, cpi.ExtendedErrors(), timeout)
 		if err != nil {
 			return Counters{}, &CounterError{Extended: true, Err: err}
 		}
 		if x.Errors != nil {
-			return Counters{PortCounters: *x.Errors, Wide: true, Ext: &x}, nil
+			return Counters{PortCounters: *x.Errors, Wide: true, Ext: x, HasExt: true}, nil
 		}
-		ext = &x
+		ext = x
 	}
 	pc, err := c.PortCounters(ctx, local, lid, port, timeout)
 	if err != nil {
 		return Counters{}, &CounterError{Err: err}
 	}
-	if ext != nil {
+	if cpi.Extended() {
 		pc.PortXmitData, pc.PortRcvData, pc.PortXmitPkts, pc.PortRcvPkts = ext.PortXmitData, ext.PortRcvData, ext.PortXmitPkts, ext.PortRcvPkts
 	}
-	return Counters{PortCounters: pc, Ext: ext}, nil
+	return Counters{PortCounters: pc, Ext: ext, HasExt: cpi.Extended()}, nil
 }

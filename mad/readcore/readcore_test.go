@@ -62,7 +62,7 @@ func TestReadCounters_WhatThePMAOffersDecidesTheRead(t *testing.T) {
 
 	// Extended with errors: one GMP, every counter 64-bit.
 	c, err := ReadCounters(context.Background(), p, wire.Local{}, cpi(true, true), 5, 3, time.Second)
-	if err != nil || !c.Wide || c.Ext == nil || c.SymbolErrorCounter != 7 || p.askedPC != 0 || p.askedExt != 1 || !p.withErrors {
+	if err != nil || !c.Wide || !c.HasExt || c.SymbolErrorCounter != 7 || p.askedPC != 0 || p.askedExt != 1 || !p.withErrors {
 		t.Fatalf("extended with errors: %+v %v (PortCounters asked %d, extended %d)", c, err, p.askedPC, p.askedExt)
 	}
 
@@ -70,7 +70,7 @@ func TestReadCounters_WhatThePMAOffersDecidesTheRead(t *testing.T) {
 	// counters spliced in.
 	*p = pma{pc: p.pc, ext: p.ext}
 	c, err = ReadCounters(context.Background(), p, wire.Local{}, cpi(true, false), 5, 3, time.Second)
-	if err != nil || c.Wide || c.Ext == nil || p.withErrors || p.askedPC != 1 {
+	if err != nil || c.Wide || !c.HasExt || p.withErrors || p.askedPC != 1 {
 		t.Fatalf("extended without errors: %+v %v", c, err)
 	}
 	if c.SymbolErrorCounter != 3 || c.PortXmitData != 1<<40 || c.PortRcvData != 1<<41 || c.PortXmitPkts != 1<<33 || c.PortRcvPkts != 1<<34 {
@@ -80,7 +80,7 @@ func TestReadCounters_WhatThePMAOffersDecidesTheRead(t *testing.T) {
 	// No extended counters: PortCounters alone, as read.
 	*p = pma{pc: p.pc, ext: p.ext}
 	c, err = ReadCounters(context.Background(), p, wire.Local{}, cpi(false, false), 5, 3, time.Second)
-	if err != nil || c.Wide || c.Ext != nil || p.askedExt != 0 || c.PortXmitData != 4294967295 {
+	if err != nil || c.Wide || c.HasExt || p.askedExt != 0 || c.PortXmitData != 4294967295 {
 		t.Fatalf("PortCounters only: %+v %v", c, err)
 	}
 }
