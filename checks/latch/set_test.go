@@ -1,0 +1,68 @@
+package latch
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestSet_RaiseClearHas(t *testing.T) {
+	var s Set[string, time.Time] // nil, as a section read back without it
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	s.Raise("devlink:fw_fatal", at)
+	if !s.Has("devlink:fw_fatal") || s["devlink:fw_fatal"] != at {
+		t.Fatalf("raised %v", s)
+	}
+	if !s.Clear("devlink:fw_fatal") || s.Has("devlink:fw_fatal") || len(s) != 0 {
+		t.Fatalf("cleared %v", s)
+	}
+	if s.Clear("devlink:fw_fatal") {
+		t.Fatal("a clear of what is not raised reports it was")
+	}
+}
+
+func TestSet_KeysAreInTheStateFilesOrder(t *testing.T) {
+	s := Set[Port, int]{PortOf("mlx5_2", 1): 0, PortOf("mlx5_10", 2): 0, PortOf("mlx5_0", 1): 0, PortOf("mlx5_0", 2): 0}
+	want := []Port{PortOf("mlx5_0", 1), PortOf("mlx5_0", 2), PortOf("mlx5_10", 2), PortOf("mlx5_2", 1)}
+	if got := s.Keys(); !slices.Equal(got, want) {
+		t.Fatalf("keys %v, want %v", got, want)
+	}
+	n := Set[string, int]{"b": 0, "a": 0, "c": 0}
+	if got := n.Keys(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("keys %v", got)
+	}
+}
+
+// Keep drops, in key order, what its rule refuses, names each, and leaves
+// the rest; a bound counts what is left.
+func TestSet_KeepDropsAndNamesWhatNoCheckWrote(t *testing.T) {
+	var bad Port
+	_ = bad.UnmarshalText([]byte("mlx5_0/0"))
+	s := Set[Port, int]{PortOf("a", 1): 1, PortOf("b", 1): -1, PortOf("c", 1): 1, PortOf("d", 1): 1, bad: 1}
+	dropped := s.Keep("ports", func(k Port, v int) string {
+		switch {
+		case !k.Valid():
+			return "not DEVICE/PORT"
+		case v < 0:
+			return "negative"
+		case len(s) > 2:
+			return "over the bound of 2 ports"
+		}
+		return ""
+	})
+	// a (5 left), b, c (3 left), d stays (2 left), then the bad key.
+	want := []string{`ports["a/1"]: over the bound of 2 ports`, `ports["b/1"]: negative`, `ports["c/1"]: over the bound of 2 ports`, `ports["mlx5_0/0"]: not DEVICE/PORT`}
+	if !slices.Equal(dropped, want) || len(s) != 1 || !s.Has(PortOf("d", 1)) {
+		t.Fatalf("dropped %q, left %v", dropped, s)
+	}
+}
+
+func TestSet_RekeyMovesARenamedDevicesEntries(t *testing.T) {
+	s := Set[Port, string]{PortOf("mlx5_0", 1): "a", PortOf("mlx5_0", 2): "b", PortOf("mlx5_1", 1): "c"}
+	s.Rekey(func(p Port) (Port, bool) { return p.Renamed("mlx5_0", "ib0") })
+	want := Set[Port, string]{PortOf("ib0", 1): "a", PortOf("ib0", 2): "b", PortOf("mlx5_1", 1): "c"}
+	if fmt.Sprint(s) != fmt.Sprint(want) {
+		t.Fatalf("rekeyed %v, want %v", s, want)
+	}
+}
