@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -138,20 +139,16 @@ func cleanDevices(in []string, field string, drop func(string, ...any)) []string
 }
 
 // checkPortState validates a "<device>_<port>" entry against its value and
-// fills a device or port the value left out.
+// fills a device or port the value left out. The section keeps seed 6.6's
+// underscored key form (latch.ParseUnderscored) rather than the port
+// key's "<device>/<port>": the seed names it, and every state file on
+// disk is written in it.
 func checkPortState(k string, v PortState) (PortState, string) {
-	i := strings.LastIndexByte(k, '_')
-	if i <= 0 {
-		return v, "key is not <device>_<port>"
-	}
-	dev := k[:i]
-	port, why := topology.ParsePortNumber(k[i+1:])
+	key, why := latch.ParseUnderscored(k)
 	if why != "" {
 		return v, why
 	}
-	if !topology.ValidDeviceName(dev) {
-		return v, "bad device name"
-	}
+	dev, port := key.Device, key.Port
 	if v.Port < 0 {
 		return v, "negative port"
 	}
