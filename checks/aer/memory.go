@@ -69,12 +69,8 @@ func (m *Memory) Validate() (dropped []string) {
 		case f == nil:
 			return "empty"
 		}
-		classes = append(classes, f.Raised.Keep(fmt.Sprintf("functions[%q].raised", k), func(r string, _ Raised) string {
-			if classOf(r) < 0 {
-				return "unknown class"
-			}
-			return ""
-		})...)
+		classes = append(classes, f.Raised.KeepKeys(fmt.Sprintf("functions[%q].raised", k), "unknown class",
+			func(r string) bool { return classOf(r) >= 0 })...)
 		return ""
 	})
 	dropped = append(dropped, classes...)

@@ -109,19 +109,17 @@ func (m *Memory) Validate() (dropped []string) {
 			return fmt.Sprintf("over the bound of %d ports", MaxPorts)
 		}
 		pm.validateExtras(k, &inner)
-		inner = append(inner, pm.Saturated.Keep(fmt.Sprintf("ports[%q].saturated", k), notAField)...)
+		inner = append(inner, pm.Saturated.KeepKeys(fmt.Sprintf("ports[%q].saturated", k), notAField, isField)...)
 		return ""
 	})
 	return append(dropped, inner...)
 }
 
-// notAField is why a saturated or acknowledged entry's key is dropped.
-func notAField(f string, _ time.Time) string {
-	if wire.FieldIndex(f) < 0 {
-		return "not a PortCounters field"
-	}
-	return ""
-}
+// isField and notAField are the rule on a saturated or acknowledged
+// entry's key and why one that breaks it is dropped.
+func isField(f string) bool { return wire.FieldIndex(f) >= 0 }
+
+const notAField = "not a PortCounters field"
 
 // maxWindows bounds the windows read back per port: one per velocity row
 // of the far-end table (a handful).
@@ -166,7 +164,7 @@ func (pm *PortMemory) validateExtras(k latch.Port, dropped *[]string) {
 			pm.Peers[i].Name = ""
 		}
 	}
-	*dropped = append(*dropped, pm.SaturationAcked.Keep(fmt.Sprintf("ports[%q].saturationAcked", k), notAField)...)
+	*dropped = append(*dropped, pm.SaturationAcked.KeepKeys(fmt.Sprintf("ports[%q].saturationAcked", k), notAField, isField)...)
 }
 
 // latchable reports whether row can be latched: a row of the far-end

@@ -81,6 +81,17 @@ func text[K Key](k K) string {
 	return any(k).(string)
 }
 
+// KeepKeys is Keep for a rule on the key alone: each key ok refuses is
+// dropped, listed with why.
+func (s Set[K, V]) KeepKeys(where, why string, ok func(K) bool) (dropped []string) {
+	return s.Keep(where, func(k K, _ V) string {
+		if ok(k) {
+			return ""
+		}
+		return why
+	})
+}
+
 // Rekey moves every entry whose key to gives a new key (ok) to that key:
 // a device renamed under the same PCI address keeps what it raised.
 func (s Set[K, V]) Rekey(to func(K) (K, bool)) {

@@ -66,3 +66,11 @@ func TestSet_RekeyMovesARenamedDevicesEntries(t *testing.T) {
 		t.Fatalf("rekeyed %v, want %v", s, want)
 	}
 }
+
+func TestSet_KeepKeysDropsTheKeysTheRuleRefuses(t *testing.T) {
+	s := Set[string, bool]{"module:temperature": true, "bogus": true, "module:rxLOS": false}
+	dropped := s.KeepKeys("transceiver.ports[\"mlx5_4_1\"].raised", "unknown finding", func(k string) bool { return len(k) > 7 && k[:7] == "module:" })
+	if !slices.Equal(dropped, []string{`transceiver.ports["mlx5_4_1"].raised["bogus"]: unknown finding`}) || len(s) != 2 {
+		t.Fatalf("dropped %q, left %v", dropped, s)
+	}
+}

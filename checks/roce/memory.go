@@ -75,12 +75,8 @@ func (m *Memory) Validate() (dropped []string) {
 			return fmt.Sprintf("over the bound of %d ports", MaxPorts)
 		}
 		n++
-		classes = append(classes, pm.Classes.Keep(fmt.Sprintf("ports[%q].classes", k), func(c string, _ Raised) string {
-			if bit(c) == 0 {
-				return "not a RoCE class"
-			}
-			return ""
-		})...)
+		classes = append(classes, pm.Classes.KeepKeys(fmt.Sprintf("ports[%q].classes", k), "not a RoCE class",
+			func(c string) bool { return bit(c) != 0 })...)
 		pm.Have &= 1<<NumSignals - 1
 		return ""
 	})

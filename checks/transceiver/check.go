@@ -293,12 +293,8 @@ func (c *Check) validate() []string {
 		if pm == nil || pm.Device == "" || pm.Port < 1 || key(pm.Device, pm.Port) != k || len(c.mem.Ports) > maxPorts {
 			return "not a port this check could have written"
 		}
-		raised = append(raised, pm.Raised.Keep(fmt.Sprintf("transceiver.ports[%q].raised", k), func(code string, _ Raised) string {
-			if !strings.HasPrefix(code, "module:") {
-				return "unknown finding"
-			}
-			return ""
-		})...)
+		raised = append(raised, pm.Raised.KeepKeys(fmt.Sprintf("transceiver.ports[%q].raised", k), "unknown finding",
+			func(code string) bool { return strings.HasPrefix(code, "module:") })...)
 		return ""
 	})
 	dropped = append(dropped, raised...)
