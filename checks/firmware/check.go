@@ -190,11 +190,7 @@ func (c *Check) apply(cy *checks.Cycle, pci string, fm *FunctionMemory, ports []
 		})
 		cy.Changed()
 	}
-	for _, name := range fm.Raised.Keys() {
-		if seen[name] {
-			continue
-		}
-		fm.Raised.Clear(name)
+	fm.Raised.Sweep(func(name string) bool { return seen[name] }, func(name string, _ time.Time) {
 		cy.Emit(event.Spec{
 			Kind: event.KindFirmwareHealthOK, CheckName: event.FirmwareHealthCheck, IsHealthy: true, Ports: ports,
 			Message:   fmt.Sprintf("NIC function %s: %s is over", pci, strings.TrimPrefix(name, "devlink:")),
@@ -202,7 +198,7 @@ func (c *Check) apply(cy *checks.Cycle, pci string, fm *FunctionMemory, ports []
 			Condition: condition.OfPCI(pci, name),
 		})
 		cy.Changed()
-	}
+	})
 }
 
 // monitoredPorts maps each monitored function's PCI address to its

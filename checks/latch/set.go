@@ -59,6 +59,24 @@ func compare[K Key](a, b K) int {
 	return 0
 }
 
+// Sweep clears, in key order, every raised key that still refuses (the
+// cycle no longer finds its condition) and hands each to cleared with
+// what its raise recorded, so that the clear says the same; it reports
+// how many it cleared.
+func (s Set[K, V]) Sweep(still func(K) bool, cleared func(K, V)) int {
+	n := 0
+	for _, k := range s.Keys() {
+		if still(k) {
+			continue
+		}
+		v := s[k]
+		delete(s, k)
+		cleared(k, v)
+		n++
+	}
+	return n
+}
+
 // Keep validates a set read back from a state file: in key order, each
 // entry for which bad gives a reason is dropped, and listed as
 // "<where>[<key>]: <reason>". bad sees the entries dropped before it gone

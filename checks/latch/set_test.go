@@ -74,3 +74,14 @@ func TestSet_KeepKeysDropsTheKeysTheRuleRefuses(t *testing.T) {
 		t.Fatalf("dropped %q, left %v", dropped, s)
 	}
 }
+
+// Every raise gets its clear: what the cycle no longer finds is cleared in
+// key order with what its raise recorded, and forgotten.
+func TestSet_SweepClearsWhatIsNoLongerFoundWithWhatItsRaiseSaid(t *testing.T) {
+	s := Set[string, string]{"rate|mlx5_1|1": "slow", "gid|mlx5_0|1": "no GID", "rate|mlx5_0|1": "slow too"}
+	var cleared []string
+	n := s.Sweep(func(k string) bool { return k == "rate|mlx5_0|1" }, func(k, v string) { cleared = append(cleared, k+"="+v) })
+	if n != 2 || !slices.Equal(cleared, []string{"gid|mlx5_0|1=no GID", "rate|mlx5_1|1=slow"}) || len(s) != 1 || !s.Has("rate|mlx5_0|1") {
+		t.Fatalf("swept %d %q, left %v", n, cleared, s)
+	}
+}

@@ -96,16 +96,11 @@ func (c *Check) Run(cy *checks.Cycle) {
 			Condition: condition.OfFinding(f.Device, f.Port, f.Kind),
 		})
 	}
-	for _, key := range c.mem.Reported.Keys() {
-		if seen[key] {
-			continue
-		}
-		msg := c.mem.Reported[key]
-		c.mem.Reported.Clear(key)
+	c.mem.Reported.Sweep(func(key string) bool { return seen[key] }, func(key, msg string) {
 		cy.Changed()
 		parts := strings.SplitN(key, "|", 3)
 		if len(parts) != 3 {
-			continue
+			return
 		}
 		port := 0
 		fmt.Sscan(parts[2], &port)
@@ -115,7 +110,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 			Message:   fmt.Sprintf("Resolved: %s", msg),
 			Condition: condition.OfFinding(parts[1], port, parts[0]),
 		})
-	}
+	})
 	c.reportPCIePath(cy, hops)
 }
 
@@ -208,12 +203,7 @@ func (c *Check) reportPCIePath(cy *checks.Cycle, findings []Finding) {
 			Condition: condition.OfPCI(f.PCI, f.Kind),
 		})
 	}
-	for _, key := range c.mem.Hops.Keys() {
-		if seen[key] {
-			continue
-		}
-		r := c.mem.Hops[key]
-		c.mem.Hops.Clear(key)
+	c.mem.Hops.Sweep(func(key string) bool { return seen[key] }, func(key string, r HopReport) {
 		cy.Changed()
 		kind, addr, _ := strings.Cut(key, "|")
 		cy.Emit(event.Spec{
@@ -222,7 +212,7 @@ func (c *Check) reportPCIePath(cy *checks.Cycle, findings []Finding) {
 			Metadata:  map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ","), "finding": kind},
 			Condition: condition.OfPCI(addr, kind),
 		})
-	}
+	})
 }
 
 // hopCode is the error code of one hop's finding, which its raise carries

@@ -145,14 +145,10 @@ func (c *Check) apply(cy *checks.Cycle, pm *PortMemory, r *observe.ModuleReading
 		cy.Emit(raise(r, f))
 		cy.Changed()
 	}
-	for _, code := range pm.Raised.Keys() {
-		if _, ok := byCode[code]; ok {
-			continue
-		}
-		pm.Raised.Clear(code)
+	pm.Raised.Sweep(func(code string) bool { _, ok := byCode[code]; return ok }, func(code string, _ Raised) {
 		cy.Emit(cleared(pm.Device, pm.Port, code))
 		cy.Changed()
-	}
+	})
 }
 
 // noModule: the cage is empty or the driver reads no modules (the reader
