@@ -2,6 +2,7 @@ package latch
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 )
@@ -47,6 +48,18 @@ func (s Set[K, V]) Keys() []K {
 	}
 	slices.SortFunc(keys, compare[K])
 	return keys
+}
+
+// All is every entry in key order (Keys): the set may change while it
+// runs, each key as it is when reached.
+func (s Set[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		for _, k := range s.Keys() {
+			if v, ok := s[k]; ok && !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 func compare[K Key](a, b K) int {

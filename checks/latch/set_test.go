@@ -85,3 +85,15 @@ func TestSet_SweepClearsWhatIsNoLongerFoundWithWhatItsRaiseSaid(t *testing.T) {
 		t.Fatalf("swept %d %q, left %v", n, cleared, s)
 	}
 }
+
+func TestSet_AllIsInKeyOrderAndSeesClearsMadeOnTheWay(t *testing.T) {
+	s := Set[Port, int]{PortOf("mlx5_2", 1): 2, PortOf("mlx5_10", 1): 10, PortOf("mlx5_0", 1): 0}
+	var got []string
+	for k, v := range s.All() {
+		got = append(got, fmt.Sprint(k, "=", v))
+		s.Clear(PortOf("mlx5_2", 1))
+	}
+	if !slices.Equal(got, []string{"mlx5_0/1=0", "mlx5_10/1=10"}) {
+		t.Fatalf("all: %q", got)
+	}
+}

@@ -75,20 +75,15 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 		return nil
 	}
 	var specs []event.Spec
-	for _, k := range c.mem.Ports.Keys() {
-		pm := c.mem.Ports[k]
-		if pm == nil {
-			continue
-		}
-		dev, port := k.Device, k.Port
+	for k, pm := range c.mem.Ports.All() {
 		for _, cl := range Classes {
-			if !pm.Classes.Has(cl) {
+			if pm == nil || !pm.Classes.Has(cl) {
 				continue
 			}
 			if !Informational(cl) {
-				specs = append(specs, c.clearSpec(dev, port, cl, pm.Classes[cl].Since, "the RoCE classes are no longer judged ([roce] enabled = false)"))
+				specs = append(specs, c.clearSpec(k.Device, k.Port, cl, pm.Classes[cl].Since, "the RoCE classes are no longer judged ([roce] enabled = false)"))
 			}
-			delete(pm.Classes, cl)
+			pm.Classes.Clear(cl)
 		}
 	}
 	for i := range c.ports {
@@ -435,15 +430,11 @@ func (c *Check) Replay(e *event.Event) {
 // file written before the health model).
 func (c *Check) Restate() []checks.Restated {
 	var out []checks.Restated
-	for _, k := range c.mem.Ports.Keys() {
+	for k, pm := range c.mem.Ports.All() {
+		if !k.Valid() || pm == nil {
+			continue
+		}
 		dev, port := k.Device, k.Port
-		if !k.Valid() {
-			continue
-		}
-		pm := c.mem.Ports[k]
-		if pm == nil {
-			continue
-		}
 		for _, cl := range Classes {
 			r, in := pm.Classes[cl]
 			if !in || Informational(cl) {
