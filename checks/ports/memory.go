@@ -25,8 +25,8 @@ type PortMemory struct {
 	Version int `json:"version"`
 	// PortStates is the last known state of each port, keyed
 	// "<device>_<port>" (PortKey).
-	PortStates   map[string]PortState `json:"port_states"`
-	KnownDevices []string             `json:"known_devices"`
+	PortStates   latch.Set[string, PortState] `json:"port_states"`
+	KnownDevices []string                     `json:"known_devices"`
 	// Disappeared lists the devices currently reported disappeared.
 	Disappeared []string `json:"disappeared,omitempty"`
 	// DeviceAddrs maps each known device to its PCI address, so a device
@@ -84,15 +84,13 @@ func (m *PortMemory) Validate() (dropped []string) {
 	if m.PortStates == nil {
 		m.PortStates = map[string]PortState{}
 	}
-	for k, v := range m.PortStates {
+	dropped = m.PortStates.Keep("port_states", func(k string, v PortState) string {
 		nv, why := checkPortState(k, v)
-		if why != "" {
-			drop("port_states[%q]: %s", k, why)
-			delete(m.PortStates, k)
-			continue
+		if why == "" {
+			m.PortStates[k] = nv
 		}
-		m.PortStates[k] = nv
-	}
+		return why
+	})
 	m.KnownDevices = cleanDevices(m.KnownDevices, "known_devices", drop)
 	if len(m.Disappeared) > 0 {
 		m.Disappeared = cleanDevices(m.Disappeared, "disappeared", drop)
