@@ -16,3 +16,10 @@ const sectionBefore = `{"version":1,"card_anomalies":{"0000:0c:00":{"role":"comp
 func TestStateFile_SectionOfTheEarlierBuildLoadsAndSavesUnchanged(t *testing.T) {
 	latchtest.LoadsAndSavesUnchanged(t, NewCheck(nil), sectionBefore)
 }
+
+func TestStateFile_CardEntriesNoCheckWroteAreDropped(t *testing.T) {
+	latchtest.Drops(t, NewCheck(nil),
+		`{"version":1,"card_anomalies":{"":{"role":"compute"},"0000:0c:00":{"role":"compute","active":-1}},"short_since":{"0000:0c:00":"0001-01-01T00:00:00Z"},"no_subnet_manager":{"compute":{"since":"0001-01-01T00:00:00Z"}}}`,
+		`card_anomalies[""]: empty or unprintable key`, `card_anomalies["0000:0c:00"]: negative port count`,
+		`no_subnet_manager["compute"]: empty key, no time or a bad port`, `short_since["0000:0c:00"]: empty key or no time`)
+}

@@ -16,3 +16,9 @@ const sectionBefore = `{"version":1,"ports":{"mlx5_0/1":{"peerGUID":"0x0002c9030
 func TestStateFile_SectionOfTheEarlierBuildLoadsAndSavesUnchanged(t *testing.T) {
 	latchtest.LoadsAndSavesUnchanged(t, NewCheck(), sectionBefore)
 }
+
+func TestStateFile_FarEndPortsNoCheckWroteAreDropped(t *testing.T) {
+	const peer = `{"peerGUID":"0x0002c90300a1b2c3","peerPort":17,"values":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"at":"2026-12-01T10:00:00Z"}`
+	latchtest.Drops(t, NewCheck(), `{"version":1,"ports":{"mlx5_0":`+peer+`,"mlx5_0/0":`+peer+`,"mlx5_0/1":`+peer+`,"mlx5_0/2":{"peerPort":17}}}`,
+		`ports["mlx5_0"]: not DEVICE/PORT`, `ports["mlx5_0/0"]: not DEVICE/PORT`, `ports["mlx5_0/2"]: no valid peer`)
+}

@@ -17,3 +17,10 @@ const sectionBefore = `{"version":1,"port_states":{"mlx5_0_1":{"state":"ACTIVE",
 func TestStateFile_SectionOfTheEarlierBuildLoadsAndSavesUnchanged(t *testing.T) {
 	latchtest.LoadsAndSavesUnchanged(t, New(slog.Default(), nil), sectionBefore)
 }
+
+func TestStateFile_PortStatesNoCheckWroteAreDropped(t *testing.T) {
+	latchtest.Drops(t, New(slog.Default(), nil),
+		`{"version":1,"port_states":{"ib0":{"state":"ACTIVE"},"mlx5_0_0":{"state":"ACTIVE"},"mlx5_0_1":{"state":"ACTIVE"},"mlx5_0_2":{"device":"mlx5_1","state":"ACTIVE"}},"known_devices":["mlx5_0"]}`,
+		`port_states["ib0"]: key is not <device>_<port>`, `port_states["mlx5_0_0"]: port 0 is not 1 to 255`,
+		`port_states["mlx5_0_2"]: key does not match device "mlx5_1" port 2`)
+}

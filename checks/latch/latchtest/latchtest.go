@@ -28,3 +28,19 @@ func LoadsAndSavesUnchanged(t testing.TB, m Section, written string) {
 		t.Fatalf("saved\n%s\nwant\n%s", out, written)
 	}
 }
+
+// Drops restores written into m and fails unless it drops exactly want,
+// in the order Restore lists them: what no check could have written goes,
+// each entry named, and nothing else.
+func Drops(t testing.TB, m Section, written string, want ...string) {
+	t.Helper()
+	dropped := m.Restore([]byte(written))
+	if len(dropped) != len(want) {
+		t.Fatalf("dropped %q, want %q", dropped, want)
+	}
+	for i := range want {
+		if dropped[i] != want[i] {
+			t.Fatalf("dropped %q, want %q", dropped, want)
+		}
+	}
+}
