@@ -6,5 +6,6 @@
 // presence), cards (card homogeneity, no subnet manager), counters,
 // readfaults (hung and parked reads), aer, kernellog, inventory, sanity,
 // rules; health sums their conditions into the one verdict, and runner
-// runs them.
+// runs them. latch is what their memories share: the one typed port key
+// and the raised set each check keeps in its section.
 package checks

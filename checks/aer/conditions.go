@@ -21,15 +21,12 @@ import (
 // raise returns the unhealthy event of class cl and records it. rate is
 // the correctable rate per minute (0 for the uncorrectable classes).
 func (f *Function) raise(fm *FunctionMemory, cl aerfile.Class, moved string, now time.Time, rate float64) event.Spec {
-	if fm.Raised == nil {
-		fm.Raised = map[string]Raised{}
-	}
 	r, had := fm.Raised[cl.String()]
 	if !had {
 		r = Raised{Check: f.Check, Since: now}
 	}
 	r.Last = now
-	fm.Raised[cl.String()] = r
+	fm.Raised.Raise(cl.String(), r)
 	msg := fmt.Sprintf("PCIe AER on %s (%s): %s %s", f.Address, f.Label, cl.Describe(), moved)
 	if cl == aerfile.Correctable {
 		msg = fmt.Sprintf("PCIe AER on %s (%s): %s at %.1f per minute over the last %v (threshold %.1f); %s",

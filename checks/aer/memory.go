@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/aerfile"
@@ -22,8 +23,8 @@ const MemoryVersion = 1
 // section (the kernel's counters restarted from zero) and the first read
 // of each function is a baseline again.
 type Memory struct {
-	Version   int                        `json:"version"`
-	Functions map[string]*FunctionMemory `json:"functions"`
+	Version   int                                `json:"version"`
+	Functions latch.Set[string, *FunctionMemory] `json:"functions"`
 }
 
 // FunctionMemory is one PCI function's last counts and raised conditions.
@@ -37,7 +38,7 @@ type FunctionMemory struct {
 	// every read since): the base of the correctable rate after a restart.
 	At time.Time `json:"at"`
 	// Raised are the active conditions by class name.
-	Raised map[string]Raised `json:"raised,omitempty"`
+	Raised latch.Set[string, Raised] `json:"raised,omitempty"`
 }
 
 // Raised is one active AER condition of a function.
@@ -60,23 +61,19 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.Functions == nil {
 		m.Functions = map[string]*FunctionMemory{}
 	}
-	for k, f := range m.Functions {
+	var classes []string
+	dropped = m.Functions.Keep("functions", func(k string, f *FunctionMemory) string {
 		switch {
 		case !topology.IsPCIAddress(k):
-			dropped = append(dropped, fmt.Sprintf("functions[%q]: not a PCI address", k))
-			delete(m.Functions, k)
+			return "not a PCI address"
 		case f == nil:
-			dropped = append(dropped, fmt.Sprintf("functions[%q]: empty", k))
-			delete(m.Functions, k)
-		default:
-			for r := range f.Raised {
-				if classOf(r) < 0 {
-					dropped = append(dropped, fmt.Sprintf("functions[%q].raised[%q]: unknown class", k, r))
-					delete(f.Raised, r)
-				}
-			}
+			return "empty"
 		}
-	}
+		classes = append(classes, f.Raised.KeepKeys(fmt.Sprintf("functions[%q].raised", k), "unknown class",
+			func(r string) bool { return classOf(r) >= 0 })...)
+		return ""
+	})
+	dropped = append(dropped, classes...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -103,16 +100,13 @@ func (m *Memory) Replay(e *event.Event) {
 	}
 	switch e.Kind {
 	case event.KindPCIeAERRecovered:
-		delete(f.Raised, cl.String())
+		f.Raised.Clear(cl.String())
 	case event.KindPCIeAER:
-		if f.Raised == nil {
-			f.Raised = map[string]Raised{}
-		}
 		r := f.Raised[cl.String()]
 		if r.Since.IsZero() {
 			r.Since = e.GeneratedTimestamp
 		}
 		r.Check, r.Last = e.CheckName, e.GeneratedTimestamp
-		f.Raised[cl.String()] = r
+		f.Raised.Raise(cl.String(), r)
 	}
 }

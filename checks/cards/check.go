@@ -18,6 +18,9 @@ import (
 // Section is the card check's section of the state file.
 const Section = "cards"
 
+// MemoryVersion is the version of the section this build writes.
+const MemoryVersion = 1
+
 // Config is what card homogeneity takes from the configuration.
 type Config struct {
 	// Checks are the checks switched on: card homogeneity speaks for the

@@ -60,7 +60,7 @@ func (m *Memory) Judge(in Input) ([]event.Spec, bool) {
 				if v.Skip != "" {
 					why = fmt.Sprintf("Card %s (%s) is no longer compared with peers (%s); its anomaly is cleared", v.Card, v.Role, v.Skip)
 				}
-				specs = append(specs, m.clear(v.Card, latched, why))
+				specs = append(specs, m.recovered(v.Card, latched, why))
 				changed = true
 			}
 			continue
@@ -77,25 +77,25 @@ func (m *Memory) Judge(in Input) ([]event.Spec, bool) {
 		ports := explained(v, in.OwnFatal, in.Gone[v.Card])
 		switch {
 		case len(ports) == 0 && isLatched:
-			specs = append(specs, m.clear(v.Card, latched, fmt.Sprintf(
+			specs = append(specs, m.recovered(v.Card, latched, fmt.Sprintf(
 				"Card %s (%s): every port it lacks against its peers is now reported on its own; the card anomaly is cleared", v.Card, v.Role)))
 			changed = true
 		case len(ports) == 0:
 		case isLatched && slices.Equal(ports, latched.Ports):
 		default:
 			if isLatched {
-				specs = append(specs, m.clear(v.Card, latched, fmt.Sprintf(
+				specs = append(specs, m.recovered(v.Card, latched, fmt.Sprintf(
 					"Card %s (%s): the ports below its peers changed; raised again with the current ones", v.Card, v.Role)))
 			}
 			specs = append(specs, m.raise(v, ports, since))
 			changed = true
 		}
 	}
-	for _, card := range sortedCards(m.Anomalies) {
+	for _, card := range m.Anomalies.Keys() {
 		if !seen[card] {
 			// Every monitored function of the card is gone: its NICs'
 			// disappearance is what says so now.
-			specs = append(specs, m.clear(card, m.Anomalies[card], fmt.Sprintf(
+			specs = append(specs, m.recovered(card, m.Anomalies[card], fmt.Sprintf(
 				"Card %s is no longer among the monitored cards; its anomaly is cleared", card)))
 			changed = true
 		}
@@ -135,7 +135,7 @@ func explained(v Verdict, ownFatal func(event.PortRef) bool, gone int) []event.P
 
 func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.Spec {
 	check := event.StateCheckFor(v.LinkLayer)
-	m.Anomalies[v.Card] = Latched{Role: string(v.Role), Active: v.Active, Expected: v.Expected, Since: since, Check: check, Ports: ports}
+	m.Anomalies.Raise(v.Card, Latched{Role: string(v.Role), Active: v.Active, Expected: v.Expected, Since: since, Check: check, Ports: ports})
 	return event.Spec{
 		Kind: event.KindCardAnomaly, CheckName: check, IsFatal: true, Card: v.Card, Ports: ports,
 		ErrorCode: []string{ErrorCode},
@@ -146,8 +146,10 @@ func (m *Memory) raise(v Verdict, ports []event.PortRef, since time.Time) event.
 	}
 }
 
-func (m *Memory) clear(card string, l Latched, message string) event.Spec {
-	delete(m.Anomalies, card)
+// recovered clears card's anomaly: the event says the same check and
+// ports the raise did.
+func (m *Memory) recovered(card string, l Latched, message string) event.Spec {
+	m.Anomalies.Clear(card)
 	check := l.Check
 	if check == "" {
 		check = event.InfiniBandStateCheck
@@ -158,13 +160,4 @@ func (m *Memory) clear(card string, l Latched, message string) event.Spec {
 		Metadata:  map[string]string{"role": l.Role},
 		Condition: condition.OfCard(card),
 	}
-}
-
-func sortedCards[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,18 +1,14 @@
 package cards
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
-
-// MemoryVersion is the version of the card check's section of the state
-// file this build writes.
-const MemoryVersion = 1
 
 // Memory is what card homogeneity remembers across restarts: the raised
 // anomalies (so none is re-announced and each gets its clear, naming the
@@ -21,13 +17,13 @@ const MemoryVersion = 1
 // conditions. The daemon stores it as the "cards" section of the state
 // file.
 type Memory struct {
-	Version   int                `json:"version"`
-	Anomalies map[string]Latched `json:"card_anomalies"`
+	Version   int                        `json:"version"`
+	Anomalies latch.Set[string, Latched] `json:"card_anomalies"`
 	// Short is when each card below its peers' mode was first seen so,
 	// keyed by card; a card back at the mode is dropped.
-	Short map[string]time.Time `json:"short_since,omitempty"`
+	Short latch.Set[string, time.Time] `json:"short_since,omitempty"`
 	// NoSM is the no-subnet-manager state of each role group (by role).
-	NoSM map[string]NoSM `json:"no_subnet_manager,omitempty"`
+	NoSM latch.Set[string, NoSM] `json:"no_subnet_manager,omitempty"`
 }
 
 // Latched is one raised anomaly of a card (keyed by card, domain:bus:dev).
@@ -61,7 +57,6 @@ func NewMemory() *Memory {
 
 // Validate drops entries no check could have written and lists them.
 func (m *Memory) Validate() (dropped []string) {
-	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
 	m.Version = MemoryVersion
 	if m.Anomalies == nil {
 		m.Anomalies = map[string]Latched{}
@@ -72,31 +67,29 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.NoSM == nil {
 		m.NoSM = map[string]NoSM{}
 	}
-	for k, v := range m.Anomalies {
+	dropped = m.Anomalies.Keep("card_anomalies", func(k string, v Latched) string {
 		switch {
 		case !topology.PrintableName(k):
-			drop("card_anomalies[%q]: empty or unprintable key", k)
-			delete(m.Anomalies, k)
+			return "empty or unprintable key"
 		case v.Active < 0 || v.Expected < 0:
-			drop("card_anomalies[%q]: negative port count", k)
-			delete(m.Anomalies, k)
+			return "negative port count"
 		case !validPorts(v.Ports):
-			drop("card_anomalies[%q]: a port that is not <device> <port>", k)
-			delete(m.Anomalies, k)
+			return "a port that is not <device> <port>"
 		}
-	}
-	for k, t := range m.Short {
+		return ""
+	})
+	dropped = append(dropped, m.Short.Keep("short_since", func(k string, t time.Time) string {
 		if !topology.PrintableName(k) || t.IsZero() {
-			drop("short_since[%q]: empty key or no time", k)
-			delete(m.Short, k)
+			return "empty key or no time"
 		}
-	}
-	for k, v := range m.NoSM {
+		return ""
+	})...)
+	dropped = append(dropped, m.NoSM.Keep("no_subnet_manager", func(k string, v NoSM) string {
 		if !topology.PrintableName(k) || v.Since.IsZero() || !validPorts(v.Ports) {
-			drop("no_subnet_manager[%q]: empty key, no time or a bad port", k)
-			delete(m.NoSM, k)
+			return "empty key, no time or a bad port"
 		}
-	}
+		return ""
+	})...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -126,7 +119,7 @@ func (m *Memory) Replay(e *event.Event) {
 		}
 		return
 	case event.KindSubnetManagerFound:
-		delete(m.NoSM, e.Metadata["role"])
+		m.NoSM.Clear(e.Metadata["role"])
 		return
 	}
 	card := e.Metadata["card"]
@@ -140,12 +133,12 @@ func (m *Memory) Replay(e *event.Event) {
 	}
 	switch e.Kind {
 	case event.KindCardRecovered:
-		delete(m.Anomalies, card)
+		m.Anomalies.Clear(card)
 	case event.KindCardAnomaly:
 		active, _ := strconv.Atoi(e.Metadata["active"])
 		expected, _ := strconv.Atoi(e.Metadata["expected"])
-		m.Anomalies[card] = Latched{Role: e.Metadata["role"], Active: active, Expected: expected, Since: e.GeneratedTimestamp,
-			Check: e.CheckName, Ports: e.Ports()}
+		m.Anomalies.Raise(card, Latched{Role: e.Metadata["role"], Active: active, Expected: expected, Since: e.GeneratedTimestamp,
+			Check: e.CheckName, Ports: e.Ports()})
 		if _, ok := m.Short[card]; !ok {
 			m.Short[card] = e.GeneratedTimestamp
 		}

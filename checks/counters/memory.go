@@ -9,8 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
-
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
@@ -25,20 +25,20 @@ const MemoryVersion = 1
 // "<device>:<port>:<counter>" (Key). The daemon stores it as the
 // "counters" section of the state file; nothing else writes it.
 type Memory struct {
-	Version          int                        `json:"version"`
-	CounterSnapshots map[string]CounterSnapshot `json:"counter_snapshots"`
-	BreachFlags      map[string]BreachFlag      `json:"breach_flags"`
+	Version          int                                `json:"version"`
+	CounterSnapshots latch.Set[string, CounterSnapshot] `json:"counter_snapshots"`
+	BreachFlags      latch.Set[string, BreachFlag]      `json:"breach_flags"`
 	// Saturated counter files (keyed by file name), so a restart does not
 	// re-announce them and each gets its clear.
-	Saturated map[string]time.Time `json:"saturated,omitempty"`
+	Saturated latch.Set[string, time.Time] `json:"saturated,omitempty"`
 	// Congested ports (keyed by the congestion counter's name) and since
 	// when: an observation that clears itself, not a latch.
-	Congested map[string]time.Time `json:"congested,omitempty"`
+	Congested latch.Set[string, time.Time] `json:"congested,omitempty"`
 	// RaisedUnder is the check each saturation and congestion condition
 	// was raised under, by the key of Saturated or Congested, so a clear
 	// that no reading triggers (a reload that stops judging it) names the
 	// same check.
-	RaisedUnder map[string]string `json:"raised_under,omitempty"`
+	RaisedUnder latch.Set[string, string] `json:"raised_under,omitempty"`
 }
 
 // CounterSnapshot is a counter reading and when it was taken. For velocity
@@ -73,62 +73,48 @@ func NewMemory() *Memory {
 // made, and entries no check could have written are dropped and listed,
 // so one bad entry (a hand edit, an older build's bug) costs that entry.
 func (m *Memory) Validate() (dropped []string) {
-	drop := func(format string, a ...any) { dropped = append(dropped, fmt.Sprintf(format, a...)) }
 	m.Version = MemoryVersion
 	if m.CounterSnapshots == nil {
 		m.CounterSnapshots = map[string]CounterSnapshot{}
 	}
-	for k, v := range m.CounterSnapshots {
+	dropped = m.CounterSnapshots.Keep("counter_snapshots", func(k string, v CounterSnapshot) string {
 		if why := checkKey(k); why != "" {
-			drop("counter_snapshots[%q]: %s", k, why)
-			delete(m.CounterSnapshots, k)
-		} else if v.Timestamp.IsZero() {
+			return why
+		}
+		if v.Timestamp.IsZero() {
 			// A zero timestamp would make a velocity window look decades
 			// long; dropping it only costs a fresh baseline.
-			drop("counter_snapshots[%q]: no timestamp", k)
-			delete(m.CounterSnapshots, k)
+			return "no timestamp"
 		}
-	}
+		return ""
+	})
 	if m.BreachFlags == nil {
 		m.BreachFlags = map[string]BreachFlag{}
 	}
-	for k, fl := range m.BreachFlags {
+	var readings []string
+	dropped = append(dropped, m.BreachFlags.Keep("breach_flags", func(k string, fl BreachFlag) string {
 		if why := checkKey(k); why != "" {
-			drop("breach_flags[%q]: %s", k, why)
-			delete(m.BreachFlags, k)
-			continue
+			return why
 		}
 		if fl.Reading != "" && !validReading(fl.Reading) {
 			// Views print it: a hand edit costs the reading, not the latch.
-			drop("breach_flags[%q].reading: longer than %d bytes or not printable text", k, maxReading)
+			readings = append(readings, fmt.Sprintf("breach_flags[%q].reading: longer than %d bytes or not printable text", k, maxReading))
 			fl.Reading = ""
 			m.BreachFlags[k] = fl
 		}
-	}
+		return ""
+	})...)
 	if m.Saturated == nil {
 		m.Saturated = map[string]time.Time{}
-	}
-	for k := range m.Saturated {
-		if why := checkKey(k); why != "" {
-			drop("saturated[%q]: %s", k, why)
-			delete(m.Saturated, k)
-		}
 	}
 	if m.Congested == nil {
 		m.Congested = map[string]time.Time{}
 	}
-	for k := range m.Congested {
-		if why := checkKey(k); why != "" {
-			drop("congested[%q]: %s", k, why)
-			delete(m.Congested, k)
-		}
-	}
-	for k := range m.RaisedUnder {
-		if why := checkKey(k); why != "" {
-			drop("raised_under[%q]: %s", k, why)
-			delete(m.RaisedUnder, k)
-		}
-	}
+	byKey := func(k string, _ time.Time) string { return checkKey(k) }
+	dropped = append(dropped, m.Saturated.Keep("saturated", byKey)...)
+	dropped = append(dropped, m.Congested.Keep("congested", byKey)...)
+	dropped = append(dropped, m.RaisedUnder.Keep("raised_under", func(k, _ string) string { return checkKey(k) })...)
+	dropped = append(dropped, readings...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -180,49 +166,21 @@ func (m *Memory) Rename(old, nw string) {
 		}
 		return "", false
 	}
-	for k, v := range m.CounterSnapshots {
-		if nk, ok := rekey(k); ok {
-			delete(m.CounterSnapshots, k)
-			m.CounterSnapshots[nk] = v
-		}
-	}
-	for k, v := range m.BreachFlags {
-		if nk, ok := rekey(k); ok {
-			delete(m.BreachFlags, k)
-			m.BreachFlags[nk] = v
-		}
-	}
-	for k, v := range m.Saturated {
-		if nk, ok := rekey(k); ok {
-			delete(m.Saturated, k)
-			m.Saturated[nk] = v
-		}
-	}
-	for k, v := range m.Congested {
-		if nk, ok := rekey(k); ok {
-			delete(m.Congested, k)
-			m.Congested[nk] = v
-		}
-	}
-	for k, v := range m.RaisedUnder {
-		if nk, ok := rekey(k); ok {
-			delete(m.RaisedUnder, k)
-			m.RaisedUnder[nk] = v
-		}
-	}
+	m.CounterSnapshots.Rekey(rekey)
+	m.BreachFlags.Rekey(rekey)
+	m.Saturated.Rekey(rekey)
+	m.Congested.Rekey(rekey)
+	m.RaisedUnder.Rekey(rekey)
 }
 
 // raisedUnder records the check a saturation or congestion condition of
 // key was raised under ("" forgets it).
 func (m *Memory) raisedUnder(key, check string) {
 	if check == "" {
-		delete(m.RaisedUnder, key)
+		m.RaisedUnder.Clear(key)
 		return
 	}
-	if m.RaisedUnder == nil {
-		m.RaisedUnder = map[string]string{}
-	}
-	m.RaisedUnder[key] = check
+	m.RaisedUnder.Raise(key, check)
 }
 
 // checkOf is the check key's condition was raised under.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -45,14 +46,14 @@ type Check struct {
 	mem     *Memory
 	seenGen uint64
 	// seen is the last reading judged per port (its Seq): each once.
-	seen map[string]uint64
+	seen map[latch.Port]uint64
 	// local follows the local ports' link-down episodes, so a far-end
 	// link-down inside one is that episode seen from the switch.
 	local episodes
 }
 
 // NewCheck returns the check with empty memory.
-func NewCheck() *Check { return &Check{mem: NewMemory(), seen: map[string]uint64{}} }
+func NewCheck() *Check { return &Check{mem: NewMemory(), seen: map[latch.Port]uint64{}} }
 
 func (*Check) Step() string     { return "far-end" }
 func (*Check) Serves() []string { return []string{CheckName} }
@@ -95,12 +96,12 @@ func (c *Check) reconcile(redefined map[string]bool) []event.Spec {
 		judged[SaturatedCode(r.Field)] = true
 	}
 	var specs []event.Spec
-	for _, k := range c.mem.keys() {
+	for _, k := range c.mem.Ports.Keys() {
 		pm := c.mem.Ports[k]
 		if pm == nil {
 			continue
 		}
-		dev, port, _ := splitKey(k)
+		dev, port := k.Device, k.Port
 		for _, row := range slices.Sorted(maps.Keys(pm.Latched)) {
 			if !cfg.On || !judged[row] {
 				specs = append(specs, c.recovered(dev, port, pm, row, "no-longer-judged", "it is no longer judged ([farEnd] configuration)"))
@@ -201,20 +202,14 @@ func (c *Check) restored(why string) event.Spec {
 
 // Rename moves what the check remembers of a device to its new name.
 func (c *Check) Rename(old, nw string) {
-	for _, k := range c.mem.keys() {
-		dev, port, _ := splitKey(k)
-		if dev == old {
-			c.mem.Ports[portKey(nw, port)] = c.mem.Ports[k]
-			delete(c.mem.Ports, k)
-		}
-	}
+	c.mem.Ports.Rekey(func(k latch.Port) (latch.Port, bool) { return k.Renamed(old, nw) })
 	c.local.rename(old, nw)
 	// Only the renamed device's readings start again (the reader reads it
 	// under its new name, a new sequence): forgetting every port's would
 	// make each one's next read a first one, whose per-second windows
 	// restart unjudged, and a burst on any other cable would go unseen.
 	for k := range c.seen {
-		if dev, _, _ := splitKey(k); dev == old {
+		if k.Device == old {
 			delete(c.seen, k)
 		}
 	}

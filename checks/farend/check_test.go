@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/mad"
@@ -242,7 +243,7 @@ func TestDesign_13_AcknowledgedAndRecabled(t *testing.T) {
 	if len(specs) != 1 || specs[0].Kind != event.KindPeerRecovered || specs[0].Metadata["reason"] != "peer-changed" || !strings.Contains(specs[0].Message, "ibsw-leaf2 port 17") {
 		t.Fatalf("recabled: %v", specs)
 	}
-	if pm := h.c.Memory().Ports["mlx5_0/1"]; pm.PeerGUID != "0xb83fd20300a02000" || pm.Values[0] != 7000 {
+	if pm := h.c.Memory().Ports[latch.PortOf("mlx5_0", 1)]; pm.PeerGUID != "0xb83fd20300a02000" || pm.Values[0] != 7000 {
 		t.Fatalf("the new peer's first reading is its baseline: %+v", pm)
 	}
 	if _, err := h.c.Acknowledge("mlx5_0", 1, "symbol_error", "uid 0"); !errors.Is(err, ErrUnknown) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/mad/farend"
 	"github.com/nichealth/nichealthd/mad/wire"
@@ -159,10 +160,10 @@ func TestDesign_13_SaturatedFieldAcknowledged(t *testing.T) {
 	ev := event.New(acks[0], event.Stamp{NodeName: "n", Now: h.at})
 	c3 := NewCheck()
 	c3.Restore(raw)
-	c3.mem.Ports["mlx5_0/1"].SaturationAcked = nil
+	c3.mem.Ports[latch.PortOf("mlx5_0", 1)].SaturationAcked = nil
 	c3.Replay(&ev)
 	for _, c := range []*Check{c2, c3} {
-		if _, ok := c.mem.Ports["mlx5_0/1"].SaturationAcked["SymbolErrorCounter"]; !ok {
+		if _, ok := c.mem.Ports[latch.PortOf("mlx5_0", 1)].SaturationAcked["SymbolErrorCounter"]; !ok {
 			t.Fatal("the acknowledgement did not survive a restart")
 		}
 	}
@@ -211,7 +212,7 @@ func TestDesign_13_PeerUnstable(t *testing.T) {
 		if specs := h.read(time.Minute, peer(1+i%5), nil); len(specs) != 0 {
 			t.Fatalf("read %d: %v", i, codes(specs))
 		}
-		if n := len(h.c.Memory().Ports["mlx5_0/1"].Peers); n > MaxPeersSeen {
+		if n := len(h.c.Memory().Ports[latch.PortOf("mlx5_0", 1)].Peers); n > MaxPeersSeen {
 			t.Fatalf("%d peers remembered", n)
 		}
 	}

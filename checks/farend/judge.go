@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/mad/farend"
@@ -32,7 +33,7 @@ func (c *Check) judgePort(p *farend.PeerPort, at time.Time, rateGbps float64) ([
 	if !p.Found {
 		return nil, false
 	}
-	k := portKey(p.Device, p.Port)
+	k := latch.PortOf(p.Device, p.Port)
 	pm := c.mem.Ports[k]
 	var specs []event.Spec
 	changed := false
@@ -99,7 +100,7 @@ func (c *Check) recable(p *farend.PeerPort, old *PortMemory, at time.Time) (*Por
 		np.Peers = old.Peers
 	}
 	np.Peers = seenPeer(np.Peers, PeerSeen{GUID: p.Peer.NodeGUID, Port: p.Peer.Port, Name: p.Peer.Name, At: at}, at)
-	c.mem.Ports[portKey(p.Device, p.Port)] = np
+	c.mem.Ports[latch.PortOf(p.Device, p.Port)] = np
 	if old != nil && len(np.Peers) >= UnstableAfter && np.Latched[UnstableRow].IsZero() {
 		np.Latched = map[string]time.Time{UnstableRow: at}
 		specs = append(specs, unstable(p, np.Peers, ChurnWindow))

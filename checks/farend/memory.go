@@ -2,13 +2,11 @@ package farend
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/topology"
@@ -25,8 +23,8 @@ const MaxPorts = 1024
 // port's peer and its last reading, and the conditions raised. After a
 // reboot the daemon clears every section.
 type Memory struct {
-	Version int                    `json:"version"`
-	Ports   map[string]*PortMemory `json:"ports"`
+	Version int                                `json:"version"`
+	Ports   latch.Set[latch.Port, *PortMemory] `json:"ports"`
 	// Lost is the helper's monitoring condition, when raised.
 	Lost *Lost `json:"lost,omitempty"`
 }
@@ -45,8 +43,8 @@ type PortMemory struct {
 	Wide   bool                   `json:"wide,omitempty"`
 	// Latched are the rows in breach and Saturated the saturated fields,
 	// each with since when.
-	Latched   map[string]time.Time `json:"latched,omitempty"`
-	Saturated map[string]time.Time `json:"saturated,omitempty"`
+	Latched   latch.Set[string, time.Time] `json:"latched,omitempty"`
+	Saturated latch.Set[string, time.Time] `json:"saturated,omitempty"`
 	// Windows are the velocity rows' windows, by row name: the same rule
 	// as the local counters' (counters.Slide), persisted so a restart
 	// resumes them.
@@ -54,7 +52,7 @@ type PortMemory struct {
 	// SaturationAcked are the saturated fields an operator acknowledged:
 	// not raised again until the field is seen to move (read below its
 	// maximum: cleared on the fabric side) and saturate again.
-	SaturationAcked map[string]time.Time `json:"saturationAcked,omitempty"`
+	SaturationAcked latch.Set[string, time.Time] `json:"saturationAcked,omitempty"`
 	// Peers are the distinct peers the port was cabled to lately, oldest
 	// first (at most MaxPeersSeen), and StableSince when the current one
 	// was first read: what says the peer is unstable, and when it is
@@ -90,51 +88,38 @@ type Lost struct {
 }
 
 // NewMemory returns an empty memory.
-func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Ports: map[string]*PortMemory{}} }
-
-func portKey(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
-
-func splitKey(k string) (string, int, bool) {
-	i := strings.LastIndexByte(k, '/')
-	if i <= 0 {
-		return "", 0, false
-	}
-	p, err := strconv.Atoi(k[i+1:])
-	return k[:i], p, err == nil && p > 0 && p < 256
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Ports: latch.Set[latch.Port, *PortMemory]{}}
 }
-
-func (m *Memory) keys() []string { return slices.Sorted(maps.Keys(m.Ports)) }
 
 // Validate drops what no check could have written and lists it.
 func (m *Memory) Validate() (dropped []string) {
 	m.Version = MemoryVersion
 	if m.Ports == nil {
-		m.Ports = map[string]*PortMemory{}
+		m.Ports = latch.Set[latch.Port, *PortMemory]{}
 	}
-	for _, k := range m.keys() {
-		pm := m.Ports[k]
-		_, _, ok := splitKey(k)
+	var inner []string
+	dropped = m.Ports.Keep("ports", func(k latch.Port, pm *PortMemory) string {
 		switch {
-		case !ok:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: not DEVICE/PORT", k))
+		case !k.Valid():
+			return "not DEVICE/PORT"
 		case pm == nil || !wire.ValidGUID(pm.PeerGUID) || pm.PeerPort < 1 || pm.PeerPort > 255:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: no valid peer", k))
+			return "no valid peer"
 		case len(m.Ports) > MaxPorts:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: over the bound of %d ports", k, MaxPorts))
-		default:
-			pm.validateExtras(k, &dropped)
-			for f := range pm.Saturated {
-				if wire.FieldIndex(f) < 0 {
-					dropped = append(dropped, fmt.Sprintf("ports[%q].saturated[%q]: not a PortCounters field", k, f))
-					delete(pm.Saturated, f)
-				}
-			}
-			continue
+			return fmt.Sprintf("over the bound of %d ports", MaxPorts)
 		}
-		delete(m.Ports, k)
-	}
-	return dropped
+		pm.validateExtras(k, &inner)
+		inner = append(inner, pm.Saturated.KeepKeys(fmt.Sprintf("ports[%q].saturated", k), notAField, isField)...)
+		return ""
+	})
+	return append(dropped, inner...)
 }
+
+// isField and notAField are the rule on a saturated or acknowledged
+// entry's key and why one that breaks it is dropped.
+func isField(f string) bool { return wire.FieldIndex(f) >= 0 }
+
+const notAField = "not a PortCounters field"
 
 // maxWindows bounds the windows read back per port: one per velocity row
 // of the far-end table (a handful).
@@ -145,7 +130,7 @@ const MaxPeersSeen = 8
 
 // validateExtras drops the windows, peers and acknowledgements a check
 // could not have written.
-func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
+func (pm *PortMemory) validateExtras(k latch.Port, dropped *[]string) {
 	if len(pm.Windows) > maxWindows {
 		*dropped = append(*dropped, fmt.Sprintf("ports[%q].windows: over the bound of %d rows", k, maxWindows))
 		pm.Windows = nil
@@ -179,12 +164,7 @@ func (pm *PortMemory) validateExtras(k string, dropped *[]string) {
 			pm.Peers[i].Name = ""
 		}
 	}
-	for f := range pm.SaturationAcked {
-		if wire.FieldIndex(f) < 0 {
-			*dropped = append(*dropped, fmt.Sprintf("ports[%q].saturationAcked[%q]: not a PortCounters field", k, f))
-			delete(pm.SaturationAcked, f)
-		}
-	}
+	*dropped = append(*dropped, pm.SaturationAcked.KeepKeys(fmt.Sprintf("ports[%q].saturationAcked", k), notAField, isField)...)
 }
 
 // latchable reports whether row can be latched: a row of the far-end

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
@@ -47,7 +48,7 @@ func IsCode(counter string) bool {
 // only if the field is seen to move and saturate again), or "" for every
 // one of the port.
 func (c *Check) Acknowledge(device string, port int, counter string, who string) ([]event.Spec, error) {
-	pm := c.mem.Ports[portKey(device, port)]
+	pm := c.mem.Ports[latch.PortOf(device, port)]
 	var rows, fields []string
 	switch row, field := countertable.PeerRow(counter), saturatedField(counter); {
 	case counter == "":
@@ -118,7 +119,7 @@ type PortView struct {
 
 // View is a port's latched rows and saturated fields.
 func (c *Check) View(device string, port int) PortView {
-	pm := c.mem.Ports[portKey(device, port)]
+	pm := c.mem.Ports[latch.PortOf(device, port)]
 	if pm == nil {
 		return PortView{}
 	}
@@ -152,14 +153,14 @@ func (c *Check) Replay(e *event.Event) {
 		return
 	}
 	code := e.ErrorCode[0]
-	pm := c.mem.Ports[portKey(dev, port)]
+	pm := c.mem.Ports[latch.PortOf(dev, port)]
 	if pm == nil {
 		if e.IsHealthy || len(c.mem.Ports) >= MaxPorts {
 			return
 		}
 		pp, _ := strconv.Atoi(e.Metadata["peerPort"])
 		pm = &PortMemory{PeerGUID: e.Metadata["peerGUID"], PeerPort: pp, PeerName: e.Metadata["peerName"]}
-		c.mem.Ports[portKey(dev, port)] = pm
+		c.mem.Ports[latch.PortOf(dev, port)] = pm
 	}
 	switch e.Kind {
 	case event.KindPeerBreach:
@@ -188,12 +189,12 @@ func (c *Check) Replay(e *event.Event) {
 // rule's words.
 func (c *Check) Restate() []checks.Restated {
 	var out []checks.Restated
-	for _, k := range c.mem.keys() {
+	for _, k := range c.mem.Ports.Keys() {
 		pm := c.mem.Ports[k]
 		if pm == nil {
 			continue
 		}
-		dev, port, _ := splitKey(k)
+		dev, port := k.Device, k.Port
 		for _, row := range slices.Sorted(maps.Keys(pm.Latched)) {
 			code := countertable.PeerCode(row)
 			out = append(out, checks.Restated{Since: pm.Latched[row], Spec: event.Spec{Kind: event.KindPeerBreach, CheckName: CheckName,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/mad"
 	"github.com/nichealth/nichealthd/mad/farend"
@@ -179,7 +180,7 @@ func TestMemory_HostileStateFileBoundedAndStillJudging(t *testing.T) {
 	if n := len(h.c.Memory().Ports); n > MaxPorts {
 		t.Fatalf("%d ports restored, bound %d", n, MaxPorts)
 	}
-	if w := h.c.Memory().Ports["mlx5_0/1"]; w == nil || w.Windows["symbol_error_fatal"] != nil {
+	if w := h.c.Memory().Ports[latch.PortOf("mlx5_0", 1)]; w == nil || w.Windows["symbol_error_fatal"] != nil {
 		t.Fatalf("a window of 1000 starts kept (dropped %d entries)", len(dropped))
 	}
 	h.c.Resume()

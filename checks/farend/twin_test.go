@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/countertable"
 	"github.com/nichealth/nichealthd/mad/wire"
 	"github.com/nichealth/nichealthd/topology"
@@ -115,7 +116,7 @@ func TestSeed_AppendixA_FarEndJudgedAsItsLocalTwin(t *testing.T) {
 			}
 			far := func(dt time.Duration, v uint64) bool {
 				h.read(dt, leaf1, setField(t, tc.field, v))
-				_, latched := h.c.Memory().Ports["mlx5_0/1"].Latched[tc.row]
+				_, latched := h.c.Memory().Ports[latch.PortOf("mlx5_0", 1)].Latched[tc.row]
 				return latched
 			}
 			local(h.at, 0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
@@ -113,7 +114,7 @@ func TestSeed_VelocityWindows_FarEndSurviveRestart(t *testing.T) {
 	if strings.Join(got, "; ") != "minute 60: peer:symbol_error_fatal" {
 		t.Fatalf("after a restart at minute 30: %q", got)
 	}
-	w := h2.c.Memory().Ports["mlx5_0/1"].Windows["symbol_error_fatal"]
+	w := h2.c.Memory().Ports[latch.PortOf("mlx5_0", 1)].Windows["symbol_error_fatal"]
 	if w == nil || len(w.Starts) > 2*12+2 {
 		t.Fatalf("window %+v", w)
 	}
@@ -166,7 +167,7 @@ func TestSeed_VelocityWindows_FarEndReloadRestartsAChangedRule(t *testing.T) {
 	}
 	cfg := h.c.cfg
 	h.c.Configure(cfg)
-	pm := h.c.Memory().Ports["mlx5_0/1"]
+	pm := h.c.Memory().Ports[latch.PortOf("mlx5_0", 1)]
 	if w := pm.Windows["symbol_error_fatal"]; w == nil || len(w.Starts) < 2 {
 		t.Fatalf("the same rule lost its window: %+v", w)
 	}
@@ -226,7 +227,7 @@ func TestSeed_VelocityWindows_FarEndOtherDeviceRenamed(t *testing.T) {
 		t.Fatalf("700 in the minute of another device's rename: %v", got)
 	}
 	h.c.Rename("mlx5_0", "mlx5_4")
-	if pm := h.c.Memory().Ports["mlx5_4/1"]; pm == nil || pm.Latched["symbol_error"].IsZero() {
+	if pm := h.c.Memory().Ports[latch.PortOf("mlx5_4", 1)]; pm == nil || pm.Latched["symbol_error"].IsZero() {
 		t.Fatalf("the renamed port's memory: %+v", h.c.Memory().Ports)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/observe"
@@ -35,14 +35,14 @@ const ActivationFinding = "firmware-activation-pending"
 // Memory is per PCI function: each reporter's last error count and the
 // raised findings.
 type Memory struct {
-	Version   int                        `json:"version"`
-	Functions map[string]*FunctionMemory `json:"functions"`
+	Version   int                                `json:"version"`
+	Functions latch.Set[string, *FunctionMemory] `json:"functions"`
 }
 
 // FunctionMemory is one function's.
 type FunctionMemory struct {
-	Errors map[string]uint64    `json:"errors,omitempty"`
-	Raised map[string]time.Time `json:"raised,omitempty"`
+	Errors map[string]uint64            `json:"errors,omitempty"`
+	Raised latch.Set[string, time.Time] `json:"raised,omitempty"`
 }
 
 // Check is the firmware health check.
@@ -55,7 +55,7 @@ type Check struct {
 func NewCheck() *Check { return &Check{enabled: true, mem: newMemory()} }
 
 func newMemory() *Memory {
-	return &Memory{Version: MemoryVersion, Functions: map[string]*FunctionMemory{}}
+	return &Memory{Version: MemoryVersion, Functions: latch.Set[string, *FunctionMemory]{}}
 }
 
 // Configure switches the check on or off.
@@ -138,7 +138,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 		c.apply(cy, pci, fm, ports[pci], found, ls.At)
 	}
 	// Functions no longer monitored: their conditions end.
-	for _, pci := range slices.Sorted(maps.Keys(c.mem.Functions)) {
+	for _, pci := range c.mem.Functions.Keys() {
 		if fm := c.mem.Functions[pci]; ports[pci] == nil && fm != nil {
 			c.apply(cy, pci, fm, nil, nil, ls.At)
 			delete(c.mem.Functions, pci)
@@ -171,16 +171,13 @@ func reporterFinding(pci, name string, r devlink.Reporter, delta uint64) finding
 
 // apply raises new findings (or a changed severity) and clears gone ones.
 func (c *Check) apply(cy *checks.Cycle, pci string, fm *FunctionMemory, ports []event.PortRef, found []finding, now time.Time) {
-	if fm.Raised == nil {
-		fm.Raised = map[string]time.Time{}
-	}
 	seen := map[string]bool{}
 	for _, f := range found {
 		seen[f.name] = true
-		if _, ok := fm.Raised[f.name]; ok {
+		if fm.Raised.Has(f.name) {
 			continue
 		}
-		fm.Raised[f.name] = now
+		fm.Raised.Raise(f.name, now)
 		md := map[string]string{"pci": pci, "finding": f.name}
 		for k, v := range f.md {
 			md[k] = v
@@ -193,11 +190,7 @@ func (c *Check) apply(cy *checks.Cycle, pci string, fm *FunctionMemory, ports []
 		})
 		cy.Changed()
 	}
-	for _, name := range slices.Sorted(maps.Keys(fm.Raised)) {
-		if seen[name] {
-			continue
-		}
-		delete(fm.Raised, name)
+	fm.Raised.Sweep(func(name string) bool { return seen[name] }, func(name string, _ time.Time) {
 		cy.Emit(event.Spec{
 			Kind: event.KindFirmwareHealthOK, CheckName: event.FirmwareHealthCheck, IsHealthy: true, Ports: ports,
 			Message:   fmt.Sprintf("NIC function %s: %s is over", pci, strings.TrimPrefix(name, "devlink:")),
@@ -205,7 +198,7 @@ func (c *Check) apply(cy *checks.Cycle, pci string, fm *FunctionMemory, ports []
 			Condition: condition.OfPCI(pci, name),
 		})
 		cy.Changed()
-	}
+	})
 }
 
 // monitoredPorts maps each monitored function's PCI address to its
@@ -228,24 +221,19 @@ func (c *Check) Restore(raw []byte) []string {
 }
 
 func (c *Check) validate() []string {
-	var dropped []string
 	c.mem.Version = MemoryVersion
 	if c.mem.Functions == nil {
-		c.mem.Functions = map[string]*FunctionMemory{}
+		c.mem.Functions = latch.Set[string, *FunctionMemory]{}
 	}
-	for _, pci := range slices.Sorted(maps.Keys(c.mem.Functions)) {
-		fm := c.mem.Functions[pci]
+	return c.mem.Functions.Keep("firmwareHealth.functions", func(pci string, fm *FunctionMemory) string {
 		if fm == nil || !topology.IsPCIAddress(pci) || len(c.mem.Functions) > maxFunctions || len(fm.Errors) > maxReporters || len(fm.Raised) > maxReporters+1 {
-			dropped = append(dropped, fmt.Sprintf("firmwareHealth.functions[%q]: not a function this check could have written", pci))
-			delete(c.mem.Functions, pci)
-			continue
+			return "not a function this check could have written"
 		}
 		if fm.Errors == nil {
 			fm.Errors = map[string]uint64{}
 		}
-	}
-	sort.Strings(dropped)
-	return dropped
+		return ""
+	})
 }
 
 func (c *Check) Marshal() ([]byte, error) { return json.Marshal(c.mem) }
@@ -261,16 +249,13 @@ func (c *Check) Replay(e *event.Event) {
 		if len(c.mem.Functions) >= maxFunctions || e.Kind != event.KindFirmwareHealth {
 			return
 		}
-		fm = &FunctionMemory{Errors: map[string]uint64{}, Raised: map[string]time.Time{}}
+		fm = &FunctionMemory{Errors: map[string]uint64{}}
 		c.mem.Functions[pci] = fm
-	}
-	if fm.Raised == nil {
-		fm.Raised = map[string]time.Time{}
 	}
 	switch e.Kind {
 	case event.KindFirmwareHealth:
-		fm.Raised[name] = e.GeneratedTimestamp
+		fm.Raised.Raise(name, e.GeneratedTimestamp)
 	case event.KindFirmwareHealthOK:
-		delete(fm.Raised, name)
+		fm.Raised.Clear(name)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // Section is the inventory check's section of the state file.
 const Section = "inventory"
 
+// MemoryVersion is the version of the section this build writes.
+const MemoryVersion = 1
+
 // ModelDefault marks an expectation left to the GPU model's default.
 const ModelDefault = -1
 

@@ -5,13 +5,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 )
-
-// MemoryVersion is the version of the inventory check's section of the
-// state file this build writes.
-const MemoryVersion = 1
 
 // Memory is what the inventory check remembers within one boot (the
 // "inventory" section of the state file; cleared at a reboot like every
@@ -19,14 +16,14 @@ const MemoryVersion = 1
 type Memory struct {
 	Version int `json:"version"`
 	// Functions are the raised conditions of PCI functions, by address.
-	Functions map[string]Raised `json:"functions"`
+	Functions latch.Set[string, Raised] `json:"functions"`
 	// Seen are the functions seen on the bus this boot, by address, with
 	// whether their RDMA device was monitored: one that leaves the bus
 	// after that is the port check's disappearance, not a card missing
 	// since the last boot.
 	Seen map[string]bool `json:"seen,omitempty"`
 	// Drift are the raised drift findings, by DriftKey.
-	Drift map[string]Raised `json:"drift,omitempty"`
+	Drift latch.Set[string, Raised] `json:"drift,omitempty"`
 	// Ports is the expected compute ports' condition.
 	Ports PortsMemory `json:"ports"`
 
@@ -85,24 +82,24 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.Drift == nil {
 		m.Drift = map[string]Raised{}
 	}
-	for a, r := range m.Functions {
+	dropped = m.Functions.Keep("functions", func(a string, r Raised) string {
 		if !topology.IsPCIAddress(a) || !validFault(r.Fault) {
-			dropped = append(dropped, fmt.Sprintf("functions[%q]: not a PCI address with a known fault", a))
-			delete(m.Functions, a)
+			return "not a PCI address with a known fault"
 		}
-	}
+		return ""
+	})
 	for a := range m.Seen {
 		if !topology.IsPCIAddress(a) {
 			dropped = append(dropped, fmt.Sprintf("seen[%q]: not a PCI address", a))
 			delete(m.Seen, a)
 		}
 	}
-	for k, r := range m.Drift {
+	dropped = append(dropped, m.Drift.Keep("drift", func(k string, r Raised) string {
 		if (r.Fault != DriftFirmware && r.Fault != DriftModel) || DriftKey(r.Card, r.Fault) != k {
-			dropped = append(dropped, fmt.Sprintf("drift[%q]: not a card's fw_ver or board_id finding", k))
-			delete(m.Drift, k)
+			return "not a card's fw_ver or board_id finding"
 		}
-	}
+		return ""
+	})...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -126,17 +123,17 @@ func (m *Memory) Replay(e *event.Event) {
 				r.Since = e.GeneratedTimestamp
 			}
 			r.Check, r.Fault, r.Ports = e.CheckName, e.Metadata["fault"], e.Ports()
-			m.Functions[pci] = r
+			m.Functions.Raise(pci, r)
 		}
 	case event.KindFunctionOK:
-		delete(m.Functions, e.Metadata["pci"])
+		m.Functions.Clear(e.Metadata["pci"])
 	case event.KindDrift:
 		card, what := e.Metadata["card"], e.Metadata["drift"]
 		if card != "" && (what == DriftFirmware || what == DriftModel) {
-			m.Drift[DriftKey(card, what)] = Raised{Check: e.CheckName, Fault: what, Since: e.GeneratedTimestamp, Card: card, Ports: e.Ports()}
+			m.Drift.Raise(DriftKey(card, what), Raised{Check: e.CheckName, Fault: what, Since: e.GeneratedTimestamp, Card: card, Ports: e.Ports()})
 		}
 	case event.KindDriftOK:
-		delete(m.Drift, DriftKey(e.Metadata["card"], e.Metadata["drift"]))
+		m.Drift.Clear(DriftKey(e.Metadata["card"], e.Metadata["drift"]))
 	case event.KindPortsShort:
 		m.Ports.Raised, m.Ports.Check = true, e.CheckName
 		if m.Ports.ShortSince.IsZero() {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/config/patterntable"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
@@ -29,7 +30,7 @@ type Memory struct {
 	HasSeq bool   `json:"hasSeq"`
 	// Active are the conditions (raised, or gathering occurrences) by key
 	// (pattern and PCI address, see Key).
-	Active map[string]*Active `json:"active"`
+	Active latch.Set[string, *Active] `json:"active"`
 
 	// folded are conditions a restored memory or the health model held
 	// past the bounds: Start clears each and counts it on the overflow
@@ -77,7 +78,9 @@ type Active struct {
 func Key(pattern, pci string) string { return pattern + "|" + pci }
 
 // NewMemory returns an empty memory.
-func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Active: map[string]*Active{}} }
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Active: latch.Set[string, *Active]{}}
+}
 
 // Bounds of the memory, enforced where a condition is added (a record, a
 // restored state, the health model's conditions adopted at start): a
@@ -152,29 +155,24 @@ func (m *Memory) overflow(first time.Time) *Active {
 func (m *Memory) Validate() (dropped []string) {
 	m.Version = MemoryVersion
 	if m.Active == nil {
-		m.Active = map[string]*Active{}
+		m.Active = latch.Set[string, *Active]{}
 	}
-	for k, a := range m.Active {
-		why := ""
+	dropped = m.Active.Keep("active", func(k string, a *Active) string {
 		switch {
 		case a == nil:
-			why = "empty"
+			return "empty"
 		case !patterntable.ValidName(a.Pattern) || k != Key(a.Pattern, a.PCI):
-			why = "key does not match its pattern and function"
+			return "key does not match its pattern and function"
 		case a.PCI != "" && !topology.IsPCIAddress(a.PCI):
-			why = "not a PCI address"
+			return "not a PCI address"
 		case len(a.Recent) > patterntable.MaxOccurrences:
-			why = "more occurrences than any pattern counts"
-		}
-		if why != "" {
-			dropped = append(dropped, fmt.Sprintf("active[%q]: %s", k, why))
-			delete(m.Active, k)
-			continue
+			return "more occurrences than any pattern counts"
 		}
 		if len(a.Record) > maxRecord {
 			a.Record = a.Record[:maxRecord]
 		}
-	}
+		return ""
+	})
 	sort.Strings(dropped)
 	if n := m.bound(); n > 0 {
 		dropped = append(dropped, fmt.Sprintf("active: %d conditions past the bounds (%d in all, %d per function, %d functions without a monitored RDMA device); they are cleared at start and counted on the %s condition",
@@ -290,7 +288,7 @@ func (m *Memory) Replay(e *event.Event) {
 	k := Key(name, pci)
 	switch e.Kind {
 	case event.KindKernelLogCleared:
-		delete(m.Active, k)
+		m.Active.Clear(k)
 	case event.KindKernelLog:
 		a := m.Active[k]
 		if a == nil {

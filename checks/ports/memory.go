@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
@@ -24,8 +25,8 @@ type PortMemory struct {
 	Version int `json:"version"`
 	// PortStates is the last known state of each port, keyed
 	// "<device>_<port>" (PortKey).
-	PortStates   map[string]PortState `json:"port_states"`
-	KnownDevices []string             `json:"known_devices"`
+	PortStates   latch.Set[string, PortState] `json:"port_states"`
+	KnownDevices []string                     `json:"known_devices"`
 	// Disappeared lists the devices currently reported disappeared.
 	Disappeared []string `json:"disappeared,omitempty"`
 	// DeviceAddrs maps each known device to its PCI address, so a device
@@ -83,15 +84,13 @@ func (m *PortMemory) Validate() (dropped []string) {
 	if m.PortStates == nil {
 		m.PortStates = map[string]PortState{}
 	}
-	for k, v := range m.PortStates {
+	dropped = m.PortStates.Keep("port_states", func(k string, v PortState) string {
 		nv, why := checkPortState(k, v)
-		if why != "" {
-			drop("port_states[%q]: %s", k, why)
-			delete(m.PortStates, k)
-			continue
+		if why == "" {
+			m.PortStates[k] = nv
 		}
-		m.PortStates[k] = nv
-	}
+		return why
+	})
 	m.KnownDevices = cleanDevices(m.KnownDevices, "known_devices", drop)
 	if len(m.Disappeared) > 0 {
 		m.Disappeared = cleanDevices(m.Disappeared, "disappeared", drop)
@@ -138,20 +137,16 @@ func cleanDevices(in []string, field string, drop func(string, ...any)) []string
 }
 
 // checkPortState validates a "<device>_<port>" entry against its value and
-// fills a device or port the value left out.
+// fills a device or port the value left out. The section keeps seed 6.6's
+// underscored key form (latch.ParseUnderscored) rather than the port
+// key's "<device>/<port>": the seed names it, and every state file on
+// disk is written in it.
 func checkPortState(k string, v PortState) (PortState, string) {
-	i := strings.LastIndexByte(k, '_')
-	if i <= 0 {
-		return v, "key is not <device>_<port>"
-	}
-	dev := k[:i]
-	port, why := topology.ParsePortNumber(k[i+1:])
+	key, why := latch.ParseUnderscored(k)
 	if why != "" {
 		return v, why
 	}
-	if !topology.ValidDeviceName(dev) {
-		return v, "bad device name"
-	}
+	dev, port := key.Device, key.Port
 	if v.Port < 0 {
 		return v, "negative port"
 	}

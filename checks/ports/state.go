@@ -5,14 +5,16 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sysfs"
 )
 
-// PortKey is the state-file key of a port (seed 6.6): "<device>_<port>".
-func PortKey(device string, port int) string { return fmt.Sprintf("%s_%d", device, port) }
+// PortKey is the state-file key of a port (seed 6.6): "<device>_<port>",
+// the port key's underscored form (checks/latch).
+func PortKey(device string, port int) string { return latch.PortOf(device, port).Underscored() }
 
 // Observation is what one poll saw of one port.
 type Observation struct {

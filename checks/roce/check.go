@@ -9,6 +9,7 @@ import (
 
 	"github.com/nichealth/nichealthd/checks"
 	"github.com/nichealth/nichealthd/checks/counters"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/observe"
@@ -47,7 +48,7 @@ type portState struct {
 	port   int
 	netdev string
 	roce   bool
-	key    string
+	key    latch.Port
 	// seen: a window of this port was judged in this process.
 	seen bool
 	cur  [NumSignals]uint64
@@ -74,20 +75,15 @@ func (c *Check) Configure(cfg Config) []event.Spec {
 		return nil
 	}
 	var specs []event.Spec
-	for _, k := range c.mem.keys() {
-		pm := c.mem.Ports[k]
-		if pm == nil {
-			continue
-		}
-		dev, port, _ := splitKey(k)
+	for k, pm := range c.mem.Ports.All() {
 		for _, cl := range Classes {
-			if _, in := pm.Classes[cl]; !in {
+			if pm == nil || !pm.Classes.Has(cl) {
 				continue
 			}
 			if !Informational(cl) {
-				specs = append(specs, c.clearSpec(dev, port, cl, pm.Classes[cl].Since, "the RoCE classes are no longer judged ([roce] enabled = false)"))
+				specs = append(specs, c.clearSpec(k.Device, k.Port, cl, pm.Classes[cl].Since, "the RoCE classes are no longer judged ([roce] enabled = false)"))
 			}
-			delete(pm.Classes, cl)
+			pm.Classes.Clear(cl)
 		}
 	}
 	for i := range c.ports {
@@ -162,7 +158,7 @@ func (c *Check) rebuild(obs *observe.Observation) {
 		ps := &c.ports[i]
 		ps.dev, ps.port, ps.netdev = p.Device.Name, p.Port.Num, p.NetDev
 		ps.roce = p.Port.LinkLayer == topology.LinkLayerEthernet
-		ps.key = portKey(ps.dev, ps.port)
+		ps.key = latch.PortOf(ps.dev, ps.port)
 		for j := range old {
 			if old[j].key == ps.key {
 				ps.seen, ps.last, ps.judged = old[j].seen, old[j].last, old[j].judged
@@ -220,16 +216,13 @@ func (c *Check) step(cy *checks.Cycle, ps *portState, have set, at time.Time, gb
 		in, before := now.Has(cl), was.Has(cl)
 		switch {
 		case in && !before:
-			if pm.Classes == nil {
-				pm.Classes = map[string]Raised{}
-			}
-			pm.Classes[cl] = Raised{Since: at, Evidence: Evidence(cl, w)}
+			pm.Classes.Raise(cl, Raised{Since: at, Evidence: Evidence(cl, w)})
 			if !Informational(cl) {
 				cy.Emit(c.raiseSpec(ps, cl, w))
 			}
 		case !in && before:
 			since := pm.Classes[cl].Since
-			delete(pm.Classes, cl)
+			pm.Classes.Clear(cl)
 			if !Informational(cl) {
 				cy.Emit(c.clearSpec(ps.dev, ps.port, cl, since, fmt.Sprintf("%s over %s, below half of its threshold", Evidence(cl, w), w.Elapsed.Round(time.Second))))
 			}
@@ -372,13 +365,7 @@ func popcount(s set) int {
 
 // Rename moves what the check remembers of a device to its new name.
 func (c *Check) Rename(old, nw string) {
-	for _, k := range c.mem.keys() {
-		dev, port, ok := splitKey(k)
-		if pm := c.mem.Ports[k]; ok && dev == old && pm != nil {
-			c.mem.Ports[portKey(nw, port)] = pm
-			delete(c.mem.Ports, k)
-		}
-	}
+	c.mem.Ports.Rekey(func(k latch.Port) (latch.Port, bool) { return k.Renamed(old, nw) })
 	c.rowSig = nil
 }
 
@@ -420,7 +407,7 @@ func (c *Check) Replay(e *event.Event) {
 	if dev == "" || len(e.ErrorCode) != 1 || bit(e.ErrorCode[0]) == 0 {
 		return
 	}
-	k := portKey(dev, port)
+	k := latch.PortOf(dev, port)
 	pm := c.mem.Ports[k]
 	if pm == nil {
 		if len(c.mem.Ports) >= MaxPorts {
@@ -431,14 +418,11 @@ func (c *Check) Replay(e *event.Event) {
 	}
 	cl := e.ErrorCode[0]
 	if e.Kind == event.KindRoCECleared {
-		delete(pm.Classes, cl)
+		pm.Classes.Clear(cl)
 		return
 	}
-	if pm.Classes == nil {
-		pm.Classes = map[string]Raised{}
-	}
-	if _, in := pm.Classes[cl]; !in {
-		pm.Classes[cl] = Raised{Since: e.GeneratedTimestamp, Evidence: e.Metadata["evidence"]}
+	if !pm.Classes.Has(cl) {
+		pm.Classes.Raise(cl, Raised{Since: e.GeneratedTimestamp, Evidence: e.Metadata["evidence"]})
 	}
 }
 
@@ -446,15 +430,11 @@ func (c *Check) Replay(e *event.Event) {
 // file written before the health model).
 func (c *Check) Restate() []checks.Restated {
 	var out []checks.Restated
-	for _, k := range c.mem.keys() {
-		dev, port, ok := splitKey(k)
-		if !ok {
+	for k, pm := range c.mem.Ports.All() {
+		if !k.Valid() || pm == nil {
 			continue
 		}
-		pm := c.mem.Ports[k]
-		if pm == nil {
-			continue
-		}
+		dev, port := k.Device, k.Port
 		for _, cl := range Classes {
 			r, in := pm.Classes[cl]
 			if !in || Informational(cl) {

@@ -1,6 +1,7 @@
 package roce
 
 import (
+	"github.com/nichealth/nichealthd/checks/latch"
 	"slices"
 	"strings"
 	"testing"
@@ -286,7 +287,7 @@ func TestDesign16_SwitchedOffClears(t *testing.T) {
 func TestDesign16_MemoryBounded(t *testing.T) {
 	m := NewMemory()
 	for i := range MaxPorts + 10 {
-		m.Ports[portKey("mlx5_"+strings.Repeat("x", i%7)+string(rune('a'+i%26)), 1+i%200)] = &PortMemory{Classes: map[string]Raised{"bogus": {}}}
+		m.Ports[latch.PortOf("mlx5_"+strings.Repeat("x", i%7)+string(rune('a'+i%26)), 1+i%200)] = &PortMemory{Classes: map[string]Raised{"bogus": {}}}
 	}
 	m.Validate()
 	if len(m.Ports) > MaxPorts {

@@ -2,11 +2,9 @@ package roce
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/nichealth/nichealthd/checks/latch"
 )
 
 // Section is the check's section of the state file.
@@ -23,8 +21,8 @@ const MaxPorts = 1024
 // progress (its start and the counters then) and the classes it is in.
 // After a reboot the daemon clears every section.
 type Memory struct {
-	Version int                    `json:"version"`
-	Ports   map[string]*PortMemory `json:"ports"`
+	Version int                                `json:"version"`
+	Ports   latch.Set[latch.Port, *PortMemory] `json:"ports"`
 }
 
 // PortMemory is one RoCE port.
@@ -35,7 +33,7 @@ type PortMemory struct {
 	Have   set                `json:"have"`
 	Values [NumSignals]uint64 `json:"values"`
 	// Classes are the classes the port is in, with what raised them.
-	Classes map[string]Raised `json:"classes,omitempty"`
+	Classes latch.Set[string, Raised] `json:"classes,omitempty"`
 }
 
 // Raised is one class a port is in.
@@ -45,20 +43,9 @@ type Raised struct {
 }
 
 // NewMemory returns an empty memory.
-func NewMemory() *Memory { return &Memory{Version: MemoryVersion, Ports: map[string]*PortMemory{}} }
-
-func portKey(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
-
-func splitKey(k string) (string, int, bool) {
-	i := strings.LastIndexByte(k, '/')
-	if i <= 0 {
-		return "", 0, false
-	}
-	p, err := strconv.Atoi(k[i+1:])
-	return k[:i], p, err == nil && p > 0 && p < 256
+func NewMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Ports: latch.Set[latch.Port, *PortMemory]{}}
 }
-
-func (m *Memory) keys() []string { return slices.Sorted(maps.Keys(m.Ports)) }
 
 // set is the port's classes as a set.
 func (pm *PortMemory) set() ClassSet {
@@ -69,37 +56,29 @@ func (pm *PortMemory) set() ClassSet {
 	return s
 }
 
-// Validate drops what no check could have written and lists it.
+// Validate drops what no check could have written and lists it: the
+// ports past MaxPorts (in key order), and the classes no build raises.
 func (m *Memory) Validate() (dropped []string) {
 	m.Version = MemoryVersion
 	if m.Ports == nil {
-		m.Ports = map[string]*PortMemory{}
+		m.Ports = latch.Set[latch.Port, *PortMemory]{}
 	}
+	var classes []string
 	n := 0
-	for _, k := range m.keys() {
-		pm := m.Ports[k]
-		_, _, ok := splitKey(k)
+	dropped = m.Ports.Keep("ports", func(k latch.Port, pm *PortMemory) string {
 		switch {
-		case !ok:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: not DEVICE/PORT", k))
+		case !k.Valid():
+			return "not DEVICE/PORT"
 		case pm == nil:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: empty", k))
+			return "empty"
 		case n >= MaxPorts:
-			dropped = append(dropped, fmt.Sprintf("ports[%q]: over the bound of %d ports", k, MaxPorts))
-		default:
-			n++
-			for c := range pm.Classes {
-				if bit(c) == 0 {
-					dropped = append(dropped, fmt.Sprintf("ports[%q].classes[%q]: not a RoCE class", k, c))
-					delete(pm.Classes, c)
-				}
-			}
-			if pm.Have >= 1<<NumSignals {
-				pm.Have &= 1<<NumSignals - 1
-			}
-			continue
+			return fmt.Sprintf("over the bound of %d ports", MaxPorts)
 		}
-		delete(m.Ports, k)
-	}
-	return dropped
+		n++
+		classes = append(classes, pm.Classes.KeepKeys(fmt.Sprintf("ports[%q].classes", k), "not a RoCE class",
+			func(c string) bool { return bit(c) != 0 })...)
+		pm.Have &= 1<<NumSignals - 1
+		return ""
+	})
+	return append(dropped, classes...)
 }

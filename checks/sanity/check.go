@@ -84,10 +84,10 @@ func (c *Check) Run(cy *checks.Cycle) {
 		}
 		key := fmt.Sprintf("%s|%s|%d", f.Kind, f.Device, f.Port)
 		seen[key] = true
-		if _, reported := c.mem.Reported[key]; reported {
+		if c.mem.Reported.Has(key) {
 			continue
 		}
-		c.mem.Reported[key] = f.Message
+		c.mem.Reported.Raise(key, f.Message)
 		cy.Changed()
 		cy.Emit(event.Spec{
 			Kind: event.KindLinkSanity, CheckName: event.DegradationCheckFor(linkLayerOf(obs, f.Device)),
@@ -96,15 +96,11 @@ func (c *Check) Run(cy *checks.Cycle) {
 			Condition: condition.OfFinding(f.Device, f.Port, f.Kind),
 		})
 	}
-	for key, msg := range c.mem.Reported {
-		if seen[key] {
-			continue
-		}
-		delete(c.mem.Reported, key)
+	c.mem.Reported.Sweep(func(key string) bool { return seen[key] }, func(key, msg string) {
 		cy.Changed()
 		parts := strings.SplitN(key, "|", 3)
 		if len(parts) != 3 {
-			continue
+			return
 		}
 		port := 0
 		fmt.Sscan(parts[2], &port)
@@ -114,7 +110,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 			Message:   fmt.Sprintf("Resolved: %s", msg),
 			Condition: condition.OfFinding(parts[1], port, parts[0]),
 		})
-	}
+	})
 	c.reportPCIePath(cy, hops)
 }
 
@@ -190,11 +186,11 @@ func (c *Check) reportPCIePath(cy *checks.Cycle, findings []Finding) {
 	for _, f := range findings {
 		key := f.Kind + "|" + f.PCI
 		seen[key] = true
-		if _, reported := c.mem.Hops[key]; reported {
+		if c.mem.Hops.Has(key) {
 			continue
 		}
 		check := event.DegradationCheckFor(linkLayerOf(obs, f.Device))
-		c.mem.Hops[key] = HopReport{Check: check, Message: f.Message, NICs: append([]string(nil), f.Below...)}
+		c.mem.Hops.Raise(key, HopReport{Check: check, Message: f.Message, NICs: append([]string(nil), f.Below...)})
 		cy.Changed()
 		md := make(map[string]string, len(f.Metadata)+1)
 		for k, v := range f.Metadata {
@@ -207,11 +203,7 @@ func (c *Check) reportPCIePath(cy *checks.Cycle, findings []Finding) {
 			Condition: condition.OfPCI(f.PCI, f.Kind),
 		})
 	}
-	for key, r := range c.mem.Hops {
-		if seen[key] {
-			continue
-		}
-		delete(c.mem.Hops, key)
+	c.mem.Hops.Sweep(func(key string) bool { return seen[key] }, func(key string, r HopReport) {
 		cy.Changed()
 		kind, addr, _ := strings.Cut(key, "|")
 		cy.Emit(event.Spec{
@@ -220,7 +212,7 @@ func (c *Check) reportPCIePath(cy *checks.Cycle, findings []Finding) {
 			Metadata:  map[string]string{"pciHop": addr, "nics": strings.Join(r.NICs, ","), "finding": kind},
 			Condition: condition.OfPCI(addr, kind),
 		})
-	}
+	})
 }
 
 // hopCode is the error code of one hop's finding, which its raise carries

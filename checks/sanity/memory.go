@@ -1,9 +1,10 @@
 package sanity
 
 import (
-	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nichealth/nichealthd/checks/latch"
 )
 
 // MemoryVersion is the version of the sanity pass's section of the state
@@ -15,11 +16,11 @@ const MemoryVersion = 1
 // re-announces them nor forgets to resolve them. The daemon stores it as
 // the "sanity" section of the state file.
 type Memory struct {
-	Version  int               `json:"version"`
-	Reported map[string]string `json:"sanity"`
+	Version  int                       `json:"version"`
+	Reported latch.Set[string, string] `json:"sanity"`
 	// Hops are the PCIe path findings reported, keyed "<kind>|<PCI
 	// address>" (one per hop, however many NICs are below it).
-	Hops map[string]HopReport `json:"pcieHops,omitempty"`
+	Hops latch.Set[string, HopReport] `json:"pcieHops,omitempty"`
 }
 
 // HopReport is what a PCIe path finding said when it was raised, so its
@@ -41,12 +42,12 @@ func (m *Memory) Validate() (dropped []string) {
 	if m.Reported == nil {
 		m.Reported = map[string]string{}
 	}
-	for k := range m.Reported {
+	dropped = m.Reported.Keep("sanity", func(k, _ string) string {
 		if len(strings.SplitN(k, "|", 3)) != 3 {
-			dropped = append(dropped, fmt.Sprintf("sanity[%q]: key is not <kind>|<device>|<port>", k))
-			delete(m.Reported, k)
+			return "key is not <kind>|<device>|<port>"
 		}
-	}
+		return ""
+	})
 	dropped = append(dropped, m.validateHops()...)
 	sort.Strings(dropped)
 	return dropped
@@ -54,13 +55,13 @@ func (m *Memory) Validate() (dropped []string) {
 
 // Rename moves the findings of device old to nw.
 func (m *Memory) Rename(old, nw string) {
-	for k, v := range m.Reported {
+	m.Reported.Rekey(func(k string) (string, bool) {
 		parts := strings.SplitN(k, "|", 3)
 		if len(parts) == 3 && parts[1] == old {
-			delete(m.Reported, k)
-			m.Reported[parts[0]+"|"+nw+"|"+parts[2]] = v
+			return parts[0] + "|" + nw + "|" + parts[2], true
 		}
-	}
+		return "", false
+	})
 	m.renameInHops(old, nw)
 }
 
@@ -70,14 +71,13 @@ func (m *Memory) validateHops() (dropped []string) {
 	if m.Hops == nil {
 		m.Hops = map[string]HopReport{}
 	}
-	for k, r := range m.Hops {
+	return m.Hops.Keep("pcieHops", func(k string, r HopReport) string {
 		kind, addr, ok := strings.Cut(k, "|")
 		if !ok || kind == "" || addr == "" || r.Check == "" {
-			dropped = append(dropped, fmt.Sprintf("pcieHops[%q]: key is not <kind>|<PCI address> with a check", k))
-			delete(m.Hops, k)
+			return "key is not <kind>|<PCI address> with a check"
 		}
-	}
-	return dropped
+		return ""
+	})
 }
 
 // renameInHops renames a NIC in the NICs the hop findings name.

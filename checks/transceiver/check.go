@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nichealth/nichealthd/checks"
+	"github.com/nichealth/nichealthd/checks/latch"
 	"github.com/nichealth/nichealthd/event"
 	"github.com/nichealth/nichealthd/event/condition"
 	"github.com/nichealth/nichealthd/observe"
@@ -31,17 +32,19 @@ const maxPorts = 4096
 
 // Memory is what the check remembers across restarts: the raised
 // conditions of each port (so each gets its clear) and whether the port's
-// last read was taken while it was up.
+// last read was taken while it was up. Ports are keyed by the port key's
+// "<device>_<port>" form (latch.Port.Underscored), the form this section
+// has always been written in: a state file on disk loads unchanged.
 type Memory struct {
-	Version int                    `json:"version"`
-	Ports   map[string]*PortMemory `json:"ports"`
+	Version int                            `json:"version"`
+	Ports   latch.Set[string, *PortMemory] `json:"ports"`
 }
 
 // PortMemory is one port's raised conditions by error code.
 type PortMemory struct {
-	Device string            `json:"device"`
-	Port   int               `json:"port"`
-	Raised map[string]Raised `json:"raised,omitempty"`
+	Device string                    `json:"device"`
+	Port   int                       `json:"port"`
+	Raised latch.Set[string, Raised] `json:"raised,omitempty"`
 	// LastUp: the last read of the module was taken while the port was up.
 	LastUp bool `json:"lastUp"`
 }
@@ -61,7 +64,9 @@ type Check struct {
 // NewCheck returns the check with empty memory.
 func NewCheck() *Check { return &Check{enabled: true, mem: newMemory()} }
 
-func newMemory() *Memory { return &Memory{Version: MemoryVersion, Ports: map[string]*PortMemory{}} }
+func newMemory() *Memory {
+	return &Memory{Version: MemoryVersion, Ports: latch.Set[string, *PortMemory]{}}
+}
 
 // Configure switches the check on or off (--checks, the checks key).
 func (c *Check) Configure(enabled bool) { c.enabled = enabled }
@@ -69,7 +74,7 @@ func (c *Check) Configure(enabled bool) { c.enabled = enabled }
 func (c *Check) Step() string     { return "transceiver" }
 func (c *Check) Serves() []string { return []string{event.TransceiverCheck} }
 
-func key(device string, port int) string { return fmt.Sprintf("%s_%d", device, port) }
+func key(device string, port int) string { return latch.PortOf(device, port).Underscored() }
 
 // finding is one condition the current reading implies.
 type finding struct {
@@ -116,7 +121,7 @@ func (c *Check) Run(cy *checks.Cycle) {
 		}
 	}
 	// Ports gone from the plan: their conditions end with them.
-	for _, k := range slices.Sorted(maps.Keys(c.mem.Ports)) {
+	for _, k := range c.mem.Ports.Keys() {
 		if pm := c.mem.Ports[k]; !seen[k] && pm != nil {
 			c.apply(cy, pm, &observe.ModuleReading{Device: pm.Device, Port: pm.Port}, nil, ls.At)
 			delete(c.mem.Ports, k)
@@ -136,21 +141,14 @@ func (c *Check) apply(cy *checks.Cycle, pm *PortMemory, r *observe.ModuleReading
 		if old, ok := pm.Raised[code]; ok && old.Fatal == f.fatal {
 			continue
 		}
-		if pm.Raised == nil {
-			pm.Raised = map[string]Raised{}
-		}
-		pm.Raised[code] = Raised{Fatal: f.fatal, Since: now}
+		pm.Raised.Raise(code, Raised{Fatal: f.fatal, Since: now})
 		cy.Emit(raise(r, f))
 		cy.Changed()
 	}
-	for _, code := range slices.Sorted(maps.Keys(pm.Raised)) {
-		if _, ok := byCode[code]; ok {
-			continue
-		}
-		delete(pm.Raised, code)
+	pm.Raised.Sweep(func(code string) bool { _, ok := byCode[code]; return ok }, func(code string, _ Raised) {
 		cy.Emit(cleared(pm.Device, pm.Port, code))
 		cy.Changed()
-	}
+	})
 }
 
 // noModule: the cage is empty or the driver reads no modules (the reader
@@ -282,25 +280,20 @@ func (c *Check) Restore(raw []byte) []string {
 }
 
 func (c *Check) validate() []string {
-	var dropped []string
 	c.mem.Version = MemoryVersion
 	if c.mem.Ports == nil {
-		c.mem.Ports = map[string]*PortMemory{}
+		c.mem.Ports = latch.Set[string, *PortMemory]{}
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.mem.Ports)) {
-		pm := c.mem.Ports[k]
+	var raised []string
+	dropped := c.mem.Ports.Keep("transceiver.ports", func(k string, pm *PortMemory) string {
 		if pm == nil || pm.Device == "" || pm.Port < 1 || key(pm.Device, pm.Port) != k || len(c.mem.Ports) > maxPorts {
-			dropped = append(dropped, fmt.Sprintf("transceiver.ports[%q]: not a port this check could have written", k))
-			delete(c.mem.Ports, k)
-			continue
+			return "not a port this check could have written"
 		}
-		for code := range pm.Raised {
-			if !strings.HasPrefix(code, "module:") {
-				dropped = append(dropped, fmt.Sprintf("transceiver.ports[%q].raised[%q]: unknown finding", k, code))
-				delete(pm.Raised, code)
-			}
-		}
-	}
+		raised = append(raised, pm.Raised.KeepKeys(fmt.Sprintf("transceiver.ports[%q].raised", k), "unknown finding",
+			func(code string) bool { return strings.HasPrefix(code, "module:") })...)
+		return ""
+	})
+	dropped = append(dropped, raised...)
 	sort.Strings(dropped)
 	return dropped
 }
@@ -324,13 +317,10 @@ func (c *Check) Replay(e *event.Event) {
 			pm = &PortMemory{Device: e.Device(), Port: atoi(e.Port())}
 			c.mem.Ports[k] = pm
 		}
-		if pm.Raised == nil {
-			pm.Raised = map[string]Raised{}
-		}
-		pm.Raised[e.ErrorCode[0]] = Raised{Fatal: e.IsFatal, Since: e.GeneratedTimestamp}
+		pm.Raised.Raise(e.ErrorCode[0], Raised{Fatal: e.IsFatal, Since: e.GeneratedTimestamp})
 	case event.KindTransceiverOK:
 		if pm != nil {
-			delete(pm.Raised, e.ErrorCode[0])
+			pm.Raised.Clear(e.ErrorCode[0])
 		}
 	}
 }
