@@ -257,10 +257,14 @@ func (d *Daemon) poll(now time.Time) {
 // monitor's observations and publishes it. Caller holds d.mu.
 func (d *Daemon) publishSnapshotLocked() *health.Snapshot {
 	infos := d.run.PortInfos()
-	snap := health.Build(health.Node{
+	node := health.Node{
 		Version: version.String(), NodeName: event.Clean(d.cfg.NodeName), BootID: d.bootID, PollInterval: d.cfg.PollInterval,
 		ConfigPath: d.opts.ConfigPath, ConfigGeneration: d.generation, LastReloadError: event.Clean(d.reloadErr), Ready: d.ready,
-	}, infos, d.conditionsLocked())
+	}
+	if d.cfg.FarEndOn() {
+		node.FarEndInterval = d.cfg.FarEnd.Interval
+	}
+	snap := health.Build(node, infos, d.conditionsLocked())
 	snap.AER = d.run.AERTotals()
 	snap.Inventory = d.run.InventoryInfos()
 	snap.KernelLog = d.run.KernelLogTotals()

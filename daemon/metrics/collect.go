@@ -139,6 +139,7 @@ const (
 	mPeerBreached
 	mPeerReadTime
 	mPeerReadErrors
+	mPeerReadInterval
 	mOutboxRecords
 	mOutboxBytes
 	mOutboxSegments
@@ -239,6 +240,8 @@ func descriptors() [numFamilies]desc {
 			"1 while the far end's counter (a counter table row judging the field) has a latched breach; clear with nichealthctl ack DEV PORT peer:<counter>.", gauge},
 		mPeerReadTime: {p + "peer_port_read_timestamp_seconds",
 			"Unix time of the last good read of the far end's counters. While reads fail (the MAD helper stopped, the fabric frozen) the far end's series stay with their last values and this stays put: time() minus it is how stale they are (alert NICPeerPortUnread).", gauge},
+		mPeerReadInterval: {p + "peer_port_read_interval_seconds",
+			"Configured [farEnd] interval: how often the far end's counters are read (absent while the far end is off). NICPeerPortUnread fires when a read is three intervals old.", gauge},
 		mPeerReadErrors: {p + "peer_port_read_errors_total",
 			"Failed attempts to find or read the far end of the port (a MAD timeout, the helper not answering) since the daemon started.", counter},
 		mOutboxRecords:   {p + "outbox_records", "Events retained in the outbox.", gauge},
@@ -353,6 +356,9 @@ func fillNode(e *encoder, s *snapshot) {
 	e.add(mConfigGeneration, none, uval(n.ConfigGeneration))
 	e.add(mConfigReloadFailed, none, bval(n.LastReloadError != ""))
 	e.add(mPollInterval, none, fval(n.PollInterval.Seconds()))
+	if n.FarEndInterval > 0 {
+		e.add(mPeerReadInterval, none, fval(n.FarEndInterval.Seconds()))
+	}
 	lp := 0.0
 	if !s.lastPoll.IsZero() {
 		lp = float64(s.lastPoll.UnixMicro()) / 1e6

@@ -131,3 +131,22 @@ func TestMetrics_Design13_OnePeerSeriesSetPerPort(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN.md section 13: the node exports its [farEnd] interval, so the
+// staleness rule (NICPeerPortUnread: three intervals) holds a node that
+// reads every 5 minutes to 15, not to the default's 3; a node whose far
+// end is off exports none.
+func TestMetrics_Design13_PeerReadIntervalIsTheNodes(t *testing.T) {
+	src := peerSource(leaf1(true, time.Unix(1_700_000_000, 0), 0, "0xb83fd20300a01000"))
+	src.farEndInterval = 5 * time.Minute
+	_, page, _ := scrape(t, New().Handler(src))
+	f := peerFamilies(t, page)["nichealth_peer_port_read_interval_seconds"]
+	if f == nil || f.typ != "gauge" || len(f.samples) != 1 || len(f.samples[0].labels) != 0 || f.samples[0].value != 300 {
+		t.Fatalf("interval family %+v, want one unlabelled gauge of 300\n%s", f, page)
+	}
+	src.farEndInterval = 0
+	_, page, _ = scrape(t, New().Handler(src))
+	if f := peerFamilies(t, page)["nichealth_peer_port_read_interval_seconds"]; f != nil {
+		t.Errorf("the far end off, yet an interval is exported: %+v", f)
+	}
+}

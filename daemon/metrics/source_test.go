@@ -34,6 +34,8 @@ type fakeSource struct {
 	episodes map[string]uint64
 	// peers are the far ends by "<device>/<port>".
 	peers map[string]*health.Peer
+	// farEndInterval is the node's [farEnd] interval (0: the far end off).
+	farEndInterval time.Duration
 }
 
 // Snapshot turns the fixed views into the verdict the daemon would
@@ -44,7 +46,8 @@ func (f *fakeSource) Snapshot() *health.Snapshot {
 	ports := f.Ports()
 	node := health.Node{Version: mgr.Version, NodeName: mgr.NodeName, BootID: mgr.BootID,
 		PollInterval: time.Duration(mgr.PollIntervalUSec) * time.Microsecond, ConfigPath: mgr.ConfigPath,
-		ConfigGeneration: mgr.ConfigGeneration, LastReloadError: mgr.LastReloadError, Ready: mgr.Ready}
+		ConfigGeneration: mgr.ConfigGeneration, LastReloadError: mgr.LastReloadError, Ready: mgr.Ready,
+		FarEndInterval: f.farEndInterval}
 	var infos []health.PortInfo
 	var conds []health.Condition
 	for _, pv := range ports {
