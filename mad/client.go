@@ -4,101 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/backoff"
 	"github.com/nichealth/nichealthd/internal/repeats"
 	"github.com/nichealth/nichealthd/mad/wire"
-)
-
-// Config says how to run the helper.
-type Config struct {
-	// Path is the helper executable.
-	Path string
-	// Env is its environment; nil: the daemon's own.
-	Env []string
-	// Dir is its working directory; "": the daemon's.
-	Dir string
-	// StartTimeout bounds the helper's start and its hello (the dynamic
-	// loader, the libraries' initialisation). Default 5 s.
-	StartTimeout time.Duration
-	// Grace is what a request may take beyond its own timeout before the
-	// helper counts as hung (the process's scheduling, its JSON). Default
-	// 1 s.
-	Grace time.Duration
-	// MinBackoff and MaxBackoff pace restarts after a crash or a hang.
-	// Defaults 1 s and 5 min.
-	MinBackoff, MaxBackoff time.Duration
-	Log                    *slog.Logger
-}
-
-func (c *Config) defaults() {
-	if c.StartTimeout <= 0 {
-		c.StartTimeout = 5 * time.Second
-	}
-	if c.Grace <= 0 {
-		c.Grace = time.Second
-	}
-	if c.MinBackoff <= 0 {
-		c.MinBackoff = time.Second
-	}
-	if c.MaxBackoff < c.MinBackoff {
-		c.MaxBackoff = max(5*time.Minute, c.MinBackoff)
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-}
-
-// Health is how the helper is doing.
-type Health int
-
-const (
-	// NotStarted: no request has needed it yet.
-	NotStarted Health = iota
-	// Running: it answered its last request (an answer that reports a
-	// failed MAD counts: the helper works, the fabric did not answer).
-	Running
-	// Restarting: it crashed, hung or broke the protocol; it is started
-	// again on a request after the backoff.
-	Restarting
-	// Unavailable: it cannot run on this host (not installed, or its
-	// libraries are missing); tried again after the longest backoff.
-	Unavailable
-	// Stopped: Close was called.
-	Stopped
-)
-
-func (h Health) String() string {
-	return [...]string{"not started", "running", "restarting", "unavailable", "stopped"}[h]
-}
-
-// State is the helper's health, why, since when, and how many helpers
-// have been started.
-type State struct {
-	Health Health
-	// Reason says what happened and the fix, for operators.
-	Reason string
-	Since  time.Time
-	// Starts counts helpers that started and answered hello.
-	Starts uint64
-	// PID is the running helper's process id (0: none).
-	PID int
-}
-
-// Errors of a request that got no answer. An answer that reports a failed
-// operation is a *wire.Error instead.
-var (
-	// ErrNotRunning: the helper is backing off or unavailable; the State
-	// says why.
-	ErrNotRunning = errors.New("nichealth-mad is not running")
-	// ErrLost: the helper hung, exited or broke the protocol during the
-	// request; it was killed.
-	ErrLost = errors.New("nichealth-mad was lost during the request")
-	// ErrClosed: the client was closed.
-	ErrClosed = errors.New("nichealth-mad client closed")
 )
 
 // Client is the supervised helper. Its methods are safe for concurrent use
@@ -316,4 +229,97 @@ func localName(l wire.Local) string {
 		return "port GUID " + l.GUID
 	}
 	return fmt.Sprintf("%s port %d", l.CA, l.Port)
+}
+
+// lose kills the helper after a failed exchange, records why and when it
+// may be started again, and returns the reason.
+func (c *Client) lose(what string) string {
+	status, tail := c.p.stop(0)
+	c.p = nil
+	reason := "nichealth-mad " + what
+	if status != "" {
+		reason += "; " + status
+	}
+	if tail != "" {
+		reason += "; its last words: " + tail
+	}
+	c.backOff(Restarting, reason)
+	return reason
+}
+
+func (c *Client) backOff(h Health, reason string) {
+	first, wait := c.ep.Fail()
+	if h == Unavailable {
+		wait = c.cfg.MaxBackoff
+	}
+	c.notBefore, c.lastWait = time.Now().Add(wait), wait
+	c.setState(h, reason)
+	if h == Unavailable {
+		// Nothing will change until someone installs something: the
+		// caller says it once, with the fix.
+		c.cfg.Log.Debug("nichealth-mad cannot run here", "reason", reason, "retryIn", wait)
+		return
+	}
+	if ok, n := c.logs.Note(reason, time.Now()); ok || first {
+		c.cfg.Log.Warn("nichealth-mad failed; it is started again after a backoff", "reason", reason, "retryIn", wait.Round(time.Millisecond), "suppressed", n)
+	}
+}
+
+// start runs the helper and checks it answers hello.
+func (c *Client) start(ctx context.Context) error {
+	if wait := time.Until(c.notBefore); wait > 0 {
+		st := c.State()
+		return fmt.Errorf("%w (%s; next attempt in %v): %s", ErrNotRunning, st.Health, wait.Round(time.Second), st.Reason)
+	}
+	p, err := launch(c.cfg)
+	if err != nil {
+		h := Restarting
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			h = Unavailable
+			err = fmt.Errorf("%w (install the nichealthd package, or set [mad] helper to its path)", err)
+		}
+		c.backOff(h, "nichealth-mad cannot be started: "+err.Error())
+		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+	}
+	c.p = p
+	c.nextID++
+	line, _ := wire.Encode(wire.Request{ID: c.nextID, Op: wire.OpHello})
+	a, err := p.exchange(ctx, line, time.Now().Add(c.cfg.StartTimeout))
+	if err == nil && (a.Hello == nil || a.ID != c.nextID) {
+		err = fmt.Errorf("answered hello with %+v", a)
+	}
+	if err == nil && a.Hello.Version != wire.Version {
+		err = fmt.Errorf("speaks protocol version %d, this daemon %d (install nichealthd and nichealth-mad from one package)", a.Hello.Version, wire.Version)
+	}
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up (the daemon stopping, a reader
+		// reconfigured) while the helper was still starting: not the
+		// helper's failure, so no backoff; the next request starts it.
+		p.stop(0)
+		c.p = nil
+		return fmt.Errorf("start nichealth-mad: %w", ctx.Err())
+	}
+	if err != nil {
+		status, tail := p.stop(0)
+		c.p = nil
+		reason := fmt.Sprintf("nichealth-mad (%s) did not start: %v", c.cfg.Path, err)
+		if status != "" {
+			reason += "; " + status
+		}
+		h := Restarting
+		if strings.Contains(tail, "error while loading shared libraries") {
+			h = Unavailable
+			reason += "; " + tail + " (install rdma-core's MAD libraries: apt-get install libibumad3 libibmad5)"
+		} else if tail != "" {
+			reason += "; its last words: " + tail
+		}
+		c.backOff(h, reason)
+		return fmt.Errorf("%w: %s", ErrNotRunning, reason)
+	}
+	c.stateMu.Lock()
+	c.state.Starts++
+	c.state.PID = p.cmd.Process.Pid
+	c.stateMu.Unlock()
+	c.cfg.Log.Debug("nichealth-mad started", "pid", p.cmd.Process.Pid, "helper", a.Hello.Helper)
+	return nil
 }
