@@ -30,7 +30,7 @@ func TestAER_BlackBox_FatalOnSwitchPortShowsOnBothNICs(t *testing.T) {
 	v.start()
 	v.waitReady()
 	v.agree(verdictWant{"mlx5_0", 1, "healthy"})
-	skip := len(v.read())
+	skip := v.mark()
 	sw := v.sim("aer", "add", "above:mlx5_0", "fatal", "MalfTLP", "1")
 	isAER := func(kind event.Kind) func(e event.Event) bool {
 		return func(e event.Event) bool { return e.Kind == kind && e.Metadata["pci"] == sw }

@@ -45,7 +45,7 @@ func TestViews_Issue31_6_LatchedRatesAreLiveAndSaidOnce(t *testing.T) {
 	v := newViewNode(t)
 	v.start()
 	v.waitReady()
-	skip := len(v.read())
+	skip := v.mark()
 	v.h.AddCounter("mlx5_4", 1, "counters/symbol_error", 5000)
 	v.h.AddCounter("mlx5_1", 1, "counters/link_downed", 1)
 	se := v.waitEventAfter(skip, "symbol_error breach", counterBreach("mlx5_4", "symbol_error"))
