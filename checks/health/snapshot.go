@@ -12,14 +12,14 @@ import (
 
 // Node is what the daemon says about itself alongside the verdict.
 type Node struct {
-	Version          string        `json:"version"`
-	NodeName         string        `json:"nodeName"`
-	BootID           string        `json:"bootID"`
-	PollInterval     time.Duration `json:"pollInterval"`
+	Version      string        `json:"version"`
+	NodeName     string        `json:"nodeName"`
+	BootID       string        `json:"bootID"`
+	PollInterval time.Duration `json:"pollInterval"`
 	// FarEndInterval is how often the far end's counters are read; 0
 	// while the far end is off. The staleness rule (NICPeerPortUnread)
 	// judges a read's age against it, not against the default.
-	FarEndInterval time.Duration `json:"farEndInterval,omitempty"`
+	FarEndInterval   time.Duration `json:"farEndInterval,omitempty"`
 	ConfigPath       string        `json:"configPath"`
 	ConfigGeneration uint64        `json:"configGeneration"`
 	LastReloadError  string        `json:"lastReloadError"`
