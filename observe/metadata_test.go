@@ -1,16 +1,15 @@
 package observe
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/hangfs"
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 	"github.com/nichealth/nichealthd/topology"
 	"github.com/nichealth/nichealthd/topology/sim"
 	"github.com/nichealth/nichealthd/topology/sim/simtest"
@@ -35,7 +34,7 @@ func TestDesign_7_MetadataOnHungFilesystemNeverStallsDiscovery(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fs.Backing, "gpu_metadata.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logb syncBuffer
+	var logb syncbuf.Buffer
 	paths := topology.Paths{SysfsRoot: h.SysRoot(), ProcfsRoot: h.ProcRoot(), DevRoot: h.DevRoot()}.WithDefaults()
 	o := New(Config{Paths: paths, PollInterval: time.Millisecond, ReadTimeout: 50 * time.Millisecond, MaxStuckReads: 4,
 		TopologySource: "auto", MetadataPath: filepath.Join(fs.Dir, "gpu_metadata.json")}, BootFresh,
@@ -85,22 +84,4 @@ func TestDesign_7_MetadataOnHungFilesystemNeverStallsDiscovery(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a log sink safe for the observer's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

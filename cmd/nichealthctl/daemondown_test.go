@@ -23,6 +23,7 @@ import (
 
 	"github.com/nichealth/nichealthd/dbusapi/dbustest"
 	"github.com/nichealth/nichealthd/internal/component"
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
@@ -47,24 +48,6 @@ func daemonBinary(t *testing.T) string {
 	return daemonPath
 }
 
-// lockedBuffer is the daemon's stderr, written by exec's copier.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // daemonNode is the real daemon on a simulated dgx-h100, its state file
 // where nichealthd.service keeps it relative to its directory, and a
 // private system bus (nil: [dbus] enabled = false).
@@ -75,7 +58,7 @@ type daemonNode struct {
 	state  string
 	bus    *dbustest.Bus
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 }
 
 // newDaemonNode writes the daemon's configuration: a card may lack a port

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 	"github.com/nichealth/nichealthd/persist"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 	"github.com/nichealth/nichealthd/topology/sim"
@@ -69,22 +69,7 @@ type node struct {
 
 // syncBuffer is the daemon's stderr, written by exec's copier goroutine and
 // read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ syncbuf.Buffer }
 
 // tailLines is how much of a daemon's log a failed test prints: enough to
 // see what the daemon was doing, short enough that the failure itself
@@ -110,12 +95,6 @@ func (s *syncBuffer) Tail() string {
 	}
 	return fmt.Sprintf("... %d earlier lines of the daemon's log, the whole of it in %s\n%s\n",
 		len(lines)-tailLines, where, strings.Join(lines[len(lines)-tailLines:], "\n"))
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }
 
 func newNode(t *testing.T, shape, extra string) *node {

@@ -1,7 +1,6 @@
 package promlab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,11 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nichealth/nichealthd/internal/component"
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 )
 
 // Target is one scrape target: its address and the labels Prometheus
@@ -32,24 +31,6 @@ type Target struct {
 type Server struct {
 	// URL is the base URL of its HTTP API, http://127.0.0.1:port.
 	URL string
-}
-
-// lockedBuffer collects the server's log from its output goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Start runs Prometheus in a temporary directory with the rules (nil for
@@ -88,7 +69,7 @@ func Start(t *testing.T, rules []byte, targets ...Target) *Server {
 	// before it binds it, and a rare collision is retried.
 	for attempt := 0; attempt < 3; attempt++ {
 		addr := freePort(t)
-		logs := &lockedBuffer{}
+		logs := &syncbuf.Buffer{}
 		ctx, cancel := context.WithCancel(context.Background())
 		cmd := exec.CommandContext(ctx, bin,
 			"--config.file="+filepath.Join(dir, "prometheus.yml"),

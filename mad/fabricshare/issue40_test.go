@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 )
 
 // shareFile is a host's list of n ports, port 1.. on switch LID 1 then
@@ -88,7 +90,7 @@ func TestIssue40Row8_EntriesCheckedAgainstWhatAnswers(t *testing.T) {
 	writeFile(t, path, shareFile(2,
 		`{"switchGUID": "0xa088c20300ab0003", "port": 1, "switchName": "gpu-b001 mlx5_0", "switchLID": 3}`,
 		`{"switchGUID": "0xb83fd20300a01000", "port": 200, "switchName": "ibsw-leaf1", "switchLID": 1}`))
-	var log syncBuf
+	var log syncbuf.Buffer
 	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 50 * time.Millisecond, Timeout: time.Second}, f,
 		slog.New(slog.NewTextHandler(&log, nil)))
 	t.Cleanup(r.Close)

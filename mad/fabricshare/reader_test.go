@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 	"github.com/nichealth/nichealthd/mad"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
@@ -351,24 +352,6 @@ func BenchmarkRound_10000Ports(b *testing.B) {
 	}
 }
 
-// syncBuf is a log the reader writes and the test reads.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A switch that stays unreadable is said once (then hourly, with the
 // count held back), however many rounds fail; a helper that is not
 // running stops the round at its first failure instead of failing every
@@ -379,7 +362,7 @@ func TestReader_FailuresSaidOnceAndTheHelperBackoffRespected(t *testing.T) {
 	f.nodes[2] = "0xb83fd20300a0ffff"
 	path := filepath.Join(t.TempDir(), "share.json")
 	writeFile(t, path, goodFile)
-	var log syncBuf
+	var log syncbuf.Buffer
 	r := StartShareReader(ShareConfig{Assignment: path, Host: "gpu-a017", Interval: 100 * time.Millisecond, Timeout: time.Second}, f,
 		slog.New(slog.NewTextHandler(&log, nil)))
 	waitFor(t, r, "four failed rounds of leaf 2", func(rd *ShareReading) bool {

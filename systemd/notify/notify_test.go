@@ -1,42 +1,23 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/nichealth/nichealthd/internal/syncbuf"
 	"github.com/nichealth/nichealthd/systemd/notify/notifytest"
 )
 
 // wait is generous: it bounds a hang, it is not a speed assertion.
 const wait = 10 * time.Second
 
-// syncBuffer is a log sink safe for the watchdog goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func testLogger() (*slog.Logger, *syncbuf.Buffer) {
+	buf := &syncbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
