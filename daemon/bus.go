@@ -24,19 +24,42 @@ func (d *Daemon) superviseBus(ctx context.Context) {
 			defer d.mu.Unlock()
 			return dbusapi.Options{AdminGroup: d.cfg.AdminGroup, Logger: d.log}
 		},
-		// Backfill and switch over under d.mu, so no event committed in
-		// between is missed; one published twice is kept once.
-		Attach: func(s *dbusapi.Server) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			for _, rec := range d.ob.Recent(1024) {
-				s.Remember(rec.Event, rec.Seq)
-			}
-			d.bus.Store(&busHolder{s})
-		},
+		Attach: func(s *dbusapi.Server) { d.attachBus(s) },
 		Detach: func(*dbusapi.Server) { d.bus.Store(nil) },
 		Logger: d.log,
 	})
+}
+
+// attachable is a new D-Bus server as attaching it needs it: the
+// publisher the loop posts to, and the history ListEvents serves.
+type attachable interface {
+	busPublisher
+	Remember(ev event.Event, seq uint64)
+}
+
+// attachBus backfills a new server from the outbox and switches the
+// daemon over to it, so that ListEvents on it holds every event kept,
+// also those committed while no bus was attached.
+//
+// d.mu keeps a new commit job from starting, but the one in flight
+// appends and announces without it: its events can reach the outbox
+// after the first backfill yet be announced before the switch, to no
+// bus. So the outbox is read again once the server is in place. Any
+// event appended after that is announced to it; an event both
+// remembered and posted is kept once (the ring keeps sequence numbers
+// growing, and both paths add in sequence order).
+func (d *Daemon) attachBus(s attachable) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var last uint64
+	for _, rec := range d.ob.Recent(1024) {
+		s.Remember(rec.Event, rec.Seq)
+		last = rec.Seq
+	}
+	d.bus.Store(&busHolder{s})
+	for _, rec := range d.ob.Since(last, 1024) {
+		s.Remember(rec.Event, rec.Seq)
+	}
 }
 
 // backend is the daemon as the D-Bus server sees it.
