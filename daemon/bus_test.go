@@ -30,8 +30,8 @@ func (k *keptServer) Remember(_ event.Event, seq uint64) {
 }
 
 func (k *keptServer) Post(ev event.Event, seq uint64) { k.Remember(ev, seq) }
-func (k *keptServer) RefreshLater()                  {}
-func (k *keptServer) Close() error                   { return nil }
+func (k *keptServer) RefreshLater()                   {}
+func (k *keptServer) Close() error                    { return nil }
 
 // dbusapi/API.md: ListEvents(0) returns every kept event. A commit runs
 // without the daemon's lock, so its events can reach the outbox after a
