@@ -27,6 +27,14 @@ type Options struct {
 	Logger *slog.Logger
 	// BusName is the well-known name to own. Default org.nichealth.NicHealth1.
 	BusName string
+	// Attach, when set, is called with the server once its objects are
+	// exported and before it asks for BusName: what it puts in place
+	// (ListEvents's history, the daemon posting to the server) is there
+	// before any client can reach the server by name. Clients find a
+	// daemon by its name, so one that answers "ready" also has its
+	// history. If the name then cannot be owned, Detach is called before
+	// Serve returns its error.
+	Attach, Detach func(*Server)
 }
 
 // Server exports one Backend on one bus connection. Its methods are safe for
@@ -124,8 +132,12 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 		return nil, err
 	}
 
+	if opts.Attach != nil {
+		opts.Attach(s)
+	}
 	reply, err := conn.RequestName(opts.BusName, dbus.NameFlagDoNotQueue)
 	if err != nil {
+		s.detach()
 		s.unexportAll()
 		var de dbus.Error
 		if errors.As(err, &de) && de.Name == "org.freedesktop.DBus.Error.AccessDenied" {
@@ -137,6 +149,7 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 	switch reply {
 	case dbus.RequestNameReplyPrimaryOwner, dbus.RequestNameReplyAlreadyOwner:
 	default:
+		s.detach()
 		s.unexportAll()
 		return nil, fmt.Errorf("bus name %s is already owned by another connection (%s): is another nichealthd running? Check with busctl status %s",
 			opts.BusName, reply, opts.BusName)
@@ -144,6 +157,13 @@ func Serve(conn *dbus.Conn, b Backend, opts Options) (*Server, error) {
 	log.Info("D-Bus API exported", "name", opts.BusName, "path", string(RootPath), "ports", len(added))
 	go s.runSender()
 	return s, nil
+}
+
+// detach undoes Options.Attach for a server that never owned its name.
+func (s *Server) detach() {
+	if s.opts.Attach != nil && s.opts.Detach != nil {
+		s.opts.Detach(s)
+	}
 }
 
 // Close releases the bus name and unexports every object. It does not close

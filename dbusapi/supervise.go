@@ -18,9 +18,10 @@ type SuperviseOptions struct {
 	// Options returns the Serve options for each new connection (the admin
 	// group may have been reloaded since the last one).
 	Options func() Options
-	// Attach is called with each server once it is exported, before its
-	// first Refresh: the caller backfills ListEvents and starts publishing
-	// to it. Detach is called when the connection is lost, before Close.
+	// Attach is called with each server once it is exported, before it
+	// owns the bus name (Options.Attach): the caller backfills ListEvents
+	// and starts publishing to it. Detach is called when the name cannot
+	// be owned, or when the connection is lost, before Close.
 	Attach, Detach func(*Server)
 	// Connect opens the bus connection. Default: a private connection to
 	// the system bus (DBUS_SYSTEM_BUS_ADDRESS honoured), authenticated and
@@ -58,9 +59,6 @@ func Supervise(ctx context.Context, b Backend, so SuperviseOptions) {
 				log.Info("D-Bus API available again")
 			}
 			down = false
-			if so.Attach != nil {
-				so.Attach(s)
-			}
 			s.Refresh()
 			select {
 			case <-ctx.Done():
@@ -90,6 +88,7 @@ func serveOnce(b Backend, so SuperviseOptions) (*Server, *dbus.Conn, error) {
 	if so.Options != nil {
 		opts = so.Options()
 	}
+	opts.Attach, opts.Detach = so.Attach, so.Detach
 	s, err := Serve(conn, b, opts)
 	if err != nil {
 		conn.Close()
