@@ -306,6 +306,30 @@ func reason(r *result) string {
 	return strings.Join(parts, " | ")
 }
 
+// failLine matches the line a t.Error or t.Fatal starts with.
+var failLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
+
+// why is the first thing the failed test reported, cut to one short
+// line: a CI log often keeps only its end, and that end should say why
+// as well as what failed (the whole output is above, at the failure).
+func why(r *result) string {
+	const max = 300
+	for _, l := range r.output {
+		if failLine.MatchString(l) {
+			l = strings.TrimSpace(l)
+			if len(l) > max {
+				l = strings.ToValidUTF8(l[:max], "") + " …"
+			}
+			return l
+		}
+	}
+	w := reason(r)
+	if len(w) > max {
+		w = strings.ToValidUTF8(w[:max], "") + " …"
+	}
+	return w
+}
+
 func (s *summary) report() {
 	if len(s.skip) > 0 {
 		fmt.Fprintf(s.w, "Skipped tests (%d), with their reasons:\n", len(s.skip))
@@ -322,7 +346,7 @@ func (s *summary) report() {
 		fmt.Fprintf(s.w, "Failed tests (%d); each re-runs alone with the command below it:\n", len(s.failedTests))
 		mod := modulePath()
 		for _, r := range s.failedTests {
-			fmt.Fprintf(s.w, "  FAIL %s %s\n    %s\n", r.pkg, r.test, rerun(mod, r.pkg, r.test))
+			fmt.Fprintf(s.w, "  FAIL %s %s\n    why: %s\n    %s\n", r.pkg, r.test, why(r), rerun(mod, r.pkg, r.test))
 		}
 	}
 	for _, p := range s.pkgFailed {

@@ -68,7 +68,10 @@ func TestSummary_FailureShowsOutputAndExitsOne(t *testing.T) {
 	}
 	// The end of the log names the failed test and how to run it alone.
 	tail := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	tail = tail[max(0, len(tail)-4):]
+	tail = tail[max(0, len(tail)-5):]
+	if !strings.Contains(strings.Join(tail, "\n"), "why: ") || !strings.Contains(strings.Join(tail, "\n"), "asked to fail") {
+		t.Errorf("the last lines do not say why the test failed:\n%s", strings.Join(tail, "\n"))
+	}
 	if !strings.Contains(strings.Join(tail, "\n"), "go test -race -count=1 -run '^TestFailsWhenAsked$' example.com/sample") {
 		t.Errorf("the last lines do not give the re-run command:\n%s", strings.Join(tail, "\n"))
 	}
