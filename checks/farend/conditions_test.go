@@ -230,3 +230,101 @@ func TestDesign_13_PeerUnstable(t *testing.T) {
 		t.Fatalf("cleared %v", cleared)
 	}
 }
+
+// localTicks feeds mlx5_0 port 1's own link_downed and link_error_recovery
+// to the check as counter ticks (cycles that are no state poll).
+type localTicks struct {
+	h    *harness
+	last time.Time
+}
+
+func (lt *localTicks) tick(dt time.Duration, downed, recovery uint64) []event.Spec {
+	lt.h.t.Helper()
+	lt.h.at = lt.h.at.Add(dt)
+	if lt.last.IsZero() {
+		// Counter ticks ran before the check first saw one (the far
+		// end switched on by a reload).
+		lt.last = lt.h.at.Add(-10 * time.Second)
+	}
+	dir := "/sys/class/infiniband/mlx5_0/ports/1/counters/"
+	lt.h.obs.Ports[0].Samples = []observe.Sample{
+		{Path: dir + "symbol_error", Value: 99, At: lt.h.at, Since: lt.last},
+		{Path: dir + "link_downed", Value: downed, At: lt.h.at, Since: lt.last},
+		{Path: dir + "link_error_recovery", Value: recovery, At: lt.h.at, Since: lt.last},
+	}
+	lt.last = lt.h.at
+	lt.h.obs.Now = lt.h.at
+	return lt.h.run()
+}
+
+// DESIGN.md section 13, one cable event, for a flap or retrain shorter
+// than a state poll: every poll saw the port ACTIVE, but its own
+// link_downed (or link_error_recovery) rose between two counter ticks.
+// That local count is the cable event; the switch's count of the same
+// flap is its witness, not a second condition (peer:link_downed). The
+// witness names no length: only the two ticks bound the flap.
+func TestDesign_13_OneCableEvent_FlapShorterThanAPoll(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// the local counters at the tick before and the tick after the
+		// previous far-end read (first), and at the tick before the next
+		// read (second); startAfterRead: the first tick is after the read.
+		before, after [2]uint64
+		base          *[2]uint64 // a tick before "before"
+		firstTickLate bool
+		set           func(*wire.PortCounters)
+		latch         string
+		witness       string
+	}{
+		{name: "link_downed +1, LinkDownedCounter +1", before: [2]uint64{4, 0}, after: [2]uint64{5, 0}, set: downed(1), witness: "peerLinkDowned"},
+		{name: "link_error_recovery +1, LinkErrorRecoveryCounter +1", before: [2]uint64{4, 7}, after: [2]uint64{4, 8},
+			set: func(c *wire.PortCounters) { c.LinkErrorRecoveryCounter = 1 }, witness: "peerLinkErrorRecovery"},
+		// A flap counted before the previous read and another after it:
+		// the first does not hide the second.
+		{name: "link_downed +1 at two ticks in a row", base: &[2]uint64{3, 0}, before: [2]uint64{4, 0}, after: [2]uint64{5, 0}, set: downed(1), witness: "peerLinkDowned"},
+		{name: "local counters steady", before: [2]uint64{4, 7}, after: [2]uint64{4, 7}, set: downed(1), latch: "peer:link_downed"},
+		{name: "local counters went back (cleared)", before: [2]uint64{4, 7}, after: [2]uint64{0, 0}, set: downed(1), latch: "peer:link_downed"},
+		// The check's first tick has nothing to compare with: a count
+		// from before it started (or before a reload switched the far
+		// end on) is no episode.
+		{name: "first tick only", before: [2]uint64{5, 0}, after: [2]uint64{5, 0}, firstTickLate: true, set: downed(1), latch: "peer:link_downed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			lt := &localTicks{h: h}
+			h.poll(time.Second, "ACTIVE")
+			if tc.base != nil {
+				lt.tick(time.Second, tc.base[0], tc.base[1])
+			}
+			if !tc.firstTickLate {
+				lt.tick(time.Second, tc.before[0], tc.before[1])
+			}
+			h.read(time.Second, leaf1, nil)
+			h.poll(10*time.Second, "ACTIVE")
+			lt.tick(10*time.Second, tc.after[0], tc.after[1])
+			h.poll(10*time.Second, "ACTIVE")
+			specs := h.read(30*time.Second, leaf1, tc.set)
+			if tc.latch != "" {
+				if len(specs) != 1 || specs[0].Kind != event.KindPeerBreach || specs[0].ErrorCode[0] != tc.latch {
+					t.Fatalf("want the %s latch, got %v", tc.latch, codes(specs))
+				}
+				return
+			}
+			if len(specs) != 1 {
+				t.Fatalf("want one witness event, got %v", codes(specs))
+			}
+			s := specs[0]
+			if s.Kind != event.KindPeerRecovered || !s.IsHealthy || s.Metadata["reason"] != "local-episode" || s.Metadata[tc.witness] != "+1" ||
+				s.Metadata["episodeKind"] != EpisodeCounted || s.Metadata["episodeFrom"] == "" || s.Metadata["episodeTo"] == "" ||
+				s.Metadata["episodeDuration"] != "" || !strings.Contains(s.Message, "shorter than a state poll") {
+				t.Fatalf("witness %+v", s)
+			}
+			// The flap is counted once: the next increment with the
+			// local counters steady is the switch's own.
+			lt.tick(10*time.Second, tc.after[0], tc.after[1])
+			if specs := h.read(50*time.Second, leaf1, func(c *wire.PortCounters) { tc.set(c); c.LinkDownedCounter++; c.LinkErrorRecoveryCounter++ }); len(specs) == 0 || specs[0].Kind != event.KindPeerBreach {
+				t.Fatalf("a later increment with the local counters steady: %v", codes(specs))
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package farend
 
 import (
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nichealth/nichealthd/event"
@@ -16,6 +18,11 @@ const (
 	// the enumeration (a driver reload, a lost function while its hold
 	// runs, a hot plug).
 	EpisodeDeviceGone = "device-gone"
+	// EpisodeCounted: the local port's own link_downed or
+	// link_error_recovery rose between two counter ticks while every
+	// state poll saw it ACTIVE: a flap or retrain shorter than a poll.
+	// Its From and To are the two ticks, not the link's own times.
+	EpisodeCounted = "counted"
 )
 
 // Episode is a local port's time away from ACTIVE, as the cycle's
@@ -59,18 +66,26 @@ type localPort struct {
 	seen uint64 // the state poll that last listed the port
 	open bool
 	last Episode
+	// The local link counters as last sampled, by file name, and the
+	// tick they stand for: a rise between two ticks is a counted episode.
+	counted   [len(countedFiles)]uint64
+	countedAt time.Time
 }
 
-// observe takes one cycle's port states; only state polls move it. A
-// steady cycle allocates nothing.
+// countedFiles are the local counters that move when the link itself
+// goes down or retrains, as the switch's LinkDownedCounter and
+// LinkErrorRecoveryCounter do for the same cable.
+var countedFiles = [...]string{"link_downed", "link_error_recovery"}
+
+// observe takes one cycle's port states (state polls) and local link
+// counters (counter ticks). A steady cycle allocates nothing.
 func (e *episodes) observe(obs *observe.Observation) {
-	if !obs.StatePoll {
-		return
-	}
 	if e.ports == nil {
 		e.ports = map[event.PortRef]*localPort{}
 	}
-	e.polls++
+	if obs.StatePoll {
+		e.polls++
+	}
 	for _, p := range obs.Ports {
 		if p.Port.LinkLayer != topology.LinkLayerInfiniBand {
 			continue
@@ -84,6 +99,10 @@ func (e *episodes) observe(obs *observe.Observation) {
 			lp = &localPort{}
 			e.ports[k] = lp
 		}
+		lp.count(p)
+		if !obs.StatePoll {
+			continue
+		}
 		lp.seen = e.polls
 		if !p.Observed || !p.Readable {
 			continue // not read this poll: nothing to say of it
@@ -95,13 +114,55 @@ func (e *episodes) observe(obs *observe.Observation) {
 			lp.open, lp.last.To = false, obs.Now
 		}
 	}
-	if !obs.Enumerated {
+	if !obs.StatePoll || !obs.Enumerated {
 		return
 	}
 	for _, lp := range e.ports {
 		if lp.seen != e.polls && !lp.open {
 			lp.open, lp.last = true, Episode{Kind: EpisodeDeviceGone, From: obs.Now}
 		}
+	}
+}
+
+// count takes the port's link counters from a new counter tick. A flap
+// shorter than a state poll leaves no state the polls could see, but the
+// port's own link_downed counts it; without this the switch's count of
+// the same flap was a second condition (peer:link_downed) beside the
+// local one. An episode the polls saw is not replaced: it is the better
+// account of the same time.
+func (lp *localPort) count(p *observe.Port) {
+	var at, since time.Time
+	rose := false
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		if s.Err != nil {
+			continue
+		}
+		j := slices.Index(countedFiles[:], filepath.Base(s.Path))
+		if j < 0 || filepath.Base(filepath.Dir(s.Path)) != "counters" || s.At.Equal(lp.countedAt) {
+			continue
+		}
+		if !lp.countedAt.IsZero() && s.Value > lp.counted[j] {
+			rose = true
+		}
+		lp.counted[j] = s.Value
+		at, since = s.At, s.Since
+	}
+	if at.IsZero() {
+		return
+	}
+	lp.countedAt = at
+	if !rose || lp.open {
+		return
+	}
+	switch {
+	case lp.last.Kind == EpisodeCounted && !lp.last.To.Before(since):
+		// Rises at consecutive ticks: one span, so the first cannot
+		// hide the second.
+		lp.last.To = at
+	case lp.last.overlaps(since, at):
+	default:
+		lp.last = Episode{Kind: EpisodeCounted, From: since, To: at}
 	}
 }
 

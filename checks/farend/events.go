@@ -106,12 +106,17 @@ func saturated(p *farend.PeerPort, field string, value uint64, f wire.Field) eve
 func witness(p *farend.PeerPort, r *countertable.FarEndRow, cur, prev uint64, ep Episode) event.Spec {
 	d := &r.Def
 	what := "link-down"
-	if ep.Kind == EpisodeDeviceGone {
-		what = "RDMA device absence (driver reload or lost function)"
-	}
 	span := "still lasting"
 	if !ep.To.IsZero() {
 		span = "down " + ep.Duration().Round(time.Millisecond).String()
+	}
+	switch ep.Kind {
+	case EpisodeDeviceGone:
+		what = "RDMA device absence (driver reload or lost function)"
+	case EpisodeCounted:
+		// Only the two counter ticks bound it: no length is claimed.
+		what = "link-down or retrain counted by its own link_downed or link_error_recovery"
+		span = "shorter than a state poll, counted by " + ep.To.UTC().Format(time.RFC3339)
 	}
 	md := map[string]string{
 		"counter": d.Name, "field": r.Field, "value": strconv.FormatUint(cur, 10), "previousValue": strconv.FormatUint(prev, 10),
@@ -121,7 +126,9 @@ func witness(p *farend.PeerPort, r *countertable.FarEndRow, cur, prev uint64, ep
 	md[witnessKey(r.Field)] = "+" + strconv.FormatUint(cur-prev, 10)
 	if !ep.To.IsZero() {
 		md["episodeTo"] = ep.To.UTC().Format(time.RFC3339Nano)
-		md["episodeDuration"] = ep.Duration().Round(time.Millisecond).String()
+		if ep.Kind != EpisodeCounted {
+			md["episodeDuration"] = ep.Duration().Round(time.Millisecond).String()
+		}
 	}
 	return event.Spec{
 		Kind: event.KindPeerRecovered, CheckName: CheckName, IsHealthy: true,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,44 @@ func TestSeed_VelocityWindows_FarEndTrickleAndSaturationInTheLab(t *testing.T) {
 		t.Fatalf("saturation raised %d times; an acknowledged one stays quiet while it stays saturated: %s", c, summary(v.read()))
 	}
 	set(0)
+	v.stop()
+}
+
+// DESIGN.md section 13, one cable event, for a flap too short for any
+// state poll to see, on the lab fabric: the port's own link_downed rises
+// and the switch counts the same link going down (LinkDownedCounter +1
+// at leaf 1 port 17). The local count is the cable event; the switch's
+// is its witness (episodeKind counted), never a peer:link_downed latch.
+func TestDesign_13_OneCableEvent_FlapShorterThanAPollSeenFromTheSwitch(t *testing.T) {
+	v, l := farNode(t)
+	if err := l.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.LinkDownedCounter", 0); err != nil {
+		t.Fatal(err)
+	}
+	v.start()
+	v.waitPeerCounter("LinkDownedCounter", 0)
+	skip := v.mark()
+	// Both ends count the flap; ours first, as the switch's count reaches
+	// the node only at the next far-end read.
+	if err := v.h.AddCounter("mlx5_0", 1, "counters/link_downed", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PerformanceSet(iblab.Leaf1, iblab.GPUA017Port, "PortCounters.LinkDownedCounter", 1); err != nil {
+		t.Fatal(err)
+	}
+	v.waitEventAfter(skip, "the local link_downed", func(e event.Event) bool {
+		return e.Kind == event.KindCounterBreach && e.Device() == "mlx5_0" && e.Port() == "1" && slices.Contains(e.ErrorCode, "link_downed")
+	})
+	w := v.waitEventAfter(skip, "the switch's count taken as the local flap", func(e event.Event) bool {
+		return e.CheckName == event.FarEndCheck && e.Metadata["reason"] == "local-episode"
+	})
+	if !w.IsHealthy || w.Metadata["peerLinkDowned"] != "+1" || w.Metadata["episodeKind"] != "counted" || w.Metadata["episodeDuration"] != "" ||
+		!strings.Contains(w.Message, "shorter than a state poll") {
+		t.Fatalf("witness %+v", w)
+	}
+	v.waitReads(2)
+	if c := count(v.read()[skip:], func(e event.Event) bool { return e.Kind == event.KindPeerBreach }); c != 0 {
+		t.Fatalf("a flap both ends counted latched %d far-end conditions: %s", c, summary(v.read()[skip:]))
+	}
 	v.stop()
 }
 
