@@ -52,6 +52,22 @@ func downed(n uint64) func(*wire.PortCounters) {
 	return func(c *wire.PortCounters) { c.LinkDownedCounter = n }
 }
 
+// latchOrWitness checks a far-end read's events: the one latch wanted
+// (latch set) or else one event, returned as the witness to look into.
+func latchOrWitness(t *testing.T, specs []event.Spec, latch string) (event.Spec, bool) {
+	t.Helper()
+	if latch != "" {
+		if len(specs) != 1 || specs[0].Kind != event.KindPeerBreach || specs[0].ErrorCode[0] != latch {
+			t.Fatalf("want the %s latch, got %v", latch, codes(specs))
+		}
+		return event.Spec{}, false
+	}
+	if len(specs) != 1 {
+		t.Fatalf("want one witness event, got %v", codes(specs))
+	}
+	return specs[0], true
+}
+
 // DESIGN.md section 13, one cable event: a peer LinkDownedCounter or
 // LinkErrorRecoveryCounter increment inside a local link-down episode, a
 // driver reload (the RDMA device gone from the enumeration) or a
@@ -86,16 +102,10 @@ func TestDesign_13_OneCableEvent(t *testing.T) {
 				h.poll(10*time.Second, st)
 			}
 			specs := h.read(10*time.Second, leaf1, tc.set)
-			if tc.latch != "" {
-				if len(specs) != 1 || specs[0].Kind != event.KindPeerBreach || specs[0].ErrorCode[0] != tc.latch {
-					t.Fatalf("want the %s latch, got %v", tc.latch, codes(specs))
-				}
+			s, isWitness := latchOrWitness(t, specs, tc.latch)
+			if !isWitness {
 				return
 			}
-			if len(specs) != 1 {
-				t.Fatalf("want one witness event, got %v", codes(specs))
-			}
-			s := specs[0]
 			if s.Kind != event.KindPeerRecovered || !s.IsHealthy || s.Metadata["reason"] != "local-episode" || s.Metadata[tc.witness] == "" ||
 				s.Metadata["episodeFrom"] == "" || s.Metadata["episodeTo"] == "" || s.Device != "mlx5_0" || s.Port != 1 ||
 				!strings.Contains(s.Message, "seen from the switch: one cable event, no far-end condition") {
@@ -304,16 +314,10 @@ func TestDesign_13_OneCableEvent_FlapShorterThanAPoll(t *testing.T) {
 			lt.tick(10*time.Second, tc.after[0], tc.after[1])
 			h.poll(10*time.Second, "ACTIVE")
 			specs := h.read(30*time.Second, leaf1, tc.set)
-			if tc.latch != "" {
-				if len(specs) != 1 || specs[0].Kind != event.KindPeerBreach || specs[0].ErrorCode[0] != tc.latch {
-					t.Fatalf("want the %s latch, got %v", tc.latch, codes(specs))
-				}
+			s, isWitness := latchOrWitness(t, specs, tc.latch)
+			if !isWitness {
 				return
 			}
-			if len(specs) != 1 {
-				t.Fatalf("want one witness event, got %v", codes(specs))
-			}
-			s := specs[0]
 			if s.Kind != event.KindPeerRecovered || !s.IsHealthy || s.Metadata["reason"] != "local-episode" || s.Metadata[tc.witness] != "+1" ||
 				s.Metadata["episodeKind"] != EpisodeCounted || s.Metadata["episodeFrom"] == "" || s.Metadata["episodeTo"] == "" ||
 				s.Metadata["episodeDuration"] != "" || !strings.Contains(s.Message, "shorter than a state poll") {
