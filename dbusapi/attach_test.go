@@ -1,8 +1,10 @@
 package dbusapi_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -74,5 +76,63 @@ func TestDBus_5_HistoryIsInPlaceBeforeTheNameIsOwned(t *testing.T) {
 	}
 	if attached != 1 || detached != 1 {
 		t.Fatalf("a server that could not own the name: attached %d, detached %d; want 1 and 1", attached, detached)
+	}
+}
+
+// A name the bus policy denies is the other way Serve can fail after
+// Attach: Detach undoes it there too, or the daemon would post to a
+// server nobody can reach.
+func TestDBus_5_DeniedNameDetaches(t *testing.T) {
+	bus := dbustest.Start(t, dbustest.Options{NoPolicy: true})
+	be := dbustest.NewBackend(dbustest.SampleManager(), nil)
+	attached, detached := 0, 0
+	_, err := dbusapi.Serve(bus.Connect(t), be, dbusapi.Options{
+		Attach: func(*dbusapi.Server) { attached++ },
+		Detach: func(*dbusapi.Server) { detached++ },
+	})
+	if err == nil || !strings.Contains(err.Error(), "policy does not let this user own") {
+		t.Fatalf("Serve without policy: %v", err)
+	}
+	if attached != 1 || detached != 1 {
+		t.Fatalf("a server denied its name: attached %d, detached %d; want 1 and 1", attached, detached)
+	}
+}
+
+// Supervise hands its Attach to every server it serves, so the history
+// is in place before the name is owned on each (re)connection.
+func TestDBus_5_SuperviseAttachesBeforeTheName(t *testing.T) {
+	bus := dbustest.Start(t, dbustest.Options{})
+	watcher := bus.Connect(t)
+	be := dbustest.NewBackend(dbustest.SampleManager(), dbustest.SamplePorts())
+	type seen struct {
+		owned bool
+		err   error
+	}
+	attached := make(chan seen, 1)
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dbusapi.Supervise(c, be, dbusapi.SuperviseOptions{
+			Connect: func() (*dbus.Conn, error) { return dbus.Connect(bus.Address) },
+			// Off the test's goroutine: report, never t.Fatal.
+			Attach: func(*dbusapi.Server) {
+				var s seen
+				s.err = watcher.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, dbusapi.BusName).Store(&s.owned)
+				select {
+				case attached <- s:
+				default:
+				}
+			},
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case s := <-attached:
+		if s.err != nil || s.owned {
+			t.Fatalf("Supervise attached a server after it owned the name (%v)", s.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Supervise never attached a server")
 	}
 }
