@@ -49,4 +49,19 @@ func TestFabric_40_11_NoStatusReadIsAnError(t *testing.T) {
 	if o, probs, err := FromStatusDir(junk); err != nil || len(probs) != 2 || len(o.Ports) != 1 {
 		t.Fatalf("one dump among two bad files: %v %v %v", o, probs, err)
 	}
+	// A dump that is JSON of the wrong shape is named in the file's terms
+	// (internal/jsonerr), never by our Go types.
+	bad := filepath.Join(junk, "d.json")
+	if err := os.WriteFile(bad, []byte("{\"nodeName\":\"d\",\n\"ports\":{}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, probs, _ := FromStatusDir(junk)
+	want := bad + ": not `nichealthctl status --json` output: line 2: ports: an object where a list belongs"
+	found := false
+	for _, p := range probs {
+		found = found || p.Error() == want
+	}
+	if !found {
+		t.Fatalf("problems %v, want %q", probs, want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/nichealth/nichealthd/fabric/ibnet"
+	"github.com/nichealth/nichealthd/internal/jsonerr"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
@@ -88,7 +89,7 @@ func (o *Overlay) addDump(name string) error {
 	}
 	var d dump
 	if err := json.Unmarshal(b, &d); err != nil {
-		return fmt.Errorf("%s: not `nichealthctl status --json` output: %w", name, err)
+		return fmt.Errorf("%s: not `nichealthctl status --json` output: %s", name, jsonerr.Describe(b, err))
 	}
 	if d.Ports == nil {
 		return errors.New(name + ": no ports: dump it with a nichealthctl whose status --json lists them")

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/nichealth/nichealthd/internal/fabricentry"
+	"github.com/nichealth/nichealthd/internal/jsonerr"
 	"github.com/nichealth/nichealthd/mad/wire"
 )
 
@@ -57,7 +56,7 @@ func Parse(b []byte, host string) ([]Entry, error) {
 	// read, and File leaves it out.
 	var f fabricentry.File
 	if err := d.Decode(&f); err != nil {
-		return nil, fmt.Errorf("not the JSON nichealth-fabric plan writes ({\"assignments\": {\"<host>\": [...]}}): %s", jsonProblem(b, err))
+		return nil, fmt.Errorf("not the JSON nichealth-fabric plan writes ({\"assignments\": {\"<host>\": [...]}}): %s", jsonerr.Describe(b, err))
 	}
 	if d.More() {
 		return nil, errors.New("trailing data after the JSON object: a half-written or concatenated file")
@@ -179,71 +178,4 @@ func clip(s string) string {
 		s = s[:60] + "…"
 	}
 	return strings.ToValidUTF8(s, "?")
-}
-
-// jsonProblem says what the decoder refused in the file's terms: the line,
-// the key path and the kind of value found and wanted, never a Go type
-// (the operator edits JSON, not our structs).
-func jsonProblem(b []byte, err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		where := te.Field
-		if where == "" {
-			where = "the top level"
-		}
-		return fmt.Sprintf("line %d: %s: %s where %s belongs", lineAt(b, te.Offset), where, jsonKind(te.Value), wantKind(te.Type))
-	case errors.As(err, &se):
-		return fmt.Sprintf("line %d: %s", lineAt(b, se.Offset), strings.TrimPrefix(se.Error(), "json: "))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "the file ends before the JSON does (half-written?)"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// lineAt is the 1-based line of byte offset off.
-func lineAt(b []byte, off int64) int {
-	off = min(max(off, 0), int64(len(b)))
-	return 1 + bytes.Count(b[:off], []byte("\n"))
-}
-
-// jsonKind names a JSON value kind as the decoder reports it ("string",
-// "number", "object", "array", "bool") with its article.
-func jsonKind(v string) string {
-	switch {
-	case v == "array":
-		return "a list"
-	case v == "object":
-		return "an object"
-	case strings.HasPrefix(v, "number"):
-		return "a number"
-	case v == "":
-		return "a value"
-	}
-	return "a " + v
-}
-
-// wantKind is the JSON kind a Go type decodes from.
-func wantKind(t reflect.Type) string {
-	if t == nil {
-		return "another value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "another value"
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nichealth/nichealthd/internal/jsonerr"
 	"github.com/nichealth/nichealthd/internal/regularfile"
 )
 
@@ -137,7 +138,7 @@ func Decode(b []byte) (*Matrix, error) { return decode(b) }
 func decode(b []byte) (*Matrix, error) {
 	var f metadataFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+		return nil, fmt.Errorf("not valid JSON: %s", jsonerr.Describe(b, err))
 	}
 	if len(f.GPUs) == 0 {
 		return nil, fmt.Errorf("\"gpus\" is absent or empty: the file lists no GPU")

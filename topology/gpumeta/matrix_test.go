@@ -84,7 +84,7 @@ func TestGPUMeta_12_2_Load(t *testing.T) {
 			errHas:  []string{`nic_topology["mlx5_3"][1] (GPU7) is "PCIE"`},
 		},
 		{name: "NV without count", content: `{"gpus":[{"gpu_id":0}],"nic_topology":{"mlx5_3":["NV"]}}`, errHas: []string{`is "NV"`}},
-		{name: "wrong type", content: `{"gpus":[{"gpu_id":"zero"}]}`, errHas: []string{"not valid JSON"}},
+		{name: "wrong type", content: `{"gpus":[{"gpu_id":"zero"}]}`, errHas: []string{"not valid JSON: line 1: gpus.gpu_id: a string where a number belongs"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
