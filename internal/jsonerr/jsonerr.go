@@ -42,6 +42,9 @@ func Describe(b []byte, err error) string {
 
 // lineAt is the 1-based line of byte offset off.
 func lineAt(b []byte, off int64) int {
+	if b == nil {
+		return 1
+	}
 	off = min(max(off, 0), int64(len(b)))
 	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
