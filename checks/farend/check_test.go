@@ -464,3 +464,25 @@ func TestMemory_HostileLatchesAndNames(t *testing.T) {
 		}
 	}
 }
+
+// The local episodes' bound holds while running too, on counter ticks as
+// on state polls: ten times as many local IB ports as it keeps, each with
+// its link counters, leave it at its bound.
+func TestMemory_LocalEpisodesBoundedWhileRunning(t *testing.T) {
+	h := newHarness(t, "")
+	for _, statePoll := range []bool{false, true} {
+		h.at = h.at.Add(time.Second)
+		h.obs.Now, h.obs.StatePoll, h.obs.Enumerated = h.at, statePoll, statePoll
+		h.obs.Ports = nil
+		for i := range 10 * MaxPorts {
+			dev := &topology.Device{Name: "mlx5_" + strconv.Itoa(i)}
+			h.obs.Ports = append(h.obs.Ports, &observe.Port{Device: dev, Port: &topology.Port{Num: 1, LinkLayer: topology.LinkLayerInfiniBand},
+				Observed: true, Readable: true,
+				Samples: []observe.Sample{{Path: "/sys/class/infiniband/" + dev.Name + "/ports/1/counters/link_downed", Value: uint64(i), At: h.at, Since: h.at.Add(-time.Second)}}})
+		}
+		h.run()
+		if n := len(h.c.local.ports); n > MaxPorts {
+			t.Fatalf("state poll %v: %d local ports followed, bound %d", statePoll, n, MaxPorts)
+		}
+	}
+}
