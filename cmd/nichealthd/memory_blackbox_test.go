@@ -19,15 +19,24 @@ import (
 	"github.com/nichealth/nichealthd/topology/sim"
 )
 
-// residentBudget is the resident set nichealthd keeps on a DGX H100 node
-// polled every second: 18 MiB (NVSentinel's NIC monitor keeps 30.9 MB on
-// the same tree). It was 16 MiB until the RoCE congestion classes, the
-// cable verdict, the SFF-8472 decoder and the shared, compressed /metrics
-// page joined the binary: alone this test then measures 15.2-15.8 MiB
-// (8.2-8.6 anonymous, 6.9-7.2 of the binary's pages), and 16.2 MiB beside
-// the suite's other black-box daemons, whose load lets the heap run
-// further ahead of the collector.
+// residentBudget is the memory cgroup nichealthd runs in on a DGX H100
+// node polled every second: 18 MiB, anonymous and charged file pages
+// together (NVSentinel's NIC monitor keeps 30.9 MB on the same tree). It
+// was 16 MiB until the RoCE congestion classes, the cable verdict, the
+// SFF-8472 decoder and the shared, compressed /metrics page joined the
+// binary.
 const residentBudget = 18 << 20
+
+// anonBudget bounds what the daemon itself allocates and the kernel cannot
+// reclaim: its anonymous resident set, 8.2-8.6 MiB alone and up to 9.4
+// beside the suite. The resident set's other part, the executable's pages,
+// is not the daemon's to bound: it released start-up's pages
+// (internal/residency), but the kernel pages out only pages that are
+// clean and mapped by no other process, so the same run measured 6.8 MiB
+// of them alone and 14.0 beside another test's daemon on the same file
+// (VmRSS 22.5 MiB, with the cgroup never at its limit). A leak is
+// anonymous; this is where it shows.
+const anonBudget = 12 << 20
 
 var production struct {
 	once sync.Once
@@ -100,7 +109,7 @@ func (n *node) startIn(cgroup, bin string, args ...string) {
 // pages together, through start-up, steady polls, a reload (a discovery,
 // an inventory scan and a link sanity pass: the once-a-minute passes'
 // code) and a fault: it is never killed, its polls go on, and its
-// resident set ends below the budget.
+// anonymous resident set ends below anonBudget.
 func TestMemory_DGXH100RunsWithinEighteenMiB(t *testing.T) {
 	t.Parallel()
 	bin := productionBinary(t)
@@ -126,8 +135,8 @@ func TestMemory_DGXH100RunsWithinEighteenMiB(t *testing.T) {
 	t.Logf("after %s: VmRSS %.1f MiB (anonymous %.1f, file %.1f), peak %.1f MiB; cgroup failcnt %d",
 		"450 polls, a reload, a breach", float64(st["VmRSS"])/(1<<20), float64(st["RssAnon"])/(1<<20), float64(st["RssFile"])/(1<<20),
 		float64(st["VmHWM"])/(1<<20), cgroupValue(t, cg, "memory.failcnt"))
-	if st["VmRSS"] >= residentBudget {
-		t.Errorf("resident set %d KiB, want below %d KiB", st["VmRSS"]>>10, residentBudget>>10)
+	if st["RssAnon"] >= anonBudget {
+		t.Errorf("anonymous resident set %d KiB, want below %d KiB", st["RssAnon"]>>10, anonBudget>>10)
 	}
 	if oom, err := os.ReadFile(filepath.Join(cg, "memory.oom_control")); err == nil && strings.Contains(string(oom), "oom_kill 1") {
 		t.Errorf("the memory cgroup killed a process: %s", oom)
