@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -309,12 +310,14 @@ func reason(r *result) string {
 // failLine matches the line a t.Error or t.Fatal starts with.
 var failLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
 
-// why is the first thing the failed test reported, cut to one short
+// why is the last thing the failed test reported, cut to one short
 // line: a CI log often keeps only its end, and that end should say why
 // as well as what failed (the whole output is above, at the failure).
+// The last, not the first: t.Logf lines look the same, and a test logs
+// its figures before it judges them.
 func why(r *result) string {
 	const max = 300
-	for _, l := range r.output {
+	for _, l := range slices.Backward(r.output) {
 		if failLine.MatchString(l) {
 			l = strings.TrimSpace(l)
 			if len(l) > max {
